@@ -1,0 +1,107 @@
+/* The storage interface. Engines: store/local (embedded, SQLite partitions)
+ * and, later, store/clickhouse. Writes go through one writer thread with group
+ * commit; a write's completion is reported only after its data is durable.
+ * Reads use views that run concurrently with writes. */
+#ifndef KILN_STORE_STORE_H
+#define KILN_STORE_STORE_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "model/model.h"
+
+typedef struct store store_t;
+
+typedef struct {
+	const char *dir;          /* data directory (created if missing) */
+	int commit_interval_ms;   /* group commit window; default 2 */
+	int max_batches_per_commit; /* default 256 */
+	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
+} store_config;
+
+store_t *store_open(const store_config *cfg, kn_err *err);
+/* Stops accepting writes, commits everything queued (each queued write's
+ * done callback runs), stops the writer thread, closes. */
+void store_close(store_t *s);
+
+/* Called on the writer thread once the batch is durable (err == NULL) or
+ * refused (err set: 503 when the disk is full or the store shuts down, 500 on
+ * a bug). Must not block; typically posts to the event loop. */
+typedef void (*store_done_fn)(void *ctx, const kn_err *err);
+
+/* Queues b for writing; takes ownership of b (freed by the store). Each
+ * profile goes to the partition of (b->project, UTC day of its time_ns).
+ * All of one batch commits in one transaction per partition. */
+void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+/* store_submit + wait. For the CLI, tests and benchmarks. 0 or -1 with err. */
+int store_write_sync(store_t *s, model_batch *b, kn_err *err);
+
+/* Queued batches not yet committed (for /metrics and backpressure). */
+uint32_t store_queue_depth(store_t *s);
+
+/* ---- Reading ---------------------------------------------------------
+ * A view is a read snapshot of one project's partitions overlapping
+ * [from_ns, until_ns). Thread-safe across views; one view per thread.
+ * Inside a partition, series, nodes, frames and attrsets have dense local ids
+ * starting at 1 (0 = none). A node's parent always has a smaller local id. */
+typedef struct store_view store_view;
+
+typedef struct {
+	uint32_t local;         /* local id in its partition */
+	uint64_t id;            /* global series id (hash) */
+	slice_t service;
+	slice_t type;           /* "sample_type:sample_unit" */
+	slice_t period_type, period_unit;
+	int64_t period;
+	uint8_t aggregation;    /* MODEL_WINDOW / MODEL_SNAPSHOT */
+	uint8_t cpu_alias;
+	const model_label *labels; /* series labels, sorted by key */
+	uint32_t n_labels;
+} store_series;
+
+typedef struct {
+	uint32_t series;        /* local series id */
+	int64_t t_ns;           /* profile start */
+	int64_t duration_ns;
+	uint32_t n_entries;
+	int64_t total;          /* sum of the chunk's values */
+	int64_t _rowid;
+} store_chunk_head;
+
+typedef struct {
+	uint32_t node;     /* local node id (leaf of the stack) */
+	uint32_t attrset;  /* local attrset id, 0 = no attributes */
+	int64_t value;
+} store_entry;
+
+typedef struct {
+	uint32_t n;             /* ids 1..n valid; index 0 unused */
+	const uint32_t *parent; /* 0 = root frame */
+	const uint32_t *frame;  /* local frame id */
+	const uint64_t *id;     /* global node id (hash) */
+} store_nodes;
+
+int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+                    kn_err *err);
+void store_view_close(store_view *v);
+uint32_t store_view_partitions(const store_view *v);
+
+/* Series of partition p (0-based). Valid for the view's lifetime. */
+int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
+/* Chunk headers of partition p for the given local series ids, whose t_ns is
+ * in [from_ns, until_ns) of the view; no chunk data is decoded. Valid until
+ * the next call on v. */
+int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head **out, uint32_t *n, kn_err *err);
+/* Decodes one chunk. Entries valid until the next call on v. A damaged chunk
+ * is an error (status 500, message names the partition), never a crash. */
+int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                       uint32_t *n, kn_err *err);
+int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
+/* frames[1..n]; frames[0] unused. Valid for the view's lifetime. */
+int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
+/* attrsets[1..n] as label ranges; attrsets[0] is the empty set. */
+int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+                        uint32_t *n, kn_err *err);
+
+#endif

@@ -1,0 +1,29 @@
+/* Google pprof (profile.proto) decoding into the normalized batch, and
+ * encoding of a merged call tree back into pprof. */
+#ifndef KILN_WIRE_PPROF_H
+#define KILN_WIRE_PPROF_H
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "model/model.h"
+
+typedef struct {
+	slice_t service;           /* service.name of every profile */
+	const model_label *labels; /* series labels for every profile (namespace, pod, ...) */
+	uint32_t n_labels;
+	int64_t time_ns;           /* 0 = the pprof's time_nanos, or now when that is 0 too */
+	int64_t duration_ns;       /* 0 = the pprof's duration_nanos */
+	int64_t now_ns;
+	uint32_t max_rows;         /* decoded sample rows limit (LIMIT_SAMPLE_ROWS) */
+} pprof_decode_opts;
+
+/* Decodes an uncompressed pprof into b: one model_profile per sample type,
+ * finished (model_profile_finish). On error returns -1 with err set (400 for
+ * malformed input with the field path, 413 for limits) and b may hold a
+ * partial decode: the caller frees it. */
+int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn_err *err);
+
+/* Encodes t as an uncompressed pprof (one sample type) appended to out. */
+int pprof_encode(const model_tree *t, buf_t *out, kn_err *err);
+
+#endif
