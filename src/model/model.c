@@ -1,0 +1,237 @@
+/* The normalized batch (model/model.h): interning of frames, stack nodes and
+ * attribute sets by content hash, and profile assembly. Knows no wire format
+ * and no storage. */
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/hash.h"
+
+#define GROW(b, arr, cap, need) ((b)->arr = xgrow((b)->arr, &(b)->cap, (need), sizeof *(b)->arr))
+
+model_batch *model_batch_new(slice_t project)
+{
+	model_batch *b = xcalloc(1, sizeof *b);
+	b->arena = arena_new();
+	b->project = arena_slice(b->arena, project);
+	u64map_init(&b->_frame_ix);
+	u64map_init(&b->_node_ix);
+	u64map_init(&b->_attrset_ix);
+	/* attrsets[0]: the empty set */
+	GROW(b, attrsets, cap_attrsets, 1);
+	b->attrsets[0] = (model_attrset){0, 0, 0};
+	b->n_attrsets = 1;
+	return b;
+}
+
+void model_batch_free(model_batch *b)
+{
+	if (!b)
+		return;
+	arena_free(b->arena);
+	free(b->frames);
+	free(b->nodes);
+	free(b->attr_labels);
+	free(b->attrsets);
+	free(b->series_labels);
+	free(b->samples);
+	free(b->profiles);
+	u64map_free(&b->_frame_ix);
+	u64map_free(&b->_node_ix);
+	u64map_free(&b->_attrset_ix);
+	free(b);
+}
+
+/* Hashes a field with its length so ("ab","c") and ("a","bc") differ. */
+static uint64_t mix_field(uint64_t h, slice_t s)
+{
+	uint64_t len = s.n;
+	h = hash_pair(h, len);
+	return s.n ? hash_bytes(s.p, s.n, h) : h;
+}
+
+uint32_t model_frame_intern(model_batch *b, const model_frame *f)
+{
+	uint64_t h = 0x4652414d45ULL; /* "FRAME" */
+	h = mix_field(h, f->name);
+	h = mix_field(h, f->file);
+	h = mix_field(h, f->binary);
+	h = mix_field(h, f->build_id);
+	h = mix_field(h, f->kind);
+	h = hash_pair(h, f->unsymbolized);
+	int inserted;
+	uint32_t ix = u64map_get_or_put(&b->_frame_ix, h, b->n_frames, &inserted);
+	if (!inserted)
+		return ix;
+	GROW(b, frames, cap_frames, (size_t)b->n_frames + 1);
+	model_frame *d = &b->frames[b->n_frames++];
+	d->id = h;
+	d->name = arena_slice(b->arena, f->name);
+	d->file = arena_slice(b->arena, f->file);
+	d->binary = arena_slice(b->arena, f->binary);
+	d->build_id = arena_slice(b->arena, f->build_id);
+	d->kind = arena_slice(b->arena, f->kind);
+	d->unsymbolized = f->unsymbolized;
+	return ix;
+}
+
+uint32_t model_node_intern(model_batch *b, uint32_t parent, uint32_t frame)
+{
+	uint64_t pid = parent == MODEL_NONE ? 0 : b->nodes[parent].id;
+	uint64_t h = hash_pair(pid, b->frames[frame].id);
+	int inserted;
+	uint32_t ix = u64map_get_or_put(&b->_node_ix, h, b->n_nodes, &inserted);
+	if (!inserted)
+		return ix;
+	GROW(b, nodes, cap_nodes, (size_t)b->n_nodes + 1);
+	b->nodes[b->n_nodes] = (model_node){h, parent, frame};
+	return b->n_nodes++;
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+	const model_label *x = a, *y = b;
+	int c = slice_cmp(x->key, y->key);
+	return c ? c : slice_cmp(x->value, y->value);
+}
+
+uint32_t model_attrset_intern(model_batch *b, model_label *labels, uint32_t n)
+{
+	if (n == 0)
+		return 0;
+	qsort(labels, n, sizeof *labels, label_cmp);
+	uint64_t h = 0x41545452ULL; /* "ATTR" */
+	for (uint32_t i = 0; i < n; i++) {
+		h = mix_field(h, labels[i].key);
+		h = mix_field(h, labels[i].value);
+	}
+	int inserted;
+	uint32_t ix = u64map_get_or_put(&b->_attrset_ix, h, b->n_attrsets, &inserted);
+	if (!inserted)
+		return ix;
+	GROW(b, attr_labels, cap_attr_labels, (size_t)b->n_attr_labels + n);
+	for (uint32_t i = 0; i < n; i++) {
+		b->attr_labels[b->n_attr_labels + i].key = arena_slice(b->arena, labels[i].key);
+		b->attr_labels[b->n_attr_labels + i].value = arena_slice(b->arena, labels[i].value);
+	}
+	GROW(b, attrsets, cap_attrsets, (size_t)b->n_attrsets + 1);
+	b->attrsets[b->n_attrsets] = (model_attrset){h, b->n_attr_labels, n};
+	b->n_attr_labels += n;
+	return b->n_attrsets++;
+}
+
+model_profile *model_profile_add(model_batch *b)
+{
+	GROW(b, profiles, cap_profiles, (size_t)b->n_profiles + 1);
+	model_profile *p = &b->profiles[b->n_profiles++];
+	memset(p, 0, sizeof *p);
+	p->labels_first = b->n_series_labels;
+	p->samples_first = b->n_samples;
+	return p;
+}
+
+void model_profile_set_type(model_batch *b, model_profile *p, slice_t sample_type, slice_t sample_unit,
+                            slice_t period_type, slice_t period_unit, int64_t period)
+{
+	p->sample_type = arena_slice(b->arena, sample_type);
+	p->sample_unit = arena_slice(b->arena, sample_unit);
+	p->period_type = arena_slice(b->arena, period_type);
+	p->period_unit = arena_slice(b->arena, period_unit);
+	p->period = period;
+	p->aggregation = model_aggregation_of(sample_type);
+}
+
+void model_profile_set_service(model_batch *b, model_profile *p, slice_t service)
+{
+	p->service = arena_slice(b->arena, service);
+}
+
+void model_profile_add_label(model_batch *b, model_profile *p, slice_t key, slice_t value)
+{
+	GROW(b, series_labels, cap_series_labels, (size_t)b->n_series_labels + 1);
+	model_label *l = &b->series_labels[b->n_series_labels++];
+	l->key = arena_slice(b->arena, key);
+	l->value = arena_slice(b->arena, value);
+	p->labels_count++;
+}
+
+void model_sample_add(model_batch *b, model_profile *p, uint32_t node, uint32_t attrset, int64_t value,
+                      int64_t time_ns)
+{
+	GROW(b, samples, cap_samples, (size_t)b->n_samples + 1);
+	b->samples[b->n_samples++] = (model_sample){node, attrset, value, time_ns};
+	p->samples_count++;
+}
+
+static int sample_cmp(const void *a, const void *b)
+{
+	const model_sample *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->attrset != y->attrset)
+		return x->attrset < y->attrset ? -1 : 1;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return 0;
+}
+
+void model_profile_finish(model_batch *b, model_profile *p)
+{
+	model_label *labels = b->series_labels + p->labels_first;
+	if (p->labels_count > 1)
+		qsort(labels, p->labels_count, sizeof *labels, label_cmp);
+
+	model_sample *s = b->samples + p->samples_first;
+	if (p->samples_count > 1)
+		qsort(s, p->samples_count, sizeof *s, sample_cmp);
+	uint32_t out = 0;
+	for (uint32_t i = 0; i < p->samples_count; i++) {
+		if (out && sample_cmp(&s[out - 1], &s[i]) == 0) {
+			s[out - 1].value += s[i].value;
+			continue;
+		}
+		s[out++] = s[i];
+	}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < out; i++)
+		if (s[i].value != 0)
+			s[kept++] = s[i];
+	/* Samples of p are the batch's last, so the batch shrinks with it. */
+	if (p->samples_first + p->samples_count == b->n_samples)
+		b->n_samples = p->samples_first + kept;
+	p->samples_count = kept;
+
+	uint64_t h = 0x534552494553ULL; /* "SERIES" */
+	h = mix_field(h, b->project);
+	h = mix_field(h, p->service);
+	h = mix_field(h, p->sample_type);
+	h = mix_field(h, p->sample_unit);
+	h = mix_field(h, p->period_type);
+	h = mix_field(h, p->period_unit);
+	h = hash_pair(h, (uint64_t)p->period);
+	for (uint32_t i = 0; i < p->labels_count; i++) {
+		h = mix_field(h, labels[i].key);
+		h = mix_field(h, labels[i].value);
+	}
+	p->series_id = h;
+}
+
+void model_type_name(const model_profile *p, char *out, size_t n)
+{
+	snprintf(out, n, "%.*s:%.*s", (int)p->sample_type.n, (const char *)p->sample_type.p, (int)p->sample_unit.n,
+	         (const char *)p->sample_unit.p);
+}
+
+uint8_t model_aggregation_of(slice_t t)
+{
+	static const char *snapshot_prefix[] = {"inuse_", "goroutine", "live_", "heap_live"};
+	for (size_t i = 0; i < sizeof snapshot_prefix / sizeof *snapshot_prefix; i++) {
+		size_t l = strlen(snapshot_prefix[i]);
+		if (t.n >= l && memcmp(t.p, snapshot_prefix[i], l) == 0)
+			return MODEL_SNAPSHOT;
+	}
+	return MODEL_WINDOW;
+}
