@@ -15,7 +15,8 @@ endif
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 
 LIB_SRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c src/*/*/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/ui_assets.o
+UI_FILES := $(shell find src/ui -type f 2>/dev/null)
 UNIT_SRC := $(wildcard tests/unit/*/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 FUZZ_SRC := $(wildcard tests/fuzz/*.c)
@@ -33,6 +34,14 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/ui_assets.c: $(UI_FILES) scripts/embed-ui.sh
+	@mkdir -p $(dir $@)
+	bash scripts/embed-ui.sh src/ui > $@
+
+$(BUILD)/obj/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@rm -f $@

@@ -1,0 +1,205 @@
+/* The query API of SPEC S7 (/api/services, types, flamegraph, top, timeline,
+ * pprof) plus /healthz: parameters parsed on the loop thread, the query run
+ * on a worker, the reply sent from the loop thread. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/params.h"
+#include "api/ui_assets.h"
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/timeutil.h"
+#include "query/query.h"
+
+enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF };
+
+static const struct {
+	const char *path;
+	enum route route;
+	int needs_service, needs_type;
+} routes[] = {
+    {"/api/services", R_SERVICES, 0, 0}, {"/api/types", R_TYPES, 1, 0},   {"/api/flamegraph", R_FLAME, 1, 1},
+    {"/api/top", R_TOP, 1, 1},           {"/api/timeline", R_TIMELINE, 1, 1}, {"/api/pprof", R_PPROF, 1, 1},
+};
+
+typedef struct {
+	api_ctx *api;
+	http_req *req;
+	arena_t *arena;
+	enum route route;
+	query_params q;
+	uint32_t limit;
+	int64_t step_s;
+	kn_err err;
+	int failed;
+	buf_t out;
+} query_job;
+
+uint32_t api_inflight(api_ctx *a)
+{
+	return atomic_load(&a->_inflight);
+}
+
+void api_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx)
+{
+	buf_puts(body, "{\"error\":");
+	buf_json_str(body, slice_cstr(msg));
+	buf_puts(body, "}\n");
+	*content_type = "application/json";
+}
+
+void api_reply_error(http_req *r, const kn_err *err)
+{
+	buf_t body;
+	buf_init(&body, SIZE_MAX);
+	const char *ct;
+	api_format_error(err->status, err->msg, &body, &ct, NULL);
+	char extra[64] = "";
+	if (err->retry_after > 0)
+		snprintf(extra, sizeof extra, "Retry-After: %d\r\n", err->retry_after);
+	http_respond(r, err->status ? err->status : 500, ct, extra[0] ? extra : NULL, body.p, body.n);
+	buf_free(&body);
+}
+
+static void query_reply(void *arg)
+{
+	query_job *j = arg;
+	if (j->failed) {
+		api_reply_error(j->req, &j->err);
+	} else if (j->route == R_PPROF) {
+		http_respond(j->req, 200, "application/octet-stream",
+		             "Content-Disposition: attachment; filename=\"profile.pb.gz\"\r\n", j->out.p, j->out.n);
+	} else {
+		http_respond(j->req, 200, "application/json", "Cache-Control: no-store\r\n", j->out.p, j->out.n);
+	}
+	buf_free(&j->out);
+	arena_free(j->arena);
+	atomic_fetch_sub(&j->api->_inflight, 1);
+	free(j);
+}
+
+static void query_work(void *arg)
+{
+	query_job *j = arg;
+	store_t *s = j->api->store;
+	int rc = -1;
+	switch (j->route) {
+	case R_SERVICES:
+		rc = query_services(s, &j->q, &j->out, &j->err);
+		break;
+	case R_TYPES:
+		rc = query_types(s, &j->q, &j->out, &j->err);
+		break;
+	case R_FLAME:
+		rc = query_flamegraph(s, &j->q, &j->out, &j->err);
+		break;
+	case R_TOP:
+		rc = query_top(s, &j->q, j->limit, &j->out, &j->err);
+		break;
+	case R_TIMELINE:
+		rc = query_timeline(s, &j->q, j->step_s, &j->out, &j->err);
+		break;
+	case R_PPROF:
+		rc = query_pprof(s, &j->q, &j->out, &j->err);
+		break;
+	}
+	j->failed = rc < 0;
+	loop_post(j->api->loop, query_reply, j);
+}
+
+static int parse_query(query_job *j, const params_t *p, int needs_service, int needs_type)
+{
+	kn_err *err = &j->err;
+	j->q.project = slice_cstr(j->api->project);
+	if (params_range(p, time_now_ns(), &j->q.from_ns, &j->q.until_ns, err) < 0)
+		return -1;
+	const char *service = params_get(p, "service");
+	const char *type = params_get(p, "type");
+	if (needs_service && (!service || !*service))
+		return err_set(err, 400, "missing service=NAME (see /api/services)");
+	if (needs_type && (!type || !*type))
+		return err_set(err, 400, "missing type=SAMPLE_TYPE:UNIT, e.g. type=cpu:nanoseconds (see /api/types)");
+	if (needs_type && !strchr(type, ':'))
+		return err_set(err, 400, "type=%.64s must be SAMPLE_TYPE:UNIT, e.g. cpu:nanoseconds", type);
+	j->q.service = slice_cstr(service);
+	j->q.type = slice_cstr(type);
+	model_label *labels;
+	if (params_labels(p, j->arena, &labels, &j->q.n_labels, err) < 0)
+		return -1;
+	j->q.labels = labels;
+	const char *limit = params_get(p, "limit");
+	if (limit && *limit) {
+		char *end;
+		long v = strtol(limit, &end, 10);
+		if (*end || v < 0 || v > 1000000)
+			return err_set(err, 400, "limit=%.32s must be a number from 0 (all) to 1000000", limit);
+		j->limit = (uint32_t)v;
+	} else {
+		j->limit = 100;
+	}
+	const char *step = params_get(p, "step");
+	if (step && *step) {
+		int64_t ns;
+		if (time_parse_duration(step, &ns) < 0 || ns < NS_PER_SEC)
+			return err_set(err, 400, "step=%.32s must be a duration of at least 1s (e.g. 10s, 1m)", step);
+		j->step_s = ns / NS_PER_SEC;
+		if ((j->q.until_ns - j->q.from_ns) / ns > 100000)
+			return err_set(err, 400, "step=%.32s gives more than 100000 points over the range", step);
+	}
+	return 0;
+}
+
+int api_ui_on_headers(http_req *r, void *ctx)
+{
+	if (!slice_eq_cstr(r->method, "GET") && !slice_eq_cstr(r->method, "HEAD")) {
+		kn_err err;
+		err_set(&err, 405, "method %.*s not allowed: the query API is read-only (GET)",
+		        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
+		api_reply_error(r, &err);
+		return 1;
+	}
+	return 0;
+}
+
+void api_ui_on_request(http_req *r, void *ctx)
+{
+	api_ctx *api = ctx;
+	if (slice_eq_cstr(r->path, "/healthz")) {
+		http_respond(r, 200, "text/plain", NULL, "ok\n", 3);
+		return;
+	}
+	int found = -1;
+	for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
+		if (slice_eq_cstr(r->path, routes[i].path))
+			found = (int)i;
+	if (found < 0) {
+		const ui_asset *a = ui_asset_find(r->path);
+		if (a) {
+			http_respond(r, 200, a->content_type, "Cache-Control: no-cache\r\n", a->data, a->size);
+			return;
+		}
+		kn_err err;
+		err_set(&err, 404, "no route %.*s; the API is documented in docs/API.md",
+		        (int)(r->path.n > 128 ? 128 : r->path.n), (const char *)r->path.p);
+		api_reply_error(r, &err);
+		return;
+	}
+	query_job *j = xcalloc(1, sizeof *j);
+	j->api = api;
+	atomic_fetch_add(&api->_inflight, 1);
+	j->req = r;
+	j->arena = arena_new();
+	j->route = routes[found].route;
+	buf_init(&j->out, SIZE_MAX);
+	params_t p;
+	if (params_parse(r->query, j->arena, &p, &j->err) < 0 ||
+	    parse_query(j, &p, routes[found].needs_service, routes[found].needs_type) < 0) {
+		j->failed = 1;
+		query_reply(j);
+		return;
+	}
+	pool_submit(api->pool, query_work, j);
+}

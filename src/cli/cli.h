@@ -1,0 +1,10 @@
+/* Subcommands of the kiln binary. Each returns the process exit status. */
+#ifndef KILN_CLI_CLI_H
+#define KILN_CLI_CLI_H
+
+int cli_serve(int argc, char **argv);
+int cli_upload(int argc, char **argv);
+int cli_top(int argc, char **argv);
+int cli_export(int argc, char **argv);
+
+#endif

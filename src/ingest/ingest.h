@@ -1,0 +1,34 @@
+/* Ingest: turns a push (bytes + request metadata) into a validated normalized
+ * batch ready for the store. CPU work; runs on worker threads, never on the
+ * event loop. Knows wire formats only through wire/, storage not at all.
+ * (Keys, rate limits, usage and deltas arrive here in later issues.) */
+#ifndef KILN_INGEST_INGEST_H
+#define KILN_INGEST_INGEST_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "model/model.h"
+
+typedef struct {
+	slice_t project;
+	slice_t service;
+	const model_label *labels; /* series labels (namespace, pod, container, workload, label.K=V) */
+	uint32_t n_labels;
+	int64_t from_ns, until_ns; /* 0 = not given */
+	int content_gzip;          /* Content-Encoding: gzip */
+	uint32_t max_rows;         /* 0 = LIMIT_SAMPLE_ROWS */
+	int64_t now_ns;
+} ingest_pprof_req;
+
+typedef struct {
+	uint32_t profiles; /* profiles stored (one per sample type) */
+	uint64_t samples;  /* decoded sample rows × sample types */
+} ingest_result;
+
+/* Decompresses (bounded by LIMIT_DECODED_BYTES), decodes and validates a
+ * pprof push. On success *out is a finished batch owned by the caller.
+ * Errors: 400 malformed / empty, 413 limits; nothing is returned then. */
+int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ingest_result *res, kn_err *err);
+
+#endif

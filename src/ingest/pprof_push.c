@@ -1,0 +1,63 @@
+/* The pprof push path (SPEC S2.1): body → bounded gunzip → pprof decode →
+ * one profile per sample type, at `from` or at receive time. Does not talk to
+ * the store or the network. */
+#include "ingest/ingest.h"
+
+#include "base/buf.h"
+#include "base/limits.h"
+#include "wire/compress.h"
+#include "wire/pprof.h"
+
+int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ingest_result *res, kn_err *err)
+{
+	*out = NULL;
+	if (body.n == 0)
+		return err_set(err, 400, "empty body: send a pprof profile (raw or gzip) as the request body");
+	if (body.n > LIMIT_BODY_BYTES)
+		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n, LIMIT_BODY_BYTES >> 20);
+
+	buf_t plain;
+	buf_init(&plain, LIMIT_DECODED_BYTES);
+	slice_t data = body;
+	if (gz_is_gzip(body)) {
+		if (gz_inflate(body, &plain, err) < 0)
+			goto fail;
+		data = buf_slice(&plain);
+	} else if (r->content_gzip) {
+		err_set(err, 400, "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
+		goto fail;
+	}
+	if (data.n == 0) {
+		err_set(err, 400, "empty profile: the decompressed body is empty");
+		goto fail;
+	}
+
+	pprof_decode_opts o = {
+	    .service = r->service,
+	    .labels = r->labels,
+	    .n_labels = r->n_labels,
+	    .time_ns = r->from_ns,
+	    .duration_ns = (r->from_ns && r->until_ns > r->from_ns) ? r->until_ns - r->from_ns : 0,
+	    .now_ns = r->now_ns,
+	    .max_rows = r->max_rows ? r->max_rows : LIMIT_SAMPLE_ROWS,
+	};
+	/* Without `from`, the profile is stored at receive time (S2.1) so an old
+	 * pprof file can be uploaded and looked at. */
+	if (!o.time_ns)
+		o.time_ns = r->now_ns;
+	model_batch *b = model_batch_new(r->project);
+	if (pprof_decode(data, &o, b, err) < 0) {
+		model_batch_free(b);
+		goto fail;
+	}
+	res->profiles = b->n_profiles;
+	res->samples = 0;
+	for (uint32_t i = 0; i < b->n_profiles; i++)
+		res->samples += b->profiles[i].samples_count;
+	buf_free(&plain);
+	*out = b;
+	return 0;
+fail:
+	buf_free(&plain);
+	return -1;
+}
