@@ -1,0 +1,77 @@
+/* Tests of src/model/model.c: content-hash identities and profile assembly. */
+#include "testutil.h"
+
+#include "model/model.h"
+
+static uint32_t frame(model_batch *b, const char *name)
+{
+	model_frame f = {.name = slice_cstr(name), .file = slice_cstr("main.go")};
+	return model_frame_intern(b, &f);
+}
+
+static void test_identities_are_content_hashes(void **state)
+{
+	model_batch *a = model_batch_new(slice_cstr("p")), *b = model_batch_new(slice_cstr("p"));
+	/* Different insertion order, same ids. */
+	uint32_t a_main = frame(a, "main"), a_f = frame(a, "f");
+	uint32_t b_f = frame(b, "f"), b_main = frame(b, "main");
+	assert_true(a->frames[a_main].id == b->frames[b_main].id);
+	assert_true(a->frames[a_f].id == b->frames[b_f].id);
+	assert_int_equal(frame(a, "main"), a_main); /* interned */
+	uint32_t an = model_node_intern(a, model_node_intern(a, MODEL_NONE, a_main), a_f);
+	uint32_t bn = model_node_intern(b, model_node_intern(b, MODEL_NONE, b_main), b_f);
+	assert_true(a->nodes[an].id == b->nodes[bn].id);
+	/* f under main differs from f at the root. */
+	uint32_t root_f = model_node_intern(a, MODEL_NONE, a_f);
+	assert_true(a->nodes[root_f].id != a->nodes[an].id);
+	/* Field boundaries matter: ("ab","c") vs ("a","bc"). */
+	model_frame x = {.name = slice_cstr("ab"), .file = slice_cstr("c")};
+	model_frame y = {.name = slice_cstr("a"), .file = slice_cstr("bc")};
+	assert_true(a->frames[model_frame_intern(a, &x)].id != a->frames[model_frame_intern(a, &y)].id);
+	model_batch_free(a);
+	model_batch_free(b);
+}
+
+static void test_profile_finish_merges_and_drops_zero(void **state)
+{
+	model_batch *b = model_batch_new(slice_cstr("p"));
+	uint32_t n1 = model_node_intern(b, MODEL_NONE, frame(b, "main"));
+	uint32_t n2 = model_node_intern(b, n1, frame(b, "f"));
+	model_label l[2] = {{slice_cstr("span_id"), slice_cstr("s1")}, {slice_cstr("a"), slice_cstr("b")}};
+	uint32_t as = model_attrset_intern(b, l, 2);
+	assert_int_equal(as, 1);
+	assert_true(slice_eq_cstr(b->attr_labels[b->attrsets[as].first].key, "a")); /* sorted */
+	model_profile *p = model_profile_add(b);
+	model_profile_set_type(b, p, slice_cstr("inuse_space"), slice_cstr("bytes"), slice_cstr("space"),
+	                       slice_cstr("bytes"), 512);
+	model_profile_set_service(b, p, slice_cstr("svc"));
+	model_profile_add_label(b, p, slice_cstr("z"), slice_cstr("1"));
+	model_profile_add_label(b, p, slice_cstr("a"), slice_cstr("2"));
+	model_sample_add(b, p, n2, 0, 10, 0);
+	model_sample_add(b, p, n1, 0, 0, 0);
+	model_sample_add(b, p, n2, 0, 5, 0);
+	model_sample_add(b, p, n2, as, 7, 0);
+	model_profile_finish(b, p);
+	assert_int_equal(p->aggregation, MODEL_SNAPSHOT);
+	assert_int_equal(p->samples_count, 2);
+	assert_int_equal(b->n_samples, 2);
+	assert_true(b->samples[0].node == n2 && b->samples[0].attrset == 0 && b->samples[0].value == 15);
+	assert_true(b->samples[1].attrset == as && b->samples[1].value == 7);
+	assert_true(slice_eq_cstr(b->series_labels[p->labels_first].key, "a"));
+	assert_true(p->series_id != 0);
+	char name[64];
+	model_type_name(p, name, sizeof name);
+	assert_string_equal(name, "inuse_space:bytes");
+	assert_int_equal(model_aggregation_of(slice_cstr("cpu")), MODEL_WINDOW);
+	assert_int_equal(model_aggregation_of(slice_cstr("goroutine")), MODEL_SNAPSHOT);
+	model_batch_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_identities_are_content_hashes),
+	    cmocka_unit_test(test_profile_finish_merges_and_drops_zero),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
