@@ -1,0 +1,211 @@
+/* Protobuf wire format (pb.h): a bounded reader that never reads past its
+ * cursor's end and never allocates, and a writer appending to a buf_t.
+ * It knows nothing about messages or field meanings; groups are refused. */
+#include "wire/pb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PB_MAX_FIELD 0x1fffffffu /* 2^29 - 1 */
+
+int pb_varint(pb_reader *r, uint64_t *v)
+{
+	const uint8_t *p = r->p;
+	uint64_t x = 0;
+	for (unsigned i = 0; i < 10; i++) {
+		if (p >= r->end)
+			return -1; /* truncated */
+		uint8_t c = *p++;
+		if (i == 9 && c > 1)
+			return -1; /* more than 64 bits */
+		x |= (uint64_t)(c & 0x7f) << (7 * i);
+		if (!(c & 0x80)) {
+			r->p = p;
+			*v = x;
+			return 0;
+		}
+	}
+	return -1; /* unreachable: the 10th byte either ends or fails above */
+}
+
+int pb_key(pb_reader *r, uint32_t *field, int *wire_type)
+{
+	uint64_t k;
+	if (pb_varint(r, &k) < 0)
+		return -1;
+	uint64_t f = k >> 3;
+	int wt = (int)(k & 7);
+	if (f == 0 || f > PB_MAX_FIELD || wt == 6 || wt == 7)
+		return -1;
+	*field = (uint32_t)f;
+	*wire_type = wt;
+	return 0;
+}
+
+/* Little-endian fixed-width value of n bytes. */
+static int read_le(pb_reader *r, unsigned n, uint64_t *v)
+{
+	if (r->end - r->p < (ptrdiff_t)n)
+		return -1;
+	uint64_t x = 0;
+	for (unsigned i = n; i-- > 0;)
+		x = (x << 8) | r->p[i];
+	r->p += n;
+	*v = x;
+	return 0;
+}
+
+int pb_fixed64(pb_reader *r, uint64_t *v)
+{
+	return read_le(r, 8, v);
+}
+
+int pb_fixed32(pb_reader *r, uint32_t *v)
+{
+	uint64_t x;
+	if (read_le(r, 4, &x) < 0)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+int pb_bytes(pb_reader *r, slice_t *out)
+{
+	uint64_t len;
+	if (pb_varint(r, &len) < 0)
+		return -1;
+	/* Compare against what is left, never compute p + len first. */
+	if (len > (uint64_t)(r->end - r->p))
+		return -1;
+	out->p = r->p;
+	out->n = (size_t)len;
+	r->p += len;
+	return 0;
+}
+
+int pb_skip(pb_reader *r, int wire_type)
+{
+	uint64_t v;
+	slice_t s;
+	switch (wire_type) {
+	case PB_VARINT:
+		return pb_varint(r, &v);
+	case PB_I64:
+		return pb_fixed64(r, &v);
+	case PB_LEN:
+		return pb_bytes(r, &s);
+	case PB_I32:
+		return read_le(r, 4, &v);
+	default:
+		return -1; /* groups (3/4) and invalid types */
+	}
+}
+
+int pb_packed_varint_next(pb_reader *packed, uint64_t *v)
+{
+	return pb_varint(packed, v);
+}
+
+/* Kiln fills every buffer it writes protobuf into with a SIZE_MAX ceiling,
+ * so a failed append is a broken invariant, not bad input. */
+static void put_or_die(buf_t *b, const void *p, size_t n)
+{
+	if (buf_append(b, p, n) < 0) {
+		fprintf(stderr, "pb: append of %zu bytes past the buffer ceiling\n", n);
+		abort();
+	}
+}
+
+static size_t varint_encode(uint8_t out[10], uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+void pb_put_varint(buf_t *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	put_or_die(b, tmp, varint_encode(tmp, v));
+}
+
+void pb_put_key(buf_t *b, uint32_t field, int wire_type)
+{
+	pb_put_varint(b, ((uint64_t)field << 3) | (uint64_t)(wire_type & 7));
+}
+
+void pb_put_uint(buf_t *b, uint32_t field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_put_key(b, field, PB_VARINT);
+	pb_put_varint(b, v);
+}
+
+void pb_put_int64(buf_t *b, uint32_t field, int64_t v)
+{
+	pb_put_uint(b, field, (uint64_t)v); /* int64 is two's complement, 10 bytes when negative */
+}
+
+void pb_put_bytes(buf_t *b, uint32_t field, slice_t s)
+{
+	pb_put_key(b, field, PB_LEN);
+	pb_put_varint(b, s.n);
+	if (s.n)
+		put_or_die(b, s.p, s.n);
+}
+
+void pb_put_fixed64(buf_t *b, uint32_t field, uint64_t v)
+{
+	uint8_t tmp[8];
+	for (int i = 0; i < 8; i++)
+		tmp[i] = (uint8_t)(v >> (8 * i));
+	pb_put_key(b, field, PB_I64);
+	put_or_die(b, tmp, 8);
+}
+
+void pb_put_packed(buf_t *b, uint32_t field, const uint64_t *v, size_t n)
+{
+	if (!n)
+		return;
+	size_t len = 0;
+	uint8_t tmp[10];
+	for (size_t i = 0; i < n; i++)
+		len += varint_encode(tmp, v[i]);
+	pb_put_key(b, field, PB_LEN);
+	pb_put_varint(b, len);
+	for (size_t i = 0; i < n; i++)
+		pb_put_varint(b, v[i]);
+}
+
+/* Writes the key and one placeholder byte for the length; pb_end widens the
+ * length in place when the payload needs more than one byte. */
+size_t pb_begin(buf_t *b, uint32_t field)
+{
+	pb_put_key(b, field, PB_LEN);
+	size_t mark = b->n;
+	uint8_t zero = 0;
+	put_or_die(b, &zero, 1);
+	return mark;
+}
+
+void pb_end(buf_t *b, size_t mark)
+{
+	size_t len = b->n - mark - 1;
+	uint8_t tmp[10];
+	size_t k = varint_encode(tmp, len);
+	if (k > 1) {
+		if (buf_reserve(b, k - 1) < 0) {
+			fprintf(stderr, "pb: nested message length past the buffer ceiling\n");
+			abort();
+		}
+		memmove(b->p + mark + k, b->p + mark + 1, len);
+		b->n += k - 1;
+	}
+	memcpy(b->p + mark, tmp, k);
+}

@@ -1,0 +1,300 @@
+/* Tests of src/wire/pb.c: varint limits, truncation, key validation, bounded
+ * lengths, skipping, and writer → reader round trips (including nested
+ * messages whose length needs more than one byte). */
+#include "testutil.h"
+
+#include "base/buf.h"
+#include "wire/pb.h"
+
+static pb_reader reader_of(const uint8_t *p, size_t n)
+{
+	return pb_reader_make(slice_make(p, n));
+}
+
+static void test_varint_edges(void **state)
+{
+	(void)state;
+	struct {
+		uint8_t in[12];
+		size_t n;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+	        {{0x00}, 1, 0, 0},
+	        {{0x01}, 1, 0, 1},
+	        {{0x7f}, 1, 0, 127},
+	        {{0x80, 0x01}, 2, 0, 128},
+	        {{0xff, 0xff, 0xff, 0xff, 0x0f}, 5, 0, 0xffffffffu},
+	        /* UINT64_MAX: nine 0xff then 0x01 */
+	        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10, 0, UINT64_MAX},
+	        /* 10th byte 2: bit 64 would be set */
+	        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 10, -1, 0},
+	        /* 11 bytes */
+	        {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 11, -1, 0},
+	        /* non-minimal but within 10 bytes is accepted */
+	        {{0x81, 0x80, 0x00}, 3, 0, 1},
+	        /* truncated */
+	        {{0x80}, 1, -1, 0},
+	        {{0xff, 0xff}, 2, -1, 0},
+	        {{0}, 0, -1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		pb_reader r = reader_of(cases[i].in, cases[i].n);
+		uint64_t v = 12345;
+		int rc = pb_varint(&r, &v);
+		assert_int_equal(rc, cases[i].rc);
+		if (rc == 0) {
+			assert_true(v == cases[i].v);
+			assert_true(pb_done(&r));
+		}
+	}
+}
+
+static void test_varint_does_not_read_past_end(void **state)
+{
+	(void)state;
+	/* The byte after the reader's end would complete the varint. */
+	uint8_t buf[] = {0x80, 0x01};
+	pb_reader r = reader_of(buf, 1);
+	uint64_t v;
+	assert_int_equal(pb_varint(&r, &v), -1);
+}
+
+static void test_key(void **state)
+{
+	(void)state;
+	uint32_t f;
+	int wt;
+	uint8_t ok[] = {0x08}; /* field 1 varint */
+	pb_reader r = reader_of(ok, 1);
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 1);
+	assert_int_equal(wt, PB_VARINT);
+
+	uint8_t field0[] = {0x02}; /* field 0 */
+	r = reader_of(field0, 1);
+	assert_int_equal(pb_key(&r, &f, &wt), -1);
+	uint8_t wt6[] = {0x0e}, wt7[] = {0x0f};
+	r = reader_of(wt6, 1);
+	assert_int_equal(pb_key(&r, &f, &wt), -1);
+	r = reader_of(wt7, 1);
+	assert_int_equal(pb_key(&r, &f, &wt), -1);
+
+	/* Largest field number 2^29-1 and one past it. */
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	pb_put_key(&b, 0x1fffffff, PB_LEN);
+	r = pb_reader_make(buf_slice(&b));
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 0x1fffffff);
+	assert_int_equal(wt, PB_LEN);
+	buf_reset(&b);
+	pb_put_varint(&b, ((uint64_t)0x20000000 << 3) | PB_VARINT);
+	r = pb_reader_make(buf_slice(&b));
+	assert_int_equal(pb_key(&r, &f, &wt), -1);
+	buf_reset(&b);
+	pb_put_varint(&b, UINT64_MAX); /* field number far past 32 bits */
+	r = pb_reader_make(buf_slice(&b));
+	assert_int_equal(pb_key(&r, &f, &wt), -1);
+	buf_free(&b);
+
+	uint8_t trunc[] = {0x88};
+	r = reader_of(trunc, 1);
+	assert_int_equal(pb_key(&r, &f, &wt), -1);
+}
+
+static void test_bytes_bounds(void **state)
+{
+	(void)state;
+	slice_t s;
+	uint8_t exact[] = {0x03, 'a', 'b', 'c'};
+	pb_reader r = reader_of(exact, sizeof exact);
+	assert_int_equal(pb_bytes(&r, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_memory_equal(s.p, "abc", 3);
+	assert_true(pb_done(&r));
+
+	uint8_t past[] = {0x04, 'a', 'b', 'c'};
+	r = reader_of(past, sizeof past);
+	assert_int_equal(pb_bytes(&r, &s), -1);
+
+	uint8_t empty[] = {0x00};
+	r = reader_of(empty, 1);
+	assert_int_equal(pb_bytes(&r, &s), 0);
+	assert_int_equal(s.n, 0);
+
+	/* Lengths that would overflow pointer arithmetic: 2^64-1 and 2^63. */
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	pb_put_varint(&b, UINT64_MAX);
+	buf_append(&b, "xx", 2);
+	r = pb_reader_make(buf_slice(&b));
+	assert_int_equal(pb_bytes(&r, &s), -1);
+	buf_reset(&b);
+	pb_put_varint(&b, (uint64_t)1 << 63);
+	buf_append(&b, "xx", 2);
+	r = pb_reader_make(buf_slice(&b));
+	assert_int_equal(pb_bytes(&r, &s), -1);
+	/* A negative int32 length as protoc would write it (10-byte varint). */
+	buf_reset(&b);
+	pb_put_varint(&b, (uint64_t)(int64_t)-1);
+	r = pb_reader_make(buf_slice(&b));
+	assert_int_equal(pb_bytes(&r, &s), -1);
+	buf_free(&b);
+}
+
+static void test_fixed_and_skip(void **state)
+{
+	(void)state;
+	uint8_t f64[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	pb_reader r = reader_of(f64, 8);
+	uint64_t v;
+	assert_int_equal(pb_fixed64(&r, &v), 0);
+	assert_true(v == 0x0807060504030201ull);
+	r = reader_of(f64, 7);
+	assert_int_equal(pb_fixed64(&r, &v), -1);
+	uint32_t w;
+	r = reader_of(f64, 4);
+	assert_int_equal(pb_fixed32(&r, &w), 0);
+	assert_true(w == 0x04030201u);
+	r = reader_of(f64, 3);
+	assert_int_equal(pb_fixed32(&r, &w), -1);
+
+	r = reader_of(f64, 8);
+	assert_int_equal(pb_skip(&r, PB_I64), 0);
+	assert_true(pb_done(&r));
+	r = reader_of(f64, 8);
+	assert_int_equal(pb_skip(&r, PB_I32), 0);
+	assert_int_equal(r.end - r.p, 4);
+	r = reader_of(f64, 8);
+	assert_int_equal(pb_skip(&r, PB_SGROUP), -1);
+	r = reader_of(f64, 8);
+	assert_int_equal(pb_skip(&r, PB_EGROUP), -1);
+	r = reader_of(f64, 8);
+	assert_int_equal(pb_skip(&r, 6), -1);
+	uint8_t lenmsg[] = {0x02, 9, 9, 0x05};
+	r = reader_of(lenmsg, sizeof lenmsg);
+	assert_int_equal(pb_skip(&r, PB_LEN), 0);
+	assert_int_equal(pb_skip(&r, PB_VARINT), 0);
+	assert_true(pb_done(&r));
+}
+
+static void test_writer_round_trip(void **state)
+{
+	(void)state;
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	pb_put_uint(&b, 1, 0); /* omitted */
+	pb_put_uint(&b, 1, 300);
+	pb_put_int64(&b, 2, -5);
+	pb_put_bytes(&b, 3, slice_cstr("hello"));
+	pb_put_bytes(&b, 4, slice_make("", 0)); /* always written */
+	pb_put_fixed64(&b, 5, 0x1122334455667788ull);
+	uint64_t packed[] = {1, 150, UINT64_MAX};
+	pb_put_packed(&b, 6, packed, 3);
+	/* A nested message of 300 bytes: the length needs two bytes. */
+	size_t m = pb_begin(&b, 7);
+	for (int i = 0; i < 100; i++)
+		pb_put_uint(&b, 1, 100);
+	size_t inner = pb_begin(&b, 2);
+	pb_put_uint(&b, 1, 7);
+	pb_end(&b, inner);
+	pb_end(&b, m);
+	pb_put_uint(&b, 8, 1);
+
+	pb_reader r = pb_reader_make(buf_slice(&b));
+	uint32_t f;
+	int wt;
+	uint64_t v;
+	slice_t s;
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 1);
+	assert_int_equal(pb_varint(&r, &v), 0);
+	assert_true(v == 300);
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 2);
+	assert_int_equal(pb_varint(&r, &v), 0);
+	assert_true((int64_t)v == -5);
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(pb_bytes(&r, &s), 0);
+	assert_true(slice_eq_cstr(s, "hello"));
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 4);
+	assert_int_equal(pb_bytes(&r, &s), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(wt, PB_I64);
+	assert_int_equal(pb_fixed64(&r, &v), 0);
+	assert_true(v == 0x1122334455667788ull);
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 6);
+	assert_int_equal(pb_bytes(&r, &s), 0);
+	pb_reader pr = pb_reader_make(s);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(pb_packed_varint_next(&pr, &v), 0);
+		assert_true(v == packed[i]);
+	}
+	assert_true(pb_done(&pr));
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 7);
+	assert_int_equal(pb_bytes(&r, &s), 0);
+	assert_int_equal(s.n, 200 + 4);
+	pb_reader nr = pb_reader_make(s);
+	int n = 0;
+	while (!pb_done(&nr)) {
+		assert_int_equal(pb_key(&nr, &f, &wt), 0);
+		if (f == 2) {
+			assert_int_equal(pb_bytes(&nr, &s), 0);
+			assert_int_equal(s.n, 2);
+		} else {
+			assert_int_equal(pb_varint(&nr, &v), 0);
+			assert_true(v == 100);
+			n++;
+		}
+	}
+	assert_int_equal(n, 100);
+	assert_int_equal(pb_key(&r, &f, &wt), 0);
+	assert_int_equal(f, 8);
+	assert_int_equal(pb_varint(&r, &v), 0);
+	assert_true(pb_done(&r));
+	buf_free(&b);
+}
+
+static void test_nested_length_widths(void **state)
+{
+	(void)state;
+	/* Payload sizes around each varint length boundary. */
+	size_t sizes[] = {0, 1, 127, 128, 16383, 16384, 2097152};
+	uint8_t *payload = calloc(1, 2097152);
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		buf_t b;
+		buf_init(&b, SIZE_MAX);
+		buf_putc(&b, 0xaa);
+		size_t m = pb_begin(&b, 1);
+		buf_append(&b, payload, sizes[i]);
+		pb_end(&b, m);
+		buf_putc(&b, 0xbb);
+		pb_reader r = pb_reader_make(slice_make(b.p + 1, b.n - 2));
+		uint32_t f;
+		int wt;
+		slice_t s;
+		assert_int_equal(pb_key(&r, &f, &wt), 0);
+		assert_int_equal(pb_bytes(&r, &s), 0);
+		assert_int_equal(s.n, sizes[i]);
+		assert_true(pb_done(&r));
+		assert_int_equal(b.p[b.n - 1], 0xbb);
+		buf_free(&b);
+	}
+	free(payload);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_varint_edges),      cmocka_unit_test(test_varint_does_not_read_past_end),
+	        cmocka_unit_test(test_key),               cmocka_unit_test(test_bytes_bounds),
+	        cmocka_unit_test(test_fixed_and_skip),    cmocka_unit_test(test_writer_round_trip),
+	        cmocka_unit_test(test_nested_length_widths),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
