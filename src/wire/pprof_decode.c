@@ -1,0 +1,787 @@
+/* pprof (profile.proto) → the normalized batch: one bounded pass over the top
+ * level collects each sub-message as a slice, then tables are resolved and
+ * every id and string index is checked. No libprotobuf and no per-message
+ * allocation; it does not decompress (wire/compress.h) nor apply ingest rules.
+ * Repeated mapping/location/function ids: the last one wins (as in Go's
+ * parser). Source line numbers are not kept: a frame is a function. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/limits.h"
+#include "base/u64map.h"
+#include "wire/pb.h"
+#include "wire/pprof.h"
+
+/* Where an error happened: "sample[7]", "location[3].line[1]", "period_type"
+ * (ix UINT32_MAX: not repeated) or the profile itself (msg NULL). */
+typedef struct {
+	const char *msg;
+	uint32_t ix;
+	const char *sub;
+	uint32_t sub_ix;
+} pp_path;
+
+enum { K_VARINT, K_LEN, K_PACKABLE }; /* packable: varint or packed (length-delimited) */
+
+typedef struct {
+	uint32_t num;
+	uint8_t kind;
+	const char *name;
+} pp_field;
+
+typedef struct {
+	slice_t file, build_id;
+} pp_mapping;
+
+typedef struct {
+	slice_t name, file;
+} pp_function;
+
+typedef struct {
+	slice_t msg;
+	uint32_t mapping; /* index into mappings, MODEL_NONE when none */
+	uint32_t first;   /* range in loc_frames */
+	uint32_t count;   /* frames: lines with a function, or 1 */
+	uint32_t fn_lines;
+	uint8_t resolved;
+} pp_location;
+
+typedef struct {
+	const uint8_t *base;
+	arena_t *scratch;
+	const pprof_decode_opts *opts;
+	model_batch *b;
+
+	slice_t *strings;
+	uint32_t n_strings;
+	slice_t *type_msgs, *sample_msgs, *mapping_msgs, *location_msgs, *function_msgs;
+	uint32_t n_types, n_samples, n_mappings, n_locations, n_functions;
+	slice_t period_type_msg;
+	int64_t period, time_nanos, duration_nanos;
+
+	slice_t *type_name, *type_unit;
+	slice_t period_type, period_unit;
+
+	pp_mapping *mappings;
+	pp_function *functions;
+	pp_location *locations;
+	u64map_t mapping_ix, function_ix, location_ix;
+	uint32_t *loc_frames;
+
+	/* Per-sample results, shared by every sample type. */
+	uint32_t *sample_node;
+	uint32_t *sample_attrset;
+	int64_t *values; /* n_samples x n_types */
+
+	/* Scratch reused by every sample. */
+	uint32_t *stack_locs;
+	size_t cap_stack_locs;
+	uint32_t *stack_frames; /* LIMIT_STACK_DEPTH entries */
+	model_label labels[LIMIT_LABELS];
+	char label_nums[LIMIT_LABELS][24];
+
+	uint64_t frames_total; /* b->frames_written + this profile's frames */
+	int frames_over;
+} pp_dec;
+
+static void path_str(const pp_path *p, char *out, size_t n)
+{
+	if (!p || !p->msg)
+		snprintf(out, n, "profile");
+	else if (p->ix == UINT32_MAX)
+		snprintf(out, n, "%s", p->msg);
+	else if (!p->sub)
+		snprintf(out, n, "%s[%" PRIu32 "]", p->msg, p->ix);
+	else
+		snprintf(out, n, "%s[%" PRIu32 "].%s[%" PRIu32 "]", p->msg, p->ix, p->sub, p->sub_ix);
+}
+
+/* Sets err to "<path>.<field>: <message>"; field may be NULL. Returns -1. */
+static int fail(kn_err *err, int status, const pp_path *p, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int fail(kn_err *err, int status, const pp_path *p, const char *field, const char *fmt, ...)
+{
+	char where[128], what[320];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (field && (!p || !p->msg))
+		return err_set(err, status, "%s: %s", field, what);
+	path_str(p, where, sizeof where);
+	if (field)
+		return err_set(err, status, "%s.%s: %s", where, field, what);
+	return err_set(err, status, "%s: %s", where, what);
+}
+
+static size_t off(const pp_dec *d, const uint8_t *at)
+{
+	return (size_t)(at - d->base);
+}
+
+static const char *wire_name(int wt)
+{
+	switch (wt) {
+	case PB_VARINT:
+		return "varint";
+	case PB_I64:
+		return "fixed64";
+	case PB_LEN:
+		return "length-delimited";
+	case PB_I32:
+		return "fixed32";
+	default:
+		return "group";
+	}
+}
+
+/* Advances to the next known field of a message, skipping unknown ones.
+ * 1: *f and *wt are set and the value is next; 0: end of message; -1: err. */
+static int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_t n_spec, const pp_path *p,
+                      const pp_field **f, int *wt, kn_err *err)
+{
+	while (!pb_done(r)) {
+		const uint8_t *at = r->p;
+		uint32_t num;
+		int w;
+		if (pb_key(r, &num, &w) < 0)
+			return fail(err, 400, p, NULL, "malformed field key at byte %zu (truncated, field 0 or wire type 6/7)",
+			            off(d, at));
+		const pp_field *s = NULL;
+		for (size_t i = 0; i < n_spec; i++)
+			if (spec[i].num == num)
+				s = &spec[i];
+		if (!s) {
+			if (pb_skip(r, w) < 0)
+				return fail(err, 400, p, NULL,
+				            "unknown field %" PRIu32 " (wire type %d) at byte %zu is truncated or malformed",
+				            num, w, off(d, at));
+			continue;
+		}
+		int ok = s->kind == K_VARINT ? w == PB_VARINT : s->kind == K_LEN ? w == PB_LEN : (w == PB_VARINT || w == PB_LEN);
+		if (!ok)
+			return fail(err, 400, p, s->name, "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
+			            wire_name(w),
+			            s->kind == K_VARINT ? "varint" : s->kind == K_LEN ? "length-delimited" : "varint or packed",
+			            num, off(d, at));
+		*f = s;
+		*wt = w;
+		return 1;
+	}
+	return 0;
+}
+
+static int read_varint(const pp_dec *d, pb_reader *r, uint64_t *v, const pp_path *p, const char *field, kn_err *err)
+{
+	const uint8_t *at = r->p;
+	if (pb_varint(r, v) < 0)
+		return fail(err, 400, p, field, "truncated or overlong varint at byte %zu", off(d, at));
+	return 0;
+}
+
+static int read_len(const pp_dec *d, pb_reader *r, slice_t *s, const pp_path *p, const char *field, kn_err *err)
+{
+	const uint8_t *at = r->p;
+	if (pb_bytes(r, s) < 0)
+		return fail(err, 400, p, field, "length at byte %zu runs past the end of its message or is malformed",
+		            off(d, at));
+	return 0;
+}
+
+/* Calls fn for each value of a repeated varint field, packed or not. */
+typedef int (*varint_fn)(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err);
+static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn fn, void *ctx, const pp_path *p,
+                         const char *field, kn_err *err)
+{
+	uint64_t v;
+	if (wt == PB_VARINT) {
+		if (read_varint(d, r, &v, p, field, err) < 0)
+			return -1;
+		return fn(d, ctx, (*k)++, v, err);
+	}
+	slice_t s;
+	if (read_len(d, r, &s, p, field, err) < 0)
+		return -1;
+	pb_reader pr = pb_reader_make(s);
+	while (!pb_done(&pr)) {
+		const uint8_t *at = pr.p;
+		if (pb_packed_varint_next(&pr, &v) < 0)
+			return fail(err, 400, p, field, "malformed packed varint at byte %zu", off(d, at));
+		if (fn(d, ctx, (*k)++, v, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path *p, const char *field, kn_err *err)
+{
+	int64_t ix = (int64_t)raw;
+	if (ix < 0 || (uint64_t)ix >= d->n_strings)
+		return fail(err, 400, p, field, "string index %" PRId64 " out of range (string_table has %" PRIu32 " entries)",
+		            ix, d->n_strings);
+	*out = d->strings[ix];
+	return 0;
+}
+
+/* ---- Top level ---------------------------------------------------------- */
+
+static const pp_field profile_fields[] = {
+        {1, K_LEN, "sample_type"},   {2, K_LEN, "sample"},          {3, K_LEN, "mapping"},
+        {4, K_LEN, "location"},      {5, K_LEN, "function"},        {6, K_LEN, "string_table"},
+        {7, K_VARINT, "drop_frames"}, {8, K_VARINT, "keep_frames"},  {9, K_VARINT, "time_nanos"},
+        {10, K_VARINT, "duration_nanos"}, {11, K_LEN, "period_type"}, {12, K_VARINT, "period"},
+        {13, K_PACKABLE, "comment"}, {14, K_VARINT, "default_sample_type"}, {15, K_VARINT, "doc_url"},
+};
+#define N_PROFILE_FIELDS (sizeof profile_fields / sizeof profile_fields[0])
+
+typedef struct {
+	size_t n[16];
+} pp_counts;
+
+static int check_comment(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
+{
+	slice_t s;
+	char field[32];
+	if ((int64_t)v >= 0 && v < d->n_strings)
+		return 0;
+	snprintf(field, sizeof field, "comment[%" PRIu32 "]", k);
+	return string_at(d, v, &s, NULL, field, err);
+}
+
+/* One pass over the top level. With counts == NULL, fills the slice arrays
+ * (sized by an earlier counting pass) and reads the scalars; otherwise
+ * counts each field. String-index scalars are checked in the filling pass. */
+static int scan_top(pp_dec *d, slice_t data, pp_counts *counts, kn_err *err)
+{
+	pb_reader r = pb_reader_make(data);
+	const pp_field *f;
+	int wt;
+	int rc;
+	uint32_t fill[16] = {0};
+	uint32_t n_comment = 0;
+	uint64_t v;
+	slice_t s;
+	while ((rc = next_field(d, &r, profile_fields, N_PROFILE_FIELDS, NULL, &f, &wt, err)) == 1) {
+		if (f->num == 13) {
+			if (counts) {
+				if (pb_skip(&r, wt) < 0)
+					return fail(err, 400, NULL, f->name, "truncated or malformed value");
+			} else if (read_repeated(d, &r, wt, &n_comment, check_comment, NULL, NULL, f->name, err) < 0) {
+				return -1;
+			}
+			continue;
+		}
+		if (f->kind == K_LEN) {
+			pp_path p = {f->name, counts ? (uint32_t)counts->n[f->num] : fill[f->num], NULL, 0};
+			if (f->num == 11)
+				p.ix = UINT32_MAX;
+			if (read_len(d, &r, &s, &p, NULL, err) < 0)
+				return -1;
+			if (counts) {
+				counts->n[f->num]++;
+				continue;
+			}
+			uint32_t i = fill[f->num]++;
+			switch (f->num) {
+			case 1: d->type_msgs[i] = s; break;
+			case 2: d->sample_msgs[i] = s; break;
+			case 3: d->mapping_msgs[i] = s; break;
+			case 4: d->location_msgs[i] = s; break;
+			case 5: d->function_msgs[i] = s; break;
+			case 6: d->strings[i] = s; break;
+			case 11: d->period_type_msg = s; break;
+			}
+			continue;
+		}
+		if (read_varint(d, &r, &v, NULL, f->name, err) < 0)
+			return -1;
+		if (counts)
+			continue;
+		switch (f->num) {
+		case 9: d->time_nanos = (int64_t)v; break;
+		case 10: d->duration_nanos = (int64_t)v; break;
+		case 12: d->period = (int64_t)v; break;
+		case 7: case 8: case 14: case 15:
+			if (string_at(d, v, &s, NULL, f->name, err) < 0)
+				return -1;
+			break;
+		}
+	}
+	return rc;
+}
+
+/* ---- Tables -------------------------------------------------------------- */
+
+static const pp_field value_type_fields[] = {{1, K_VARINT, "type"}, {2, K_VARINT, "unit"}};
+
+/* Reads a message whose known fields are all varints: vals[num] is the last
+ * value of field num, 0 when absent. vals has room for the largest num. */
+static int read_scalars(const pp_dec *d, slice_t msg, const pp_field *spec, size_t n_spec, const pp_path *p,
+                        uint64_t *vals, kn_err *err)
+{
+	pb_reader r = pb_reader_make(msg);
+	const pp_field *f;
+	int wt, rc;
+	while ((rc = next_field(d, &r, spec, n_spec, p, &f, &wt, err)) == 1)
+		if (read_varint(d, &r, &vals[f->num], p, f->name, err) < 0)
+			return -1;
+	return rc;
+}
+
+static int parse_value_type(pp_dec *d, slice_t msg, const pp_path *p, slice_t *type, slice_t *unit, kn_err *err)
+{
+	uint64_t v[3] = {0};
+	if (read_scalars(d, msg, value_type_fields, 2, p, v, err) < 0 || string_at(d, v[1], type, p, "type", err) < 0 ||
+	    string_at(d, v[2], unit, p, "unit", err) < 0)
+		return -1;
+	return 0;
+}
+
+static const pp_field mapping_fields[] = {
+        {1, K_VARINT, "id"},           {2, K_VARINT, "memory_start"},      {3, K_VARINT, "memory_limit"},
+        {4, K_VARINT, "file_offset"},  {5, K_VARINT, "filename"},          {6, K_VARINT, "build_id"},
+        {7, K_VARINT, "has_functions"}, {8, K_VARINT, "has_filenames"},    {9, K_VARINT, "has_line_numbers"},
+        {10, K_VARINT, "has_inline_frames"},
+};
+
+static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
+{
+	pp_path p = {"mapping", i, NULL, 0};
+	uint64_t v[11] = {0};
+	pp_mapping *m = &d->mappings[i];
+	if (read_scalars(d, d->mapping_msgs[i], mapping_fields, 10, &p, v, err) < 0 ||
+	    string_at(d, v[5], &m->file, &p, "filename", err) < 0 ||
+	    string_at(d, v[6], &m->build_id, &p, "build_id", err) < 0)
+		return -1;
+	if (v[1] == 0)
+		return fail(err, 400, &p, "id", "mapping id 0 is reserved (ids start at 1)");
+	u64map_put(&d->mapping_ix, v[1], i);
+	return 0;
+}
+
+static const pp_field function_fields[] = {
+        {1, K_VARINT, "id"},       {2, K_VARINT, "name"},       {3, K_VARINT, "system_name"},
+        {4, K_VARINT, "filename"}, {5, K_VARINT, "start_line"},
+};
+
+static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
+{
+	pp_path p = {"function", i, NULL, 0};
+	uint64_t v[6] = {0};
+	slice_t system_name;
+	pp_function *fn = &d->functions[i];
+	if (read_scalars(d, d->function_msgs[i], function_fields, 5, &p, v, err) < 0 ||
+	    string_at(d, v[2], &fn->name, &p, "name", err) < 0 ||
+	    string_at(d, v[3], &system_name, &p, "system_name", err) < 0 ||
+	    string_at(d, v[4], &fn->file, &p, "filename", err) < 0)
+		return -1;
+	if (v[1] == 0)
+		return fail(err, 400, &p, "id", "function id 0 is reserved (ids start at 1)");
+	if (fn->name.n == 0)
+		fn->name = system_name;
+	u64map_put(&d->function_ix, v[1], i);
+	return 0;
+}
+
+static const pp_field location_fields[] = {
+        {1, K_VARINT, "id"}, {2, K_VARINT, "mapping_id"}, {3, K_VARINT, "address"},
+        {4, K_LEN, "line"},  {5, K_VARINT, "is_folded"},
+};
+static const pp_field line_fields[] = {{1, K_VARINT, "function_id"}, {2, K_VARINT, "line"}, {3, K_VARINT, "column"}};
+
+/* Reads a Line; *fn = index into functions, or MODEL_NONE for function_id 0. */
+static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn_err *err)
+{
+	uint64_t v[4] = {0};
+	if (read_scalars(d, msg, line_fields, 3, p, v, err) < 0)
+		return -1;
+	*fn = MODEL_NONE;
+	if (v[1] && !u64map_get(&d->function_ix, v[1], fn))
+		return fail(err, 400, p, "function_id",
+		            "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1], d->n_functions);
+	return 0;
+}
+
+/* Checks a location and counts its frames; frames are interned only when a
+ * sample uses it (resolve_location). */
+static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
+{
+	pp_path p = {"location", i, NULL, 0};
+	pp_location *loc = &d->locations[i];
+	pb_reader r = pb_reader_make(d->location_msgs[i]);
+	const pp_field *f;
+	int wt, rc;
+	uint64_t v, id = 0, mapping_id = 0;
+	uint32_t n_lines = 0;
+	loc->msg = d->location_msgs[i];
+	while ((rc = next_field(d, &r, location_fields, 5, &p, &f, &wt, err)) == 1) {
+		if (f->num == 4) {
+			slice_t s;
+			pp_path lp = {"location", i, "line", n_lines++};
+			uint32_t fn;
+			if (read_len(d, &r, &s, &p, f->name, err) < 0 || parse_line(d, s, &lp, &fn, err) < 0)
+				return -1;
+			if (fn != MODEL_NONE)
+				loc->fn_lines++;
+			continue;
+		}
+		if (read_varint(d, &r, &v, &p, f->name, err) < 0)
+			return -1;
+		if (f->num == 1)
+			id = v;
+		else if (f->num == 2)
+			mapping_id = v;
+	}
+	if (rc < 0)
+		return -1;
+	if (id == 0)
+		return fail(err, 400, &p, "id", "location id 0 is reserved (ids start at 1)");
+	loc->mapping = MODEL_NONE;
+	if (mapping_id && !u64map_get(&d->mapping_ix, mapping_id, &loc->mapping))
+		return fail(err, 400, &p, "mapping_id", "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)",
+		            mapping_id, d->n_mappings);
+	loc->count = loc->fn_lines ? loc->fn_lines : 1;
+	u64map_put(&d->location_ix, id, i);
+	return 0;
+}
+
+static const char native_kind[] = "native";
+
+/* Interns the frames of a checked location, leaf first, into loc_frames. */
+static void resolve_location(pp_dec *d, uint32_t li)
+{
+	pp_location *loc = &d->locations[li];
+	if (loc->resolved)
+		return;
+	loc->resolved = 1;
+	model_frame fr = {0};
+	if (loc->mapping != MODEL_NONE) {
+		fr.binary = d->mappings[loc->mapping].file;
+		fr.build_id = d->mappings[loc->mapping].build_id;
+	}
+	if (loc->fn_lines == 0) {
+		fr.kind = slice_make(native_kind, sizeof native_kind - 1);
+		fr.unsymbolized = 1;
+		d->loc_frames[loc->first] = model_frame_intern(d->b, &fr);
+		return;
+	}
+	/* Already checked by parse_location, so every read below succeeds. */
+	pb_reader r = pb_reader_make(loc->msg);
+	uint32_t k = 0;
+	while (!pb_done(&r) && k < loc->fn_lines) {
+		uint32_t num;
+		int wt;
+		slice_t s;
+		if (pb_key(&r, &num, &wt) < 0)
+			break;
+		if (num != 4 || wt != PB_LEN) {
+			if (pb_skip(&r, wt) < 0)
+				break;
+			continue;
+		}
+		if (pb_bytes(&r, &s) < 0)
+			break;
+		pb_reader lr = pb_reader_make(s);
+		uint64_t id = 0, v;
+		while (!pb_done(&lr)) {
+			if (pb_key(&lr, &num, &wt) < 0 || (wt == PB_VARINT ? pb_varint(&lr, &v) : pb_skip(&lr, wt)) < 0)
+				break;
+			if (num == 1 && wt == PB_VARINT)
+				id = v;
+		}
+		uint32_t fn;
+		if (!id || !u64map_get(&d->function_ix, id, &fn))
+			continue;
+		fr.name = d->functions[fn].name;
+		fr.file = d->functions[fn].file;
+		d->loc_frames[loc->first + k++] = model_frame_intern(d->b, &fr);
+	}
+	for (; k < loc->count; k++) /* unreachable for checked input; keep the range defined */
+		d->loc_frames[loc->first + k] = d->loc_frames[loc->first];
+}
+
+/* ---- Samples ------------------------------------------------------------- */
+
+static const pp_field sample_fields[] = {{1, K_PACKABLE, "location_id"}, {2, K_PACKABLE, "value"}, {3, K_LEN, "label"}};
+static const pp_field label_fields[] = {
+        {1, K_VARINT, "key"}, {2, K_VARINT, "str"}, {3, K_VARINT, "num"}, {4, K_VARINT, "num_unit"}};
+
+typedef struct {
+	uint32_t index; /* sample index */
+	uint32_t n_locs;
+	uint64_t depth;
+} pp_sample_ctx;
+
+static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err *err)
+{
+	pp_sample_ctx *c = ctx;
+	uint32_t li;
+	if (!id || !u64map_get(&d->location_ix, id, &li)) {
+		pp_path p = {"sample", c->index, NULL, 0};
+		char field[40];
+		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
+		return fail(err, 400, &p, field, "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
+		            d->n_locations);
+	}
+	if (c->n_locs >= d->cap_stack_locs)
+		d->stack_locs = xgrow(d->stack_locs, &d->cap_stack_locs, (size_t)c->n_locs + 1, sizeof *d->stack_locs);
+	d->stack_locs[c->n_locs++] = li;
+	c->depth += d->locations[li].count;
+	return 0;
+}
+
+static int add_value(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
+{
+	pp_sample_ctx *c = ctx;
+	if (k < d->n_types)
+		d->values[(size_t)c->index * d->n_types + k] = (int64_t)v;
+	return 0;
+}
+
+/* Reads one Label into labels[*n] (when it carries a value). */
+static int parse_label(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *n, kn_err *err)
+{
+	uint64_t v[5] = {0};
+	slice_t key, str, unit;
+	if (read_scalars(d, msg, label_fields, 4, p, v, err) < 0 || string_at(d, v[1], &key, p, "key", err) < 0 ||
+	    string_at(d, v[2], &str, p, "str", err) < 0 || string_at(d, v[4], &unit, p, "num_unit", err) < 0)
+		return -1;
+	/* Go's rule: a string label when str is set, else numeric when num or
+	 * num_unit is; a label with neither (or no key) carries nothing. */
+	if (!v[1] || (!v[2] && !v[3] && !v[4]))
+		return 0;
+	if (*n >= LIMIT_LABELS) {
+		(*n)++;
+		return 0;
+	}
+	model_label *l = &d->labels[*n];
+	l->key = key;
+	if (v[2]) {
+		l->value = str;
+	} else {
+		int len = snprintf(d->label_nums[*n], sizeof d->label_nums[*n], "%" PRId64, (int64_t)v[3]);
+		l->value = slice_make(d->label_nums[*n], (size_t)len);
+	}
+	(*n)++;
+	return 0;
+}
+
+static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
+{
+	pp_path p = {"sample", i, NULL, 0};
+	pb_reader r = pb_reader_make(d->sample_msgs[i]);
+	const pp_field *f;
+	int wt, rc;
+	pp_sample_ctx c = {i, 0, 0};
+	uint32_t n_values = 0, n_loc_ids = 0, n_label_msgs = 0, n_labels = 0;
+	while ((rc = next_field(d, &r, sample_fields, 3, &p, &f, &wt, err)) == 1) {
+		if (f->num == 1) {
+			if (read_repeated(d, &r, wt, &n_loc_ids, add_location_id, &c, &p, f->name, err) < 0)
+				return -1;
+		} else if (f->num == 2) {
+			if (read_repeated(d, &r, wt, &n_values, add_value, &c, &p, f->name, err) < 0)
+				return -1;
+		} else {
+			slice_t s;
+			pp_path lp = {"sample", i, "label", n_label_msgs++};
+			if (read_len(d, &r, &s, &p, f->name, err) < 0 || parse_label(d, s, &lp, &n_labels, err) < 0)
+				return -1;
+		}
+	}
+	if (rc < 0)
+		return -1;
+	if (n_values != d->n_types)
+		return fail(err, 400, &p, "value", "%" PRIu32 " values but the profile has %" PRIu32 " sample types", n_values,
+		            d->n_types);
+	if (n_labels > LIMIT_LABELS)
+		return fail(err, 413, &p, "label", "sample has %" PRIu32 " labels; the limit is %u", n_labels, LIMIT_LABELS);
+
+	uint64_t depth = c.depth < LIMIT_STACK_DEPTH ? c.depth : LIMIT_STACK_DEPTH;
+	d->frames_total += depth;
+	if (d->frames_total > LIMIT_REQUEST_FRAMES)
+		d->frames_over = 1;
+	d->sample_node[i] = MODEL_NONE;
+	d->sample_attrset[i] = 0;
+	if (d->frames_over || depth == 0)
+		return 0; /* over the limit: only count on; no locations: nothing to attribute */
+
+	/* Leaf-first frames of the whole stack, cut at the depth limit. */
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < c.n_locs && n < depth; k++) {
+		uint32_t li = d->stack_locs[k];
+		resolve_location(d, li);
+		const pp_location *loc = &d->locations[li];
+		for (uint32_t j = 0; j < loc->count && n < depth; j++)
+			d->stack_frames[n++] = d->loc_frames[loc->first + j];
+	}
+	uint32_t node = MODEL_NONE;
+	while (n > 0)
+		node = model_node_intern(d->b, node, d->stack_frames[--n]);
+	d->sample_node[i] = node;
+	d->sample_attrset[i] = n_labels ? model_attrset_intern(d->b, d->labels, n_labels) : 0;
+	return 0;
+}
+
+/* ---- Profiles ------------------------------------------------------------ */
+
+static int is_samples_count(slice_t type, slice_t unit)
+{
+	return (slice_eq_cstr(type, "samples") || slice_eq_cstr(type, "sample")) && slice_eq_cstr(unit, "count");
+}
+
+static void emit_profiles(pp_dec *d)
+{
+	const pprof_decode_opts *o = d->opts;
+	model_batch *b = d->b;
+	int has_cpu_ns = 0;
+	for (uint32_t t = 0; t < d->n_types; t++)
+		if (slice_eq_cstr(d->type_name[t], "cpu") && slice_eq_cstr(d->type_unit[t], "nanoseconds"))
+			has_cpu_ns = 1;
+	int64_t time_ns = o->time_ns ? o->time_ns : d->time_nanos ? d->time_nanos : o->now_ns;
+	int64_t duration_ns = o->duration_ns ? o->duration_ns : d->duration_nanos;
+	for (uint32_t t = 0; t < d->n_types; t++) {
+		model_profile *p = model_profile_add(b);
+		model_profile_set_type(b, p, d->type_name[t], d->type_unit[t], d->period_type, d->period_unit, d->period);
+		model_profile_set_service(b, p, o->service);
+		for (uint32_t l = 0; l < o->n_labels; l++)
+			model_profile_add_label(b, p, o->labels[l].key, o->labels[l].value);
+		p->aggregation = model_aggregation_of(d->type_name[t]);
+		p->cpu_alias = !has_cpu_ns && is_samples_count(d->type_name[t], d->type_unit[t]) &&
+		               slice_eq_cstr(d->period_type, "cpu") && slice_eq_cstr(d->period_unit, "nanoseconds");
+		p->time_ns = time_ns;
+		p->duration_ns = duration_ns;
+		for (uint32_t s = 0; s < d->n_samples; s++)
+			if (d->sample_node[s] != MODEL_NONE)
+				model_sample_add(b, p, d->sample_node[s], d->sample_attrset[s],
+				                 d->values[(size_t)s * d->n_types + t], 0);
+		model_profile_finish(b, p);
+	}
+}
+
+static void *scratch_array(pp_dec *d, size_t n, size_t elem)
+{
+	return arena_calloc(d->scratch, (n ? n : 1) * elem);
+}
+
+int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn_err *err)
+{
+	pp_dec *d = xcalloc(1, sizeof *d);
+	d->base = data.p;
+	d->opts = opts;
+	d->b = b;
+	d->scratch = arena_new();
+	u64map_init(&d->mapping_ix);
+	u64map_init(&d->function_ix);
+	u64map_init(&d->location_ix);
+	int rc = -1;
+	pp_counts counts = {{0}};
+	uint32_t max_rows = opts->max_rows ? opts->max_rows : LIMIT_SAMPLE_ROWS;
+
+	/* Counting pass: limits are checked before anything is sized from them. */
+	if (scan_top(d, data, &counts, err) < 0)
+		goto out;
+	for (int f = 1; f <= 6; f++)
+		if (counts.n[f] > UINT32_MAX / 2) {
+			err_set(err, 413, "profile has %zu %s entries", counts.n[f], profile_fields[f - 1].name);
+			goto out;
+		}
+	if (counts.n[1] > LIMIT_SAMPLE_TYPES) {
+		err_set(err, 413, "profile has %zu sample types; the limit is %u", counts.n[1], LIMIT_SAMPLE_TYPES);
+		goto out;
+	}
+	if (counts.n[2] > max_rows) {
+		err_set(err, 413, "profile has %zu sample rows; the limit is %" PRIu32 " (maxDecodedSampleRows)", counts.n[2],
+		        max_rows);
+		goto out;
+	}
+	if (counts.n[1] == 0) {
+		err_set(err, 400, "profile has no sample_type: not a pprof profile, or an empty one");
+		goto out;
+	}
+	if (counts.n[6] == 0) {
+		err_set(err, 400, "string_table is empty: its entry 0 must be the empty string");
+		goto out;
+	}
+	d->n_types = (uint32_t)counts.n[1];
+	d->n_samples = (uint32_t)counts.n[2];
+	d->n_mappings = (uint32_t)counts.n[3];
+	d->n_locations = (uint32_t)counts.n[4];
+	d->n_functions = (uint32_t)counts.n[5];
+	d->n_strings = (uint32_t)counts.n[6];
+	d->type_msgs = scratch_array(d, d->n_types, sizeof(slice_t));
+	d->sample_msgs = scratch_array(d, d->n_samples, sizeof(slice_t));
+	d->mapping_msgs = scratch_array(d, d->n_mappings, sizeof(slice_t));
+	d->location_msgs = scratch_array(d, d->n_locations, sizeof(slice_t));
+	d->function_msgs = scratch_array(d, d->n_functions, sizeof(slice_t));
+	d->strings = scratch_array(d, d->n_strings, sizeof(slice_t));
+
+	/* Filling pass: the string table must be complete before any index is
+	 * checked, so scalar string indexes are checked here, after counting. */
+	if (scan_top(d, data, NULL, err) < 0)
+		goto out;
+	if (d->strings[0].n != 0) {
+		err_set(err, 400, "string_table[0]: must be the empty string (is %zu bytes)", d->strings[0].n);
+		goto out;
+	}
+
+	d->type_name = scratch_array(d, d->n_types, sizeof(slice_t));
+	d->type_unit = scratch_array(d, d->n_types, sizeof(slice_t));
+	for (uint32_t t = 0; t < d->n_types; t++) {
+		pp_path p = {"sample_type", t, NULL, 0};
+		if (parse_value_type(d, d->type_msgs[t], &p, &d->type_name[t], &d->type_unit[t], err) < 0)
+			goto out;
+	}
+	if (d->period_type_msg.p) {
+		pp_path p = {"period_type", UINT32_MAX, NULL, 0};
+		if (parse_value_type(d, d->period_type_msg, &p, &d->period_type, &d->period_unit, err) < 0) {
+			goto out;
+		}
+	}
+	d->mappings = scratch_array(d, d->n_mappings, sizeof *d->mappings);
+	for (uint32_t i = 0; i < d->n_mappings; i++)
+		if (parse_mapping(d, i, err) < 0)
+			goto out;
+	d->functions = scratch_array(d, d->n_functions, sizeof *d->functions);
+	for (uint32_t i = 0; i < d->n_functions; i++)
+		if (parse_function(d, i, err) < 0)
+			goto out;
+	d->locations = scratch_array(d, d->n_locations, sizeof *d->locations);
+	uint64_t n_loc_frames = 0;
+	for (uint32_t i = 0; i < d->n_locations; i++) {
+		if (parse_location(d, i, err) < 0)
+			goto out;
+		d->locations[i].first = (uint32_t)n_loc_frames;
+		n_loc_frames += d->locations[i].count; /* each line is >= 2 input bytes: fits */
+	}
+	d->loc_frames = scratch_array(d, n_loc_frames, sizeof *d->loc_frames);
+
+	d->sample_node = scratch_array(d, d->n_samples, sizeof *d->sample_node);
+	d->sample_attrset = scratch_array(d, d->n_samples, sizeof *d->sample_attrset);
+	d->values = scratch_array(d, (size_t)d->n_samples * d->n_types, sizeof *d->values);
+	d->stack_frames = scratch_array(d, LIMIT_STACK_DEPTH, sizeof *d->stack_frames);
+	d->frames_total = b->frames_written;
+	for (uint32_t i = 0; i < d->n_samples; i++)
+		if (parse_sample(d, i, err) < 0)
+			goto out;
+	if (d->frames_over) {
+		err_set(err, 413, "request writes out %" PRIu64 " frames; the limit is %u: lower the batch size",
+		        d->frames_total, LIMIT_REQUEST_FRAMES);
+		goto out;
+	}
+	b->frames_written = d->frames_total;
+	emit_profiles(d);
+	rc = 0;
+out:
+	u64map_free(&d->mapping_ix);
+	u64map_free(&d->function_ix);
+	u64map_free(&d->location_ix);
+	free(d->stack_locs);
+	arena_free(d->scratch);
+	free(d);
+	return rc;
+}
