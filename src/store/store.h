@@ -66,12 +66,16 @@ typedef struct {
 	uint32_t n_entries;
 	int64_t total;          /* sum of the chunk's values */
 	int64_t _rowid;
+	int64_t _payload, _scale; /* engine-private */
 } store_chunk_head;
 
 typedef struct {
 	uint32_t node;     /* local node id (leaf of the stack) */
 	uint32_t attrset;  /* local attrset id, 0 = no attributes */
 	int64_t value;
+	int64_t t_ns;      /* sample time at 1 s resolution (S5.3); the chunk's t_ns when the
+	                      samples had none. A chunk may hold one (node, attrset) several
+	                      times, once per distinct second. */
 } store_entry;
 
 typedef struct {

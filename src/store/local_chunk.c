@@ -1,0 +1,308 @@
+/* store/local encodings: chunk payloads (sorted entries, column-wise
+ * delta/varint/zigzag, then zstd when smaller), label blobs and project
+ * directory names. Pure functions over memory: no SQLite, no files. Decoders
+ * treat their input as hostile and check every length and id. */
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "store/local.h"
+
+enum { PAYLOAD_RAW = 0, PAYLOAD_ZSTD = 1 };
+enum { PF_ATTRS = 1, PF_TIMES = 2 };
+#define ZSTD_LEVEL 9
+
+static void put_uvarint(buf_t *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		tmp[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (uint8_t)v;
+	buf_append(b, tmp, n);
+}
+
+static int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (p >= end)
+			return -1;
+		uint8_t c = *p++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*pp = p;
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2])
+{
+	static const char hex[] = "0123456789abcdef";
+	if (project.n == 0 || project.n > LOCAL_PROJECT_MAX)
+		return -1;
+	size_t o = 0;
+	for (size_t i = 0; i < project.n; i++) {
+		uint8_t c = project.p[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-') {
+			out[o++] = (char)c;
+		} else if (c == '_') {
+			out[o++] = '_';
+			out[o++] = '_';
+		} else {
+			out[o++] = '_';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = 0;
+	return 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const local_entry *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->attrset != y->attrset)
+		return x->attrset < y->attrset ? -1 : 1;
+	if (x->t_off != y->t_off)
+		return x->t_off < y->t_off ? -1 : 1;
+	return 0;
+}
+
+uint32_t local_entries_normalize(local_entry *e, uint32_t n)
+{
+	if (n > 1)
+		qsort(e, n, sizeof *e, entry_cmp);
+	uint32_t out = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (out && entry_cmp(&e[out - 1], &e[i]) == 0) {
+			e[out - 1].value = (int64_t)((uint64_t)e[out - 1].value + (uint64_t)e[i].value);
+			continue;
+		}
+		e[out++] = e[i];
+	}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < out; i++)
+		if (e[i].value != 0)
+			e[kept++] = e[i];
+	return kept;
+}
+
+void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total)
+{
+	uint64_t g = 0, sum = 0;
+	unsigned flags = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v = (uint64_t)e[i].value;
+		sum += v;
+		g = gcd_u64(g, e[i].value < 0 ? -v : v);
+		if (e[i].attrset)
+			flags |= PF_ATTRS;
+		if (e[i].t_off)
+			flags |= PF_TIMES;
+	}
+	/* INT64_MIN alone gives g = 2^63, which does not divide as int64: keep 1. */
+	if (g == 0 || g > (uint64_t)INT64_MAX)
+		g = 1;
+	*scale = (int64_t)g;
+	*total = (int64_t)sum;
+
+	buf_reset(raw);
+	put_uvarint(raw, n);
+	put_uvarint(raw, flags);
+	uint32_t prev = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		put_uvarint(raw, e[i].node - prev);
+		prev = e[i].node;
+	}
+	if (flags & PF_ATTRS)
+		for (uint32_t i = 0; i < n; i++)
+			put_uvarint(raw, e[i].attrset);
+	for (uint32_t i = 0; i < n; i++)
+		put_uvarint(raw, zigzag(e[i].value / (int64_t)g));
+	if (flags & PF_TIMES)
+		for (uint32_t i = 0; i < n; i++)
+			put_uvarint(raw, zigzag(e[i].t_off));
+}
+
+void local_payload_pack(const buf_t *raw, buf_t *out, void *zc)
+{
+	buf_reset(out);
+	size_t bound = ZSTD_compressBound(raw->n);
+	if (raw->n >= 64 && buf_reserve(out, 12 + bound) == 0) {
+		buf_putc(out, PAYLOAD_ZSTD);
+		put_uvarint(out, raw->n);
+		size_t z = ZSTD_compressCCtx(zc, out->p + out->n, out->cap - out->n, raw->p, raw->n, ZSTD_LEVEL);
+		if (!ZSTD_isError(z) && out->n + z < raw->n + 1) {
+			out->n += z;
+			return;
+		}
+		buf_reset(out);
+	}
+	buf_putc(out, PAYLOAD_RAW);
+	buf_append(out, raw->p, raw->n);
+}
+
+int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_expect, int64_t total_expect,
+                         uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
+                         store_entry **out, size_t *cap_out, const char **why)
+{
+	const uint8_t *p, *end;
+	if (data.n < 1)
+		return *why = "empty payload", -1;
+	if (scale < 1)
+		return *why = "bad value scale", -1;
+	if (n_expect > LOCAL_MAX_ENTRIES)
+		return *why = "entry count out of range", -1;
+	if (data.p[0] == PAYLOAD_RAW) {
+		p = data.p + 1;
+		end = data.p + data.n;
+	} else if (data.p[0] == PAYLOAD_ZSTD) {
+		const uint8_t *q = data.p + 1, *qend = data.p + data.n;
+		uint64_t raw_n;
+		/* At most 2 + 4 varints of <= 10 bytes per entry. */
+		if (get_uvarint(&q, qend, &raw_n) < 0 || raw_n > 24 + (uint64_t)n_expect * 40)
+			return *why = "bad payload length", -1;
+		if (*cap_tmp < raw_n) {
+			*tmp = xrealloc(*tmp, (size_t)raw_n);
+			*cap_tmp = (size_t)raw_n;
+		}
+		size_t got = ZSTD_decompressDCtx(zd, *tmp, (size_t)raw_n, q, (size_t)(qend - q));
+		if (ZSTD_isError(got) || got != raw_n)
+			return *why = "payload does not decompress", -1;
+		p = *tmp;
+		end = *tmp + raw_n;
+	} else {
+		return *why = "unknown payload format", -1;
+	}
+
+	uint64_t n, flags;
+	if (get_uvarint(&p, end, &n) < 0 || get_uvarint(&p, end, &flags) < 0)
+		return *why = "truncated payload header", -1;
+	if (n != n_expect)
+		return *why = "entry count differs from the chunk header", -1;
+	if (flags & ~(uint64_t)(PF_ATTRS | PF_TIMES))
+		return *why = "unknown payload flags", -1;
+	if (*cap_out < n) {
+		*out = xrealloc(*out, (size_t)(n ? n : 1) * sizeof **out);
+		*cap_out = (size_t)n;
+	}
+	store_entry *e = *out;
+	uint64_t node = 0, v;
+	for (uint32_t i = 0; i < n; i++) {
+		if (get_uvarint(&p, end, &v) < 0)
+			return *why = "truncated node column", -1;
+		node += v;
+		if (node == 0 || node > max_node || v > max_node)
+			return *why = "node id out of range", -1;
+		e[i].node = (uint32_t)node;
+		e[i].attrset = 0;
+		e[i].t_ns = t_ns;
+	}
+	if (flags & PF_ATTRS)
+		for (uint32_t i = 0; i < n; i++) {
+			if (get_uvarint(&p, end, &v) < 0)
+				return *why = "truncated attribute column", -1;
+			if (v > max_attrset)
+				return *why = "attribute set id out of range", -1;
+			e[i].attrset = (uint32_t)v;
+		}
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (get_uvarint(&p, end, &v) < 0)
+			return *why = "truncated value column", -1;
+		int64_t x;
+		if (__builtin_mul_overflow(unzigzag(v), scale, &x))
+			return *why = "value out of range", -1;
+		e[i].value = x;
+		sum += (uint64_t)x;
+	}
+	if (flags & PF_TIMES)
+		for (uint32_t i = 0; i < n; i++) {
+			int64_t off;
+			if (get_uvarint(&p, end, &v) < 0)
+				return *why = "truncated time column", -1;
+			if (__builtin_mul_overflow(unzigzag(v), (int64_t)1000000000, &off) ||
+			    __builtin_add_overflow(t_ns, off, &e[i].t_ns))
+				return *why = "sample time out of range", -1;
+		}
+	if (p != end)
+		return *why = "trailing bytes in payload", -1;
+	if ((int64_t)sum != total_expect)
+		return *why = "values do not add up to the chunk total", -1;
+	return 0;
+}
+
+void local_labels_encode(const model_label *l, uint32_t n, buf_t *out)
+{
+	buf_reset(out);
+	put_uvarint(out, n);
+	for (uint32_t i = 0; i < n; i++) {
+		put_uvarint(out, l[i].key.n);
+		buf_append(out, l[i].key.p, l[i].key.n);
+		put_uvarint(out, l[i].value.n);
+		buf_append(out, l[i].value.p, l[i].value.n);
+	}
+}
+
+static int get_bytes(const uint8_t **p, const uint8_t *end, arena_t *a, slice_t *out)
+{
+	uint64_t len;
+	if (get_uvarint(p, end, &len) < 0 || len > (uint64_t)(end - *p))
+		return -1;
+	*out = arena_slice(a, slice_make(*p, (size_t)len));
+	*p += len;
+	return 0;
+}
+
+int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n)
+{
+	const uint8_t *p = blob.p, *end = blob.p + blob.n;
+	uint64_t count;
+	*out = NULL;
+	*n = 0;
+	if (blob.n == 0)
+		return 0;
+	/* Each label takes at least two bytes, which bounds count by the blob size. */
+	if (get_uvarint(&p, end, &count) < 0 || count > (uint64_t)(end - p) / 2)
+		return -1;
+	model_label *l = count ? arena_alloc(a, (size_t)count * sizeof *l) : NULL;
+	for (uint64_t i = 0; i < count; i++)
+		if (get_bytes(&p, end, a, &l[i].key) < 0 || get_bytes(&p, end, a, &l[i].value) < 0)
+			return -1;
+	if (p != end)
+		return -1;
+	*out = l;
+	*n = (uint32_t)count;
+	return 0;
+}

@@ -1,0 +1,643 @@
+/* store/local partitions on the writer side: opening DIR/<project>/<day>.db
+ * (schema, pragmas, prepared statements), the LRU of open files, the
+ * id -> local id caches, and writing one batch's profiles into one partition
+ * inside a transaction. Does not decide grouping or commit order (local_writer.c)
+ * and never reads chunks back (local_view.c). Writer thread only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "base/alloc.h"
+#include "base/timeutil.h"
+#include "store/local.h"
+
+static const char *const table_name[LT_COUNT] = {"frames", "nodes", "attrsets", "series"};
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);"
+	"INSERT OR IGNORE INTO meta VALUES('format', 1);"
+	"CREATE TABLE IF NOT EXISTS frames(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, name TEXT,"
+	" file TEXT, binary TEXT, build_id TEXT, kind TEXT, unsym INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS nodes(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
+	" parent INTEGER NOT NULL, frame INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS attrsets(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
+	" labels BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS series(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, service TEXT,"
+	" type TEXT, period_type TEXT, period_unit TEXT, period INTEGER, aggregation INTEGER,"
+	" cpu_alias INTEGER, labels BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS payloads(local INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
+	" data BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS chunks(local INTEGER PRIMARY KEY, series INTEGER NOT NULL,"
+	" t_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL, n_entries INTEGER NOT NULL,"
+	" total INTEGER NOT NULL, scale INTEGER NOT NULL, payload INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS chunks_series_t ON chunks(series, t_ns);";
+
+int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what)
+{
+	int st = 500;
+	switch (rc & 0xff) {
+	case SQLITE_FULL:
+	case SQLITE_IOERR:
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+	case SQLITE_CANTOPEN:
+	case SQLITE_NOMEM:
+		st = 503;
+		break;
+	default:
+		break;
+	}
+	err_set(err, st, "store: %s failed on %s: %s", what, path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	if (err && st == 503)
+		err->retry_after = 5;
+	return -1;
+}
+
+static void fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* ---- caches ---- */
+
+static void part_drop_caches(store_t *s, local_part *p)
+{
+	for (int t = 0; t < LT_COUNT; t++) {
+		s->cache_entries -= p->cache[t].len;
+		u64map_free(&p->cache[t]);
+		p->complete[t] = 0;
+	}
+}
+
+/* Reads next local ids, and every (id, local) when they fit in the cache budget. */
+static int part_load(store_t *s, local_part *p, kn_err *err)
+{
+	part_drop_caches(s, p);
+	for (int t = 0; t < LT_COUNT; t++) {
+		char sql[128];
+		sqlite3_stmt *st;
+		snprintf(sql, sizeof sql, "SELECT coalesce(max(local), 0), count(*) FROM %s", table_name[t]);
+		int rc = sqlite3_prepare_v2(p->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return local_sqlite_err(err, p->db, rc, p->path, "reading ids");
+		rc = sqlite3_step(st);
+		int64_t max = sqlite3_column_int64(st, 0), count = sqlite3_column_int64(st, 1);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_ROW)
+			return local_sqlite_err(err, p->db, rc, p->path, "reading ids");
+		if (max < 0 || max >= (int64_t)UINT32_MAX - 1)
+			return err_set(err, 500, "store: %s: %s ids out of range", p->path, table_name[t]);
+		p->next[t] = (uint32_t)max + 1;
+		if (s->cache_entries + (size_t)count > LOCAL_CACHE_CAP)
+			continue;
+		snprintf(sql, sizeof sql, "SELECT id, local FROM %s", table_name[t]);
+		if ((rc = sqlite3_prepare_v2(p->db, sql, -1, &st, NULL)) != SQLITE_OK)
+			return local_sqlite_err(err, p->db, rc, p->path, "reading ids");
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			u64map_put(&p->cache[t], (uint64_t)sqlite3_column_int64(st, 0),
+			           (uint32_t)sqlite3_column_int64(st, 1));
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return local_sqlite_err(err, p->db, rc, p->path, "reading ids");
+		s->cache_entries += p->cache[t].len;
+		p->complete[t] = 1;
+	}
+	return 0;
+}
+
+static void cache_add(store_t *s, local_part *p, int t, uint64_t id, uint32_t local)
+{
+	if (s->cache_entries >= LOCAL_CACHE_CAP)
+		for (uint32_t i = 0; i < s->n_parts; i++)
+			part_drop_caches(s, s->parts[i]);
+	int inserted = 0;
+	u64map_get_or_put(&p->cache[t], id, local, &inserted);
+	s->cache_entries += (size_t)inserted;
+}
+
+/* 1 with *local set when id is in the partition, 0 when not, -1 on error. */
+static int lookup(local_part *p, int t, uint64_t id, uint32_t *local, kn_err *err)
+{
+	if (u64map_get(&p->cache[t], id, local))
+		return 1;
+	if (p->complete[t])
+		return 0;
+	sqlite3_stmt *st = p->sel[t];
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+	int rc = sqlite3_step(st);
+	int found = rc == SQLITE_ROW;
+	if (found)
+		*local = (uint32_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return local_sqlite_err(err, p->db, rc, p->path, "lookup");
+	return found;
+}
+
+/* Runs an insert statement whose parameters are bound, resets it. */
+static int run_insert(local_part *p, sqlite3_stmt *st, kn_err *err)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return local_sqlite_err(err, p->db, rc, p->path, "insert");
+	return 0;
+}
+
+static void bind_slice(sqlite3_stmt *st, int i, slice_t v)
+{
+	sqlite3_bind_text(st, i, v.n ? (const char *)v.p : "", (int)v.n, SQLITE_STATIC);
+}
+
+/* Assigns the next local id of table t to id, after the caller bound the row's other columns. */
+static int insert_row(store_t *s, local_part *p, int t, uint64_t id, uint32_t *local, kn_err *err)
+{
+	sqlite3_stmt *st = p->ins[t];
+	sqlite3_bind_int64(st, 1, p->next[t]);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)id);
+	if (run_insert(p, st, err) < 0)
+		return -1;
+	*local = p->next[t]++;
+	cache_add(s, p, t, id, *local);
+	return 0;
+}
+
+/* ---- open / close / LRU ---- */
+
+static int set_pragmas(store_t *s, sqlite3 *db)
+{
+	sqlite3_busy_timeout(db, 5000);
+	return sqlite3_exec(db, s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	                                : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
+	                    NULL, NULL, NULL);
+}
+
+/* Creates a partition file with its schema under a temporary name and renames
+ * it into place, so a reader never lists a file without tables. */
+static int part_create(store_t *s, const char *path, const char *pdir, kn_err *err)
+{
+	size_t n = strlen(path) + 8;
+	char *tmp = xmalloc(n);
+	snprintf(tmp, n, "%s.new", path);
+	unlink(tmp);
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK)
+		rc = set_pragmas(s, db);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		local_sqlite_err(err, db, rc, tmp, "creating the schema");
+		sqlite3_close_v2(db);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	sqlite3_close_v2(db); /* checkpoints (and syncs) the WAL into the file */
+	if (rename(tmp, path) != 0) {
+		err_set(err, 500, "store: cannot rename %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	if (s->sync)
+		fsync_dir(pdir);
+	return 0;
+}
+
+static void part_close(store_t *s, local_part *p)
+{
+	part_drop_caches(s, p);
+	for (int t = 0; t < LT_COUNT; t++) {
+		sqlite3_finalize(p->ins[t]);
+		sqlite3_finalize(p->sel[t]);
+	}
+	sqlite3_finalize(p->ins_chunk);
+	sqlite3_finalize(p->sel_payload);
+	sqlite3_finalize(p->ins_payload);
+	sqlite3_finalize(p->del_chunks);
+	sqlite3_close_v2(p->db);
+	free(p->path);
+	free(p->proj);
+	free(p);
+}
+
+static int part_prepare(local_part *p, kn_err *err)
+{
+	static const char *const ins_sql[LT_COUNT] = {
+		"INSERT INTO frames VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+		"INSERT INTO nodes VALUES(?1, ?2, ?3, ?4)",
+		"INSERT INTO attrsets VALUES(?1, ?2, ?3)",
+		"INSERT INTO series VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	};
+	int rc = SQLITE_OK;
+	for (int t = 0; t < LT_COUNT && rc == SQLITE_OK; t++) {
+		char sql[96];
+		snprintf(sql, sizeof sql, "SELECT local FROM %s WHERE id = ?1", table_name[t]);
+		rc = sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &p->sel[t], NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_prepare_v3(p->db, ins_sql[t], -1, SQLITE_PREPARE_PERSISTENT, &p->ins[t], NULL);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db,
+		                        "INSERT INTO chunks(series, t_ns, duration_ns, n_entries, total, scale, payload)"
+		                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		                        -1, SQLITE_PREPARE_PERSISTENT, &p->ins_chunk, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "SELECT local FROM payloads WHERE hash = ?1", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &p->sel_payload, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "INSERT INTO payloads(hash, data) VALUES(?1, ?2)", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &p->ins_payload, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "DELETE FROM chunks WHERE local BETWEEN ?1 AND ?2", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &p->del_chunks, NULL);
+	if (rc != SQLITE_OK)
+		return local_sqlite_err(err, p->db, rc, p->path, "preparing statements");
+	return 0;
+}
+
+static int part_check_format(local_part *p, kn_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(p->db, "SELECT value FROM meta WHERE key = 'format'", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return local_sqlite_err(err, p->db, rc, p->path, "reading the format");
+	rc = sqlite3_step(st);
+	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	if (v != LOCAL_FORMAT)
+		return err_set(err, 500, "store: %s has partition format %lld, this Kiln writes %d", p->path,
+		               (long long)v, LOCAL_FORMAT);
+	return 0;
+}
+
+static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, kn_err *err)
+{
+	char day_s[11];
+	time_day_str(day, day_s);
+	local_part *p = xcalloc(1, sizeof *p);
+	p->proj = xstrdup(proj_dir);
+	p->day = day;
+	size_t n = strlen(s->dir) + strlen(proj_dir) + 24;
+	char *pdir = xmalloc(n);
+	snprintf(pdir, n, "%s/%s", s->dir, proj_dir);
+	p->path = xmalloc(n);
+	snprintf(p->path, n, "%s/%s.db", pdir, day_s);
+
+	if (mkdir(pdir, 0755) == 0) {
+		fsync_dir(s->dir);
+	} else if (errno != EEXIST) {
+		err_set(err, errno == ENOSPC ? 503 : 500, "store: cannot create %s: %s", pdir, strerror(errno));
+		if (err && errno == ENOSPC)
+			err->retry_after = 5;
+		goto fail;
+	}
+	struct stat stbuf;
+	if (stat(p->path, &stbuf) != 0 && part_create(s, p->path, pdir, err) < 0)
+		goto fail;
+	int rc = sqlite3_open_v2(p->path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK || (rc = set_pragmas(s, p->db)) != SQLITE_OK) {
+		local_sqlite_err(err, p->db, rc, p->path, "opening");
+		goto fail;
+	}
+	if (part_check_format(p, err) < 0 || part_prepare(p, err) < 0 || part_load(s, p, err) < 0)
+		goto fail;
+	free(pdir);
+	return p;
+fail:
+	free(pdir);
+	part_close(s, p);
+	return NULL;
+}
+
+local_part *local_part_get(store_t *s, const char *proj_dir, int64_t day, kn_err *err)
+{
+	for (uint32_t i = 0; i < s->n_parts; i++)
+		if (s->parts[i]->day == day && strcmp(s->parts[i]->proj, proj_dir) == 0) {
+			s->parts[i]->last_use = ++s->tick;
+			return s->parts[i];
+		}
+	local_part *p = part_open(s, proj_dir, day, err);
+	if (!p)
+		return NULL;
+	p->last_use = ++s->tick;
+	s->parts = xgrow(s->parts, &s->cap_parts, (size_t)s->n_parts + 1, sizeof *s->parts);
+	s->parts[s->n_parts++] = p;
+	return p;
+}
+
+void local_parts_trim(store_t *s, uint32_t keep)
+{
+	while (s->n_parts > keep) {
+		uint32_t victim = UINT32_MAX;
+		for (uint32_t i = 0; i < s->n_parts; i++)
+			if (!s->parts[i]->in_txn &&
+			    (victim == UINT32_MAX || s->parts[i]->last_use < s->parts[victim]->last_use))
+				victim = i;
+		if (victim == UINT32_MAX)
+			return;
+		part_close(s, s->parts[victim]);
+		s->parts[victim] = s->parts[--s->n_parts];
+	}
+}
+
+void local_parts_close_all(store_t *s)
+{
+	for (uint32_t i = 0; i < s->n_parts; i++)
+		part_close(s, s->parts[i]);
+	free(s->parts);
+	s->parts = NULL;
+	s->n_parts = 0;
+	s->cap_parts = 0;
+}
+
+/* ---- transactions ---- */
+
+int local_part_begin(store_t *s, local_part *p, kn_err *err)
+{
+	int rc = sqlite3_exec(p->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return local_sqlite_err(err, p->db, rc, p->path, "BEGIN");
+	p->in_txn = 1;
+	p->first_chunk = 0;
+	p->last_chunk = 0;
+	return 0;
+}
+
+int local_part_commit(store_t *s, local_part *p, kn_err *err)
+{
+	int rc = sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		local_sqlite_err(err, p->db, rc, p->path, "COMMIT");
+		local_part_rollback(s, p);
+		return -1;
+	}
+	p->in_txn = 0;
+	return 0;
+}
+
+void local_part_rollback(store_t *s, local_part *p)
+{
+	if (!sqlite3_get_autocommit(p->db))
+		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+	p->in_txn = 0;
+	/* Ids cached or assigned inside the transaction are gone with it. */
+	if (part_load(s, p, NULL) < 0) {
+		part_drop_caches(s, p);
+		for (int t = 0; t < LT_COUNT; t++)
+			p->next[t] = 0; /* unusable until reloaded: local_part_write refuses */
+	}
+}
+
+int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_err *err)
+{
+	if (!first)
+		return 0;
+	if (local_part_begin(s, p, err) < 0)
+		return -1;
+	sqlite3_bind_int64(p->del_chunks, 1, first);
+	sqlite3_bind_int64(p->del_chunks, 2, last);
+	if (run_insert(p, p->del_chunks, err) < 0) {
+		local_part_rollback(s, p);
+		return -1;
+	}
+	return local_part_commit(s, p, err);
+}
+
+/* ---- writing a batch ---- */
+
+typedef struct {
+	store_t *s;
+	local_part *p;
+	const model_batch *b;
+	local_scratch *sc;
+	kn_err *err;
+} wctx;
+
+static int bad_batch(wctx *w, const char *what)
+{
+	return err_set(w->err, 500, "store: malformed batch (%s)", what);
+}
+
+static int resolve_frame(wctx *w, uint32_t i, uint32_t *out)
+{
+	if (i >= w->b->n_frames)
+		return bad_batch(w, "frame index");
+	if (w->sc->frame_map[i])
+		return *out = w->sc->frame_map[i], 0;
+	const model_frame *f = &w->b->frames[i];
+	int r = lookup(w->p, LT_FRAME, f->id, out, w->err);
+	if (r < 0)
+		return -1;
+	if (!r) {
+		sqlite3_stmt *st = w->p->ins[LT_FRAME];
+		bind_slice(st, 3, f->name);
+		bind_slice(st, 4, f->file);
+		bind_slice(st, 5, f->binary);
+		bind_slice(st, 6, f->build_id);
+		bind_slice(st, 7, f->kind);
+		sqlite3_bind_int(st, 8, f->unsymbolized);
+		if (insert_row(w->s, w->p, LT_FRAME, f->id, out, w->err) < 0)
+			return -1;
+	}
+	w->sc->frame_map[i] = *out;
+	return 0;
+}
+
+/* Interns node i and its ancestors, root first, so a parent's local id is
+ * always smaller than its child's. */
+static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
+{
+	const model_batch *b = w->b;
+	local_scratch *sc = w->sc;
+	if (i >= b->n_nodes)
+		return bad_batch(w, "node index");
+	uint32_t depth = 0;
+	for (uint32_t k = i; k != MODEL_NONE && !sc->node_map[k]; k = b->nodes[k].parent) {
+		if (k >= b->n_nodes || depth >= b->n_nodes || (depth && k >= sc->chain[depth - 1]))
+			return bad_batch(w, "node parent");
+		sc->chain[depth++] = k;
+	}
+	while (depth) {
+		uint32_t k = sc->chain[--depth], local;
+		const model_node *n = &b->nodes[k];
+		int r = lookup(w->p, LT_NODE, n->id, &local, w->err);
+		if (r < 0)
+			return -1;
+		if (!r) {
+			uint32_t frame;
+			if (resolve_frame(w, n->frame, &frame) < 0)
+				return -1;
+			sqlite3_stmt *st = w->p->ins[LT_NODE];
+			sqlite3_bind_int64(st, 3, n->parent == MODEL_NONE ? 0 : sc->node_map[n->parent]);
+			sqlite3_bind_int64(st, 4, frame);
+			if (insert_row(w->s, w->p, LT_NODE, n->id, &local, w->err) < 0)
+				return -1;
+		}
+		sc->node_map[k] = local;
+	}
+	*out = sc->node_map[i];
+	return 0;
+}
+
+static int resolve_attrset(wctx *w, uint32_t i, uint32_t *out)
+{
+	const model_batch *b = w->b;
+	if (i == 0)
+		return *out = 0, 0;
+	if (i >= b->n_attrsets)
+		return bad_batch(w, "attribute set index");
+	if (w->sc->attr_map[i])
+		return *out = w->sc->attr_map[i], 0;
+	const model_attrset *a = &b->attrsets[i];
+	int r = lookup(w->p, LT_ATTRSET, a->id, out, w->err);
+	if (r < 0)
+		return -1;
+	if (!r) {
+		if ((uint64_t)a->first + a->count > b->n_attr_labels)
+			return bad_batch(w, "attribute labels");
+		local_labels_encode(b->attr_labels + a->first, a->count, &w->sc->labels);
+		sqlite3_bind_blob(w->p->ins[LT_ATTRSET], 3, w->sc->labels.p, (int)w->sc->labels.n, SQLITE_STATIC);
+		if (insert_row(w->s, w->p, LT_ATTRSET, a->id, out, w->err) < 0)
+			return -1;
+	}
+	w->sc->attr_map[i] = *out;
+	return 0;
+}
+
+static int resolve_series(wctx *w, const model_profile *pr, uint32_t *out)
+{
+	const model_batch *b = w->b;
+	int r = lookup(w->p, LT_SERIES, pr->series_id, out, w->err);
+	if (r)
+		return r < 0 ? -1 : 0;
+	if ((uint64_t)pr->labels_first + pr->labels_count > b->n_series_labels)
+		return bad_batch(w, "series labels");
+	char type[2 * 4096 + 2];
+	model_type_name(pr, type, sizeof type);
+	local_labels_encode(b->series_labels + pr->labels_first, pr->labels_count, &w->sc->labels);
+	sqlite3_stmt *st = w->p->ins[LT_SERIES];
+	bind_slice(st, 3, pr->service);
+	sqlite3_bind_text(st, 4, type, -1, SQLITE_TRANSIENT);
+	bind_slice(st, 5, pr->period_type);
+	bind_slice(st, 6, pr->period_unit);
+	sqlite3_bind_int64(st, 7, pr->period);
+	sqlite3_bind_int(st, 8, pr->aggregation);
+	sqlite3_bind_int(st, 9, pr->cpu_alias);
+	sqlite3_bind_blob(st, 10, w->sc->labels.p, (int)w->sc->labels.n, SQLITE_STATIC);
+	return insert_row(w->s, w->p, LT_SERIES, pr->series_id, out, w->err);
+}
+
+/* The sample's second offset from the profile start (floor), 0 without a time. */
+static int64_t second_offset(int64_t sample_ns, int64_t profile_ns)
+{
+	int64_t d;
+	if (!sample_ns || __builtin_sub_overflow(sample_ns, profile_ns, &d))
+		return 0;
+	int64_t q = d / NS_PER_SEC;
+	return (d % NS_PER_SEC < 0) ? q - 1 : q;
+}
+
+/* Returns the payload's local id, storing it unless an equal payload exists. */
+static int store_payload(wctx *w, int64_t *payload)
+{
+	local_part *p = w->p;
+	XXH128_canonical_t h;
+	XXH128_canonicalFromHash(&h, XXH3_128bits(w->sc->raw.p, w->sc->raw.n));
+	sqlite3_bind_blob(p->sel_payload, 1, &h, sizeof h, SQLITE_STATIC);
+	int rc = sqlite3_step(p->sel_payload);
+	if (rc == SQLITE_ROW)
+		*payload = sqlite3_column_int64(p->sel_payload, 0);
+	sqlite3_reset(p->sel_payload);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc != SQLITE_DONE)
+		return local_sqlite_err(w->err, p->db, rc, p->path, "payload lookup");
+	local_payload_pack(&w->sc->raw, &w->sc->packed, w->sc->zc);
+	sqlite3_bind_blob(p->ins_payload, 1, &h, sizeof h, SQLITE_STATIC);
+	sqlite3_bind_blob(p->ins_payload, 2, w->sc->packed.p, (int)w->sc->packed.n, SQLITE_STATIC);
+	if (run_insert(p, p->ins_payload, w->err) < 0)
+		return -1;
+	*payload = sqlite3_last_insert_rowid(p->db);
+	return 0;
+}
+
+static int write_profile(wctx *w, const model_profile *pr)
+{
+	const model_batch *b = w->b;
+	local_scratch *sc = w->sc;
+	uint32_t series;
+	if ((uint64_t)pr->samples_first + pr->samples_count > b->n_samples)
+		return bad_batch(w, "sample range");
+	if (resolve_series(w, pr, &series) < 0)
+		return -1;
+	sc->entries = xgrow(sc->entries, &sc->cap_entries, (size_t)pr->samples_count + 1, sizeof *sc->entries);
+	uint32_t n = pr->samples_count;
+	for (uint32_t i = 0; i < n; i++) {
+		const model_sample *smp = &b->samples[pr->samples_first + i];
+		local_entry *e = &sc->entries[i];
+		if (resolve_node(w, smp->node, &e->node) < 0 || resolve_attrset(w, smp->attrset, &e->attrset) < 0)
+			return -1;
+		e->value = smp->value;
+		e->t_off = second_offset(smp->time_ns, pr->time_ns);
+	}
+	n = local_entries_normalize(sc->entries, n);
+	int64_t scale, total, payload = 0;
+	local_payload_raw(sc->entries, n, &sc->raw, &scale, &total);
+	if (store_payload(w, &payload) < 0)
+		return -1;
+	sqlite3_stmt *st = w->p->ins_chunk;
+	sqlite3_bind_int64(st, 1, series);
+	sqlite3_bind_int64(st, 2, pr->time_ns);
+	sqlite3_bind_int64(st, 3, pr->duration_ns);
+	sqlite3_bind_int64(st, 4, n);
+	sqlite3_bind_int64(st, 5, total);
+	sqlite3_bind_int64(st, 6, scale);
+	sqlite3_bind_int64(st, 7, payload);
+	if (run_insert(w->p, st, w->err) < 0)
+		return -1;
+	int64_t row = sqlite3_last_insert_rowid(w->p->db);
+	if (!w->p->first_chunk)
+		w->p->first_chunk = row;
+	w->p->last_chunk = row;
+	return 0;
+}
+
+static void *grow_zeroed(void *p, size_t *cap, size_t need, size_t elem)
+{
+	p = xgrow(p, cap, need ? need : 1, elem);
+	memset(p, 0, need * elem);
+	return p;
+}
+
+int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t day, kn_err *err)
+{
+	local_scratch *sc = &s->sc;
+	if (!p->next[LT_FRAME])
+		return err_set(err, 503, "store: %s is unusable after a failed rollback", p->path);
+	sc->frame_map = grow_zeroed(sc->frame_map, &sc->cap_frames, b->n_frames, sizeof *sc->frame_map);
+	sc->node_map = grow_zeroed(sc->node_map, &sc->cap_nodes, b->n_nodes, sizeof *sc->node_map);
+	sc->chain = xgrow(sc->chain, &sc->cap_chain, (size_t)b->n_nodes + 1, sizeof *sc->chain);
+	sc->attr_map = grow_zeroed(sc->attr_map, &sc->cap_attrs, b->n_attrsets, sizeof *sc->attr_map);
+	wctx w = {s, p, b, sc, err};
+	for (uint32_t i = 0; i < b->n_profiles; i++)
+		if (time_day(b->profiles[i].time_ns) == day && write_profile(&w, &b->profiles[i]) < 0)
+			return -1;
+	return 0;
+}

@@ -1,0 +1,561 @@
+/* store/local views: a read snapshot of one project's partitions over a time
+ * range. Each partition gets its own read-only connection holding one read
+ * transaction (WAL: writers go on); dictionaries load lazily, once, with one
+ * prepared SELECT each. Never writes; never trusts what it reads. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/timeutil.h"
+#include "store/local.h"
+
+typedef struct {
+	char *path;
+	sqlite3 *db;
+	sqlite3_stmt *heads, *payload;
+	arena_t *arena;
+	int have_series, have_frames, have_nodes, have_attrsets, have_counts;
+	store_series *series;
+	uint32_t n_series;
+	model_frame *frames;
+	uint32_t n_frames;
+	uint32_t n_nodes;
+	uint32_t *parent, *frame;
+	uint64_t *node_id;
+	model_attrset *attrsets;
+	model_label *attr_labels;
+	uint32_t n_attrsets;
+	uint32_t max_node, max_attrset, max_frame; /* largest local ids in the snapshot */
+} view_part;
+
+struct store_view {
+	int64_t from_ns, until_ns;
+	view_part *parts;
+	uint32_t n_parts;
+	store_chunk_head *heads;
+	size_t cap_heads;
+	store_entry *entries;
+	size_t cap_entries;
+	uint8_t *tmp;
+	size_t cap_tmp;
+	ZSTD_DCtx *zd;
+	/* The last decoded chunk's payload: equal payloads decode once. */
+	uint32_t last_part;
+	int64_t last_payload, last_scale, last_t;
+	uint32_t last_n;
+};
+
+static int part_err(kn_err *err, view_part *vp, int rc, const char *what)
+{
+	return local_sqlite_err(err, vp->db, rc, vp->path, what);
+}
+
+static int damaged(kn_err *err, view_part *vp, const char *why)
+{
+	return err_set(err, 500, "store: %s is damaged: %s", vp->path, why);
+}
+
+static int name_is_day(const char *n)
+{
+	static const char pat[] = "####-##-##.db";
+	if (strlen(n) != sizeof pat - 1)
+		return 0;
+	for (size_t i = 0; pat[i]; i++)
+		if (pat[i] == '#' ? (n[i] < '0' || n[i] > '9') : n[i] != pat[i])
+			return 0;
+	return 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted "YYYY-MM-DD.db" names in dir whose day is in [first, last]. */
+static char **list_days(const char *dir, const char *first, const char *last, uint32_t *n)
+{
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return NULL;
+	char **names = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!name_is_day(de->d_name) || strncmp(de->d_name, first, 10) < 0 || strncmp(de->d_name, last, 10) > 0)
+			continue;
+		names = xgrow(names, &cap, (size_t)*n + 1, sizeof *names);
+		names[(*n)++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(names, *n, sizeof *names, cmp_str);
+	return names;
+}
+
+static int part_open_ro(view_part *vp, kn_err *err)
+{
+	int rc = sqlite3_open_v2(vp->path, &vp->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "opening");
+	sqlite3_busy_timeout(vp->db, 5000);
+	/* One read transaction for the view's life: every later SELECT sees the
+	 * snapshot the format check below pins. */
+	if ((rc = sqlite3_exec(vp->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK)
+		return part_err(err, vp, rc, "BEGIN");
+	sqlite3_stmt *st;
+	if ((rc = sqlite3_prepare_v2(vp->db, "SELECT value FROM meta WHERE key = 'format'", -1, &st, NULL)) !=
+	    SQLITE_OK)
+		return part_err(err, vp, rc, "reading the format");
+	rc = sqlite3_step(st);
+	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return part_err(err, vp, rc, "reading the format");
+	if (v != LOCAL_FORMAT)
+		return err_set(err, 500, "store: %s has partition format %lld, this Kiln reads %d", vp->path,
+		               (long long)v, LOCAL_FORMAT);
+	rc = sqlite3_prepare_v3(vp->db,
+	                        "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
+	                        " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns",
+	                        -1, SQLITE_PREPARE_PERSISTENT, &vp->heads, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(vp->db, "SELECT data FROM payloads WHERE local = ?1", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &vp->payload, NULL);
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "preparing statements");
+	vp->arena = arena_new();
+	return 0;
+}
+
+static void part_close_ro(view_part *vp)
+{
+	sqlite3_finalize(vp->heads);
+	sqlite3_finalize(vp->payload);
+	if (vp->db) {
+		sqlite3_exec(vp->db, "COMMIT", NULL, NULL, NULL);
+		sqlite3_close_v2(vp->db);
+	}
+	if (vp->arena)
+		arena_free(vp->arena);
+	free(vp->series);
+	free(vp->frames);
+	free(vp->parent);
+	free(vp->frame);
+	free(vp->node_id);
+	free(vp->attrsets);
+	free(vp->path);
+}
+
+int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+                    kn_err *err)
+{
+	char proj[3 * LOCAL_PROJECT_MAX + 2];
+	*out = NULL;
+	if (local_project_dir(project, proj) < 0)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+	store_view *v = xcalloc(1, sizeof *v);
+	v->from_ns = from_ns;
+	v->until_ns = until_ns;
+	v->zd = ZSTD_createDCtx();
+	v->last_payload = -1;
+	if (until_ns <= from_ns) {
+		*out = v;
+		return 0;
+	}
+	char first[11], last[11];
+	time_day_str(time_day(from_ns < 0 ? 0 : from_ns), first);
+	time_day_str(time_day(until_ns - 1 < 0 ? 0 : until_ns - 1), last);
+	size_t dn = strlen(s->dir) + strlen(proj) + 2;
+	char *dir = xmalloc(dn);
+	snprintf(dir, dn, "%s/%s", s->dir, proj);
+	uint32_t n;
+	char **names = list_days(dir, first, last, &n);
+	v->parts = xcalloc(n ? n : 1, sizeof *v->parts);
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t pn = dn + strlen(names[i]) + 1;
+		view_part *vp = &v->parts[v->n_parts++];
+		vp->path = xmalloc(pn);
+		snprintf(vp->path, pn, "%s/%s", dir, names[i]);
+		if (rc == 0 && part_open_ro(vp, err) < 0)
+			rc = -1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(dir);
+	if (rc < 0) {
+		store_view_close(v);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+void store_view_close(store_view *v)
+{
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < v->n_parts; i++)
+		part_close_ro(&v->parts[i]);
+	free(v->parts);
+	free(v->heads);
+	free(v->entries);
+	free(v->tmp);
+	ZSTD_freeDCtx(v->zd);
+	free(v);
+}
+
+uint32_t store_view_partitions(const store_view *v)
+{
+	return v->n_parts;
+}
+
+static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
+{
+	if (p >= v->n_parts) {
+		err_set(err, 500, "store: partition %u out of range (%u)", p, v->n_parts);
+		return NULL;
+	}
+	return &v->parts[p];
+}
+
+/* Largest local ids: bounds for what chunks and nodes may reference. */
+static int load_counts(view_part *vp, kn_err *err)
+{
+	if (vp->have_counts)
+		return 0;
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(vp->db,
+	                            "SELECT (SELECT coalesce(max(local), 0) FROM nodes),"
+	                            " (SELECT coalesce(max(local), 0) FROM attrsets),"
+	                            " (SELECT coalesce(max(local), 0) FROM frames)",
+	                            -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "counting");
+	rc = sqlite3_step(st);
+	int64_t c[3];
+	for (int i = 0; i < 3; i++)
+		c[i] = sqlite3_column_int64(st, i);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return part_err(err, vp, rc, "counting");
+	for (int i = 0; i < 3; i++)
+		if (c[i] < 0 || c[i] > (int64_t)LOCAL_MAX_IDS)
+			return damaged(err, vp, "local ids out of range");
+	vp->max_node = (uint32_t)c[0];
+	vp->max_attrset = (uint32_t)c[1];
+	vp->max_frame = (uint32_t)c[2];
+	vp->have_counts = 1;
+	return 0;
+}
+
+/* Column i of the current row as a slice copied into the view's arena. */
+static slice_t col_slice(view_part *vp, sqlite3_stmt *st, int i)
+{
+	const void *p = sqlite3_column_blob(st, i);
+	int n = sqlite3_column_bytes(st, i);
+	return arena_slice(vp->arena, slice_make(p, p ? (size_t)n : 0));
+}
+
+/* Checks that row i of a "... ORDER BY local" scan has local id i: ids run
+ * 1..n without gaps, so arrays indexed by local id are safe. */
+static int dense_rows(view_part *vp, sqlite3_stmt *st, uint32_t i, kn_err *err)
+{
+	if (sqlite3_column_int64(st, 0) != (int64_t)i)
+		return damaged(err, vp, "local ids are not dense");
+	return 0;
+}
+
+int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->have_series) {
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(vp->db,
+		                            "SELECT local, id, service, type, period_type, period_unit, period,"
+		                            " aggregation, cpu_alias, labels FROM series ORDER BY local",
+		                            -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return part_err(err, vp, rc, "reading series");
+		size_t cap = 0;
+		uint32_t k = 0;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (dense_rows(vp, st, k + 1, err) < 0)
+				break;
+			vp->series = xgrow(vp->series, &cap, (size_t)k + 1, sizeof *vp->series);
+			store_series *se = &vp->series[k];
+			memset(se, 0, sizeof *se);
+			se->local = k + 1;
+			se->id = (uint64_t)sqlite3_column_int64(st, 1);
+			se->service = col_slice(vp, st, 2);
+			se->type = col_slice(vp, st, 3);
+			se->period_type = col_slice(vp, st, 4);
+			se->period_unit = col_slice(vp, st, 5);
+			se->period = sqlite3_column_int64(st, 6);
+			se->aggregation = (uint8_t)sqlite3_column_int(st, 7);
+			se->cpu_alias = (uint8_t)sqlite3_column_int(st, 8);
+			model_label *labels;
+			slice_t blob = slice_make(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
+			if (local_labels_decode(blob, vp->arena, &labels, &se->n_labels) < 0) {
+				damaged(err, vp, "series labels");
+				break;
+			}
+			se->labels = labels;
+			k++;
+		}
+		sqlite3_finalize(st);
+		if (rc == SQLITE_ROW)
+			return -1;
+		if (rc != SQLITE_DONE)
+			return part_err(err, vp, rc, "reading series");
+		vp->n_series = k;
+		vp->have_series = 1;
+	}
+	*out = vp->series;
+	*n = vp->n_series;
+	return 0;
+}
+
+static int head_cmp(const void *a, const void *b)
+{
+	const store_chunk_head *x = a, *y = b;
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	return x->_rowid < y->_rowid ? -1 : x->_rowid > y->_rowid;
+}
+
+int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	size_t k = 0;
+	sqlite3_stmt *st = vp->heads;
+	for (uint32_t i = 0; i < n_series; i++) {
+		sqlite3_bind_int64(st, 1, series[i]);
+		sqlite3_bind_int64(st, 2, v->from_ns);
+		sqlite3_bind_int64(st, 3, v->until_ns);
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			v->heads = xgrow(v->heads, &v->cap_heads, k + 1, sizeof *v->heads);
+			store_chunk_head *h = &v->heads[k++];
+			int64_t n_entries = sqlite3_column_int64(st, 4);
+			h->_rowid = sqlite3_column_int64(st, 0);
+			h->series = (uint32_t)sqlite3_column_int64(st, 1);
+			h->t_ns = sqlite3_column_int64(st, 2);
+			h->duration_ns = sqlite3_column_int64(st, 3);
+			h->n_entries = (uint32_t)n_entries;
+			h->total = sqlite3_column_int64(st, 5);
+			h->_scale = sqlite3_column_int64(st, 6);
+			h->_payload = sqlite3_column_int64(st, 7);
+			if (n_entries < 0 || n_entries > (int64_t)LOCAL_MAX_ENTRIES || h->_scale < 1) {
+				sqlite3_reset(st);
+				return damaged(err, vp, "chunk header out of range");
+			}
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return part_err(err, vp, rc, "reading chunk headers");
+	}
+	if (k > 1)
+		qsort(v->heads, k, sizeof *v->heads, head_cmp);
+	*out = v->heads;
+	*n = (uint32_t)k;
+	return 0;
+}
+
+int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                       uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp || load_counts(vp, err) < 0)
+		return -1;
+	if (v->last_part == p && v->last_payload == h->_payload && v->last_scale == h->_scale &&
+	    v->last_t == h->t_ns && v->last_n == h->n_entries) {
+		*out = v->entries;
+		*n = h->n_entries;
+		return 0;
+	}
+	v->last_payload = -1;
+	sqlite3_stmt *st = vp->payload;
+	sqlite3_bind_int64(st, 1, h->_payload);
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		if (rc == SQLITE_DONE)
+			return damaged(err, vp, "chunk payload missing");
+		return part_err(err, vp, rc, "reading a chunk");
+	}
+	slice_t data = slice_make(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
+	const char *why = NULL;
+	rc = local_payload_decode(data, h->t_ns, h->_scale, h->n_entries, h->total, vp->max_node, vp->max_attrset,
+	                          v->zd, &v->tmp, &v->cap_tmp, &v->entries, &v->cap_entries, &why);
+	sqlite3_reset(st);
+	if (rc < 0)
+		return err_set(err, 500, "store: %s is damaged: chunk %lld: %s", vp->path, (long long)h->_rowid, why);
+	v->last_part = p;
+	v->last_payload = h->_payload;
+	v->last_scale = h->_scale;
+	v->last_t = h->t_ns;
+	v->last_n = h->n_entries;
+	*out = v->entries;
+	*n = h->n_entries;
+	return 0;
+}
+
+int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp || load_counts(vp, err) < 0)
+		return -1;
+	if (!vp->have_nodes) {
+		uint32_t n = vp->max_node;
+		vp->parent = xcalloc((size_t)n + 1, sizeof *vp->parent);
+		vp->frame = xcalloc((size_t)n + 1, sizeof *vp->frame);
+		vp->node_id = xcalloc((size_t)n + 1, sizeof *vp->node_id);
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(vp->db, "SELECT local, id, parent, frame FROM nodes ORDER BY local", -1,
+		                            &st, NULL);
+		if (rc != SQLITE_OK)
+			return part_err(err, vp, rc, "reading nodes");
+		uint32_t k = 0;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t parent = sqlite3_column_int64(st, 2), frame = sqlite3_column_int64(st, 3);
+			if (k >= n || dense_rows(vp, st, k + 1, err) < 0)
+				break;
+			k++;
+			if (parent < 0 || parent >= (int64_t)k || frame < 1 || frame > (int64_t)vp->max_frame) {
+				damaged(err, vp, "node parent or frame out of range");
+				break;
+			}
+			vp->parent[k] = (uint32_t)parent;
+			vp->frame[k] = (uint32_t)frame;
+			vp->node_id[k] = (uint64_t)sqlite3_column_int64(st, 1);
+		}
+		sqlite3_finalize(st);
+		if (rc == SQLITE_ROW)
+			return k >= n ? damaged(err, vp, "node ids are not dense") : -1;
+		if (rc != SQLITE_DONE)
+			return part_err(err, vp, rc, "reading nodes");
+		if (k != n)
+			return damaged(err, vp, "node ids are not dense");
+		vp->n_nodes = n;
+		vp->have_nodes = 1;
+	}
+	out->n = vp->n_nodes;
+	out->parent = vp->parent;
+	out->frame = vp->frame;
+	out->id = vp->node_id;
+	return 0;
+}
+
+int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp || load_counts(vp, err) < 0)
+		return -1;
+	if (!vp->have_frames) {
+		uint32_t max = vp->max_frame;
+		vp->frames = xcalloc((size_t)max + 1, sizeof *vp->frames);
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(vp->db,
+		                            "SELECT local, id, name, file, binary, build_id, kind, unsym FROM frames"
+		                            " ORDER BY local",
+		                            -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return part_err(err, vp, rc, "reading frames");
+		uint32_t k = 0;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (k >= max || dense_rows(vp, st, k + 1, err) < 0)
+				break;
+			model_frame *f = &vp->frames[++k];
+			f->id = (uint64_t)sqlite3_column_int64(st, 1);
+			f->name = col_slice(vp, st, 2);
+			f->file = col_slice(vp, st, 3);
+			f->binary = col_slice(vp, st, 4);
+			f->build_id = col_slice(vp, st, 5);
+			f->kind = col_slice(vp, st, 6);
+			f->unsymbolized = (uint8_t)(sqlite3_column_int(st, 7) != 0);
+		}
+		sqlite3_finalize(st);
+		if (rc == SQLITE_ROW || (rc == SQLITE_DONE && k != max))
+			return damaged(err, vp, "frame ids are not dense");
+		if (rc != SQLITE_DONE)
+			return part_err(err, vp, rc, "reading frames");
+		vp->n_frames = max;
+		vp->have_frames = 1;
+	}
+	*out = vp->frames;
+	*n = vp->n_frames;
+	return 0;
+}
+
+int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+                        uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp || load_counts(vp, err) < 0)
+		return -1;
+	if (!vp->have_attrsets) {
+		uint32_t max = vp->max_attrset;
+		vp->attrsets = xcalloc((size_t)max + 1, sizeof *vp->attrsets);
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(vp->db, "SELECT local, id, labels FROM attrsets ORDER BY local", -1, &st,
+		                            NULL);
+		if (rc != SQLITE_OK)
+			return part_err(err, vp, rc, "reading attribute sets");
+		/* Labels of all sets in one array: decode each set, then lay them end to end. */
+		model_label **per = xcalloc((size_t)max + 1, sizeof *per);
+		size_t total = 0;
+		uint32_t k = 0;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (k >= max || dense_rows(vp, st, k + 1, err) < 0)
+				break;
+			model_attrset *a = &vp->attrsets[++k];
+			a->id = (uint64_t)sqlite3_column_int64(st, 1);
+			slice_t blob = slice_make(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
+			if (local_labels_decode(blob, vp->arena, &per[k], &a->count) < 0) {
+				rc = SQLITE_CORRUPT;
+				break;
+			}
+			total += a->count;
+			if (total > UINT32_MAX) {
+				rc = SQLITE_CORRUPT;
+				break;
+			}
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE || k != max) {
+			free(per);
+			if (rc == SQLITE_ROW || rc == SQLITE_CORRUPT || rc == SQLITE_DONE)
+				return damaged(err, vp, "attribute sets");
+			return part_err(err, vp, rc, "reading attribute sets");
+		}
+		vp->attr_labels = arena_alloc(vp->arena, (total ? total : 1) * sizeof *vp->attr_labels);
+		uint32_t at = 0;
+		for (uint32_t i = 1; i <= max; i++) {
+			vp->attrsets[i].first = at;
+			if (vp->attrsets[i].count)
+				memcpy(vp->attr_labels + at, per[i], vp->attrsets[i].count * sizeof *vp->attr_labels);
+			at += vp->attrsets[i].count;
+		}
+		free(per);
+		vp->n_attrsets = max;
+		vp->have_attrsets = 1;
+	}
+	*sets = vp->attrsets;
+	*labels = vp->attr_labels;
+	*n = vp->n_attrsets;
+	return 0;
+}

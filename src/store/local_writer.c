@@ -1,0 +1,327 @@
+/* store/local lifecycle and the writer thread: the submit queue, group commit
+ * (everything queued, up to max_batches_per_commit, in one transaction per
+ * partition), and the done callbacks after the data is durable. Knows nothing
+ * of the file format (local_partition.c, local_chunk.c) or of reading. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zstd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/timeutil.h"
+#include "store/local.h"
+
+/* The partitions one group touches, in first-use order. */
+typedef struct {
+	local_part **p;
+	size_t n, cap;
+} part_list;
+
+static int mkdir_p(const char *dir, kn_err *err)
+{
+	char *d = xstrdup(dir);
+	for (char *c = d + 1;; c++) {
+		if (*c != '/' && *c != 0)
+			continue;
+		char saved = *c;
+		*c = 0;
+		if (mkdir(d, 0755) != 0 && errno != EEXIST) {
+			err_set(err, 500, "store: cannot create %s: %s", d, strerror(errno));
+			free(d);
+			return -1;
+		}
+		*c = saved;
+		if (!saved)
+			break;
+	}
+	free(d);
+	return 0;
+}
+
+static void *writer_main(void *arg);
+
+store_t *store_open(const store_config *cfg, kn_err *err)
+{
+	if (!cfg || !cfg->dir || !*cfg->dir) {
+		err_set(err, 500, "store: no data directory configured");
+		return NULL;
+	}
+	if (mkdir_p(cfg->dir, err) < 0)
+		return NULL;
+	store_t *s = xcalloc(1, sizeof *s);
+	s->dir = xstrdup(cfg->dir);
+	s->interval_ms = cfg->commit_interval_ms == 0 ? 2 : cfg->commit_interval_ms < 0 ? 0 : cfg->commit_interval_ms;
+	s->max_batches = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256;
+	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
+	buf_init(&s->sc.raw, SIZE_MAX);
+	buf_init(&s->sc.packed, SIZE_MAX);
+	buf_init(&s->sc.labels, SIZE_MAX);
+	s->sc.zc = ZSTD_createCCtx();
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	int rc = pthread_create(&s->thread, NULL, writer_main, s);
+	if (rc != 0) {
+		err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+		ZSTD_freeCCtx(s->sc.zc);
+		free(s->dir);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void store_close(store_t *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->closing = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	local_parts_close_all(s);
+	local_scratch *sc = &s->sc;
+	free(sc->frame_map);
+	free(sc->node_map);
+	free(sc->attr_map);
+	free(sc->chain);
+	free(sc->entries);
+	buf_free(&sc->raw);
+	buf_free(&sc->packed);
+	buf_free(&sc->labels);
+	ZSTD_freeCCtx(sc->zc);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->dir);
+	free(s);
+}
+
+void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+{
+	local_job *j = xcalloc(1, sizeof *j);
+	j->b = b;
+	j->done = done;
+	j->ctx = ctx;
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		kn_err e = {0};
+		err_set(&e, 503, "store: shutting down");
+		e.retry_after = 5;
+		model_batch_free(b);
+		free(j);
+		if (done)
+			done(ctx, &e);
+		return;
+	}
+	if (s->tail)
+		s->tail->next = j;
+	else
+		s->head = j;
+	s->tail = j;
+	s->queued++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	kn_err err;
+} sync_wait;
+
+static void sync_done(void *ctx, const kn_err *err)
+{
+	sync_wait *w = ctx;
+	pthread_mutex_lock(&w->mu);
+	if (err)
+		w->err = *err;
+	w->done = err ? -1 : 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+int store_write_sync(store_t *s, model_batch *b, kn_err *err)
+{
+	sync_wait w = {.done = 0};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	store_submit(s, b, sync_done, &w);
+	pthread_mutex_lock(&w.mu);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.mu);
+	if (w.done < 0) {
+		if (err)
+			*err = w.err;
+		return -1;
+	}
+	return 0;
+}
+
+uint32_t store_queue_depth(store_t *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint32_t n = s->queued;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* ---- group commit ---- */
+
+static void add_part(part_list *l, local_part *p)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->p[i] == p)
+			return;
+	l->p = xgrow(l->p, &l->cap, l->n + 1, sizeof *l->p);
+	l->p[l->n++] = p;
+}
+
+/* Does job j have a profile in partition p? */
+static int job_in_part(const local_job *j, const local_part *p)
+{
+	if (strcmp(j->proj, p->proj) != 0)
+		return 0;
+	for (uint32_t i = 0; i < j->b->n_profiles; i++)
+		if (time_day(j->b->profiles[i].time_ns) == p->day)
+			return 1;
+	return 0;
+}
+
+/* Opens the partitions that jobs[0..n) write to into l. */
+static int collect_parts(store_t *s, local_job **jobs, size_t n, part_list *l, kn_err *err)
+{
+	for (size_t k = 0; k < n; k++) {
+		const model_batch *b = jobs[k]->b;
+		if (b->n_profiles && local_project_dir(b->project, jobs[k]->proj) < 0)
+			return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+		for (uint32_t i = 0; i < b->n_profiles; i++) {
+			local_part *p = local_part_get(s, jobs[k]->proj, time_day(b->profiles[i].time_ns), err);
+			if (!p)
+				return -1;
+			add_part(l, p);
+		}
+	}
+	return 0;
+}
+
+/* Writes jobs[0..n) all-or-nothing: every partition's transaction stays open
+ * until all are written, then they commit one by one. 0, or -1 with err and
+ * nothing of the jobs left visible (docs/STORE.md names the one window). */
+static int write_group(store_t *s, local_job **jobs, size_t n, kn_err *err)
+{
+	part_list l = {0};
+	size_t begun = 0, committed = 0;
+	int rc = -1;
+	if (collect_parts(s, jobs, n, &l, err) < 0)
+		goto fail;
+	for (; begun < l.n; begun++)
+		if (local_part_begin(s, l.p[begun], err) < 0)
+			goto fail;
+	for (size_t i = 0; i < l.n; i++)
+		for (size_t k = 0; k < n; k++)
+			if (job_in_part(jobs[k], l.p[i]) && local_part_write(s, l.p[i], jobs[k]->b, l.p[i]->day, err) < 0)
+				goto fail;
+	for (; committed < l.n; committed++)
+		if (local_part_commit(s, l.p[committed], err) < 0)
+			goto fail;
+	rc = 0;
+	goto out;
+fail:
+	for (size_t i = committed; i < begun; i++)
+		if (l.p[i]->in_txn)
+			local_part_rollback(s, l.p[i]);
+	/* A later partition failed to commit after earlier ones did: take the
+	 * earlier ones' chunks back out. */
+	for (size_t i = 0; i < committed; i++) {
+		kn_err undo_err = {0};
+		if (local_part_undo(s, l.p[i], l.p[i]->first_chunk, l.p[i]->last_chunk, &undo_err) < 0)
+			log_error("store: could not undo a partial commit", "file=%s err=\"%s\"", l.p[i]->path,
+			          undo_err.msg);
+	}
+out:
+	free(l.p);
+	return rc;
+}
+
+static void process(store_t *s, local_job **jobs, size_t n)
+{
+	kn_err err = {0};
+	if (write_group(s, jobs, n, &err) < 0) {
+		if (n == 1) {
+			jobs[0]->err = err;
+			jobs[0]->failed = 1;
+		} else {
+			/* Find the batch at fault: retry each alone. */
+			for (size_t k = 0; k < n; k++) {
+				kn_err e = {0};
+				if (write_group(s, &jobs[k], 1, &e) < 0) {
+					jobs[k]->err = e;
+					jobs[k]->failed = 1;
+				}
+			}
+		}
+	}
+	local_parts_trim(s, LOCAL_MAX_OPEN_PARTS);
+	for (size_t k = 0; k < n; k++) {
+		local_job *j = jobs[k];
+		model_batch_free(j->b);
+		if (j->done)
+			j->done(j->ctx, j->failed ? &j->err : NULL);
+		free(j);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->queued -= (uint32_t)n;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_nsec += (long)ms * 1000000L;
+	ts->tv_sec += ts->tv_nsec / 1000000000L;
+	ts->tv_nsec %= 1000000000L;
+}
+
+static void *writer_main(void *arg)
+{
+	store_t *s = arg;
+	local_job **jobs = xmalloc((size_t)s->max_batches * sizeof *jobs);
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->closing)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->head)
+			break;
+		/* Give concurrent writers the commit window to join this group. */
+		if (s->interval_ms > 0 && !s->closing) {
+			struct timespec until;
+			deadline_in(&until, s->interval_ms);
+			while (!s->closing && s->queued < (uint32_t)s->max_batches &&
+			       pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
+				;
+		}
+		size_t n = 0;
+		while (s->head && n < (size_t)s->max_batches) {
+			jobs[n++] = s->head;
+			s->head = s->head->next;
+		}
+		if (!s->head)
+			s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		process(s, jobs, n);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(jobs);
+	return NULL;
+}

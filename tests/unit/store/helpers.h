@@ -1,0 +1,133 @@
+/* Helpers shared by the store/local unit tests: temporary data directories,
+ * batches built with the model API, reading a whole series back. */
+#ifndef KILN_TESTS_STORE_HELPERS_H
+#define KILN_TESTS_STORE_HELPERS_H
+
+#include <ftw.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/timeutil.h"
+#include "model/model.h"
+#include "store/store.h"
+#include "testutil.h"
+
+#define DAY0 (19501LL * NS_PER_DAY) /* 2023-05-24 */
+
+static inline char *tmpdir_new(void)
+{
+	char *d = strdup("/tmp/kiln-store-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static inline int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static inline void tmpdir_free(char *d)
+{
+	nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(d);
+}
+
+static inline store_t *open_store(const char *dir)
+{
+	store_config cfg = {.dir = dir, .sync = 1};
+	kn_err err = {0};
+	store_t *s = store_open(&cfg, &err);
+	if (!s)
+		fail_msg("store_open: %s", err.msg);
+	return s;
+}
+
+static inline uint32_t test_frame(model_batch *b, const char *name)
+{
+	model_frame f = {0};
+	f.name = slice_cstr(name);
+	f.file = slice_cstr("main.go");
+	f.binary = slice_cstr("app");
+	f.kind = slice_cstr("go");
+	return model_frame_intern(b, &f);
+}
+
+/* A stack written root first, frames separated by ';'. Returns its leaf node. */
+static inline uint32_t test_stack(model_batch *b, const char *stack)
+{
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s", stack);
+	uint32_t node = MODEL_NONE;
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
+		node = model_node_intern(b, node, test_frame(b, tok));
+	return node;
+}
+
+static inline model_profile *test_profile(model_batch *b, const char *type, const char *unit, int64_t t_ns,
+                                          const char *pod)
+{
+	model_profile *p = model_profile_add(b);
+	model_profile_set_service(b, p, slice_cstr("svc"));
+	model_profile_set_type(b, p, slice_cstr(type), slice_cstr(unit), slice_cstr("cpu"),
+	                       slice_cstr("nanoseconds"), 10000000);
+	model_profile_add_label(b, p, slice_cstr("pod"), slice_cstr(pod));
+	model_profile_add_label(b, p, slice_cstr("namespace"), slice_cstr("prod"));
+	p->time_ns = t_ns;
+	p->duration_ns = 10 * NS_PER_SEC;
+	return p;
+}
+
+/* One cpu profile at t_ns: stacks main;a;b (=v), main;a;c (=2v), main;d (=3v). */
+static inline model_batch *test_batch(int64_t t_ns, int64_t v)
+{
+	model_batch *b = model_batch_new(slice_cstr("default"));
+	uint32_t s1 = test_stack(b, "main;a;b"), s2 = test_stack(b, "main;a;c"), s3 = test_stack(b, "main;d");
+	model_profile *p = test_profile(b, "cpu", "nanoseconds", t_ns, "pod-1");
+	model_sample_add(b, p, s1, 0, v, 0);
+	model_sample_add(b, p, s2, 0, 2 * v, 0);
+	model_sample_add(b, p, s3, 0, 3 * v, 0);
+	model_profile_finish(b, p);
+	return b;
+}
+
+static inline void write_ok(store_t *s, model_batch *b)
+{
+	kn_err err = {0};
+	if (store_write_sync(s, b, &err) != 0)
+		fail_msg("store_write_sync: %d %s", err.status, err.msg);
+}
+
+/* Sum of the totals of every chunk of every series of the project over [from, until). */
+static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, int64_t until, uint32_t *chunks)
+{
+	store_view *v;
+	kn_err err = {0};
+	if (store_view_open(s, slice_cstr(project), from, until, &v, &err) != 0)
+		fail_msg("view: %s", err.msg);
+	int64_t sum = 0;
+	*chunks = 0;
+	for (uint32_t p = 0; p < store_view_partitions(v); p++) {
+		const store_series *se;
+		uint32_t n_se, n_h;
+		assert_int_equal(store_view_series(v, p, &se, &n_se, &err), 0);
+		uint32_t ids[64];
+		assert_true(n_se <= 64);
+		for (uint32_t i = 0; i < n_se; i++)
+			ids[i] = se[i].local;
+		const store_chunk_head *h;
+		assert_int_equal(store_view_heads(v, p, ids, n_se, &h, &n_h, &err), 0);
+		for (uint32_t i = 0; i < n_h; i++)
+			sum += h[i].total;
+		*chunks += n_h;
+	}
+	store_view_close(v);
+	return sum;
+}
+
+#endif

@@ -1,0 +1,549 @@
+/* Tests of store/local (src/store/local_*.c): write batches built with the
+ * model API, read them back through views (entries, totals, series, labels,
+ * nodes, frames, attribute sets), partitions per day, reopening, concurrent
+ * readers, damaged files, group commit from several threads. */
+#include <pthread.h>
+
+#include "helpers.h"
+
+typedef struct {
+	char *dir;
+	store_t *s;
+} fix;
+
+static int setup(void **state)
+{
+	fix *f = calloc(1, sizeof *f);
+	f->dir = tmpdir_new();
+	f->s = open_store(f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fix *f = *state;
+	store_close(f->s);
+	tmpdir_free(f->dir);
+	free(f);
+	return 0;
+}
+
+static store_view *view_or_fail(store_t *s, const char *project, int64_t from, int64_t until)
+{
+	store_view *v;
+	kn_err err = {0};
+	if (store_view_open(s, slice_cstr(project), from, until, &v, &err) != 0)
+		fail_msg("view: %s", err.msg);
+	return v;
+}
+
+/* "main;a;b" for a node, built from the view's nodes and frames. */
+static void node_path(store_view *v, uint32_t p, uint32_t node, char *out, size_t n)
+{
+	store_nodes nodes;
+	const model_frame *frames;
+	uint32_t n_frames;
+	kn_err err = {0};
+	assert_int_equal(store_view_nodes(v, p, &nodes, &err), 0);
+	assert_int_equal(store_view_frames(v, p, &frames, &n_frames, &err), 0);
+	const char *parts[64];
+	int depth = 0;
+	for (uint32_t k = node; k; k = nodes.parent[k]) {
+		assert_true(k <= nodes.n && depth < 64);
+		assert_true(nodes.parent[k] < k);
+		const model_frame *f = &frames[nodes.frame[k]];
+		parts[depth++] = strndup((const char *)f->name.p, f->name.n);
+	}
+	out[0] = 0;
+	for (int i = depth - 1; i >= 0; i--) {
+		strncat(out, parts[i], n - strlen(out) - 1);
+		if (i)
+			strncat(out, ";", n - strlen(out) - 1);
+		free((void *)parts[i]);
+	}
+}
+
+static const store_series *find_series(const store_series *se, uint32_t n, const char *type)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (slice_eq_cstr(se[i].type, type))
+			return &se[i];
+	return NULL;
+}
+
+static void test_roundtrip(void **state)
+{
+	fix *f = *state;
+	int64_t t = DAY0 + 3600 * NS_PER_SEC;
+	model_batch *b = model_batch_new(slice_cstr("default"));
+	uint32_t s1 = test_stack(b, "main;a;b"), s2 = test_stack(b, "main;a;c"), s3 = test_stack(b, "main;d");
+	model_label span[2] = {{slice_cstr("span_id"), slice_cstr("00f067aa0ba902b7")},
+	                       {slice_cstr("trace_id"), slice_cstr("4bf92f3577b34da6a3ce929d0e0e4736")}};
+	uint32_t attrs = model_attrset_intern(b, span, 2);
+	model_profile *p = test_profile(b, "samples", "count", t, "pod-1");
+	model_sample_add(b, p, s1, 0, 5, 0);
+	model_sample_add(b, p, s2, attrs, 7, 0);
+	model_sample_add(b, p, s3, 0, 1, t + 4 * NS_PER_SEC + 300000000); /* 4.3 s into the profile */
+	model_sample_add(b, p, s1, 0, 2, 0);                               /* merges with the first */
+	model_profile_finish(b, p);
+	p = test_profile(b, "cpu", "nanoseconds", t, "pod-1");
+	model_sample_add(b, p, s1, 0, 70000000, 0);
+	model_sample_add(b, p, s2, attrs, 70000000, 0);
+	model_profile_finish(b, p);
+	write_ok(f->s, b);
+
+	store_view *v = view_or_fail(f->s, "default", t - NS_PER_SEC, t + NS_PER_SEC);
+	kn_err err = {0};
+	assert_int_equal(store_view_partitions(v), 1);
+	const store_series *se;
+	uint32_t n_se;
+	assert_int_equal(store_view_series(v, 0, &se, &n_se, &err), 0);
+	assert_int_equal(n_se, 2);
+	const store_series *cnt = find_series(se, n_se, "samples:count");
+	const store_series *cpu = find_series(se, n_se, "cpu:nanoseconds");
+	assert_non_null(cnt);
+	assert_non_null(cpu);
+	assert_true(slice_eq_cstr(cnt->service, "svc"));
+	assert_true(slice_eq_cstr(cnt->period_type, "cpu") && slice_eq_cstr(cnt->period_unit, "nanoseconds"));
+	assert_int_equal(cnt->period, 10000000);
+	assert_int_equal(cpu->aggregation, MODEL_WINDOW);
+	assert_int_equal(cnt->n_labels, 2);
+	assert_true(slice_eq_cstr(cnt->labels[0].key, "namespace") && slice_eq_cstr(cnt->labels[0].value, "prod"));
+	assert_true(slice_eq_cstr(cnt->labels[1].key, "pod") && slice_eq_cstr(cnt->labels[1].value, "pod-1"));
+
+	const store_chunk_head *h;
+	uint32_t n_h;
+	assert_int_equal(store_view_heads(v, 0, &cnt->local, 1, &h, &n_h, &err), 0);
+	assert_int_equal(n_h, 1);
+	assert_int_equal(h[0].series, cnt->local);
+	assert_int_equal(h[0].t_ns, t);
+	assert_int_equal(h[0].duration_ns, 10 * NS_PER_SEC);
+	assert_int_equal(h[0].n_entries, 3);
+	assert_int_equal(h[0].total, 15);
+	const store_entry *e;
+	uint32_t n_e;
+	store_chunk_head head = h[0];
+	assert_int_equal(store_view_entries(v, 0, &head, &e, &n_e, &err), 0);
+	assert_int_equal(n_e, 3);
+	const model_attrset *sets;
+	const model_label *labels;
+	uint32_t n_sets;
+	assert_int_equal(store_view_attrsets(v, 0, &sets, &labels, &n_sets, &err), 0);
+	assert_int_equal(n_sets, 1);
+	assert_int_equal(sets[1].count, 2);
+	assert_true(slice_eq_cstr(labels[sets[1].first].key, "span_id"));
+	assert_true(slice_eq_cstr(labels[sets[1].first + 1].value, "4bf92f3577b34da6a3ce929d0e0e4736"));
+	int seen = 0;
+	for (uint32_t i = 0; i < n_e; i++) {
+		char path[256];
+		node_path(v, 0, e[i].node, path, sizeof path);
+		if (i)
+			assert_true(e[i].node >= e[i - 1].node);
+		if (strcmp(path, "main;a;b") == 0) {
+			assert_int_equal(e[i].value, 7);
+			assert_int_equal(e[i].attrset, 0);
+			assert_int_equal(e[i].t_ns, t);
+			seen |= 1;
+		} else if (strcmp(path, "main;a;c") == 0) {
+			assert_int_equal(e[i].value, 7);
+			assert_int_equal(e[i].attrset, 1);
+			seen |= 2;
+		} else if (strcmp(path, "main;d") == 0) {
+			assert_int_equal(e[i].value, 1);
+			assert_int_equal(e[i].t_ns, t + 4 * NS_PER_SEC);
+			seen |= 4;
+		} else {
+			fail_msg("unexpected stack %s", path);
+		}
+	}
+	assert_int_equal(seen, 7);
+
+	/* The cpu chunk shares the count chunk's keys; values keep their unit. */
+	assert_int_equal(store_view_heads(v, 0, &cpu->local, 1, &h, &n_h, &err), 0);
+	assert_int_equal(n_h, 1);
+	assert_int_equal(h[0].total, 140000000);
+	head = h[0];
+	assert_int_equal(store_view_entries(v, 0, &head, &e, &n_e, &err), 0);
+	assert_int_equal(n_e, 2);
+	assert_int_equal(e[0].value, 70000000);
+	assert_int_equal(e[1].value, 70000000);
+
+	store_nodes nodes;
+	assert_int_equal(store_view_nodes(v, 0, &nodes, &err), 0);
+	assert_int_equal(nodes.n, 5); /* main, a, b, c, d */
+	for (uint32_t i = 1; i <= nodes.n; i++) {
+		assert_true(nodes.parent[i] < i);
+		assert_true(nodes.id[i] != 0);
+	}
+	store_view_close(v);
+
+	/* Outside the time range: the partition is listed, no heads. */
+	v = view_or_fail(f->s, "default", t + NS_PER_SEC, t + 2 * NS_PER_SEC);
+	assert_int_equal(store_view_partitions(v), 1);
+	uint32_t ids[2] = {1, 2};
+	assert_int_equal(store_view_heads(v, 0, ids, 2, &h, &n_h, &err), 0);
+	assert_int_equal(n_h, 0);
+	store_view_close(v);
+	/* Another project sees nothing. */
+	v = view_or_fail(f->s, "other", 0, t + NS_PER_DAY);
+	assert_int_equal(store_view_partitions(v), 0);
+	store_view_close(v);
+}
+
+static void test_two_days_two_partitions(void **state)
+{
+	fix *f = *state;
+	model_batch *b = model_batch_new(slice_cstr("team_a/x"));
+	uint32_t leaf = test_stack(b, "main;work");
+	for (int d = 0; d < 2; d++) {
+		model_profile *p = test_profile(b, "cpu", "nanoseconds", DAY0 + d * NS_PER_DAY + 60 * NS_PER_SEC, "p");
+		model_sample_add(b, p, leaf, 0, 10 + d, 0);
+		model_profile_finish(b, p);
+	}
+	write_ok(f->s, b);
+	char path[512];
+	snprintf(path, sizeof path, "%s/team__a_2fx/2023-05-24.db", f->dir);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof path, "%s/team__a_2fx/2023-05-25.db", f->dir);
+	assert_int_equal(access(path, F_OK), 0);
+
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "team_a/x", DAY0, DAY0 + 2 * NS_PER_DAY, &chunks), 21);
+	assert_int_equal(chunks, 2);
+	assert_int_equal(sum_totals(f->s, "team_a/x", DAY0, DAY0 + NS_PER_DAY, &chunks), 10);
+	assert_int_equal(chunks, 1);
+	store_view *v = view_or_fail(f->s, "team_a/x", DAY0 + NS_PER_DAY, DAY0 + NS_PER_DAY + 1);
+	assert_int_equal(store_view_partitions(v), 1);
+	store_view_close(v);
+	v = view_or_fail(f->s, "team_a/x", DAY0 - NS_PER_DAY, DAY0 + 3 * NS_PER_DAY);
+	assert_int_equal(store_view_partitions(v), 2);
+	store_view_close(v);
+}
+
+static int64_t count_rows(const char *path, const char *table)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+static void test_reopen_and_dedupe(void **state)
+{
+	fix *f = *state;
+	for (int i = 0; i < 3; i++)
+		write_ok(f->s, test_batch(DAY0 + i * 10 * NS_PER_SEC, 100));
+	store_close(f->s);
+	f->s = open_store(f->dir);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 3 * 600);
+	assert_int_equal(chunks, 3);
+	/* After reopening, known frames and nodes are found, not added again. */
+	write_ok(f->s, test_batch(DAY0 + 30 * NS_PER_SEC, 100));
+	write_ok(f->s, test_batch(DAY0 + 40 * NS_PER_SEC, 1));
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 4 * 600 + 6);
+	char path[512];
+	snprintf(path, sizeof path, "%s/default/2023-05-24.db", f->dir);
+	store_close(f->s);
+	f->s = open_store(f->dir);
+	assert_int_equal(count_rows(path, "frames"), 5);
+	assert_int_equal(count_rows(path, "nodes"), 5);
+	assert_int_equal(count_rows(path, "series"), 1);
+	assert_int_equal(count_rows(path, "chunks"), 5);
+	/* Equal payloads are stored once: values 100/200/300 and 1/2/3 differ only by the scale. */
+	assert_int_equal(count_rows(path, "payloads"), 1);
+}
+
+typedef struct {
+	store_t *s;
+	int n, base;
+	volatile int done;
+} writer_arg;
+
+static void *writer_thread(void *arg)
+{
+	writer_arg *w = arg;
+	for (int i = 0; i < w->n; i++)
+		write_ok(w->s, test_batch(DAY0 + (int64_t)(w->base + i) * NS_PER_SEC, 1));
+	w->done = 1;
+	return NULL;
+}
+
+static void test_reader_during_writes(void **state)
+{
+	fix *f = *state;
+	writer_arg w = {f->s, 300, 0, 0};
+	pthread_t th;
+	pthread_create(&th, NULL, writer_thread, &w);
+	int reads = 0;
+	uint32_t last = 0;
+	while (!w.done || reads < 3) {
+		store_view *v = view_or_fail(f->s, "default", DAY0, DAY0 + NS_PER_DAY);
+		for (uint32_t p = 0; p < store_view_partitions(v); p++) {
+			kn_err err = {0};
+			const store_series *se;
+			uint32_t n_se, n_h;
+			assert_int_equal(store_view_series(v, p, &se, &n_se, &err), 0);
+			if (!n_se)
+				continue;
+			const store_chunk_head *h;
+			assert_int_equal(store_view_heads(v, p, &se[0].local, 1, &h, &n_h, &err), 0);
+			assert_true(n_h >= last); /* a snapshot never goes back */
+			last = n_h;
+			store_chunk_head *copy = malloc((n_h ? n_h : 1) * sizeof *copy);
+			memcpy(copy, h, n_h * sizeof *copy);
+			store_nodes nodes;
+			assert_int_equal(store_view_nodes(v, p, &nodes, &err), 0);
+			for (uint32_t i = 0; i < n_h; i++) {
+				const store_entry *e;
+				uint32_t n_e;
+				if (store_view_entries(v, p, &copy[i], &e, &n_e, &err) != 0)
+					fail_msg("entries: %s", err.msg);
+				assert_int_equal(n_e, 3);
+				for (uint32_t k = 0; k < n_e; k++)
+					assert_true(e[k].node >= 1 && e[k].node <= nodes.n);
+			}
+			free(copy);
+		}
+		store_view_close(v);
+		reads++;
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(last, 300);
+}
+
+static void corrupt(const char *dir, const char *sql)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/default/2023-05-24.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+/* Reads every chunk of the partition; returns the first error status (0 if none). */
+static int read_all(store_t *s, kn_err *err)
+{
+	store_view *v;
+	if (store_view_open(s, slice_cstr("default"), DAY0, DAY0 + NS_PER_DAY, &v, err) != 0)
+		return err->status;
+	int st = 0;
+	const store_series *se;
+	uint32_t n_se, n_h;
+	store_nodes nodes;
+	if (store_view_series(v, 0, &se, &n_se, err) != 0 || store_view_nodes(v, 0, &nodes, err) != 0) {
+		st = err->status;
+		goto out;
+	}
+	const store_chunk_head *h;
+	uint32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	if (store_view_heads(v, 0, ids, 8, &h, &n_h, err) != 0) {
+		st = err->status;
+		goto out;
+	}
+	for (uint32_t i = 0; i < n_h && !st; i++) {
+		const store_entry *e;
+		uint32_t n_e;
+		if (store_view_entries(v, 0, &h[i], &e, &n_e, err) != 0)
+			st = err->status;
+	}
+out:
+	store_view_close(v);
+	return st;
+}
+
+static void test_damaged_partition_is_an_error(void **state)
+{
+	fix *f = *state;
+	write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
+	write_ok(f->s, test_batch(DAY0 + 2 * NS_PER_SEC, 5));
+	kn_err err = {0};
+	assert_int_equal(read_all(f->s, &err), 0);
+	static const char *const damage[] = {
+		"UPDATE payloads SET data = substr(data, 1, length(data) - 2)",
+		"UPDATE payloads SET data = x'01ff7f28b52ffd'",
+		"UPDATE payloads SET data = x'00030011ff'",
+		"UPDATE payloads SET data = x'0003000102030406080c'",      /* node id past the table */
+		"UPDATE payloads SET data = x'02'",                        /* unknown format */
+		"UPDATE payloads SET data = zeroblob(0)",
+		"UPDATE chunks SET n_entries = 1000000000",
+		"UPDATE chunks SET total = total + 1",
+		"UPDATE chunks SET payload = 99",
+		"UPDATE nodes SET parent = local + 1 WHERE local = 2",
+		"UPDATE nodes SET frame = 1000 WHERE local = 2",
+		"DELETE FROM nodes WHERE local = 2",
+		"UPDATE meta SET value = 7",
+	};
+	for (size_t i = 0; i < sizeof damage / sizeof *damage; i++) {
+		store_close(f->s);
+		tmpdir_free(f->dir);
+		f->dir = tmpdir_new();
+		f->s = open_store(f->dir);
+		write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
+		write_ok(f->s, test_batch(DAY0 + 2 * NS_PER_SEC, 5));
+		corrupt(f->dir, damage[i]);
+		memset(&err, 0, sizeof err);
+		int st = read_all(f->s, &err);
+		if (st != 500 || !strstr(err.msg, "2023-05-24.db"))
+			fail_msg("%s: status %d msg %s", damage[i], st, err.msg);
+	}
+	/* A file that is not a database at all. */
+	char path[512];
+	snprintf(path, sizeof path, "%s/default/2023-05-24.db", f->dir);
+	store_close(f->s);
+	FILE *fp = fopen(path, "r+b");
+	fwrite("garbage garbage garbage garbage", 1, 31, fp);
+	fclose(fp);
+	char wal[600];
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	unlink(wal);
+	f->s = open_store(f->dir);
+	memset(&err, 0, sizeof err);
+	assert_int_equal(read_all(f->s, &err), 500);
+	assert_non_null(strstr(err.msg, "2023-05-24.db"));
+	/* Writing to it fails with an error too, not a crash. */
+	model_batch *b = test_batch(DAY0 + NS_PER_SEC, 1);
+	assert_int_equal(store_write_sync(f->s, b, &err), -1);
+	assert_int_equal(err.status, 500);
+}
+
+typedef struct {
+	pthread_mutex_t mu;
+	int ok, failed;
+} counter;
+
+static void count_done(void *ctx, const kn_err *err)
+{
+	counter *c = ctx;
+	pthread_mutex_lock(&c->mu);
+	if (err)
+		c->failed++;
+	else
+		c->ok++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+typedef struct {
+	store_t *s;
+	counter *c;
+	int base;
+} submit_arg;
+
+static void *submit_thread(void *arg)
+{
+	submit_arg *a = arg;
+	for (int i = 0; i < 100; i++)
+		store_submit(a->s, test_batch(DAY0 + (int64_t)(a->base + i) * NS_PER_SEC, 1), count_done, a->c);
+	return NULL;
+}
+
+static void test_group_commit_many_threads(void **state)
+{
+	fix *f = *state;
+	counter c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+	pthread_t th[4];
+	submit_arg args[4];
+	for (int i = 0; i < 4; i++) {
+		args[i] = (submit_arg){f->s, &c, i * 1000};
+		pthread_create(&th[i], NULL, submit_thread, &args[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	/* store_close drains: every callback has run when it returns. */
+	store_close(f->s);
+	assert_int_equal(c.ok, 400);
+	assert_int_equal(c.failed, 0);
+	f->s = open_store(f->dir);
+	assert_int_equal(store_queue_depth(f->s), 0);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 400 * 6);
+	assert_int_equal(chunks, 400);
+}
+
+/* A bad batch in a group fails alone; the others commit, and ids cached for
+ * the rolled-back transaction are not reused. */
+static void test_bad_batch_fails_alone(void **state)
+{
+	fix *f = *state;
+	store_close(f->s);
+	store_config cfg = {.dir = f->dir, .commit_interval_ms = 50};
+	kn_err err = {0};
+	f->s = store_open(&cfg, &err);
+	counter c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+	store_submit(f->s, test_batch(DAY0 + NS_PER_SEC, 1), count_done, &c);
+	model_batch *bad = model_batch_new(slice_cstr("default"));
+	uint32_t leaf = test_stack(bad, "main;new;frames");
+	model_profile *p = test_profile(bad, "cpu", "nanoseconds", DAY0 + 2 * NS_PER_SEC, "pod-2");
+	model_sample_add(bad, p, leaf, 0, 5, 0);
+	model_sample_add(bad, p, 12345, 0, 5, 0); /* no such node */
+	model_profile_finish(bad, p);
+	store_submit(f->s, bad, count_done, &c);
+	store_submit(f->s, test_batch(DAY0 + 3 * NS_PER_SEC, 1), count_done, &c);
+	/* Day-spanning batch whose second day is fine: all of it commits. */
+	model_batch *two = test_batch(DAY0 + 4 * NS_PER_SEC, 1);
+	p = test_profile(two, "cpu", "nanoseconds", DAY0 + NS_PER_DAY, "pod-1");
+	model_sample_add(two, p, 0, 0, 9, 0);
+	model_profile_finish(two, p);
+	store_submit(f->s, two, count_done, &c);
+	store_close(f->s);
+	assert_int_equal(c.ok, 3);
+	assert_int_equal(c.failed, 1);
+	f->s = open_store(f->dir);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + 2 * NS_PER_DAY, &chunks), 3 * 6 + 9);
+	assert_int_equal(chunks, 4);
+	write_ok(f->s, test_batch(DAY0 + 5 * NS_PER_SEC, 1));
+	kn_err e2 = {0};
+	assert_int_equal(read_all(f->s, &e2), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/default/2023-05-24.db", f->dir);
+	assert_int_equal(count_rows(path, "nodes"), 5);
+	assert_int_equal(count_rows(path, "series"), 1);
+}
+
+static void test_project_names(void **state)
+{
+	fix *f = *state;
+	kn_err err = {0};
+	store_view *v;
+	char long_name[100];
+	memset(long_name, 'x', 99);
+	long_name[99] = 0;
+	assert_int_equal(store_view_open(f->s, slice_cstr(long_name), 0, DAY0, &v, &err), -1);
+	assert_int_equal(err.status, 400);
+	assert_int_equal(store_view_open(f->s, slice_cstr("../etc"), 0, DAY0, &v, &err), 0);
+	assert_int_equal(store_view_partitions(v), 0);
+	store_view_close(v);
+	model_batch *b = test_batch(DAY0, 1);
+	b->project = slice_cstr("../../etc");
+	write_ok(f->s, b);
+	char path[512];
+	snprintf(path, sizeof path, "%s/_2e_2e_2f_2e_2e_2fetc/2023-05-24.db", f->dir);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reader_during_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_partition_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit_many_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_batch_fails_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_project_names, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
