@@ -1,0 +1,3 @@
+module kiln.test/cpusplit
+
+go 1.19

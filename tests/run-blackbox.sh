@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the black-box suite (tests/blackbox/*.test.mjs) against the real
+# build/kiln over HTTP; prints one summary line CI can read:
+#   blackbox: N tests, P passed, F failed
+# Env: KILN_BIN (default build/kiln), KILN_TESTDATA (default ../shared/testdata),
+#      KILN_BB_CONCURRENCY (test files run at once, default 2).
+# Args: optional test files (default: all).
+set -u
+cd "$(dirname "$0")/.."
+export KILN_BIN="${KILN_BIN:-$(pwd)/build/kiln}"
+export KILN_TESTDATA="${KILN_TESTDATA:-$(cd .. && pwd)/shared/testdata}"
+if [ ! -x "$KILN_BIN" ]; then echo "blackbox: $KILN_BIN not found (run make)"; exit 1; fi
+command -v node >/dev/null || { echo "blackbox: node not found"; exit 1; }
+command -v go >/dev/null || { echo "blackbox: go not found (go tool pprof is the oracle)"; exit 1; }
+# Go works offline with the standard library only; its cache must be writable.
+export GOFLAGS=-mod=mod GOPROXY=off
+if [ -z "${GOCACHE:-}" ] && ! [ -w "${HOME:-/nonexistent}" ]; then
+  export GOCACHE="${TMPDIR:-/tmp}/kiln-bb-go/cache" GOPATH="${TMPDIR:-/tmp}/kiln-bb-go/gopath"
+fi
+files=("$@")
+[ ${#files[@]} -eq 0 ] && files=(tests/blackbox/*.test.mjs)
+tap=$(mktemp)
+trap 'rm -f "$tap"' EXIT
+start=$(date +%s)
+node --test --test-concurrency="${KILN_BB_CONCURRENCY:-2}" \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$tap" \
+  "${files[@]}"
+rc=$?
+n=$(sed -n 's/^# tests \([0-9]*\)$/\1/p' "$tap" | tail -1)
+p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tap" | tail -1)
+f=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tap" | tail -1)
+echo "blackbox: ${n:-0} tests, ${p:-0} passed, ${f:-0} failed ($(( $(date +%s) - start ))s)"
+if [ "${f:-0}" != 0 ]; then
+  echo "blackbox: failing tests:"
+  grep -E '^\s*not ok ' "$tap" | sed 's/^/  /'
+fi
+exit $rc
