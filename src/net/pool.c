@@ -1,0 +1,99 @@
+/* Worker pool (pool.h): a mutex + condition variable FIFO shared by N
+ * pthreads. Knows nothing about the loop; a job that must answer a request
+ * posts its reply with loop_post. */
+#include "net/pool.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+
+struct job {
+	void (*fn)(void *);
+	void *arg;
+	struct job *next;
+};
+
+struct kn_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *head, *tail; /* guarded by mu */
+	int closing;             /* guarded by mu */
+	int n;
+	pthread_t *threads;
+};
+
+static void *worker(void *arg)
+{
+	kn_pool *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (!p->head && !p->closing)
+			pthread_cond_wait(&p->cv, &p->mu);
+		struct job *j = p->head;
+		if (j) {
+			p->head = j->next;
+			if (!p->head)
+				p->tail = NULL;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (!j)
+			return NULL; /* closing and drained */
+		j->fn(j->arg);
+		free(j);
+	}
+}
+
+kn_pool *pool_new(int nthreads)
+{
+	if (nthreads <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = c > 0 ? (int)c : 1;
+	}
+	kn_pool *p = xcalloc(1, sizeof *p);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->threads = xcalloc((size_t)nthreads, sizeof *p->threads);
+	for (int i = 0; i < nthreads; i++) {
+		if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
+			fprintf(stderr, "kiln: cannot start worker thread %d\n", i);
+			abort();
+		}
+		p->n++;
+	}
+	return p;
+}
+
+void pool_submit(kn_pool *p, void (*fn)(void *), void *arg)
+{
+	struct job *j = xmalloc(sizeof *j);
+	j->fn = fn;
+	j->arg = arg;
+	j->next = NULL;
+	pthread_mutex_lock(&p->mu);
+	if (p->tail)
+		p->tail->next = j;
+	else
+		p->head = j;
+	p->tail = j;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void pool_free(kn_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->closing = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < p->n; i++)
+		pthread_join(p->threads[i], NULL);
+	free(p->threads);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
