@@ -1,0 +1,823 @@
+/* HTTP/1.1 connections on libevent bufferevents (http.h): accepting, reading
+ * one request at a time, the phase timers, responses and lingering close.
+ * Byte-level parsing lives in http1_parse.c; routing is the handler's job. */
+#include "net/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "base/alloc.h"
+#include "base/limits.h"
+#include "base/log.h"
+#include "net/http1_parse.h"
+
+#define LINGER_MS 2000 /* how long a closing connection drains what the client still sends */
+
+enum conn_state {
+	ST_HEAD,     /* reading a request line and headers */
+	ST_BODY,     /* reading a body */
+	ST_HANDLING, /* the handler owns the request */
+	ST_WRITING,  /* response queued, waiting for it to drain */
+	ST_LINGER,   /* write side shut, discarding input until EOF or timeout */
+};
+
+enum timer_kind { T_NONE, T_HEADER, T_BODY, T_IDLE, T_LINGER };
+
+struct http_conn {
+	http_server *srv;
+	struct bufferevent *bev;
+	struct event *timer;
+	struct http_conn *prev, *next;
+	http_req *req; /* being read, or owned by the handler in ST_HANDLING */
+	enum conn_state st;
+	enum timer_kind timer_kind;
+	h1_scan scan;
+	h1_chunked chunk;
+	int chunked;
+	uint64_t body_left; /* Content-Length bytes still to read */
+	int body_unread;    /* a body was announced and not fully read */
+	int close_after;    /* close once the response has drained */
+	int peer_eof;       /* the client shut its write side */
+	char peer[64];
+};
+
+struct http_server {
+	struct event_base *base;
+	struct evconnlistener *lis;
+	struct event *accept_retry;
+	http_opts o;
+	char *name;
+	struct http_conn *conns;
+	uint32_t n_conns;
+	uint64_t n_rejected;
+	int port;
+	int draining; /* stop_accepting called: answer what is in flight, then close */
+};
+
+static void conn_free(struct http_conn *c);
+static int conn_process(struct http_conn *c);
+
+const char *http_reason(int status)
+{
+	switch (status) {
+	case 100:
+		return "Continue";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 204:
+		return "No Content";
+	case 301:
+		return "Moved Permanently";
+	case 302:
+		return "Found";
+	case 304:
+		return "Not Modified";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 417:
+		return "Expectation Failed";
+	case 422:
+		return "Unprocessable Content";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
+	default:
+		return "Unknown";
+	}
+}
+
+const slice_t *http_header(const http_req *r, const char *lowercase_name)
+{
+	for (uint32_t i = 0; i < r->n_hdrs; i++)
+		if (slice_eq_cstr(r->hdr_names[i], lowercase_name))
+			return &r->hdr_values[i];
+	return NULL;
+}
+
+static void req_free(http_req *r)
+{
+	buf_free(&r->body);
+	free(r->hdr_names);
+	free(r->_head);
+	free(r);
+}
+
+/* "32 MiB", "64 KiB" or "100 bytes": a limit as people read it. */
+static void format_size(size_t n, char *out, size_t cap)
+{
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(out, cap, "%zu MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(out, cap, "%zu KiB", n >> 10);
+	else
+		snprintf(out, cap, "%zu bytes", n);
+}
+
+static void timer_set(struct http_conn *c, enum timer_kind kind, int ms)
+{
+	c->timer_kind = kind;
+	if (kind == T_NONE) {
+		evtimer_del(c->timer);
+		return;
+	}
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	evtimer_add(c->timer, &tv);
+}
+
+/* Queues a response on c. keep = 0 closes the connection once it drains. */
+static void conn_write_response(struct http_conn *c, int status, const char *ctype, const char *extra,
+                                const void *body, size_t n, int with_body, int keep)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	if (ctype)
+		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
+	if (status != 204 && status != 304)
+		evbuffer_add_printf(out, "Content-Length: %zu\r\n", n);
+	evbuffer_add_printf(out, "Connection: %s\r\n", keep ? "keep-alive" : "close");
+	if (extra)
+		evbuffer_add(out, extra, strlen(extra));
+	evbuffer_add(out, "\r\n", 2);
+	if (with_body && n && status != 204 && status != 304)
+		evbuffer_add(out, body, n);
+	c->close_after = !keep;
+	c->st = ST_WRITING;
+	timer_set(c, T_NONE, 0);
+}
+
+static void format_error_body(const http_server *s, int status, const char *msg, buf_t *body,
+                              const char **ctype)
+{
+	*ctype = "application/json";
+	if (s->o.format_error) {
+		s->o.format_error(status, msg, body, ctype, s->o.ctx);
+		return;
+	}
+	buf_puts(body, "{\"error\":");
+	buf_json_str(body, slice_cstr(msg));
+	buf_puts(body, "}\n");
+}
+
+/* Answers with a server-made error and closes; drops a request being read. */
+static void conn_error(struct http_conn *c, int status, const char *msg)
+{
+	if (c->req) {
+		req_free(c->req);
+		c->req = NULL;
+	}
+	buf_t body;
+	buf_init(&body, SIZE_MAX);
+	const char *ctype;
+	format_error_body(c->srv, status, msg, &body, &ctype);
+	conn_write_response(c, status, ctype, NULL, body.p, body.n, 1, 0);
+	buf_free(&body);
+	log_msg(LOG_DEBUG, "http request rejected", "listener=%s peer=%s status=%d error=\"%s\"",
+	        c->srv->name, c->peer, status, msg);
+}
+
+void http_respond(http_req *r, int status, const char *content_type, const char *extra_headers,
+                  const void *body, size_t n)
+{
+	struct http_conn *c = r->_conn;
+	if (c) {
+		int keep = r->_keep_alive && !c->body_unread && !c->srv->draining;
+		int with_body = !slice_eq_cstr(r->method, "HEAD");
+		c->req = NULL;
+		conn_write_response(c, status, content_type, extra_headers, body, n, with_body, keep);
+	}
+	req_free(r);
+}
+
+void http_respond_error(http_req *r, int status, const char *msg)
+{
+	struct http_conn *c = r->_conn;
+	if (!c) {
+		req_free(r);
+		return;
+	}
+	buf_t body;
+	buf_init(&body, SIZE_MAX);
+	const char *ctype;
+	format_error_body(c->srv, status, msg, &body, &ctype);
+	http_respond(r, status, ctype, NULL, body.p, body.n);
+	buf_free(&body);
+}
+
+/* Drops CR/LF between requests (RFC 9112 2.2 allows them). */
+static void skip_blank_lines(struct evbuffer *in)
+{
+	for (;;) {
+		struct evbuffer_iovec v;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+			return;
+		const uint8_t *p = v.iov_base;
+		size_t k = 0;
+		while (k < v.iov_len && (p[k] == '\r' || p[k] == '\n'))
+			k++;
+		if (k == 0)
+			return;
+		evbuffer_drain(in, k);
+		if (k < v.iov_len)
+			return;
+	}
+}
+
+/* Looks for the end of the head in unscanned input; 0 if not there yet. */
+static size_t find_head_end(struct http_conn *c, struct evbuffer *in, size_t limit)
+{
+	while (c->scan.scanned < limit) {
+		struct evbuffer_ptr pos;
+		struct evbuffer_iovec v[8];
+		if (evbuffer_ptr_set(in, &pos, c->scan.scanned, EVBUFFER_PTR_SET) < 0)
+			return 0;
+		int nv = evbuffer_peek(in, (ev_ssize_t)(limit - c->scan.scanned), &pos, v, 8);
+		if (nv <= 0)
+			return 0;
+		for (int i = 0; i < nv && i < 8; i++) {
+			size_t n = v[i].iov_len;
+			if (n > limit - c->scan.scanned)
+				n = limit - c->scan.scanned;
+			size_t end = h1_scan_head(&c->scan, v[i].iov_base, n);
+			if (end)
+				return end;
+			if (c->scan.scanned >= limit)
+				return 0;
+		}
+	}
+	return 0;
+}
+
+enum { STEP_NEED = 0, STEP_NEXT = 1, STEP_STOP = 2 };
+
+static void dispatch(struct http_conn *c)
+{
+	c->st = ST_HANDLING;
+	c->body_unread = 0;
+	timer_set(c, T_NONE, 0);
+	http_server *s = c->srv;
+	s->o.on_request(c->req, s->o.ctx);
+}
+
+/* Builds c->req from a complete head; answers errors itself. */
+static int start_request(struct http_conn *c, uint8_t *head, size_t n)
+{
+	http_server *s = c->srv;
+	h1_head h;
+	h1_framing f;
+	int status;
+	const char *msg;
+	if (h1_parse_head(head, n, &h, &status, &msg) < 0) {
+		free(head);
+		conn_error(c, status, msg);
+		return STEP_STOP;
+	}
+	http_req *r = xcalloc(1, sizeof *r);
+	r->_head = head;
+	r->method = h.method;
+	r->target = h.target;
+	h1_split_target(h.target, &r->path, &r->query);
+	r->hdr_names = h.names;
+	r->hdr_values = h.values;
+	r->n_hdrs = h.n;
+	r->version_minor = h.minor;
+	buf_init(&r->body, s->o.max_body);
+	snprintf(r->_peer, sizeof r->_peer, "%s", c->peer);
+	r->peer = slice_cstr(r->_peer);
+	r->_conn = c;
+	c->req = r;
+	if (h1_framing_of(&h, &f, &status, &msg) < 0) {
+		conn_error(c, status, msg);
+		return STEP_STOP;
+	}
+	r->_keep_alive = f.keep_alive;
+	c->chunked = f.chunked;
+	memset(&c->chunk, 0, sizeof c->chunk);
+	c->body_left = f.content_length;
+	c->body_unread = f.chunked || f.content_length > 0;
+	if (!f.chunked && f.content_length > s->o.max_body) {
+		char lim[32], m[128];
+		format_size(s->o.max_body, lim, sizeof lim);
+		snprintf(m, sizeof m, "request body is %llu bytes; the limit is %s",
+		         (unsigned long long)f.content_length, lim);
+		conn_error(c, 413, m);
+		return STEP_STOP;
+	}
+	if (s->o.on_headers) {
+		int rc = s->o.on_headers(r, s->o.ctx);
+		if (!c->req)
+			return STEP_STOP; /* answered (r is freed) */
+		if (rc) {
+			conn_error(c, 500, "request refused without an answer");
+			return STEP_STOP;
+		}
+	}
+	if (!c->body_unread) {
+		dispatch(c);
+		return STEP_STOP;
+	}
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	if (f.expect_continue && evbuffer_get_length(in) == 0)
+		bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	if (!f.chunked && f.content_length < (1u << 20))
+		buf_reserve(&r->body, (size_t)f.content_length);
+	c->st = ST_BODY;
+	timer_set(c, T_BODY, s->o.body_timeout_ms);
+	return STEP_NEXT;
+}
+
+static int read_head(struct http_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	if (c->scan.scanned == 0)
+		skip_blank_lines(in);
+	size_t len = evbuffer_get_length(in);
+	if (len == 0)
+		return STEP_NEED;
+	if (c->timer_kind == T_IDLE)
+		timer_set(c, T_HEADER, c->srv->o.header_timeout_ms);
+	size_t limit = len < LIMIT_HEADER_BYTES ? len : LIMIT_HEADER_BYTES;
+	size_t end = find_head_end(c, in, limit);
+	if (!end) {
+		if (c->scan.scanned >= LIMIT_HEADER_BYTES) {
+			char lim[32], m[96];
+			format_size(LIMIT_HEADER_BYTES, lim, sizeof lim);
+			snprintf(m, sizeof m, "request line and headers exceed the %s limit", lim);
+			conn_error(c, 431, m);
+			return STEP_STOP;
+		}
+		return STEP_NEED;
+	}
+	memset(&c->scan, 0, sizeof c->scan);
+	uint8_t *head = xmalloc(end);
+	evbuffer_remove(in, head, end);
+	return start_request(c, head, end);
+}
+
+static void body_too_big(struct http_conn *c)
+{
+	char lim[32], m[96];
+	format_size(c->srv->o.max_body, lim, sizeof lim);
+	snprintf(m, sizeof m, "request body exceeds the %s limit", lim);
+	conn_error(c, 413, m);
+}
+
+static int read_body(struct http_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	buf_t *body = &c->req->body;
+	size_t avail = evbuffer_get_length(in);
+	if (avail)
+		timer_set(c, T_BODY, c->srv->o.body_timeout_ms);
+	if (!c->chunked) {
+		size_t k = avail < c->body_left ? avail : (size_t)c->body_left;
+		if (k) {
+			if (buf_reserve(body, k) < 0) {
+				body_too_big(c);
+				return STEP_STOP;
+			}
+			evbuffer_remove(in, body->p + body->n, k);
+			body->n += k;
+			c->body_left -= k;
+		}
+		if (c->body_left)
+			return STEP_NEED;
+		dispatch(c);
+		return STEP_STOP;
+	}
+	while (avail) {
+		struct evbuffer_iovec v;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		size_t used = 0;
+		const char *msg = NULL;
+		int rc =
+		    h1_chunked_feed(&c->chunk, v.iov_base, v.iov_len, body, c->srv->o.max_body, &used, &msg);
+		evbuffer_drain(in, used);
+		avail -= used;
+		if (rc == H1_DONE) {
+			dispatch(c);
+			return STEP_STOP;
+		}
+		if (rc == H1_TOO_BIG) {
+			body_too_big(c);
+			return STEP_STOP;
+		}
+		if (rc == H1_BAD) {
+			conn_error(c, 400, msg);
+			return STEP_STOP;
+		}
+	}
+	return STEP_NEED;
+}
+
+/* Runs the request state machine over buffered input. Returns -1 if c was freed. */
+static int conn_process(struct http_conn *c)
+{
+	for (;;) {
+		int step;
+		if (c->st == ST_HEAD)
+			step = read_head(c);
+		else if (c->st == ST_BODY)
+			step = read_body(c);
+		else
+			return 0;
+		if (step == STEP_NEED)
+			break;
+	}
+	if (c->peer_eof) {
+		/* the client will send nothing more: an unfinished request never completes */
+		conn_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+static void start_linger(struct http_conn *c)
+{
+	if (c->peer_eof) {
+		conn_free(c);
+		return;
+	}
+	c->st = ST_LINGER;
+	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	bufferevent_enable(c->bev, EV_READ);
+	int ms = c->srv->o.idle_timeout_ms < LINGER_MS ? c->srv->o.idle_timeout_ms : LINGER_MS;
+	timer_set(c, T_LINGER, ms);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn *c = arg;
+	if (c->st == ST_LINGER) {
+		struct evbuffer *in = bufferevent_get_input(bev);
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	conn_process(c);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn *c = arg;
+	if (c->st != ST_WRITING)
+		return; /* "100 Continue" went out */
+	if (c->close_after) {
+		start_linger(c);
+		return;
+	}
+	c->st = ST_HEAD;
+	memset(&c->scan, 0, sizeof c->scan);
+	if (evbuffer_get_length(bufferevent_get_input(bev)))
+		timer_set(c, T_HEADER, c->srv->o.header_timeout_ms);
+	else
+		timer_set(c, T_IDLE, c->srv->o.idle_timeout_ms);
+	conn_process(c);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		c->peer_eof = 1;
+		if (c->st == ST_HANDLING || c->st == ST_WRITING)
+			return; /* answer what was asked, then close */
+	}
+	conn_free(c); /* EOF mid-request, error, write timeout */
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	int started = c->scan.scanned > 0 || evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+	switch (c->timer_kind) {
+	case T_HEADER:
+		if (started) {
+			conn_error(c, 408, "timed out waiting for the request headers");
+			return;
+		}
+		break;
+	case T_BODY:
+		conn_error(c, 408, "timed out waiting for the request body");
+		return;
+	default:
+		break;
+	}
+	conn_free(c);
+}
+
+static void conn_free(struct http_conn *c)
+{
+	http_server *s = c->srv;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_conns--;
+	if (c->req) {
+		if (c->st == ST_HANDLING)
+			c->req->_conn = NULL; /* the handler still owns it */
+		else
+			req_free(c->req);
+	}
+	event_free(c->timer);
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void format_peer(const struct sockaddr *sa, char *out, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+		snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+			inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], ip, sizeof ip);
+			snprintf(out, cap, "%s:%u", ip, ntohs(a->sin6_port));
+		} else {
+			inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+			snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+		}
+	} else {
+		snprintf(out, cap, "unknown");
+	}
+}
+
+static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+	http_server *s = arg;
+	if (s->n_conns >= s->o.max_conns) {
+		evutil_closesocket(fd);
+		uint64_t k = ++s->n_rejected;
+		if ((k & (k - 1)) == 0) /* the 1st, 2nd, 4th, 8th... */
+			log_warn("http connection limit reached; closing new connections",
+			         "listener=%s max_conns=%u rejected=%llu", s->name, s->o.max_conns,
+			         (unsigned long long)s->n_rejected);
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		evutil_closesocket(fd);
+		return;
+	}
+	struct http_conn *c = xcalloc(1, sizeof *c);
+	c->srv = s;
+	c->bev = bev;
+	c->timer = evtimer_new(s->base, timer_cb, c);
+	format_peer(sa, c->peer, sizeof c->peer);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->n_conns++;
+	bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
+	/* reads stop while this much is buffered: a head at most, or pipelined
+	 * requests waiting for the current one */
+	bufferevent_setwatermark(bev, EV_READ, 0, LIMIT_HEADER_BYTES + 1);
+	struct timeval wtv = {s->o.write_timeout_ms / 1000, (s->o.write_timeout_ms % 1000) * 1000};
+	bufferevent_set_timeouts(bev, NULL, &wtv);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	timer_set(c, T_HEADER, s->o.header_timeout_ms);
+}
+
+static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	http_server *s = arg;
+	evconnlistener_enable(s->lis);
+}
+
+/* accept() failed (EMFILE...): pause accepting for a moment instead of spinning. */
+static void accept_error_cb(struct evconnlistener *lis, void *arg)
+{
+	http_server *s = arg;
+	int e = EVUTIL_SOCKET_ERROR();
+	log_warn("http accept failed; pausing accepts for 100 ms", "listener=%s error=\"%s\"", s->name,
+	         evutil_socket_error_to_string(e));
+	evconnlistener_disable(lis);
+	struct timeval tv = {0, 100 * 1000};
+	evtimer_add(s->accept_retry, &tv);
+}
+
+/* Splits "host:port", ":port", "[v6]:port". host is "" for every interface. */
+static int split_addr(const char *addr, char *host, size_t cap, char *port, size_t pcap)
+{
+	const char *colon;
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (!close || close[1] != ':' || (size_t)(close - addr - 1) >= cap)
+			return -1;
+		memcpy(host, addr + 1, (size_t)(close - addr - 1));
+		host[close - addr - 1] = 0;
+		colon = close + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon || (size_t)(colon - addr) >= cap)
+			return -1;
+		memcpy(host, addr, (size_t)(colon - addr));
+		host[colon - addr] = 0;
+	}
+	if (!colon[1] || strlen(colon + 1) >= pcap || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return -1;
+	snprintf(port, pcap, "%s", colon + 1);
+	return 0;
+}
+
+static evutil_socket_t bind_one(const struct sockaddr *sa, socklen_t len, int dual_stack)
+{
+	evutil_socket_t fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, dual_stack ? &zero : &one, sizeof one);
+	if (bind(fd, sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Binds addr; for ":port" tries dual-stack [::] first, then 0.0.0.0. */
+static evutil_socket_t bind_addr(const char *addr, kn_err *err)
+{
+	char host[256], port[16];
+	if (split_addr(addr, host, sizeof host, port, sizeof port) < 0) {
+		err_set(err, 500, "bad listen address \"%s\": use host:port, :port or [v6]:port", addr);
+		return -1;
+	}
+	if (!host[0]) {
+		struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)atoi(port))};
+		struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
+		a6.sin6_addr = in6addr_any;
+		evutil_socket_t fd = bind_one((struct sockaddr *)&a6, sizeof a6, 1);
+		if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+			fd = bind_one((struct sockaddr *)&a4, sizeof a4, 0);
+		if (fd < 0)
+			err_set(err, 500, "cannot listen on %s: %s", addr, strerror(errno));
+		return fd;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+	struct addrinfo *res = NULL;
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0) {
+		err_set(err, 500, "cannot resolve listen address %s: %s", addr, gai_strerror(rc));
+		return -1;
+	}
+	evutil_socket_t fd = -1;
+	int e = 0;
+	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+		fd = bind_one(ai->ai_addr, ai->ai_addrlen, 0);
+		if (fd < 0)
+			e = errno;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		err_set(err, 500, "cannot listen on %s: %s", addr, strerror(e));
+	return fd;
+}
+
+http_server *http_server_new(struct event_base *base, const char *addr, const http_opts *o, kn_err *err)
+{
+	if (!o->on_request) {
+		err_set(err, 500, "http server %s: no on_request handler", o->name ? o->name : "");
+		return NULL;
+	}
+	evutil_socket_t fd = bind_addr(addr, err);
+	if (fd < 0)
+		return NULL;
+	http_server *s = xcalloc(1, sizeof *s);
+	s->base = base;
+	s->o = *o;
+	s->name = xstrdup(o->name ? o->name : "http");
+	s->o.name = s->name;
+	if (!s->o.max_body)
+		s->o.max_body = LIMIT_BODY_BYTES;
+	if (s->o.header_timeout_ms <= 0)
+		s->o.header_timeout_ms = 10000;
+	if (s->o.body_timeout_ms <= 0)
+		s->o.body_timeout_ms = 60000;
+	if (s->o.idle_timeout_ms <= 0)
+		s->o.idle_timeout_ms = 60000;
+	if (s->o.write_timeout_ms <= 0)
+		s->o.write_timeout_ms = 30000;
+	if (!s->o.max_conns)
+		s->o.max_conns = 4096;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		                                         : ((struct sockaddr_in *)&ss)->sin_port);
+	s->accept_retry = evtimer_new(base, accept_retry_cb, s);
+	s->lis = evconnlistener_new(base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, 511, fd);
+	if (!s->lis) {
+		err_set(err, 500, "cannot listen on %s: %s", addr, strerror(errno));
+		close(fd);
+		event_free(s->accept_retry);
+		free(s->name);
+		free(s);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(s->lis, accept_error_cb);
+	return s;
+}
+
+int http_server_port(const http_server *s)
+{
+	return s->port;
+}
+
+uint32_t http_server_conns(const http_server *s)
+{
+	return s->n_conns;
+}
+
+void http_server_stop_accepting(http_server *s)
+{
+	if (s->draining)
+		return;
+	s->draining = 1;
+	evconnlistener_free(s->lis);
+	s->lis = NULL;
+	evtimer_del(s->accept_retry);
+	struct http_conn *c = s->conns;
+	while (c) {
+		struct http_conn *next = c->next;
+		if (c->st == ST_HEAD && c->scan.scanned == 0 &&
+		    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+			conn_free(c); /* idle: no request in flight */
+		c = next;
+	}
+}
+
+void http_server_free(http_server *s)
+{
+	if (!s)
+		return;
+	if (s->lis)
+		evconnlistener_free(s->lis);
+	while (s->conns)
+		conn_free(s->conns);
+	event_free(s->accept_retry);
+	free(s->name);
+	free(s);
+}
