@@ -7,7 +7,7 @@ import { TESTDATA, uniqueName, mkTemp } from './lib/env.mjs';
 import { startServer } from './lib/server.mjs';
 import { getJson, serviceNames, wideWindow } from './lib/http.mjs';
 import { oracleForFile, oracle, pprofRaw, sortedSelf } from './lib/pprof.mjs';
-import { assertOracleEqual } from './lib/check.mjs';
+import { assertOracleEqual, assertUploadReply } from './lib/check.mjs';
 import { runKiln } from './lib/cli.mjs';
 
 const FIB = path.join(TESTDATA, 'pprof', 'go-cpu-fib.pb.gz');
@@ -26,7 +26,7 @@ test('kiln upload FILE --service NAME --url: prints the JSON reply, exit 0, data
   assert.equal(r.code, 0, `exit ${r.code}; stderr: ${r.stderr}`);
   let reply;
   try { reply = JSON.parse(r.stdout.toString().trim()); } catch { assert.fail(`stdout is not the JSON reply: ${r.stdout}`); }
-  assert.deepEqual(reply, { profiles: 2, samples: fib.prof.samples.length * 2 });
+  assertUploadReply(reply, fib.prof, 'kiln upload stdout');
   for (const o of fib.types) {
     const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: o.typeName, ...wideWindow() });
     assert.equal(fg.total, Number(o.total), `${o.typeName} after kiln upload`);

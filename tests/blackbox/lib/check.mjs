@@ -4,6 +4,7 @@
 // conversion (every total in the test data is far below 2^53).
 import assert from 'node:assert/strict';
 import { getJson } from './http.mjs';
+import { acceptableSampleCounts } from './pprof.mjs';
 
 const num = (v) => (typeof v === 'bigint' ? Number(v) : v);
 
@@ -34,6 +35,9 @@ export function flameStats(root) {
       return;
     }
     const kids = n.children ?? [];
+    for (let i = 1; i < kids.length; i++) {
+      if (kids[i - 1].total < kids[i].total) { bad.push(`${path}: children not sorted by total desc`); break; }
+    }
     const sum = kids.reduce((a, c) => a + (c.total ?? 0), 0);
     if (n.total !== n.self + sum) bad.push(`${path}: total ${n.total} != self ${n.self} + children ${sum}`);
     if (ancestors !== null) {
@@ -74,7 +78,7 @@ export async function checkQueryAgainst(server, service, exp, params = {}, what 
   }
 
   // --- top, all rows ---
-  const all = await getJson(server.uiUrl, '/api/top', { ...q, limit: 100000 });
+  const all = await getJson(server.uiUrl, '/api/top', { ...q, limit: 0 } /* 0 = all (docs/API.md) */);
   assert.equal(all.total, num(exp.total), `${ctx}: /api/top "total"`);
   if (all.type !== undefined) assert.equal(all.type, exp.typeName, `${ctx}: /api/top "type"`);
   assert.ok(Array.isArray(all.rows), `${ctx}: /api/top has no rows array`);
@@ -131,4 +135,13 @@ export function assertOracleEqual(got, exp, ctx) {
   const ec = new Map([...exp.cum].filter(([, v]) => v !== 0n).map(([k, v]) => [k, num(v)]));
   const gc = new Map([...got.cum].filter(([, v]) => v !== 0n).map(([k, v]) => [k, num(v)]));
   assert.ok(mapsEqual(ec, gc), `${ctx}: ${fmtMapDiff('cum per function', ec, gc)}`);
+}
+
+// The upload reply {"profiles": sample types, "samples": M}; M per
+// acceptableSampleCounts() (rows × types, or after merging/dropping zeros).
+export function assertUploadReply(json, prof, ctx) {
+  assert.ok(json && typeof json === 'object', `${ctx}: reply is not JSON`);
+  assert.equal(json.profiles, prof.sampleTypes.length, `${ctx}: "profiles" = number of sample types`);
+  const ok = acceptableSampleCounts(prof);
+  assert.ok(ok.has(json.samples), `${ctx}: "samples" ${json.samples}, expected one of ${[...ok].join(', ')} (rows × types, or merged without zero values)`);
 }

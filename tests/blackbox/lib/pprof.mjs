@@ -173,3 +173,33 @@ export async function oracleForFile(file) {
 export function sortedSelf(o) {
   return [...o.self.entries()].sort((a, b) => (a[1] === b[1] ? (a[0] < b[0] ? -1 : 1) : (b[1] > a[1] ? 1 : -1)));
 }
+
+// What an upload reply's "samples" may be for this file: the contract says
+// rows × sample types; docs/API.md refines it to values stored after merging
+// rows with identical stack (frames = function name + file) and labels and
+// dropping zero values. Whether numeric labels (pprof -raw prints them like
+// string labels) count as labels is the server's choice, so both merged
+// counts are acceptable.
+export function acceptableSampleCounts(prof) {
+  const nTypes = prof.sampleTypes.length;
+  const out = new Set([prof.samples.length * nTypes]);
+  for (const withLabels of [true, false]) {
+    const rows = new Map();
+    for (const s of prof.samples) {
+      const frames = [];
+      for (const id of s.locs) {
+        const loc = prof.locations.get(id);
+        if (loc.lines.length === 0) frames.push(`@${loc.mapping}:${loc.address}`);
+        for (const ln of loc.lines) frames.push(`${ln.name}\u0000${ln.file}`);
+      }
+      const key = frames.join('\u0001') + (withLabels ? `\u0002${JSON.stringify(s.labels ?? {})}` : '');
+      const acc = rows.get(key) ?? new Array(nTypes).fill(0n);
+      s.values.forEach((v, i) => { acc[i] += v; });
+      rows.set(key, acc);
+    }
+    let n = 0;
+    for (const acc of rows.values()) for (const v of acc) if (v !== 0n) n++;
+    out.add(n);
+  }
+  return out;
+}
