@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Ingest throughput through HTTP with durability on: wrk POSTs one real pprof
+# file per request over several keep-alive connections, after a warm-up.
+# Afterwards the flame graph total over the run's time window, divided by the
+# total of one calibration upload, tells how many uploads were really stored.
+#
+#   bench/ingest.sh [cpu|heap ...]       (default: cpu heap)
+# Environment: CONNS (8), THREADS (1), DURATION (20), WARMUP (5),
+#              PERF=1 also records `perf record -g` of the server under the
+#              same load for 10 s after the measured run (report in $TMPD).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+need_bins pprof_total
+command -v wrk >/dev/null || die "wrk missing: bench/run.sh installs it (apt-get install wrk)"
+
+CONNS=${CONNS:-8}
+THREADS=${THREADS:-1}
+DURATION=${DURATION:-20}
+WARMUP=${WARMUP:-5}
+LUA=$BENCH_DIR/upload.lua
+
+run_case() {
+	local name=$1 file type target
+	case $name in
+	cpu) file=$TESTDATA/go-cpu-fib.pb.gz type=cpu:nanoseconds target=5000 ;;
+	heap) file=$TESTDATA/go-heap-delta.pb.gz type=alloc_space:bytes target=200 ;;
+	*) die "unknown case $name (cpu|heap)" ;;
+	esac
+	local data=$TMPD/ingest-$name-data logf=$TMPD/ingest-$name.log
+	rm -rf "$data"
+	start_server "$data" "$logf"
+	log "ingest $name: server pid $SERVER_PID upload :$UPLOAD_PORT ui :$UI_PORT, $(basename "$file") ($(stat -c %s "$file") bytes)"
+
+	# Three windows an hour apart (two hours ago): calibration, warm-up, measured.
+	local base=$(($(date +%s) / 3600 * 3600 - 7200))
+	local w_cal=$base w_warm=$((base + 600)) w_run=$((base + 1200))
+
+	curl -sf --data-binary @"$file" "http://127.0.0.1:$UPLOAD_PORT/profiling/upload?serviceName=cal-$name&from=$w_cal&until=$((w_cal + 10))" >/dev/null ||
+		die "calibration upload failed"
+	local per_upload expected
+	per_upload=$(flame_total "cal-$name" "$type" $((w_cal - 30)) $((w_cal + 40)))
+	expected=$("$BENCH_BIN/pprof_total" "$file" | awk -v t="$type" '$1 == t {print $2}')
+	[ "$per_upload" = "$expected" ] || log "WARNING: one upload shows total $per_upload in Kiln, the file holds $expected"
+
+	log "ingest $name: warm-up ${WARMUP}s"
+	wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
+		-- "$file" "warm-$name" "$w_warm" $((w_warm + 10)) >"$TMPD/ingest-$name-warm.txt"
+
+	local cmd="wrk -t$THREADS -c$CONNS -d${DURATION}s --latency -s bench/upload.lua http://127.0.0.1:PORT -- $(basename "$file") bench-$name FROM UNTIL"
+	log "ingest $name: $cmd"
+	local tk0 tk1 t0 t1
+	tk0=$(cpu_ticks "$SERVER_PID")
+	t0=$(now_s)
+	wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
+		-- "$file" "bench-$name" "$w_run" $((w_run + 10)) >"$TMPD/ingest-$name-wrk.txt"
+	t1=$(now_s)
+	tk1=$(cpu_ticks "$SERVER_PID")
+	cat "$TMPD/ingest-$name-wrk.txt" >&2
+	local line
+	line=$(grep '^KILN_WRK' "$TMPD/ingest-$name-wrk.txt")
+	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
+	local requests non2xx dur_us p50 p99 rps cpu
+	requests=$(kv requests) non2xx=$(kv non2xx) dur_us=$(kv duration_us)
+	p50=$(calc "$(kv p50_us) / 1000") p99=$(calc "$(kv p99_us) / 1000")
+	rps=$(calc "($requests - $non2xx) / ($dur_us / 1e6)")
+	cpu=$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")
+
+	sleep 1 # uploads wrk gave up on at the end are still answered by the server
+	local stored_total stored
+	stored_total=$(flame_total "bench-$name" "$type" $((w_run - 30)) $((w_run + 40)))
+	stored=$(calc "$stored_total / $per_upload")
+	local ok=$((requests - non2xx))
+	log "ingest $name: $ok answered 200 (non-2xx $non2xx), $stored stored (flame graph total $stored_total / $per_upload per upload)"
+	local verified=yes
+	awk -v s="$stored" -v ok="$ok" -v c="$CONNS" 'BEGIN { exit !(s >= ok && s <= ok + c) }' || verified=NO
+
+	local status
+	status=$(awk -v r="$rps" -v t="$target" 'BEGIN { if (r >= t) print "met"; else printf "MISSED by %.0f%%", 100 * (t - r) / t }')
+	result ingest "$name uploads/s (c=$CONNS)" "$rps" ">= $target" "$status" "$cmd"
+	result ingest "$name p50 / p99 latency ms" "$p50 / $p99" "-" "-" "$cmd"
+	result ingest "$name server CPU % (of 200)" "$cpu" "-" "-" "$cmd"
+	result ingest "$name stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
+	if [ "$name" = heap ]; then
+		result ingest "heap values/s (4 types)" "$(calc "$rps * 4942 * 4")" ">= 4e6" \
+			"$(awk -v r="$rps" 'BEGIN { print (r * 4942 * 4 >= 4e6) ? "met" : "MISSED" }')" "$cmd"
+	fi
+
+	if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
+		log "ingest $name: perf record -g of the server under the same load (10 s)"
+		wrk -t"$THREADS" -c"$CONNS" -d12s -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
+			-- "$file" "perf-$name" "$w_warm" $((w_warm + 10)) >/dev/null &
+		local wrk_pid=$!
+		sleep 1
+		perf record -e cpu-clock -F 999 -g -p "$SERVER_PID" -o "$TMPD/perf-ingest-$name.data" -- sleep 10 2>/dev/null >/dev/null || true
+		wait $wrk_pid || true
+		perf report -i "$TMPD/perf-ingest-$name.data" --no-children -g none --percent-limit 0.5 --sort dso,symbol --stdio 2>/dev/null |
+			grep -v '^#' | grep '%' | head -40 >"$TMPD/perf-ingest-$name.txt" || true
+		perf report -i "$TMPD/perf-ingest-$name.data" --no-children -g none --sort dso --stdio 2>/dev/null |
+			grep -v '^#' | grep '%' | head -15 >"$TMPD/perf-ingest-$name-dso.txt" || true
+		log "perf: $TMPD/perf-ingest-$name.txt"
+	fi
+	stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
+}
+
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(cpu heap)
+for c in "${cases[@]}"; do run_case "$c"; done

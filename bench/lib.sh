@@ -1,0 +1,99 @@
+# Shared helpers for the benchmark scripts (sourced, not run).
+# Everything generated goes under $KILN_BENCH_TMP (default /tmp/kiln-bench),
+# never into the repository.
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$BENCH_DIR/.." && pwd)
+KILN=${KILN_BIN:-$REPO/build/kiln}
+BENCH_BIN=${KILN_BENCH_BIN:-$REPO/build/bench}
+TESTDATA=${KILN_TESTDATA:-$REPO/../shared/testdata/pprof}
+[ -d "$TESTDATA" ] || TESTDATA=/work/shared/testdata/pprof
+TMPD=${KILN_BENCH_TMP:-/tmp/kiln-bench}
+RESULTS=${KILN_BENCH_RESULTS:-$TMPD/results.tsv}
+mkdir -p "$TMPD"
+
+SERVER_PID=
+UPLOAD_PORT=
+UI_PORT=
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+
+need_bins() {
+	[ -x "$KILN" ] || die "$KILN missing: run make build/kiln"
+	for b in "$@"; do
+		[ -x "$BENCH_BIN/$b" ] || die "$BENCH_BIN/$b missing: run make bench"
+	done
+}
+
+# start_server DATA_DIR LOG_FILE: starts kiln serve on ephemeral ports and
+# waits until both listeners accept (sets SERVER_PID, UPLOAD_PORT, UI_PORT).
+start_server() {
+	local data=$1 logf=$2
+	mkdir -p "$data"
+	"$KILN" serve --data "$data" --ui 127.0.0.1:0 --upload 127.0.0.1:0 \
+		--otlp-http off --otlp-grpc off 2>"$logf" >/dev/null &
+	SERVER_PID=$!
+	UPLOAD_PORT= UI_PORT=
+	for _ in $(seq 1 200); do
+		UPLOAD_PORT=$(sed -n 's/.*msg=listening.*listener=upload.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
+		UI_PORT=$(sed -n 's/.*msg=listening.*listener=ui.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
+		[ -n "$UPLOAD_PORT" ] && [ -n "$UI_PORT" ] && return 0
+		kill -0 "$SERVER_PID" 2>/dev/null || { cat "$logf" >&2; die "kiln serve exited"; }
+		sleep 0.05
+	done
+	cat "$logf" >&2
+	die "kiln serve did not log both listeners within 10 s"
+}
+
+# stop_server: SIGTERM (the store checkpoints its WAL) and wait for exit.
+stop_server() {
+	[ -n "$SERVER_PID" ] || return 0
+	kill -TERM "$SERVER_PID" 2>/dev/null || true
+	local rc=0
+	wait "$SERVER_PID" || rc=$?
+	SERVER_PID=
+	return $rc
+}
+
+# Kill the server we started if the script dies half-way.
+cleanup_server() {
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -TERM "$SERVER_PID" 2>/dev/null
+		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+}
+trap cleanup_server EXIT
+
+# cpu_ticks PID: utime+stime of the process in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+clk_tck() { getconf CLK_TCK; }
+now_s() { date +%s.%N; }
+
+# status_kib PID FIELD: VmRSS / VmHWM in KiB.
+status_kib() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+# json_get FILE_OR_- EXPR: evaluates a JS expression on the parsed JSON (variable j).
+json_get() {
+	node -e '
+		const fs = require("fs");
+		const j = JSON.parse(fs.readFileSync(process.argv[1] === "-" ? 0 : process.argv[1], "utf8"));
+		const v = eval(process.argv[2]);
+		process.stdout.write(String(v));' "$1" "$2"
+}
+
+# calc EXPR: floating-point arithmetic (awk).
+calc() { awk "BEGIN { printf \"%.6g\", $* }"; }
+
+# result BENCH FIGURE VALUE TARGET STATUS COMMAND: one row of the summary.
+result() {
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" >>"$RESULTS"
+	printf 'RESULT  %-8s %-34s %-16s target %-14s %s\n' "$1" "$2" "$3" "$4" "$5"
+}
+
+# flame_total SERVICE TYPE FROM UNTIL: the flame graph total Kiln reports.
+flame_total() {
+	curl -sf "http://127.0.0.1:$UI_PORT/api/flamegraph?service=$1&type=$2&from=$3&until=$4" -o "$TMPD/flame_check.json" ||
+		die "flamegraph query for $1 failed"
+	json_get "$TMPD/flame_check.json" 'j.total'
+}

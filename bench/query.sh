@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Query: a flame graph over 24 h of one service with a profile every 10 s
+# (8,640 profiles generated from a real Go CPU profile by gen_profiles),
+# timed against `go tool pprof -proto` merging the same 8,640 files.
+#
+#   bench/query.sh
+# Environment: COUNT (8640), REPS (7 timed queries after the first),
+#              GO_REPS (3), CONC (4 uploaders), PERF=1 records the server
+#              with perf during extra queries (report in $TMPD).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+need_bins gen_profiles upload pprof_total
+command -v go >/dev/null || die "go missing (scripts/deps.sh installs golang)"
+
+COUNT=${COUNT:-8640}
+REPS=${REPS:-7}
+GO_REPS=${GO_REPS:-3}
+CONC=${CONC:-4}
+SRC=$TESTDATA/go-cpu-fib.pb.gz
+TYPE=cpu:nanoseconds
+GEN=$TMPD/profiles-$COUNT
+
+# 1. Generate (kept between runs: same seed, same files).
+if [ ! -s "$GEN.json" ] || [ "$(ls "$GEN" 2>/dev/null | wc -l)" != "$COUNT" ]; then
+	rm -rf "$GEN"
+	log "query: generating $COUNT profiles into $GEN"
+	"$BENCH_BIN/gen_profiles" --in "$SRC" --out "$GEN" --count "$COUNT" --t0 1700000000 --step 10 --seed 1 >"$GEN.json"
+fi
+gen_total=$(json_get "$GEN.json" 'j.total')
+gen_gz=$(json_get "$GEN.json" 'j.gz_bytes')
+log "query: $COUNT files, $gen_gz gzip bytes, total $gen_total"
+
+# 2. Upload them one every 10 s over the last full 24 h.
+data=$TMPD/query-data
+rm -rf "$data"
+start_server "$data" "$TMPD/query.log"
+T0=$(($(date +%s) / 3600 * 3600 - 86400))
+T1=$((T0 + 10 * COUNT))
+svc=q24h
+files=("$GEN"/p*.pb.gz)
+log "query: uploading ${#files[@]} files (conc $CONC)"
+"$BENCH_BIN/upload" --port "$UPLOAD_PORT" --service "$svc" --conc "$CONC" --t0 "$T0" --step 10 "${files[@]}" >"$TMPD/query-upload.json"
+cat "$TMPD/query-upload.json" >&2
+up_ok=$(json_get "$TMPD/query-upload.json" 'j.ok')
+[ "$up_ok" = "$COUNT" ] || die "only $up_ok of $COUNT uploads answered 200"
+result query "upload of $COUNT profiles (conc $CONC)" "$(json_get "$TMPD/query-upload.json" 'j.per_s')/s" "-" "-" \
+	"build/bench/upload --conc $CONC --t0 T0 --step 10 p*.pb.gz"
+
+# 3. Time the 24 h flame graph.
+url="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$T0&until=$T1"
+first=$(curl -sf -o "$TMPD/query-flame.json" -w '%{time_total}' "$url") || die "flamegraph query failed"
+kiln_total=$(json_get "$TMPD/query-flame.json" 'j.total')
+flame_bytes=$(stat -c %s "$TMPD/query-flame.json")
+times=()
+for _ in $(seq 1 "$REPS"); do
+	times+=("$(curl -sf -o /dev/null -w '%{time_total}' "$url")")
+done
+sorted=$(printf '%s\n' "${times[@]}" | sort -g)
+median=$(sed -n "$(((REPS + 1) / 2))p" <<<"$sorted")
+min=$(head -1 <<<"$sorted")
+log "query: first ${first}s, then: ${times[*]} (s); JSON $flame_bytes bytes, total $kiln_total"
+top_s=$(curl -sf -o /dev/null -w '%{time_total}' "http://127.0.0.1:$UI_PORT/api/top?service=$svc&type=$TYPE&from=$T0&until=$T1")
+pprof_s=$(curl -sf -o "$TMPD/query-export.pb.gz" -w '%{time_total}' "http://127.0.0.1:$UI_PORT/api/pprof?service=$svc&type=$TYPE&from=$T0&until=$T1")
+export_total=$("$BENCH_BIN/pprof_total" "$TMPD/query-export.pb.gz" | awk -v t="$TYPE" '$1 == t {print $2}')
+
+qcmd="curl -o /dev/null -w %{time_total} 'http://127.0.0.1:UI/api/flamegraph?service=$svc&type=$TYPE&from=T0&until=T0+86400' (x$REPS after 1 untimed)"
+status=$(awk -v m="$median" 'BEGIN { if (m <= 0.2) print "met"; else printf "MISSED by %.0f%% (%.0f ms over)", 100 * (m - 0.2) / 0.2, 1000 * (m - 0.2) }')
+result query "flamegraph 24h median (min) ms" "$(calc "$median * 1000") ($(calc "$min * 1000"))" "<= 200" "$status" "$qcmd"
+result query "flamegraph 24h first query ms" "$(calc "$first * 1000")" "-" "-" "$qcmd"
+result query "top / pprof export 24h ms" "$(calc "$top_s * 1000") / $(calc "$pprof_s * 1000")" "-" "-" "curl /api/top, /api/pprof same range"
+result query "kiln total = generated total" "$kiln_total / $gen_total" "equal" "$([ "$kiln_total" = "$gen_total" ] && echo yes || echo NO)" "flamegraph .total"
+result query "pprof export total = generated" "$export_total / $gen_total" "equal" "$([ "$export_total" = "$gen_total" ] && echo yes || echo NO)" "/api/pprof | pprof_total"
+
+if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
+	log "query: perf record -g of the server during 10 flame graph queries"
+	perf record -e cpu-clock -F 999 -g -p "$SERVER_PID" -o "$TMPD/perf-query.data" 2>/dev/null >/dev/null &
+	perf_pid=$!
+	sleep 0.5
+	for _ in $(seq 1 10); do curl -sf -o /dev/null "$url"; done
+	kill -INT $perf_pid
+	wait $perf_pid || true
+	perf report -i "$TMPD/perf-query.data" --no-children -g none --percent-limit 0.5 --sort dso,symbol --stdio 2>/dev/null |
+		grep -v '^#' | grep '%' | head -40 >"$TMPD/perf-query.txt" || true
+	log "perf: $TMPD/perf-query.txt"
+fi
+stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
+
+# 4. The same merge with go tool pprof: one untimed run (the page cache is
+# warm for both sides), then GO_REPS timed runs (hyperfine when installed).
+(cd "$GEN" && go tool pprof -proto -symbolize=none p*.pb.gz >"$TMPD/merged.pb" 2>"$TMPD/go-pprof.err") ||
+	{ cat "$TMPD/go-pprof.err" >&2; die "go tool pprof failed"; }
+if command -v hyperfine >/dev/null; then
+	(cd "$GEN" && hyperfine --style basic --runs "$GO_REPS" --export-json "$TMPD/go-hyperfine.json" \
+		"go tool pprof -proto -symbolize=none p*.pb.gz > $TMPD/merged.pb 2>/dev/null") >&2
+	go_times=("$(json_get "$TMPD/go-hyperfine.json" 'j.results[0].times.join(" ")')")
+	go_s=$(json_get "$TMPD/go-hyperfine.json" 'j.results[0].min')
+else
+	go_times=()
+	for _ in $(seq 1 "$GO_REPS"); do
+		s=$(now_s)
+		(cd "$GEN" && go tool pprof -proto -symbolize=none p*.pb.gz >"$TMPD/merged.pb" 2>/dev/null)
+		go_times+=("$(calc "$(now_s) - $s")")
+	done
+	go_s=$(printf '%s\n' "${go_times[@]}" | sort -g | head -1)
+fi
+go_total=$("$BENCH_BIN/pprof_total" "$TMPD/merged.pb" | awk -v t="$TYPE" '$1 == t {print $2}')
+log "go tool pprof -proto: ${go_times[*]} s, total $go_total"
+ratio=$(calc "$go_s / $median")
+gcmd="cd GEN && go tool pprof -proto -symbolize=none p*.pb.gz > merged.pb"
+result query "go tool pprof -proto merge s (min)" "$go_s" "-" "-" "$gcmd"
+result query "go merge / kiln median" "${ratio}x" ">= 20x" \
+	"$(awk -v r="$ratio" 'BEGIN { if (r >= 20) print "met"; else printf "MISSED by %.0f%%", 100 * (20 - r) / 20 }')" "$gcmd"
+result query "go merged total = kiln total" "$go_total / $kiln_total" "equal" "$([ "$go_total" = "$kiln_total" ] && echo yes || echo NO)" "pprof_total merged.pb"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Storage: bytes on disk per stored profile after 1,000 uploads, against the
+# gzip size of the uploaded pprof. du of the data dir after a clean shutdown
+# (SIGTERM: the store checkpoints its WAL), divided by 1,000.
+#
+#   bench/storage.sh
+# Cases: "similar" (1,000 generated profiles, one every 10 s: the target) and
+# "identical" (go-cpu-fib.pb.gz 1,000 times, one every 10 s).
+# Environment: COUNT (1000), CONC (4).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+need_bins gen_profiles upload
+
+COUNT=${COUNT:-1000}
+CONC=${CONC:-4}
+GEN=$TMPD/profiles-$COUNT
+if [ ! -s "$GEN.json" ] || [ "$(ls "$GEN" 2>/dev/null | wc -l)" != "$COUNT" ]; then
+	rm -rf "$GEN"
+	"$BENCH_BIN/gen_profiles" --in "$TESTDATA/go-cpu-fib.pb.gz" --out "$GEN" --count "$COUNT" --t0 1700000000 --step 10 --seed 1 >"$GEN.json"
+fi
+
+run_case() {
+	local name=$1 gz_avg
+	local data=$TMPD/storage-$name-data
+	rm -rf "$data"
+	start_server "$data" "$TMPD/storage-$name.log"
+	local t0=$(($(date +%s) / 3600 * 3600 - 3 * 3600))
+	local args
+	if [ "$name" = similar ]; then
+		args=("$GEN"/p*.pb.gz)
+		gz_avg=$(calc "$(json_get "$GEN.json" 'j.gz_bytes') / $COUNT")
+	else
+		args=(--repeat "$COUNT" "$TESTDATA/go-cpu-fib.pb.gz")
+		gz_avg=$(stat -c %s "$TESTDATA/go-cpu-fib.pb.gz")
+	fi
+	"$BENCH_BIN/upload" --port "$UPLOAD_PORT" --service "st-$name" --conc "$CONC" --t0 "$t0" --step 10 "${args[@]}" >"$TMPD/storage-$name-upload.json"
+	[ "$(json_get "$TMPD/storage-$name-upload.json" 'j.ok')" = "$COUNT" ] || die "not every upload answered 200"
+	local live
+	live=$(du -sb "$data" | cut -f1)
+	stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
+	local apparent alloc
+	apparent=$(du -sb "$data" | cut -f1)
+	alloc=$(du -sB1 "$data" | cut -f1)
+	log "storage $name: data dir while running $live B (with WAL), after SIGTERM $apparent B apparent, $alloc B allocated:"
+	find "$data" -type f -printf '  %p %s\n' >&2
+	local per ratio
+	per=$(calc "$apparent / $COUNT")
+	ratio=$(calc "100 * $per / $gz_avg")
+	local cmd="upload $COUNT $name profiles (one per 10 s), kill -TERM, du -sb DATA / $COUNT"
+	result storage "$name: bytes/profile (% of gzip)" "$(printf '%.0f' "$per") ($(printf '%.1f' "$ratio")% of $(printf '%.0f' "$gz_avg"))" \
+		"<= 10%" "$(awk -v r="$ratio" 'BEGIN { if (r <= 10) print "met"; else printf "MISSED: %.1fx the target", r / 10 }')" "$cmd"
+	result storage "$name: du allocated / running (WAL)" "$(calc "$alloc / $COUNT") / $(calc "$live / $COUNT") B/profile" "-" "-" "du -sB1 after stop; du -sb while running"
+}
+
+run_case similar
+run_case identical
