@@ -1,0 +1,415 @@
+/* query_merge: sums the samples of (service, type, range, filters) over every
+ * partition into one call tree keyed by global node id, then prunes it to the
+ * nodes that carry value. Also the pprof export of that tree. Writes no JSON. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/limits.h"
+#include "base/u64map.h"
+#include "query/query_int.h"
+#include "wire/compress.h"
+#include "wire/pprof.h"
+
+typedef struct {
+	store_view *v;
+	const query_params *q;
+	query_part *parts;
+	uint32_t n_parts;
+
+	u64map_t snap_ix;     /* global series id -> index in snap_count */
+	uint32_t *snap_count; /* snapshots (distinct start times) of a snapshot series */
+	size_t cap_snap;
+	uint32_t n_snap;
+
+	/* The global tree under construction; index 0 is the root. */
+	uint32_t n, cap;
+	uint32_t *parent, *frame;
+	int64_t *self_i;
+	double *self_d; /* averaged snapshot values, rounded at the end */
+	u64map_t node_ix, frame_ix;
+	const model_frame **frames; /* borrowed from the view until copied out */
+	uint32_t n_frames;
+	size_t cap_frames;
+
+	/* Per-partition scratch, indexed by local node id. */
+	int64_t *acc_i;
+	double *acc_d;
+	size_t cap_acc;
+	uint32_t max_node;
+} merge_ctx;
+
+static void merge_ctx_free(merge_ctx *c)
+{
+	for (uint32_t i = 0; i < c->n_parts; i++)
+		query_part_free(&c->parts[i]);
+	free(c->parts);
+	u64map_free(&c->snap_ix);
+	free(c->snap_count);
+	free(c->parent);
+	free(c->frame);
+	free(c->self_i);
+	free(c->self_d);
+	u64map_free(&c->node_ix);
+	u64map_free(&c->frame_ix);
+	free(c->frames);
+	free(c->acc_i);
+	free(c->acc_d);
+}
+
+/* Counts the snapshots of each snapshot series over all partitions: a series
+ * that spans two days has snapshots in both. */
+static void count_snapshots(merge_ctx *c)
+{
+	for (uint32_t p = 0; p < c->n_parts; p++) {
+		const query_part *qp = &c->parts[p];
+		for (uint32_t i = 0; i < qp->n_heads; i++) {
+			const store_chunk_head *h = &qp->heads[i];
+			const query_sel *sel = query_part_sel(qp, h);
+			if (!sel->snapshot)
+				continue;
+			if (i > 0 && h[-1].series == h->series && h[-1].t_ns == h->t_ns)
+				continue; /* one snapshot stored as several chunks */
+			int inserted;
+			uint32_t ix = u64map_get_or_put(&c->snap_ix, sel->id, c->n_snap, &inserted);
+			if (inserted) {
+				c->snap_count = xgrow(c->snap_count, &c->cap_snap, (size_t)c->n_snap + 1,
+				                      sizeof *c->snap_count);
+				c->snap_count[c->n_snap++] = 0;
+			}
+			c->snap_count[ix]++;
+		}
+	}
+}
+
+static void acc_reserve(merge_ctx *c, uint32_t node, int snapshot)
+{
+	if (node < c->cap_acc && (!snapshot || c->acc_d))
+		return;
+	size_t old = c->cap_acc;
+	if (node >= c->cap_acc) {
+		size_t cap = c->cap_acc;
+		c->acc_i = xgrow(c->acc_i, &cap, (size_t)node + 1, sizeof *c->acc_i);
+		memset(c->acc_i + old, 0, (cap - old) * sizeof *c->acc_i);
+		if (c->acc_d) {
+			c->acc_d = xrealloc(c->acc_d, cap * sizeof *c->acc_d);
+			memset(c->acc_d + old, 0, (cap - old) * sizeof *c->acc_d);
+		}
+		c->cap_acc = cap;
+	}
+	if (snapshot && !c->acc_d)
+		c->acc_d = xcalloc(c->cap_acc, sizeof *c->acc_d);
+}
+
+/* Adds the matching entries of every chunk of partition qp into acc_*. */
+static int accumulate(merge_ctx *c, const query_part *qp, kn_err *err)
+{
+	c->max_node = 0;
+	for (uint32_t k = 0; k < qp->n_heads; k++) {
+		const store_chunk_head *h = &qp->heads[k];
+		const query_sel *sel = query_part_sel(qp, h);
+		double weight = 0;
+		if (sel->snapshot) {
+			uint32_t ix = 0;
+			u64map_get(&c->snap_ix, sel->id, &ix);
+			weight = 1.0 / c->snap_count[ix];
+		}
+		const store_entry *e;
+		uint32_t n;
+		if (store_view_entries(c->v, qp->p, h, &e, &n, err) < 0)
+			return -1;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t node = e[i].node, a = e[i].attrset;
+			if (node == 0)
+				return err_set(err, 500, "partition %u: chunk entry has node 0", qp->p);
+			if (sel->attr_mask) {
+				if (a > qp->n_attrsets)
+					return err_set(err, 500,
+					               "partition %u: chunk entry names attrset %u of %u",
+					               qp->p, a, qp->n_attrsets);
+				if ((qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask)
+					continue;
+			}
+			acc_reserve(c, node, sel->snapshot);
+			if (node > c->max_node)
+				c->max_node = node;
+			if (sel->snapshot)
+				c->acc_d[node] += (double)e[i].value * weight;
+			else
+				c->acc_i[node] =
+				    query_sat_add(c->acc_i[node], query_sat_mul(e[i].value, sel->scale));
+		}
+	}
+	return 0;
+}
+
+static uint32_t global_frame(merge_ctx *c, const model_frame *f)
+{
+	int inserted;
+	uint32_t ix = u64map_get_or_put(&c->frame_ix, f->id, c->n_frames, &inserted);
+	if (inserted) {
+		c->frames = xgrow(c->frames, &c->cap_frames, (size_t)c->n_frames + 1, sizeof *c->frames);
+		c->frames[c->n_frames++] = f;
+	}
+	return ix;
+}
+
+static uint32_t global_node_add(merge_ctx *c, uint32_t parent, uint32_t frame)
+{
+	if (c->n == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 1024;
+		c->parent = xrealloc(c->parent, cap * sizeof *c->parent);
+		c->frame = xrealloc(c->frame, cap * sizeof *c->frame);
+		c->self_i = xrealloc(c->self_i, cap * sizeof *c->self_i);
+		c->self_d = xrealloc(c->self_d, cap * sizeof *c->self_d);
+		c->cap = cap;
+	}
+	c->parent[c->n] = parent;
+	c->frame[c->n] = frame;
+	c->self_i[c->n] = 0;
+	c->self_d[c->n] = 0;
+	return c->n++;
+}
+
+/* Moves the accumulated values of partition qp into the global tree: the
+ * nodes with value and their ancestors, in local-id order so that a parent
+ * is always placed before its children. */
+static int map_partition(merge_ctx *c, const query_part *qp, kn_err *err)
+{
+	store_nodes nodes;
+	const model_frame *frames;
+	uint32_t n_frames;
+	if (store_view_nodes(c->v, qp->p, &nodes, err) < 0 ||
+	    store_view_frames(c->v, qp->p, &frames, &n_frames, err) < 0)
+		return -1;
+	if (c->max_node > nodes.n)
+		return err_set(err, 500, "partition %u: chunk names node %u of %u", qp->p, c->max_node,
+		               nodes.n);
+	uint32_t n = nodes.n;
+	uint32_t *loc2g = xcalloc((size_t)n + 1, sizeof *loc2g); /* 0 = not needed, else global index */
+	int rc = 0;
+	for (uint32_t i = 1; i <= c->max_node; i++)
+		if (c->acc_i[i] != 0 || (c->acc_d && c->acc_d[i] != 0))
+			loc2g[i] = 1;
+	for (uint32_t i = c->max_node; i >= 1; i--) {
+		if (!loc2g[i])
+			continue;
+		if (nodes.parent[i] >= i) {
+			rc = err_set(err, 500, "partition %u: node %u has parent %u", qp->p, i,
+			             nodes.parent[i]);
+			goto out;
+		}
+		loc2g[nodes.parent[i]] = 1;
+	}
+	for (uint32_t i = 1; i <= c->max_node; i++) {
+		if (!loc2g[i])
+			continue;
+		if (nodes.id[i] == 0 || nodes.frame[i] == 0 || nodes.frame[i] > n_frames) {
+			rc = err_set(err, 500, "partition %u: node %u is damaged", qp->p, i);
+			goto out;
+		}
+		int inserted;
+		uint32_t g = u64map_get_or_put(&c->node_ix, nodes.id[i], c->n, &inserted);
+		if (inserted) {
+			if (c->n > LIMIT_QUERY_NODES) {
+				rc = err_set(
+				    err, 413,
+				    "the merged call tree has more than %u nodes; narrow the time range "
+				    "or add label filters",
+				    LIMIT_QUERY_NODES);
+				goto out;
+			}
+			uint32_t parent = nodes.parent[i] ? loc2g[nodes.parent[i]] : 0;
+			global_node_add(c, parent, global_frame(c, &frames[nodes.frame[i]]));
+		}
+		loc2g[i] = g;
+		c->self_i[g] = query_sat_add(c->self_i[g], c->acc_i[i]);
+		if (c->acc_d)
+			c->self_d[g] += c->acc_d[i];
+	}
+out:
+	free(loc2g);
+	memset(c->acc_i, 0, ((size_t)c->max_node + 1) * sizeof *c->acc_i);
+	if (c->acc_d)
+		memset(c->acc_d, 0, ((size_t)c->max_node + 1) * sizeof *c->acc_d);
+	return rc;
+}
+
+static int64_t round_value(double d)
+{
+	if (!(d > -9.2e18 && d < 9.2e18))
+		return d > 0 ? INT64_MAX : d < 0 ? INT64_MIN : 0;
+	return (int64_t)llround(d);
+}
+
+static slice_t copy_slice(arena_t *a, slice_t s)
+{
+	return s.n ? arena_slice(a, s) : slice_make("", 0);
+}
+
+/* Totals, pruning of zero nodes, and the copy of the result into arena a. */
+static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
+{
+	uint32_t n = c->n;
+	int64_t *self = xmalloc((size_t)n * sizeof *self);
+	int64_t *total = xmalloc((size_t)n * sizeof *total);
+	uint32_t *keep = xcalloc(n, sizeof *keep); /* new index + 1 */
+	for (uint32_t i = 0; i < n; i++)
+		self[i] = total[i] = query_sat_add(c->self_i[i], round_value(c->self_d[i]));
+	for (uint32_t i = n - 1; i >= 1; i--) {
+		total[c->parent[i]] = query_sat_add(total[c->parent[i]], total[i]);
+		if (total[i] != 0 || keep[i])
+			keep[i] = keep[c->parent[i]] = 1;
+	}
+	uint32_t m = 1;
+	keep[0] = 1;
+	for (uint32_t i = 1; i < n; i++)
+		if (keep[i])
+			keep[i] = ++m;
+
+	memset(t, 0, sizeof *t);
+	t->n_nodes = m;
+	t->parent = arena_alloc(a, (size_t)m * sizeof *t->parent);
+	t->frame = arena_alloc(a, (size_t)m * sizeof *t->frame);
+	t->self = arena_alloc(a, (size_t)m * sizeof *t->self);
+	t->total = arena_alloc(a, (size_t)m * sizeof *t->total);
+	uint32_t *frame_new = xmalloc(((size_t)c->n_frames + 1) * sizeof *frame_new);
+	memset(frame_new, 0xff, ((size_t)c->n_frames + 1) * sizeof *frame_new);
+	t->frames = arena_alloc(a, ((size_t)c->n_frames + 1) * sizeof *t->frames);
+	t->parent[0] = 0;
+	t->frame[0] = 0;
+	t->self[0] = self[0];
+	t->total[0] = total[0];
+	for (uint32_t i = 1; i < n; i++) {
+		if (!keep[i])
+			continue;
+		uint32_t j = keep[i] - 1, f = c->frame[i];
+		if (frame_new[f] == UINT32_MAX) {
+			const model_frame *src = c->frames[f];
+			model_frame *dst = &t->frames[t->n_frames];
+			*dst = *src;
+			dst->name = copy_slice(a, src->name);
+			dst->file = copy_slice(a, src->file);
+			dst->binary = copy_slice(a, src->binary);
+			dst->build_id = copy_slice(a, src->build_id);
+			dst->kind = copy_slice(a, src->kind);
+			frame_new[f] = t->n_frames++;
+		}
+		t->parent[j] = keep[c->parent[i]] - 1;
+		t->frame[j] = frame_new[f];
+		t->self[j] = self[i];
+		t->total[j] = total[i];
+	}
+	free(frame_new);
+	free(self);
+	free(total);
+	free(keep);
+}
+
+static void set_tree_type(arena_t *a, const query_params *q, const query_type *qt, const store_series *first,
+                          model_tree *t)
+{
+	t->sample_type = copy_slice(a, qt->sample_type);
+	t->sample_unit = copy_slice(a, qt->sample_unit);
+	if (first) {
+		t->period_type = copy_slice(a, first->period_type);
+		t->period_unit = copy_slice(a, first->period_unit);
+		t->period = first->period;
+	} else {
+		t->period_type = t->period_unit = slice_make("", 0);
+	}
+	t->time_ns = q->from_ns;
+	t->duration_ns = q->until_ns - q->from_ns;
+}
+
+int query_merge(store_t *s, const query_params *q, arena_t *a, model_tree *tree, kn_err *err)
+{
+	query_type qt;
+	if (query_check(q, 1, &qt, err) < 0)
+		return -1;
+	merge_ctx c;
+	memset(&c, 0, sizeof c);
+	c.q = q;
+	u64map_init(&c.snap_ix);
+	u64map_init(&c.node_ix);
+	u64map_init(&c.frame_ix);
+	int rc = -1;
+	if (store_view_open(s, q->project, q->from_ns, q->until_ns, &c.v, err) < 0)
+		goto out;
+	uint32_t np = store_view_partitions(c.v);
+	c.parts = xcalloc((size_t)np + 1, sizeof *c.parts);
+	const store_series *first = NULL;
+	for (uint32_t p = 0; p < np; p++) {
+		query_part *qp = &c.parts[c.n_parts++];
+		if (query_part_load(c.v, p, q, &qt, qp, err) < 0)
+			goto out;
+		if (!first && qp->n_heads)
+			first = query_part_sel(qp, &qp->heads[0])->s;
+	}
+	count_snapshots(&c);
+	global_node_add(&c, 0, 0); /* the root */
+	for (uint32_t p = 0; p < c.n_parts; p++) {
+		if (!c.parts[p].n_heads)
+			continue;
+		if (accumulate(&c, &c.parts[p], err) < 0)
+			goto out;
+		if (c.max_node && map_partition(&c, &c.parts[p], err) < 0)
+			goto out;
+	}
+	build_tree(&c, a, tree);
+	set_tree_type(a, q, &qt, first, tree);
+	rc = 0;
+out:
+	if (c.v)
+		store_view_close(c.v);
+	merge_ctx_free(&c);
+	return rc;
+}
+
+int query_merged_open(store_t *s, const query_params *q, query_merged *m, kn_err *err)
+{
+	memset(m, 0, sizeof *m);
+	if (query_check(q, 1, &m->type, err) < 0)
+		return -1;
+	m->arena = arena_new();
+	if (query_merge(s, q, m->arena, &m->tree, err) < 0) {
+		arena_free(m->arena);
+		m->arena = NULL;
+		return -1;
+	}
+	query_names_build(&m->tree, &m->names);
+	return 0;
+}
+
+void query_merged_close(query_merged *m)
+{
+	query_names_free(&m->names);
+	arena_free(m->arena);
+	m->arena = NULL;
+}
+
+int query_merged_json_head(buf_t *json, const query_merged *m)
+{
+	int rc = buf_putc(json, '{');
+	rc |= query_json_type(json, &m->type);
+	rc |= buf_puts(json, "\"total\":");
+	rc |= query_json_i64(json, m->tree.total[0]);
+	return rc;
+}
+
+int query_pprof(store_t *s, const query_params *q, buf_t *out, kn_err *err)
+{
+	arena_t *a = arena_new();
+	model_tree t;
+	buf_t raw;
+	buf_init(&raw, SIZE_MAX);
+	int rc = query_merge(s, q, a, &t, err);
+	if (rc == 0)
+		rc = pprof_encode(&t, &raw, err);
+	if (rc == 0 && gz_deflate(buf_slice(&raw), 6, out) < 0)
+		rc = query_err_too_large(err);
+	buf_free(&raw);
+	arena_free(a);
+	return rc;
+}

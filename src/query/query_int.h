@@ -1,0 +1,124 @@
+/* Private to src/query: parameter checks, series selection and the per-partition
+ * scan that merge, timeline and services share. Not part of the module's
+ * interface; nothing outside src/query includes it. */
+#ifndef KILN_QUERY_QUERY_INT_H
+#define KILN_QUERY_QUERY_INT_H
+
+#include <stdint.h>
+
+#include "base/u64map.h"
+#include "query/query.h"
+
+/* The query's profile type, split at the first ':'. */
+typedef struct {
+	slice_t name; /* "sample_type:unit" as asked */
+	slice_t sample_type, sample_unit;
+	int cpu_ns; /* name is "cpu:nanoseconds": cpu_alias series match too */
+} query_type;
+
+/* Checks q: from < until, service present when need_service, type well formed
+ * when t != NULL (then fills *t), label filters non-empty and at most 64.
+ * 0, or -1 with a 400 in err naming the parameter. */
+int query_check(const query_params *q, int need_service, query_type *t, kn_err *err);
+
+/* One selected series of a partition. */
+typedef struct {
+	uint32_t local;
+	uint64_t id;        /* global series id */
+	int64_t scale;      /* values are multiplied by this: period for cpu_alias, else 1 */
+	uint8_t snapshot;   /* MODEL_SNAPSHOT: averaged over its snapshots */
+	uint64_t attr_mask; /* filters (bit i = q->labels[i]) that apply to sample attributes */
+	const store_series *s;
+} query_sel;
+
+/* What one partition contributes: its selected series and their chunk heads
+ * (copied, so they outlive later calls on the view). */
+typedef struct {
+	uint32_t p;
+	const store_series *series; /* all series of the partition (view lifetime) */
+	uint32_t n_series;
+	query_sel *sel;
+	uint32_t n_sel;
+	uint32_t *sel_of;        /* local series id -> index in sel + 1 (0 = not selected) */
+	store_chunk_head *heads; /* heads of the selected series, sorted by (series, t_ns) */
+	uint32_t n_heads;
+	uint64_t *attr_mask; /* attrset local id -> filters it satisfies; NULL when unused */
+	uint32_t n_attrsets;
+} query_part;
+
+/* Loads partition p of v for query q of type t (t NULL: every series, no label
+ * filters: for services/types). Series whose service differs from q->service
+ * (when set), whose type does not match, or whose series labels contradict a
+ * filter are left out. 0 or -1 with err (store errors passed through). */
+int query_part_load(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
+                    kn_err *err);
+void query_part_free(query_part *qp);
+
+/* Selected series of head h. */
+static inline const query_sel *query_part_sel(const query_part *qp, const store_chunk_head *h)
+{
+	return &qp->sel[qp->sel_of[h->series] - 1];
+}
+
+/* Value of chunk h counting only entries whose attributes satisfy the series'
+ * attribute filters (decodes the chunk only when it has such filters), not
+ * yet scaled. 0 or -1 with err. */
+int query_chunk_value(store_view *v, const query_part *qp, const store_chunk_head *h, int64_t *out,
+                      kn_err *err);
+
+/* Saturating arithmetic: on-disk values are not trusted to stay in range. */
+int64_t query_sat_add(int64_t a, int64_t b);
+int64_t query_sat_mul(int64_t a, int64_t b);
+
+/* Writes "type":…,"unit":…, (with the trailing comma) for t. */
+int query_json_type(buf_t *json, const query_type *t);
+/* Appends v in decimal. */
+int query_json_i64(buf_t *json, int64_t v);
+/* A buffer ceiling was hit while writing a result: 413 asking to narrow the query. */
+int query_err_too_large(kn_err *err);
+
+/* Shown name of a frame: its function name, or for an unsymbolized frame the
+ * basename of its binary ("unknown" when there is none). */
+slice_t query_frame_name(const model_frame *f);
+
+/* Exact string interning: the id of name in (*names)[0..*n), appending it
+ * (the slice is borrowed, not copied) when new; *inserted (may be NULL) tells. */
+uint32_t query_intern(u64map_t *ix, slice_t **names, size_t *cap, uint32_t *n, slice_t name, int *inserted);
+
+/* Name ids for the nodes of a merged tree: names[0..n_names) are the distinct
+ * shown names, name_of[i] the name id of node i (node 0: UINT32_MAX). Arrays
+ * are malloc'd; free with query_names_free. */
+typedef struct {
+	slice_t *names;
+	uint32_t n_names;
+	uint32_t *name_of;
+	uint32_t *frame_of_name; /* a frame with that name (kind/unsymbolized come from it) */
+} query_names;
+
+void query_names_build(const model_tree *t, query_names *out);
+void query_names_free(query_names *n);
+
+/* A merged tree of a query with the names of its nodes: what the flame graph
+ * and top writers start from. */
+typedef struct {
+	query_type type;
+	arena_t *arena;
+	model_tree tree;
+	query_names names;
+} query_merged;
+
+/* Checks q (service and type required), merges it and names the nodes.
+ * 0, or -1 with err (and nothing to release). */
+int query_merged_open(store_t *s, const query_params *q, query_merged *m, kn_err *err);
+void query_merged_close(query_merged *m);
+/* Writes {"type":…,"unit":…,"total":N (the object is left open). */
+int query_merged_json_head(buf_t *json, const query_merged *m);
+
+/* Child lists of a tree with n nodes (node 0 the root, parent[i] < i) by one
+ * stable counting sort: the children of p are kids[start[p]..start[p+1]), in
+ * the order they appear in order[0..n-1) (NULL: 1, 2, …, n-1). start has n+1
+ * entries, kids n; both malloc'd, the caller frees them. */
+void query_children(const uint32_t *parent, uint32_t n, const uint32_t *order, uint32_t **start,
+                    uint32_t **kids);
+
+#endif
