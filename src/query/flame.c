@@ -1,0 +1,169 @@
+/* The flame graph JSON of a merged tree: siblings that show the same name are
+ * merged into one node, children ordered by total then name, written in one
+ * pass with an explicit stack (stacks may be 4,096 frames deep). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/u64map.h"
+#include "query/query_int.h"
+
+/* The tree as shown: one node per (shown parent, name). */
+typedef struct {
+	uint32_t n;
+	uint32_t *parent, *name;
+	int64_t *self, *total;
+} shown_tree;
+
+static void shown_build(const model_tree *t, const query_names *names, shown_tree *d)
+{
+	size_t n = t->n_nodes;
+	d->parent = xmalloc(n * sizeof *d->parent);
+	d->name = xmalloc(n * sizeof *d->name);
+	d->self = xmalloc(n * sizeof *d->self);
+	d->total = xmalloc(n * sizeof *d->total);
+	uint32_t *shown_of = xmalloc(n * sizeof *shown_of);
+	u64map_t ix;
+	u64map_init(&ix);
+	d->parent[0] = 0;
+	d->name[0] = UINT32_MAX;
+	d->self[0] = t->self[0];
+	d->total[0] = t->total[0];
+	d->n = 1;
+	shown_of[0] = 0;
+	for (uint32_t i = 1; i < t->n_nodes; i++) {
+		uint32_t parent = shown_of[t->parent[i]], name = names->name_of[i];
+		int inserted;
+		uint64_t key = ((uint64_t)(parent + 1) << 32) | name;
+		uint32_t s = u64map_get_or_put(&ix, key, d->n, &inserted);
+		if (inserted) {
+			d->parent[s] = parent;
+			d->name[s] = name;
+			d->self[s] = d->total[s] = 0;
+			d->n++;
+		}
+		d->self[s] = query_sat_add(d->self[s], t->self[i]);
+		d->total[s] = query_sat_add(d->total[s], t->total[i]);
+		shown_of[i] = s;
+	}
+	u64map_free(&ix);
+	free(shown_of);
+}
+
+static void shown_free(shown_tree *d)
+{
+	free(d->parent);
+	free(d->name);
+	free(d->self);
+	free(d->total);
+}
+
+typedef struct {
+	int64_t total;
+	slice_t name;
+	uint32_t node;
+} order_key;
+
+static int order_cmp(const void *a, const void *b)
+{
+	const order_key *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	int c = slice_cmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Non-root nodes by total desc, then name: the order of every child list. */
+static uint32_t *shown_order(const shown_tree *d, const query_names *names)
+{
+	order_key *keys = xmalloc(((size_t)d->n + 1) * sizeof *keys);
+	for (uint32_t i = 1; i < d->n; i++)
+		keys[i - 1] = (order_key){d->total[i], names->names[d->name[i]], i};
+	qsort(keys, d->n - 1, sizeof *keys, order_cmp);
+	uint32_t *order = xmalloc(((size_t)d->n + 1) * sizeof *order);
+	for (uint32_t i = 0; i + 1 < d->n; i++)
+		order[i] = keys[i].node;
+	free(keys);
+	return order;
+}
+
+static int write_open(buf_t *json, const model_tree *t, const query_names *names, const shown_tree *d,
+                      uint32_t s)
+{
+	int rc = buf_puts(json, "{\"name\":");
+	if (s == 0) {
+		rc |= buf_puts(json, "\"total\"");
+	} else {
+		const model_frame *f = &t->frames[names->frame_of_name[d->name[s]]];
+		rc |= buf_json_str(json, names->names[d->name[s]]);
+		if (f->kind.n) {
+			rc |= buf_puts(json, ",\"kind\":");
+			rc |= buf_json_str(json, f->kind);
+		}
+		if (f->unsymbolized)
+			rc |= buf_puts(json, ",\"unsymbolized\":true");
+	}
+	rc |= buf_puts(json, ",\"self\":");
+	rc |= query_json_i64(json, d->self[s]);
+	rc |= buf_puts(json, ",\"total\":");
+	rc |= query_json_i64(json, d->total[s]);
+	rc |= buf_puts(json, ",\"children\":[");
+	return rc;
+}
+
+/* Depth-first, children in order, with an explicit stack of (node, next child). */
+static int write_nodes(buf_t *json, const model_tree *t, const query_names *names, const shown_tree *d,
+                       const uint32_t *start, const uint32_t *kids)
+{
+	uint32_t *stack = xmalloc(((size_t)d->n + 1) * sizeof *stack);
+	uint32_t *next = xmalloc(((size_t)d->n + 1) * sizeof *next);
+	uint32_t depth = 0;
+	int rc = write_open(json, t, names, d, 0);
+	stack[0] = 0;
+	next[0] = start[0];
+	depth = 1;
+	while (depth && rc == 0) {
+		uint32_t s = stack[depth - 1];
+		if (next[depth - 1] == start[s + 1]) {
+			rc |= buf_puts(json, "]}");
+			depth--;
+			continue;
+		}
+		uint32_t k = kids[next[depth - 1]];
+		if (next[depth - 1]++ != start[s])
+			rc |= buf_putc(json, ',');
+		rc |= write_open(json, t, names, d, k);
+		stack[depth] = k;
+		next[depth] = start[k];
+		depth++;
+	}
+	free(stack);
+	free(next);
+	return rc;
+}
+
+int query_flamegraph(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+{
+	query_merged m;
+	if (query_merged_open(s, q, &m, err) < 0)
+		return -1;
+	shown_tree d;
+	shown_build(&m.tree, &m.names, &d);
+	uint32_t *order = shown_order(&d, &m.names);
+	uint32_t *start, *kids;
+	query_children(d.parent, d.n, order, &start, &kids);
+
+	int rc = query_merged_json_head(json, &m);
+	rc |= buf_puts(json, ",\"root\":");
+	rc |= write_nodes(json, &m.tree, &m.names, &d, start, kids);
+	rc |= buf_putc(json, '}');
+
+	free(start);
+	free(kids);
+	free(order);
+	shown_free(&d);
+	query_merged_close(&m);
+	return rc < 0 ? query_err_too_large(err) : 0;
+}
