@@ -1,0 +1,179 @@
+/* The services list (busiest first by CPU) and the profile types of a service,
+ * from series and chunk heads only: nothing is decoded. A cpu_alias series
+ * (samples:count with a CPU period) also counts as cpu:nanoseconds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/u64map.h"
+#include "query/query_int.h"
+
+typedef struct {
+	slice_t name;
+	int64_t cpu_ns;
+	slice_t *types;
+	uint32_t n_types;
+	size_t cap_types;
+	u64map_t type_ix;
+} service_info;
+
+typedef struct {
+	slice_t *names;
+	size_t cap_names;
+	uint32_t n;
+	u64map_t ix;
+	service_info *svc;
+	size_t cap_svc;
+} service_set;
+
+static service_info *service_get(service_set *ss, slice_t name)
+{
+	int inserted;
+	uint32_t id = query_intern(&ss->ix, &ss->names, &ss->cap_names, &ss->n, name, &inserted);
+	if (inserted) {
+		ss->svc = xgrow(ss->svc, &ss->cap_svc, ss->n, sizeof *ss->svc);
+		service_info *si = &ss->svc[id];
+		memset(si, 0, sizeof *si);
+		si->name = name;
+		u64map_init(&si->type_ix);
+	}
+	return &ss->svc[id];
+}
+
+static void service_add_type(service_info *si, slice_t type)
+{
+	query_intern(&si->type_ix, &si->types, &si->cap_types, &si->n_types, type, NULL);
+}
+
+static void service_set_free(service_set *ss)
+{
+	for (uint32_t i = 0; i < ss->n; i++) {
+		free(ss->svc[i].types);
+		u64map_free(&ss->svc[i].type_ix);
+	}
+	free(ss->svc);
+	free(ss->names);
+	u64map_free(&ss->ix);
+}
+
+/* Adds the series of partition qp that have chunks in the range. */
+static void add_partition(service_set *ss, const query_part *qp)
+{
+	static const char cpu_ns[] = "cpu:nanoseconds";
+	uint32_t i = 0;
+	while (i < qp->n_heads) {
+		const query_sel *sel = query_part_sel(qp, &qp->heads[i]);
+		const store_series *s = sel->s;
+		int is_cpu = slice_eq_cstr(s->type, cpu_ns);
+		int64_t scale = is_cpu ? 1 : s->cpu_alias && s->period > 0 ? s->period : 0;
+		int64_t cpu = 0;
+		for (; i < qp->n_heads && qp->heads[i].series == s->local; i++)
+			cpu = query_sat_add(cpu, query_sat_mul(qp->heads[i].total, scale));
+		service_info *si = service_get(ss, s->service);
+		si->cpu_ns = query_sat_add(si->cpu_ns, cpu);
+		service_add_type(si, s->type);
+		if (s->cpu_alias)
+			service_add_type(si, slice_make(cpu_ns, sizeof cpu_ns - 1));
+	}
+}
+
+static int slice_sort_cmp(const void *a, const void *b)
+{
+	return slice_cmp(*(const slice_t *)a, *(const slice_t *)b);
+}
+
+static int busiest_cmp(const void *a, const void *b)
+{
+	const service_info *x = a, *y = b;
+	if (x->cpu_ns != y->cpu_ns)
+		return x->cpu_ns > y->cpu_ns ? -1 : 1;
+	return slice_cmp(x->name, y->name);
+}
+
+static int write_types(buf_t *json, service_info *si)
+{
+	if (si->n_types > 1)
+		qsort(si->types, si->n_types, sizeof *si->types, slice_sort_cmp);
+	int rc = buf_putc(json, '[');
+	for (uint32_t t = 0; t < si->n_types; t++) {
+		if (t)
+			rc |= buf_putc(json, ',');
+		rc |= buf_json_str(json, si->types[t]);
+	}
+	rc |= buf_putc(json, ']');
+	return rc;
+}
+
+/* Collects the services (all, or q->service) with series in q's range and
+ * writes them with fn while the view (which owns the strings) is open. */
+static int with_services(store_t *s, const query_params *q, int (*fn)(buf_t *, service_set *), buf_t *json,
+                         kn_err *err)
+{
+	service_set ss;
+	memset(&ss, 0, sizeof ss);
+	u64map_init(&ss.ix);
+	store_view *v = NULL;
+	int rc = store_view_open(s, q->project, q->from_ns, q->until_ns, &v, err);
+	uint32_t np = rc == 0 ? store_view_partitions(v) : 0;
+	for (uint32_t p = 0; p < np && rc == 0; p++) {
+		query_part qp;
+		rc = query_part_load(v, p, q, NULL, &qp, err);
+		if (rc == 0)
+			add_partition(&ss, &qp);
+		query_part_free(&qp);
+	}
+	if (rc == 0 && fn(json, &ss) < 0)
+		rc = query_err_too_large(err);
+	if (v)
+		store_view_close(v);
+	service_set_free(&ss);
+	return rc;
+}
+
+static int write_services(buf_t *json, service_set *ss)
+{
+	if (ss->n > 1)
+		qsort(ss->svc, ss->n, sizeof *ss->svc, busiest_cmp);
+	int rc = buf_puts(json, "{\"services\":[");
+	for (uint32_t i = 0; i < ss->n && rc == 0; i++) {
+		rc |= buf_puts(json, i ? ",{\"name\":" : "{\"name\":");
+		rc |= buf_json_str(json, ss->svc[i].name);
+		rc |= buf_puts(json, ",\"types\":");
+		rc |= write_types(json, &ss->svc[i]);
+		rc |= buf_puts(json, ",\"cpu_nanoseconds\":");
+		rc |= query_json_i64(json, ss->svc[i].cpu_ns);
+		rc |= buf_putc(json, '}');
+	}
+	rc |= buf_puts(json, "]}");
+	return rc;
+}
+
+static int write_types_only(buf_t *json, service_set *ss)
+{
+	int rc = buf_puts(json, "{\"types\":");
+	if (ss->n)
+		rc |= write_types(json, &ss->svc[0]);
+	else
+		rc |= buf_puts(json, "[]");
+	rc |= buf_putc(json, '}');
+	return rc;
+}
+
+int query_services(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+{
+	if (query_check(q, 0, NULL, err) < 0)
+		return -1;
+	query_params all = *q;
+	all.service = slice_make("", 0);
+	all.n_labels = 0;
+	return with_services(s, &all, write_services, json, err);
+}
+
+int query_types(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+{
+	if (query_check(q, 1, NULL, err) < 0)
+		return -1;
+	query_params one = *q;
+	one.n_labels = 0;
+	return with_services(s, &one, write_types_only, json, err);
+}
