@@ -47,7 +47,7 @@ test(`at least 30 bad upload cases are defined (${cases.length})`, () => {
 for (const [name, body, status, res, opts = {}] of cases) {
   test(`upload: ${name} → ${status}`, async () => {
     const svc = uniqueName('bad');
-    const params = opts.params ?? { serviceName: svc };
+    const params = opts.noName ? opts.params : { serviceName: svc, ...(opts.params ?? {}) };
     const r = await upload(server, body, params, opts.headers ?? {}, { method: opts.method, path: opts.path });
     assertError(r, status, res, name);
     await assertAliveAndNotStored(params.serviceName || null, name);

@@ -140,3 +140,24 @@ test('from/until on upload place the profile in time', async () => {
   assert.ok(outside.status === 200 || outside.status === 404, `window after the profile → ${outside.status} ${outside.text}`);
   if (outside.status === 200) assert.equal(outside.json.total, 0, 'window after the profile must be empty');
 });
+
+test('workload= names the service; namespace/pod/label.K=V are series labels to filter on', async () => {
+  const two = oracles.get('go-cpu-two-stacks.pb.gz').types[0];
+  const fib = oracles.get('go-cpu-fib.pb.gz').types.find((o) => o.typeName === 'cpu:nanoseconds');
+  const svc = uniqueName('td-workload');
+  const r1 = await upload(server, fs.readFileSync(path.join(PPROF_DIR, 'go-cpu-two-stacks.pb.gz')),
+    { workload: svc, namespace: 'ns1', pod: 'pod-a', container: 'c1', 'label.env': 'blue' });
+  assert.equal(r1.status, 200, r1.text);
+  const r2 = await upload(server, fs.readFileSync(path.join(PPROF_DIR, 'go-cpu-fib.pb.gz')),
+    { workload: svc, namespace: 'ns1', pod: 'pod-b', container: 'c1', 'label.env': 'green' });
+  assert.equal(r2.status, 200, r2.text);
+  const win = wideWindow();
+  const all = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: 'cpu:nanoseconds', ...win });
+  assert.equal(all.total, Number(two.total + fib.total), 'both uploads under the workload name');
+  await checkQueryAgainst(server, svc, two, { ...win, 'label.k8s.pod.name': 'pod-a' }, 'pod-a');
+  await checkQueryAgainst(server, svc, fib, { ...win, 'label.k8s.pod.name': 'pod-b' }, 'pod-b');
+  await checkQueryAgainst(server, svc, fib, { ...win, 'label.env': 'green' }, 'label.env=green');
+  await checkQueryAgainst(server, svc, two, { ...win, 'label.env': 'blue', 'label.k8s.namespace.name': 'ns1' }, 'env=blue + namespace');
+  const none = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: 'cpu:nanoseconds', ...win, 'label.env': 'blue', 'label.k8s.pod.name': 'pod-b' });
+  assert.equal(none.total, 0, 'all label filters must match');
+});

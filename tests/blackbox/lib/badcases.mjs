@@ -37,8 +37,8 @@ export function manyRows(n) {
   }).bytes;
 }
 
-// [name, body, expected status, [regexes the error message must match], {params, headers, method, path}]
-// params default to a fresh serviceName.
+// [name, body, expected status, [regexes the error message must match], {params, headers, method, path, noName}]
+// params are added to a fresh serviceName, unless noName.
 export const cases = [
   // --- malformed protobuf: truncation and lengths ---
   ['truncated message: valid profile cut after 3 bytes (inside sample_type)', base.bytes.subarray(0, 3), 400, [/truncat|past the end|end of (data|input|buffer)/i]],
@@ -87,8 +87,9 @@ export const cases = [
   ['65 sample types', manyTypes(65), 413, [/64/]],
   ['10,001 sample rows', manyRows(10001), 413, [/10000/]],
   // --- request shape ---
-  ['missing serviceName and workload', base.bytes, 400, [/serviceName/, /workload/], { params: {} }],
-  ['empty serviceName', base.bytes, 400, [/serviceName/, /workload/], { params: { serviceName: '' } }],
+  ['missing serviceName and workload', base.bytes, 400, [/serviceName/, /workload/], { noName: true, params: {} }],
+  ['empty serviceName', base.bytes, 400, [/serviceName/, /workload/], { noName: true, params: { serviceName: '' } }],
+  ['empty workload, no serviceName', base.bytes, 400, [/serviceName/, /workload/], { noName: true, params: { workload: '' } }],
   ['empty body', Buffer.alloc(0), 400, [/empty|body/i]],
   ['GET on the upload path', null, 405, [/./], { method: 'GET' }],
   ['bad from (from=abc)', base.bytes, 400, [/from/], { params: { from: 'abc' } }],
