@@ -132,3 +132,9 @@ for (const [route, params, status, what] of queryCases) {
     assert.equal(h.status, 200, '/healthz');
   });
 }
+
+test('after all bad input the server is still the same process and exits 0 on SIGTERM', async () => {
+  assert.equal(server.exitInfo(), null, `kiln exited during the bad-input cases:\n${tail(server.stderr())}`);
+  const e = await server.stop();
+  assert.deepEqual(e, { code: 0, signal: null }, `exit after SIGTERM; stderr:\n${tail(server.stderr())}`);
+});
