@@ -56,9 +56,14 @@ int gz_inflate(slice_t in, buf_t *out, kn_err *err)
 	int rc = -1;
 	for (unsigned member = 0; left > 0; member++) {
 		/* 10-byte header + 8-byte trailer is the smallest possible member. */
-		if (left < 18 || !gz_is_gzip(slice_make(p, left))) {
+		if (!gz_is_gzip(slice_make(p, left))) {
 			err_set(err, 400, "gzip body is corrupt: %s at byte %zu", member ? "trailing garbage" : "not a gzip stream",
 			        in.n - left);
+			goto out;
+		}
+		if (left < 18) {
+			err_set(err, 400, "gzip body is corrupt: truncated (member %u at byte %zu has %zu bytes)", member,
+			        in.n - left, left);
 			goto out;
 		}
 		size_t room = out->max > out->n ? out->max - out->n : 0;

@@ -17,7 +17,7 @@ typedef struct {
 
 static inline pb_reader pb_reader_make(slice_t s)
 {
-	pb_reader r = {s.p, s.p + s.n};
+	pb_reader r = {s.p, s.n ? s.p + s.n : s.p}; /* no arithmetic on a NULL empty slice */
 	return r;
 }
 static inline int pb_done(const pb_reader *r)

@@ -2,8 +2,9 @@
  * level collects each sub-message as a slice, then tables are resolved and
  * every id and string index is checked. No libprotobuf and no per-message
  * allocation; it does not decompress (wire/compress.h) nor apply ingest rules.
- * Repeated mapping/location/function ids: the last one wins (as in Go's
- * parser). Source line numbers are not kept: a frame is a function. */
+ * Repeated mapping/location/function ids: the last one wins (go tool pprof
+ * refuses them; real profilers never send them). Source line numbers are not
+ * kept: a frame is a function. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
