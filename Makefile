@@ -19,7 +19,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/ui_assets.o
 UI_FILES := $(shell find src/ui -type f 2>/dev/null)
 UNIT_SRC := $(wildcard tests/unit/*/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
-FUZZ_SRC := $(wildcard tests/fuzz/*.c)
+FUZZ_SRC := $(filter-out tests/fuzz/replay_main.c,$(wildcard tests/fuzz/*.c))
 FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz-replay/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
