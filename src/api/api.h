@@ -8,6 +8,7 @@
 
 #include "net/http.h"
 #include "net/loop.h"
+#include "net/pool.h"
 #include "store/store.h"
 
 typedef struct {
