@@ -10,7 +10,7 @@
 #              same load for 10 s after the measured run (report in $TMPD).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-need_bins pprof_total
+need_bins pprof_total decode
 command -v wrk >/dev/null || die "wrk missing: bench/run.sh installs it (apt-get install wrk)"
 
 CONNS=${CONNS:-8}
@@ -26,6 +26,17 @@ run_case() {
 	heap) file=$TESTDATA/go-heap-delta.pb.gz type=alloc_space:bytes target=200 ;;
 	*) die "unknown case $name (cpu|heap)" ;;
 	esac
+	# The worker's CPU per upload (gunzip + decode, one thread, no network, no
+	# store): the ceiling the 2-core worker pool puts on this case.
+	wait_quiet
+	"$BENCH_BIN/decode" "$file" 3 >"$TMPD/ingest-$name-decode.json"
+	local dec_us
+	dec_us=$(json_get "$TMPD/ingest-$name-decode.json" 'j.total_us')
+	result ingest "$name worker CPU/upload µs" "$dec_us" "-" "-" "build/bench/decode $(basename "$file") 3"
+	result ingest "$name decode ceiling $(nproc) cores /s" "$(calc "$(nproc) * 1e6 / $dec_us")" ">= $target" \
+		"$(awk -v c="$(calc "$(nproc) * 1e6 / $dec_us")" -v t="$target" 'BEGIN { print (c >= t) ? "-" : "below target" }')" \
+		"nproc x 1e6 / (gz_inflate + pprof_decode µs)"
+
 	local data=$TMPD/ingest-$name-data logf=$TMPD/ingest-$name.log
 	rm -rf "$data"
 	start_server "$data" "$logf"
@@ -48,13 +59,16 @@ run_case() {
 
 	local cmd="wrk -t$THREADS -c$CONNS -d${DURATION}s --latency -s bench/upload.lua http://127.0.0.1:PORT -- $(basename "$file") bench-$name FROM UNTIL"
 	log "ingest $name: $cmd"
-	local tk0 tk1 t0 t1
+	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1
+	wait_quiet
+	read -r mb0 mt0 < <(proc_stat)
 	tk0=$(cpu_ticks "$SERVER_PID")
 	t0=$(now_s)
 	wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$file" "bench-$name" "$w_run" $((w_run + 10)) >"$TMPD/ingest-$name-wrk.txt"
 	t1=$(now_s)
 	tk1=$(cpu_ticks "$SERVER_PID")
+	read -r mb1 mt1 < <(proc_stat)
 	cat "$TMPD/ingest-$name-wrk.txt" >&2
 	local line
 	line=$(grep '^KILN_WRK' "$TMPD/ingest-$name-wrk.txt")
@@ -79,6 +93,7 @@ run_case() {
 	result ingest "$name uploads/s (c=$CONNS)" "$rps" ">= $target" "$status" "$cmd"
 	result ingest "$name p50 / p99 latency ms" "$p50 / $p99" "-" "-" "$cmd"
 	result ingest "$name server CPU % (of 200)" "$cpu" "-" "-" "$cmd"
+	result ingest "$name machine CPU % (all procs)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
 	result ingest "$name stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
 	if [ "$name" = heap ]; then
 		result ingest "heap values/s (4 types)" "$(calc "$rps * 4942 * 4")" ">= 4e6" \

@@ -97,3 +97,34 @@ flame_total() {
 		die "flamegraph query for $1 failed"
 	json_get "$TMPD/flame_check.json" 'j.total'
 }
+
+# proc_stat: "busy total" jiffies of all CPUs together (/proc/stat).
+proc_stat() { awk '/^cpu /{b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6}' /proc/stat; }
+
+# busy_pct B0 T0 B1 T1: machine CPU busy between two proc_stat readings, in %
+# of ALL cores (nproc x 100 = everything).
+busy_pct() { calc "$(nproc) * 100 * ($3 - $1) / ($4 - $2)"; }
+
+# wait_quiet: the machine is shared (other builds, tests, benchmarks); wait up
+# to QUIET_WAIT (300) s until other processes use under QUIET_PCT (15) % of a
+# core, then go on either way (with a warning naming the busiest processes).
+wait_quiet() {
+	local limit=${QUIET_PCT:-15} max=${QUIET_WAIT:-300} waited=0 b0 t0 b1 t1 busy
+	while :; do
+		read -r b0 t0 < <(proc_stat)
+		sleep 2
+		read -r b1 t1 < <(proc_stat)
+		busy=$(busy_pct "$b0" "$t0" "$b1" "$t1")
+		if awk -v b="$busy" -v l="$limit" 'BEGIN { exit !(b <= l) }'; then
+			[ $waited = 0 ] || log "machine quiet after ${waited}s ($busy% busy)"
+			return 0
+		fi
+		if [ $waited -ge "$max" ]; then
+			log "WARNING: the machine is still $busy% busy with other processes; measuring anyway:"
+			top -b -n1 | sed -n '8,12p' >&2
+			return 0
+		fi
+		[ $waited = 0 ] && { log "waiting for other processes to finish ($busy% of a core busy):"; top -b -n1 | sed -n '8,11p' >&2; }
+		waited=$((waited + 2))
+	done
+}

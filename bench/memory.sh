@@ -20,6 +20,7 @@ if [ ! -s "$GEN.json" ] || [ "$(ls "$GEN" 2>/dev/null | wc -l)" != "$GEN_COUNT" 
 	"$BENCH_BIN/gen_profiles" --in "$TESTDATA/go-cpu-fib.pb.gz" --out "$GEN" --count "$GEN_COUNT" --t0 1700000000 --step 10 --seed 1 >"$GEN.json"
 fi
 
+wait_quiet
 data=$TMPD/memory-data
 rm -rf "$data"
 start_server "$data" "$TMPD/memory.log"

@@ -47,6 +47,7 @@ result query "upload of $COUNT profiles (conc $CONC)" "$(json_get "$TMPD/query-u
 	"build/bench/upload --conc $CONC --t0 T0 --step 10 p*.pb.gz"
 
 # 3. Time the 24 h flame graph.
+wait_quiet
 url="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$T0&until=$T1"
 first=$(curl -sf -o "$TMPD/query-flame.json" -w '%{time_total}' "$url") || die "flamegraph query failed"
 kiln_total=$(json_get "$TMPD/query-flame.json" 'j.total')
@@ -85,6 +86,7 @@ if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
 fi
 stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
 
+wait_quiet
 # 4. The same merge with go tool pprof: one untimed run (the page cache is
 # warm for both sides), then GO_REPS timed runs (hyperfine when installed).
 (cd "$GEN" && go tool pprof -proto -symbolize=none p*.pb.gz >"$TMPD/merged.pb" 2>"$TMPD/go-pprof.err") ||
