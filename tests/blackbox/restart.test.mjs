@@ -68,7 +68,7 @@ function randomProfile(seed) {
   return { bytes: buildProfile(spec).bytes, total: expectedOf(spec, 1).total, rows: samples.length };
 }
 
-test('concurrent uploads racing kill -9: every 200 is there after restart, nothing partial', async () => {
+test('concurrent uploads racing kill -9: every 200 is there after restart, nothing partial', async (t) => {
   const dataDir = mkTemp('restart2');
   const acked = [];   // {svc, total}
   const unknown = []; // sent, no 200 seen (connection died): may or may not exist
@@ -112,19 +112,28 @@ test('concurrent uploads racing kill -9: every 200 is there after restart, nothi
   const listed = new Map((await services(s)).map((x) => [x.name, x]));
   const missing = acked.filter((a) => !listed.has(a.svc));
   assert.deepEqual(missing.map((m) => m.svc), [], `${missing.length} of ${acked.length} acknowledged uploads are gone after kill -9`);
+  // Every acknowledged upload: its cpu total via the services list (one
+  // call); a sample of them also via the flame graph of both types.
   for (const a of acked) {
+    assert.equal(listed.get(a.svc).cpu_nanoseconds, Number(a.total), `acknowledged upload ${a.svc} (round ${a.round}): cpu_nanoseconds after restart`);
+  }
+  const sampled = acked.filter((_, i) => i % Math.max(1, Math.floor(acked.length / 60)) === 0);
+  for (const a of sampled) {
     const fg = await getJson(s.uiUrl, '/api/flamegraph', { service: a.svc, type: 'cpu:nanoseconds', ...wideWindow() });
     assert.equal(fg.total, Number(a.total), `acknowledged upload ${a.svc} (round ${a.round}): total after restart`);
     const c = await getJson(s.uiUrl, '/api/flamegraph', { service: a.svc, type: 'samples:count', ...wideWindow() });
     assert.equal(c.total * 10_000_000, Number(a.total), `acknowledged upload ${a.svc}: samples:count after restart`);
   }
   // Requests cut by the kill: either wholly there or not at all.
+  let cutButStored = 0;
   for (const u of unknown) {
     if (!listed.has(u.svc)) continue;
+    cutButStored++;
     const fg = await get(s.uiUrl, '/api/flamegraph', { service: u.svc, type: 'cpu:nanoseconds', ...wideWindow() });
     if (fg.status === 200 && fg.json.total !== 0) {
       assert.equal(fg.json.total, Number(u.total), `unacknowledged upload ${u.svc} stored partially`);
     }
   }
+  t.diagnostic(`${ROUNDS} rounds: ${acked.length} uploads acknowledged, ${unknown.length} cut by kill -9 (${cutButStored} of those stored whole)`);
   await kill9(s);
 });
