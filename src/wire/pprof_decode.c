@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/arena.h"
+#include "base/hash.h"
 #include "base/limits.h"
 #include "base/u64map.h"
 #include "wire/pb.h"
@@ -219,6 +220,13 @@ static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn
 	return 0;
 }
 
+/* Map key of a pprof id. Ids are chosen by the sender, so they are hashed
+ * first: crafted ids cannot pile into one probe run of the map. Never 0. */
+static uint64_t id_key(uint64_t id)
+{
+	return hash_pair(id, 0x7070726f662d6964ull); /* "pprof-id" */
+}
+
 static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path *p, const char *field, kn_err *err)
 {
 	int64_t ix = (int64_t)raw;
@@ -361,7 +369,7 @@ static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
 		return -1;
 	if (v[1] == 0)
 		return fail(err, 400, &p, "id", "mapping id 0 is reserved (ids start at 1)");
-	u64map_put(&d->mapping_ix, v[1], i);
+	u64map_put(&d->mapping_ix, id_key(v[1]), i);
 	return 0;
 }
 
@@ -385,7 +393,7 @@ static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
 		return fail(err, 400, &p, "id", "function id 0 is reserved (ids start at 1)");
 	if (fn->name.n == 0)
 		fn->name = system_name;
-	u64map_put(&d->function_ix, v[1], i);
+	u64map_put(&d->function_ix, id_key(v[1]), i);
 	return 0;
 }
 
@@ -402,7 +410,7 @@ static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn
 	if (read_scalars(d, msg, line_fields, 3, p, v, err) < 0)
 		return -1;
 	*fn = MODEL_NONE;
-	if (v[1] && !u64map_get(&d->function_ix, v[1], fn))
+	if (v[1] && !u64map_get(&d->function_ix, id_key(v[1]), fn))
 		return fail(err, 400, p, "function_id",
 		            "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1], d->n_functions);
 	return 0;
@@ -443,11 +451,11 @@ static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 	if (id == 0)
 		return fail(err, 400, &p, "id", "location id 0 is reserved (ids start at 1)");
 	loc->mapping = MODEL_NONE;
-	if (mapping_id && !u64map_get(&d->mapping_ix, mapping_id, &loc->mapping))
+	if (mapping_id && !u64map_get(&d->mapping_ix, id_key(mapping_id), &loc->mapping))
 		return fail(err, 400, &p, "mapping_id", "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)",
 		            mapping_id, d->n_mappings);
 	loc->count = loc->fn_lines ? loc->fn_lines : 1;
-	u64map_put(&d->location_ix, id, i);
+	u64map_put(&d->location_ix, id_key(id), i);
 	return 0;
 }
 
@@ -496,7 +504,7 @@ static void resolve_location(pp_dec *d, uint32_t li)
 				id = v;
 		}
 		uint32_t fn;
-		if (!id || !u64map_get(&d->function_ix, id, &fn))
+		if (!id || !u64map_get(&d->function_ix, id_key(id), &fn))
 			continue;
 		fr.name = d->functions[fn].name;
 		fr.file = d->functions[fn].file;
@@ -522,7 +530,7 @@ static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err
 {
 	pp_sample_ctx *c = ctx;
 	uint32_t li;
-	if (!id || !u64map_get(&d->location_ix, id, &li)) {
+	if (!id || !u64map_get(&d->location_ix, id_key(id), &li)) {
 		pp_path p = {"sample", c->index, NULL, 0};
 		char field[40];
 		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
