@@ -46,7 +46,8 @@ typedef struct {
 	/* 0 = default. header: from the first byte of a request (or from accept) to
 	 * the end of its headers (10 s); body: longest pause between body bytes
 	 * (60 s); idle: keep-alive wait for the next request (60 s); write: longest
-	 * pause in sending a response while the client does not read (30 s). */
+	 * pause in sending a response while the client does not read (30 s; the
+	 * connection is dropped after one to two such pauses). */
 	int header_timeout_ms, body_timeout_ms, idle_timeout_ms, write_timeout_ms;
 	uint32_t max_conns; /* 0 = 4096; connections accepted past it are closed at once */
 	/* Optional. Called after the headers, before the body is read (and before

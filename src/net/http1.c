@@ -47,10 +47,11 @@ struct http_conn {
 	h1_scan scan;
 	h1_chunked chunk;
 	int chunked;
-	uint64_t body_left; /* Content-Length bytes still to read */
-	int body_unread;    /* a body was announced and not fully read */
-	int close_after;    /* close once the response has drained */
-	int peer_eof;       /* the client shut its write side */
+	uint64_t body_left;    /* Content-Length bytes still to read */
+	int body_unread;       /* a body was announced and not fully read */
+	int close_after;       /* close once the response has drained */
+	int peer_eof;          /* the client shut its write side */
+	size_t out_at_timeout; /* output left at the last write timeout; SIZE_MAX: none yet */
 	char peer[64];
 };
 
@@ -188,6 +189,8 @@ static void conn_write_response(struct http_conn *c, int status, const char *cty
 	evbuffer_add(out, "\r\n", 2);
 	if (with_body && n && status != 204 && status != 304)
 		evbuffer_add(out, body, n);
+	bufferevent_enable(c->bev, EV_WRITE); /* arms the write timeout only now that there is output */
+	c->out_at_timeout = SIZE_MAX;
 	c->close_after = !keep;
 	c->st = ST_WRITING;
 	timer_set(c, T_NONE, 0);
@@ -364,8 +367,10 @@ static int start_request(struct http_conn *c, uint8_t *head, size_t n)
 		return STEP_STOP;
 	}
 	struct evbuffer *in = bufferevent_get_input(c->bev);
-	if (f.expect_continue && evbuffer_get_length(in) == 0)
+	if (f.expect_continue && evbuffer_get_length(in) == 0) {
 		bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		bufferevent_enable(c->bev, EV_WRITE);
+	}
 	if (!f.chunked && f.content_length < (1u << 20))
 		buf_reserve(&r->body, (size_t)f.content_length);
 	c->st = ST_BODY;
@@ -517,16 +522,30 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	}
 	c->st = ST_HEAD;
 	memset(&c->scan, 0, sizeof c->scan);
-	if (evbuffer_get_length(bufferevent_get_input(bev)))
+	if (evbuffer_get_length(bufferevent_get_input(bev))) {
 		timer_set(c, T_HEADER, c->srv->o.header_timeout_ms);
-	else
+	} else if (c->srv->draining) {
+		conn_free(c); /* shutting down and nothing more was asked */
+		return;
+	} else {
 		timer_set(c, T_IDLE, c->srv->o.idle_timeout_ms);
+	}
 	conn_process(c);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct http_conn *c = arg;
+	if (what & BEV_EVENT_TIMEOUT) {
+		/* Drop only after a second timeout with no byte sent in between: a
+		 * loop thread that was itself stalled also reports a timeout. */
+		size_t left = evbuffer_get_length(bufferevent_get_output(bev));
+		if (left == 0 || left != c->out_at_timeout) {
+			c->out_at_timeout = left;
+			bufferevent_enable(bev, EV_WRITE);
+			return;
+		}
+	}
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		c->peer_eof = 1;
 		if (c->st == ST_HANDLING || c->st == ST_WRITING)
@@ -633,7 +652,7 @@ static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	bufferevent_setwatermark(bev, EV_READ, 0, LIMIT_HEADER_BYTES + 1);
 	struct timeval wtv = {s->o.write_timeout_ms / 1000, (s->o.write_timeout_ms % 1000) * 1000};
 	bufferevent_set_timeouts(bev, NULL, &wtv);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	bufferevent_enable(bev, EV_READ); /* EV_WRITE when there is something to write */
 	timer_set(c, T_HEADER, s->o.header_timeout_ms);
 }
 

@@ -104,6 +104,11 @@ static void on_request(http_req *r, void *ctx)
 		pool_submit(t->pool, slow_work, j);
 		return;
 	}
+	if (slice_eq_cstr(r->path, "/peer")) {
+		track_done(t);
+		http_respond(r, 200, "text/plain", NULL, r->peer.p, r->peer.n);
+		return;
+	}
 	if (slice_eq_cstr(r->path, "/big")) {
 		track_done(t);
 		http_respond(r, 200, "application/octet-stream", NULL, t->big, BIG_BYTES);
@@ -128,7 +133,7 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-static tsrv *start(http_opts o)
+static tsrv *start_at(const char *addr, http_opts o)
 {
 	tsrv *t = calloc(1, sizeof *t);
 	pthread_mutex_init(&t->mu, NULL);
@@ -142,13 +147,18 @@ static tsrv *start(http_opts o)
 	o.ctx = t;
 	o.name = "test";
 	kn_err err;
-	t->srv = http_server_new(loop_base(t->loop), "127.0.0.1:0", &o, &err);
+	t->srv = http_server_new(loop_base(t->loop), addr, &o, &err);
 	if (!t->srv)
 		fail_msg("http_server_new: %s", err.msg);
 	t->port = http_server_port(t->srv);
 	assert_true(t->port > 0);
 	pthread_create(&t->th, NULL, loop_thread, t);
 	return t;
+}
+
+static tsrv *start(http_opts o)
+{
+	return start_at("127.0.0.1:0", o);
 }
 
 static void stop(tsrv *t)
@@ -359,6 +369,25 @@ static void test_simple_get(void **state)
 	assert_non_null(strstr(r.head, "X-Test: 1\r\n"));
 	cl_close(c);
 	stop(t);
+}
+
+static void test_any_address_and_peer(void **state)
+{
+	tsrv *t = start_at(":0", defaults());
+	client *c = cl_open(t->port);
+	response r;
+	cl_sends(c, "GET /peer HTTP/1.1\r\n\r\n");
+	cl_response(c, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(strncmp(r.body, "127.0.0.1:", 10) == 0); /* not ::ffff:127.0.0.1 */
+	cl_close(c);
+	stop(t);
+
+	kn_err err;
+	http_opts o = defaults();
+	o.on_request = on_request;
+	assert_null(http_server_new(NULL, "nonsense", &o, &err));
+	assert_non_null(strstr(err.msg, "host:port"));
 }
 
 static void test_keep_alive(void **state)
@@ -603,7 +632,6 @@ static void test_body_timeout(void **state)
 	o.body_timeout_ms = 200;
 	tsrv *t = start(o);
 	client *c = cl_open(t->port);
-	response r;
 	cl_sends(c, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
 	expect_closing_answer(c, 408, "request body", 0);
 	cl_close(c);
@@ -731,9 +759,9 @@ static void test_stop_accepting(void **state)
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.head, "Connection: close\r\n"));
 	assert_true(cl_closed_within(busy, 2000));
-	assert_true(wait_conns(t, 0, 2000));
 	cl_close(idle);
-	cl_close(busy);
+	cl_close(busy); /* ends the server's lingering close */
+	assert_true(wait_conns(t, 0, 2000));
 	stop(t);
 }
 
@@ -741,6 +769,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_simple_get),
+	    cmocka_unit_test(test_any_address_and_peer),
 	    cmocka_unit_test(test_keep_alive),
 	    cmocka_unit_test(test_connection_close_and_http10),
 	    cmocka_unit_test(test_pipelined_in_order),
