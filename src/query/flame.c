@@ -60,7 +60,7 @@ static void shown_free(shown_tree *d)
 
 typedef struct {
 	int64_t total;
-	slice_t name;
+	uint32_t rank; /* of the name in byte order */
 	uint32_t node;
 } order_key;
 
@@ -69,23 +69,40 @@ static int order_cmp(const void *a, const void *b)
 	const order_key *x = a, *y = b;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	int c = slice_cmp(x->name, y->name);
-	if (c)
-		return c;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-/* Non-root nodes by total desc, then name: the order of every child list. */
+static int name_cmp_r(const void *a, const void *b, void *names)
+{
+	const slice_t *n = names;
+	return slice_cmp(n[*(const uint32_t *)a], n[*(const uint32_t *)b]);
+}
+
+/* Non-root nodes by total desc, then name: the order of every child list.
+ * Names are ranked once so the big sort compares integers only. */
 static uint32_t *shown_order(const shown_tree *d, const query_names *names)
 {
+	uint32_t *by_name = xmalloc(((size_t)names->n_names + 1) * sizeof *by_name);
+	uint32_t *rank = xmalloc(((size_t)names->n_names + 1) * sizeof *rank);
+	for (uint32_t i = 0; i < names->n_names; i++)
+		by_name[i] = i;
+	if (names->n_names > 1)
+		qsort_r(by_name, names->n_names, sizeof *by_name, name_cmp_r, names->names);
+	for (uint32_t i = 0; i < names->n_names; i++)
+		rank[by_name[i]] = i;
 	order_key *keys = xmalloc(((size_t)d->n + 1) * sizeof *keys);
 	for (uint32_t i = 1; i < d->n; i++)
-		keys[i - 1] = (order_key){d->total[i], names->names[d->name[i]], i};
-	qsort(keys, d->n - 1, sizeof *keys, order_cmp);
+		keys[i - 1] = (order_key){d->total[i], rank[d->name[i]], i};
+	if (d->n > 2)
+		qsort(keys, d->n - 1, sizeof *keys, order_cmp);
 	uint32_t *order = xmalloc(((size_t)d->n + 1) * sizeof *order);
 	for (uint32_t i = 0; i + 1 < d->n; i++)
 		order[i] = keys[i].node;
 	free(keys);
+	free(by_name);
+	free(rank);
 	return order;
 }
 
@@ -155,6 +172,8 @@ int query_flamegraph(store_t *s, const query_params *q, buf_t *json, kn_err *err
 	uint32_t *start, *kids;
 	query_children(d.parent, d.n, order, &start, &kids);
 
+	/* About 70 bytes a node: one allocation instead of a dozen copies. */
+	buf_reserve(json, (size_t)d.n * 72 < json->max - json->n ? (size_t)d.n * 72 : 0);
 	int rc = query_merged_json_head(json, &m);
 	rc |= buf_puts(json, ",\"root\":");
 	rc |= write_nodes(json, &m.tree, &m.names, &d, start, kids);

@@ -175,7 +175,7 @@ static uint32_t global_node_add(merge_ctx *c, uint32_t parent, uint32_t frame)
 /* Moves the accumulated values of partition qp into the global tree: the
  * nodes with value and their ancestors, in local-id order so that a parent
  * is always placed before its children. */
-static int map_partition(merge_ctx *c, const query_part *qp, kn_err *err)
+static int map_partition(merge_ctx *c, const query_part *qp, int last, kn_err *err)
 {
 	store_nodes nodes;
 	const model_frame *frames;
@@ -186,8 +186,10 @@ static int map_partition(merge_ctx *c, const query_part *qp, kn_err *err)
 	if (c->max_node > nodes.n)
 		return err_set(err, 500, "partition %u: chunk names node %u of %u", qp->p, c->max_node,
 		               nodes.n);
-	uint32_t n = nodes.n;
-	uint32_t *loc2g = xcalloc((size_t)n + 1, sizeof *loc2g); /* 0 = not needed, else global index */
+	/* 0 = not needed, else the global index; local frame -> global frame. */
+	uint32_t *loc2g = xcalloc((size_t)c->max_node + 1, sizeof *loc2g);
+	uint32_t *frame_g = xmalloc(((size_t)n_frames + 1) * sizeof *frame_g);
+	memset(frame_g, 0xff, ((size_t)n_frames + 1) * sizeof *frame_g);
 	int rc = 0;
 	for (uint32_t i = 1; i <= c->max_node; i++)
 		if (c->acc_i[i] != 0 || (c->acc_d && c->acc_d[i] != 0))
@@ -209,8 +211,13 @@ static int map_partition(merge_ctx *c, const query_part *qp, kn_err *err)
 			rc = err_set(err, 500, "partition %u: node %u is damaged", qp->p, i);
 			goto out;
 		}
+		/* Ids are unique inside a partition: the last one only looks up. */
+		uint32_t g = c->n;
 		int inserted;
-		uint32_t g = u64map_get_or_put(&c->node_ix, nodes.id[i], c->n, &inserted);
+		if (last)
+			inserted = !u64map_get(&c->node_ix, nodes.id[i], &g);
+		else
+			g = u64map_get_or_put(&c->node_ix, nodes.id[i], c->n, &inserted);
 		if (inserted) {
 			if (c->n > LIMIT_QUERY_NODES) {
 				rc = err_set(
@@ -221,7 +228,10 @@ static int map_partition(merge_ctx *c, const query_part *qp, kn_err *err)
 				goto out;
 			}
 			uint32_t parent = nodes.parent[i] ? loc2g[nodes.parent[i]] : 0;
-			global_node_add(c, parent, global_frame(c, &frames[nodes.frame[i]]));
+			uint32_t *fg = &frame_g[nodes.frame[i]];
+			if (*fg == UINT32_MAX)
+				*fg = global_frame(c, &frames[nodes.frame[i]]);
+			global_node_add(c, parent, *fg);
 		}
 		loc2g[i] = g;
 		c->self_i[g] = query_sat_add(c->self_i[g], c->acc_i[i]);
@@ -230,6 +240,7 @@ static int map_partition(merge_ctx *c, const query_part *qp, kn_err *err)
 	}
 out:
 	free(loc2g);
+	free(frame_g);
 	memset(c->acc_i, 0, ((size_t)c->max_node + 1) * sizeof *c->acc_i);
 	if (c->acc_d)
 		memset(c->acc_d, 0, ((size_t)c->max_node + 1) * sizeof *c->acc_d);
@@ -349,12 +360,16 @@ int query_merge(store_t *s, const query_params *q, arena_t *a, model_tree *tree,
 	}
 	count_snapshots(&c);
 	global_node_add(&c, 0, 0); /* the root */
+	uint32_t last = 0;
+	for (uint32_t p = 0; p < c.n_parts; p++)
+		if (c.parts[p].n_heads)
+			last = p;
 	for (uint32_t p = 0; p < c.n_parts; p++) {
 		if (!c.parts[p].n_heads)
 			continue;
 		if (accumulate(&c, &c.parts[p], err) < 0)
 			goto out;
-		if (c.max_node && map_partition(&c, &c.parts[p], err) < 0)
+		if (c.max_node && map_partition(&c, &c.parts[p], p == last, err) < 0)
 			goto out;
 	}
 	build_tree(&c, a, tree);
