@@ -57,13 +57,14 @@ int gz_inflate(slice_t in, buf_t *out, kn_err *err)
 	for (unsigned member = 0; left > 0; member++) {
 		/* 10-byte header + 8-byte trailer is the smallest possible member. */
 		if (!gz_is_gzip(slice_make(p, left))) {
-			err_set(err, 400, "gzip body is corrupt: %s at byte %zu", member ? "trailing garbage" : "not a gzip stream",
-			        in.n - left);
+			err_set(err, 400, "gzip body is corrupt: %s at byte %zu",
+			        member ? "trailing garbage" : "not a gzip stream", in.n - left);
 			goto out;
 		}
 		if (left < 18) {
-			err_set(err, 400, "gzip body is corrupt: truncated (member %u at byte %zu has %zu bytes)", member,
-			        in.n - left, left);
+			err_set(err, 400,
+			        "gzip body is corrupt: truncated (member %u at byte %zu has %zu bytes)",
+			        member, in.n - left, left);
 			goto out;
 		}
 		size_t room = out->max > out->n ? out->max - out->n : 0;
@@ -77,7 +78,7 @@ int gz_inflate(slice_t in, buf_t *out, kn_err *err)
 			uint8_t dummy; /* an empty member into a still unallocated buffer */
 			uint8_t *dst = out->p ? out->p + out->n : &dummy;
 			enum libdeflate_result r =
-			        libdeflate_gzip_decompress_ex(d, p, left, dst, guess, &used_in, &used_out);
+			    libdeflate_gzip_decompress_ex(d, p, left, dst, guess, &used_in, &used_out);
 			if (r == LIBDEFLATE_SUCCESS) {
 				out->n += used_out;
 				p += used_in;
@@ -85,8 +86,8 @@ int gz_inflate(slice_t in, buf_t *out, kn_err *err)
 				break;
 			}
 			if (r != LIBDEFLATE_INSUFFICIENT_SPACE) {
-				err_set(err, 400, "gzip body is corrupt: %s (member %u at byte %zu)", result_name(r), member,
-				        in.n - left);
+				err_set(err, 400, "gzip body is corrupt: %s (member %u at byte %zu)",
+				        result_name(r), member, in.n - left);
 				goto out;
 			}
 			if (guess >= room) {

@@ -105,7 +105,7 @@ static void path_str(const pp_path *p, char *out, size_t n)
 
 /* Sets err to "<path>.<field>: <message>"; field may be NULL. Returns -1. */
 static int fail(kn_err *err, int status, const pp_path *p, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 static int fail(kn_err *err, int status, const pp_path *p, const char *field, const char *fmt, ...)
 {
 	char where[128], what[320];
@@ -152,7 +152,8 @@ static int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_
 		uint32_t num;
 		int w;
 		if (pb_key(r, &num, &w) < 0)
-			return fail(err, 400, p, NULL, "malformed field key at byte %zu (truncated, field 0 or wire type 6/7)",
+			return fail(err, 400, p, NULL,
+			            "malformed field key at byte %zu (truncated, field 0 or wire type 6/7)",
 			            off(d, at));
 		const pp_field *s = NULL;
 		for (size_t i = 0; i < n_spec; i++)
@@ -161,15 +162,21 @@ static int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_
 		if (!s) {
 			if (pb_skip(r, w) < 0)
 				return fail(err, 400, p, NULL,
-				            "unknown field %" PRIu32 " (wire type %d) at byte %zu is truncated or malformed",
+				            "unknown field %" PRIu32
+				            " (wire type %d) at byte %zu is truncated or malformed",
 				            num, w, off(d, at));
 			continue;
 		}
-		int ok = s->kind == K_VARINT ? w == PB_VARINT : s->kind == K_LEN ? w == PB_LEN : (w == PB_VARINT || w == PB_LEN);
+		int ok = s->kind == K_VARINT ? w == PB_VARINT
+		         : s->kind == K_LEN  ? w == PB_LEN
+		                             : (w == PB_VARINT || w == PB_LEN);
 		if (!ok)
-			return fail(err, 400, p, s->name, "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
+			return fail(err, 400, p, s->name,
+			            "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
 			            wire_name(w),
-			            s->kind == K_VARINT ? "varint" : s->kind == K_LEN ? "length-delimited" : "varint or packed",
+			            s->kind == K_VARINT ? "varint"
+			            : s->kind == K_LEN  ? "length-delimited"
+			                                : "varint or packed",
 			            num, off(d, at));
 		*f = s;
 		*wt = w;
@@ -178,7 +185,8 @@ static int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_
 	return 0;
 }
 
-static int read_varint(const pp_dec *d, pb_reader *r, uint64_t *v, const pp_path *p, const char *field, kn_err *err)
+static int read_varint(const pp_dec *d, pb_reader *r, uint64_t *v, const pp_path *p, const char *field,
+                       kn_err *err)
 {
 	const uint8_t *at = r->p;
 	if (pb_varint(r, v) < 0)
@@ -186,19 +194,21 @@ static int read_varint(const pp_dec *d, pb_reader *r, uint64_t *v, const pp_path
 	return 0;
 }
 
-static int read_len(const pp_dec *d, pb_reader *r, slice_t *s, const pp_path *p, const char *field, kn_err *err)
+static int read_len(const pp_dec *d, pb_reader *r, slice_t *s, const pp_path *p, const char *field,
+                    kn_err *err)
 {
 	const uint8_t *at = r->p;
 	if (pb_bytes(r, s) < 0)
-		return fail(err, 400, p, field, "length at byte %zu runs past the end of its message or is malformed",
+		return fail(err, 400, p, field,
+		            "length at byte %zu runs past the end of its message or is malformed",
 		            off(d, at));
 	return 0;
 }
 
 /* Calls fn for each value of a repeated varint field, packed or not. */
 typedef int (*varint_fn)(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err);
-static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn fn, void *ctx, const pp_path *p,
-                         const char *field, kn_err *err)
+static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn fn, void *ctx,
+                         const pp_path *p, const char *field, kn_err *err)
 {
 	uint64_t v;
 	if (wt == PB_VARINT) {
@@ -227,11 +237,13 @@ static uint64_t id_key(uint64_t id)
 	return hash_pair(id, 0x7070726f662d6964ull); /* "pprof-id" */
 }
 
-static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path *p, const char *field, kn_err *err)
+static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path *p, const char *field,
+                     kn_err *err)
 {
 	int64_t ix = (int64_t)raw;
 	if (ix < 0 || (uint64_t)ix >= d->n_strings)
-		return fail(err, 400, p, field, "string index %" PRId64 " out of range (string_table has %" PRIu32 " entries)",
+		return fail(err, 400, p, field,
+		            "string index %" PRId64 " out of range (string_table has %" PRIu32 " entries)",
 		            ix, d->n_strings);
 	*out = d->strings[ix];
 	return 0;
@@ -240,11 +252,14 @@ static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path 
 /* ---- Top level ---------------------------------------------------------- */
 
 static const pp_field profile_fields[] = {
-        {1, K_LEN, "sample_type"},   {2, K_LEN, "sample"},          {3, K_LEN, "mapping"},
-        {4, K_LEN, "location"},      {5, K_LEN, "function"},        {6, K_LEN, "string_table"},
-        {7, K_VARINT, "drop_frames"}, {8, K_VARINT, "keep_frames"},  {9, K_VARINT, "time_nanos"},
-        {10, K_VARINT, "duration_nanos"}, {11, K_LEN, "period_type"}, {12, K_VARINT, "period"},
-        {13, K_PACKABLE, "comment"}, {14, K_VARINT, "default_sample_type"}, {15, K_VARINT, "doc_url"},
+    {1, K_LEN, "sample_type"},    {2, K_LEN, "sample"},
+    {3, K_LEN, "mapping"},        {4, K_LEN, "location"},
+    {5, K_LEN, "function"},       {6, K_LEN, "string_table"},
+    {7, K_VARINT, "drop_frames"}, {8, K_VARINT, "keep_frames"},
+    {9, K_VARINT, "time_nanos"},  {10, K_VARINT, "duration_nanos"},
+    {11, K_LEN, "period_type"},   {12, K_VARINT, "period"},
+    {13, K_PACKABLE, "comment"},  {14, K_VARINT, "default_sample_type"},
+    {15, K_VARINT, "doc_url"},
 };
 #define N_PROFILE_FIELDS (sizeof profile_fields / sizeof profile_fields[0])
 
@@ -280,7 +295,8 @@ static int scan_top(pp_dec *d, slice_t data, pp_counts *counts, kn_err *err)
 			if (counts) {
 				if (pb_skip(&r, wt) < 0)
 					return fail(err, 400, NULL, f->name, "truncated or malformed value");
-			} else if (read_repeated(d, &r, wt, &n_comment, check_comment, NULL, NULL, f->name, err) < 0) {
+			} else if (read_repeated(d, &r, wt, &n_comment, check_comment, NULL, NULL, f->name,
+			                         err) < 0) {
 				return -1;
 			}
 			continue;
@@ -297,13 +313,27 @@ static int scan_top(pp_dec *d, slice_t data, pp_counts *counts, kn_err *err)
 			}
 			uint32_t i = fill[f->num]++;
 			switch (f->num) {
-			case 1: d->type_msgs[i] = s; break;
-			case 2: d->sample_msgs[i] = s; break;
-			case 3: d->mapping_msgs[i] = s; break;
-			case 4: d->location_msgs[i] = s; break;
-			case 5: d->function_msgs[i] = s; break;
-			case 6: d->strings[i] = s; break;
-			case 11: d->period_type_msg = s; break;
+			case 1:
+				d->type_msgs[i] = s;
+				break;
+			case 2:
+				d->sample_msgs[i] = s;
+				break;
+			case 3:
+				d->mapping_msgs[i] = s;
+				break;
+			case 4:
+				d->location_msgs[i] = s;
+				break;
+			case 5:
+				d->function_msgs[i] = s;
+				break;
+			case 6:
+				d->strings[i] = s;
+				break;
+			case 11:
+				d->period_type_msg = s;
+				break;
 			}
 			continue;
 		}
@@ -312,10 +342,19 @@ static int scan_top(pp_dec *d, slice_t data, pp_counts *counts, kn_err *err)
 		if (counts)
 			continue;
 		switch (f->num) {
-		case 9: d->time_nanos = (int64_t)v; break;
-		case 10: d->duration_nanos = (int64_t)v; break;
-		case 12: d->period = (int64_t)v; break;
-		case 7: case 8: case 14: case 15:
+		case 9:
+			d->time_nanos = (int64_t)v;
+			break;
+		case 10:
+			d->duration_nanos = (int64_t)v;
+			break;
+		case 12:
+			d->period = (int64_t)v;
+			break;
+		case 7:
+		case 8:
+		case 14:
+		case 15:
 			if (string_at(d, v, &s, NULL, f->name, err) < 0)
 				return -1;
 			break;
@@ -342,20 +381,27 @@ static int read_scalars(const pp_dec *d, slice_t msg, const pp_field *spec, size
 	return rc;
 }
 
-static int parse_value_type(pp_dec *d, slice_t msg, const pp_path *p, slice_t *type, slice_t *unit, kn_err *err)
+static int parse_value_type(pp_dec *d, slice_t msg, const pp_path *p, slice_t *type, slice_t *unit,
+                            kn_err *err)
 {
 	uint64_t v[3] = {0};
-	if (read_scalars(d, msg, value_type_fields, 2, p, v, err) < 0 || string_at(d, v[1], type, p, "type", err) < 0 ||
-	    string_at(d, v[2], unit, p, "unit", err) < 0)
+	if (read_scalars(d, msg, value_type_fields, 2, p, v, err) < 0 ||
+	    string_at(d, v[1], type, p, "type", err) < 0 || string_at(d, v[2], unit, p, "unit", err) < 0)
 		return -1;
 	return 0;
 }
 
 static const pp_field mapping_fields[] = {
-        {1, K_VARINT, "id"},           {2, K_VARINT, "memory_start"},      {3, K_VARINT, "memory_limit"},
-        {4, K_VARINT, "file_offset"},  {5, K_VARINT, "filename"},          {6, K_VARINT, "build_id"},
-        {7, K_VARINT, "has_functions"}, {8, K_VARINT, "has_filenames"},    {9, K_VARINT, "has_line_numbers"},
-        {10, K_VARINT, "has_inline_frames"},
+    {1, K_VARINT, "id"},
+    {2, K_VARINT, "memory_start"},
+    {3, K_VARINT, "memory_limit"},
+    {4, K_VARINT, "file_offset"},
+    {5, K_VARINT, "filename"},
+    {6, K_VARINT, "build_id"},
+    {7, K_VARINT, "has_functions"},
+    {8, K_VARINT, "has_filenames"},
+    {9, K_VARINT, "has_line_numbers"},
+    {10, K_VARINT, "has_inline_frames"},
 };
 
 static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
@@ -374,8 +420,8 @@ static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
 }
 
 static const pp_field function_fields[] = {
-        {1, K_VARINT, "id"},       {2, K_VARINT, "name"},       {3, K_VARINT, "system_name"},
-        {4, K_VARINT, "filename"}, {5, K_VARINT, "start_line"},
+    {1, K_VARINT, "id"},       {2, K_VARINT, "name"},       {3, K_VARINT, "system_name"},
+    {4, K_VARINT, "filename"}, {5, K_VARINT, "start_line"},
 };
 
 static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
@@ -398,10 +444,11 @@ static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
 }
 
 static const pp_field location_fields[] = {
-        {1, K_VARINT, "id"}, {2, K_VARINT, "mapping_id"}, {3, K_VARINT, "address"},
-        {4, K_LEN, "line"},  {5, K_VARINT, "is_folded"},
+    {1, K_VARINT, "id"}, {2, K_VARINT, "mapping_id"}, {3, K_VARINT, "address"},
+    {4, K_LEN, "line"},  {5, K_VARINT, "is_folded"},
 };
-static const pp_field line_fields[] = {{1, K_VARINT, "function_id"}, {2, K_VARINT, "line"}, {3, K_VARINT, "column"}};
+static const pp_field line_fields[] = {
+    {1, K_VARINT, "function_id"}, {2, K_VARINT, "line"}, {3, K_VARINT, "column"}};
 
 /* Reads a Line; *fn = index into functions, or MODEL_NONE for function_id 0. */
 static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn_err *err)
@@ -412,7 +459,8 @@ static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn
 	*fn = MODEL_NONE;
 	if (v[1] && !u64map_get(&d->function_ix, id_key(v[1]), fn))
 		return fail(err, 400, p, "function_id",
-		            "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1], d->n_functions);
+		            "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1],
+		            d->n_functions);
 	return 0;
 }
 
@@ -452,8 +500,9 @@ static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 		return fail(err, 400, &p, "id", "location id 0 is reserved (ids start at 1)");
 	loc->mapping = MODEL_NONE;
 	if (mapping_id && !u64map_get(&d->mapping_ix, id_key(mapping_id), &loc->mapping))
-		return fail(err, 400, &p, "mapping_id", "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)",
-		            mapping_id, d->n_mappings);
+		return fail(err, 400, &p, "mapping_id",
+		            "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)", mapping_id,
+		            d->n_mappings);
 	loc->count = loc->fn_lines ? loc->fn_lines : 1;
 	u64map_put(&d->location_ix, id_key(id), i);
 	return 0;
@@ -498,7 +547,8 @@ static void resolve_location(pp_dec *d, uint32_t li)
 		pb_reader lr = pb_reader_make(s);
 		uint64_t id = 0, v;
 		while (!pb_done(&lr)) {
-			if (pb_key(&lr, &num, &wt) < 0 || (wt == PB_VARINT ? pb_varint(&lr, &v) : pb_skip(&lr, wt)) < 0)
+			if (pb_key(&lr, &num, &wt) < 0 ||
+			    (wt == PB_VARINT ? pb_varint(&lr, &v) : pb_skip(&lr, wt)) < 0)
 				break;
 			if (num == 1 && wt == PB_VARINT)
 				id = v;
@@ -516,9 +566,10 @@ static void resolve_location(pp_dec *d, uint32_t li)
 
 /* ---- Samples ------------------------------------------------------------- */
 
-static const pp_field sample_fields[] = {{1, K_PACKABLE, "location_id"}, {2, K_PACKABLE, "value"}, {3, K_LEN, "label"}};
+static const pp_field sample_fields[] = {
+    {1, K_PACKABLE, "location_id"}, {2, K_PACKABLE, "value"}, {3, K_LEN, "label"}};
 static const pp_field label_fields[] = {
-        {1, K_VARINT, "key"}, {2, K_VARINT, "str"}, {3, K_VARINT, "num"}, {4, K_VARINT, "num_unit"}};
+    {1, K_VARINT, "key"}, {2, K_VARINT, "str"}, {3, K_VARINT, "num"}, {4, K_VARINT, "num_unit"}};
 
 typedef struct {
 	uint32_t index; /* sample index */
@@ -534,11 +585,13 @@ static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err
 		pp_path p = {"sample", c->index, NULL, 0};
 		char field[40];
 		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
-		return fail(err, 400, &p, field, "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
+		return fail(err, 400, &p, field,
+		            "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
 		            d->n_locations);
 	}
 	if (c->n_locs >= d->cap_stack_locs)
-		d->stack_locs = xgrow(d->stack_locs, &d->cap_stack_locs, (size_t)c->n_locs + 1, sizeof *d->stack_locs);
+		d->stack_locs =
+		    xgrow(d->stack_locs, &d->cap_stack_locs, (size_t)c->n_locs + 1, sizeof *d->stack_locs);
 	d->stack_locs[c->n_locs++] = li;
 	c->depth += d->locations[li].count;
 	return 0;
@@ -557,8 +610,9 @@ static int parse_label(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *n, kn
 {
 	uint64_t v[5] = {0};
 	slice_t key, str, unit;
-	if (read_scalars(d, msg, label_fields, 4, p, v, err) < 0 || string_at(d, v[1], &key, p, "key", err) < 0 ||
-	    string_at(d, v[2], &str, p, "str", err) < 0 || string_at(d, v[4], &unit, p, "num_unit", err) < 0)
+	if (read_scalars(d, msg, label_fields, 4, p, v, err) < 0 ||
+	    string_at(d, v[1], &key, p, "key", err) < 0 || string_at(d, v[2], &str, p, "str", err) < 0 ||
+	    string_at(d, v[4], &unit, p, "num_unit", err) < 0)
 		return -1;
 	/* Go's rule: a string label when str is set, else numeric when num or
 	 * num_unit is; a label with neither (or no key) carries nothing. */
@@ -598,17 +652,20 @@ static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 		} else {
 			slice_t s;
 			pp_path lp = {"sample", i, "label", n_label_msgs++};
-			if (read_len(d, &r, &s, &p, f->name, err) < 0 || parse_label(d, s, &lp, &n_labels, err) < 0)
+			if (read_len(d, &r, &s, &p, f->name, err) < 0 ||
+			    parse_label(d, s, &lp, &n_labels, err) < 0)
 				return -1;
 		}
 	}
 	if (rc < 0)
 		return -1;
 	if (n_values != d->n_types)
-		return fail(err, 400, &p, "value", "%" PRIu32 " values but the profile has %" PRIu32 " sample types", n_values,
+		return fail(err, 400, &p, "value",
+		            "%" PRIu32 " values but the profile has %" PRIu32 " sample types", n_values,
 		            d->n_types);
 	if (n_labels > LIMIT_LABELS)
-		return fail(err, 413, &p, "label", "sample has %" PRIu32 " labels; the limit is %u", n_labels, LIMIT_LABELS);
+		return fail(err, 413, &p, "label", "sample has %" PRIu32 " labels; the limit is %u", n_labels,
+		            LIMIT_LABELS);
 
 	uint64_t depth = c.depth < LIMIT_STACK_DEPTH ? c.depth : LIMIT_STACK_DEPTH;
 	d->frames_total += depth;
@@ -640,7 +697,8 @@ static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 
 static int is_samples_count(slice_t type, slice_t unit)
 {
-	return (slice_eq_cstr(type, "samples") || slice_eq_cstr(type, "sample")) && slice_eq_cstr(unit, "count");
+	return (slice_eq_cstr(type, "samples") || slice_eq_cstr(type, "sample")) &&
+	       slice_eq_cstr(unit, "count");
 }
 
 static void emit_profiles(pp_dec *d)
@@ -655,13 +713,15 @@ static void emit_profiles(pp_dec *d)
 	int64_t duration_ns = o->duration_ns ? o->duration_ns : d->duration_nanos;
 	for (uint32_t t = 0; t < d->n_types; t++) {
 		model_profile *p = model_profile_add(b);
-		model_profile_set_type(b, p, d->type_name[t], d->type_unit[t], d->period_type, d->period_unit, d->period);
+		model_profile_set_type(b, p, d->type_name[t], d->type_unit[t], d->period_type, d->period_unit,
+		                       d->period);
 		model_profile_set_service(b, p, o->service);
 		for (uint32_t l = 0; l < o->n_labels; l++)
 			model_profile_add_label(b, p, o->labels[l].key, o->labels[l].value);
 		p->aggregation = model_aggregation_of(d->type_name[t]);
 		p->cpu_alias = !has_cpu_ns && is_samples_count(d->type_name[t], d->type_unit[t]) &&
-		               slice_eq_cstr(d->period_type, "cpu") && slice_eq_cstr(d->period_unit, "nanoseconds");
+		               slice_eq_cstr(d->period_type, "cpu") &&
+		               slice_eq_cstr(d->period_unit, "nanoseconds");
 		p->time_ns = time_ns;
 		p->duration_ns = duration_ns;
 		for (uint32_t s = 0; s < d->n_samples; s++)
@@ -696,16 +756,19 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 		goto out;
 	for (int f = 1; f <= 6; f++)
 		if (counts.n[f] > UINT32_MAX / 2) {
-			err_set(err, 413, "profile has %zu %s entries", counts.n[f], profile_fields[f - 1].name);
+			err_set(err, 413, "profile has %zu %s entries", counts.n[f],
+			        profile_fields[f - 1].name);
 			goto out;
 		}
 	if (counts.n[1] > LIMIT_SAMPLE_TYPES) {
-		err_set(err, 413, "profile has %zu sample types; the limit is %u", counts.n[1], LIMIT_SAMPLE_TYPES);
+		err_set(err, 413, "profile has %zu sample types; the limit is %u", counts.n[1],
+		        LIMIT_SAMPLE_TYPES);
 		goto out;
 	}
 	if (counts.n[2] > max_rows) {
-		err_set(err, 413, "profile has %zu sample rows; the limit is %" PRIu32 " (maxDecodedSampleRows)", counts.n[2],
-		        max_rows);
+		err_set(err, 413,
+		        "profile has %zu sample rows; the limit is %" PRIu32 " (maxDecodedSampleRows)",
+		        counts.n[2], max_rows);
 		goto out;
 	}
 	if (counts.n[1] == 0) {
@@ -734,7 +797,8 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	if (scan_top(d, data, NULL, err) < 0)
 		goto out;
 	if (d->strings[0].n != 0) {
-		err_set(err, 400, "string_table[0]: must be the empty string (is %zu bytes)", d->strings[0].n);
+		err_set(err, 400, "string_table[0]: must be the empty string (is %zu bytes)",
+		        d->strings[0].n);
 		goto out;
 	}
 
@@ -778,7 +842,8 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 		if (parse_sample(d, i, err) < 0)
 			goto out;
 	if (d->frames_over) {
-		err_set(err, 413, "request writes out %" PRIu64 " frames; the limit is %u: lower the batch size",
+		err_set(err, 413,
+		        "request writes out %" PRIu64 " frames; the limit is %u: lower the batch size",
 		        d->frames_total, LIMIT_REQUEST_FRAMES);
 		goto out;
 	}

@@ -183,8 +183,12 @@ static void test_corrupt(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_is_gzip),    cmocka_unit_test(test_round_trip), cmocka_unit_test(test_concatenated_members),
-	        cmocka_unit_test(test_bomb),       cmocka_unit_test(test_exact_limit), cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_is_gzip),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_concatenated_members),
+	    cmocka_unit_test(test_bomb),
+	    cmocka_unit_test(test_exact_limit),
+	    cmocka_unit_test(test_corrupt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,23 +20,23 @@ static void test_varint_edges(void **state)
 		int rc;
 		uint64_t v;
 	} cases[] = {
-	        {{0x00}, 1, 0, 0},
-	        {{0x01}, 1, 0, 1},
-	        {{0x7f}, 1, 0, 127},
-	        {{0x80, 0x01}, 2, 0, 128},
-	        {{0xff, 0xff, 0xff, 0xff, 0x0f}, 5, 0, 0xffffffffu},
-	        /* UINT64_MAX: nine 0xff then 0x01 */
-	        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10, 0, UINT64_MAX},
-	        /* 10th byte 2: bit 64 would be set */
-	        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 10, -1, 0},
-	        /* 11 bytes */
-	        {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 11, -1, 0},
-	        /* non-minimal but within 10 bytes is accepted */
-	        {{0x81, 0x80, 0x00}, 3, 0, 1},
-	        /* truncated */
-	        {{0x80}, 1, -1, 0},
-	        {{0xff, 0xff}, 2, -1, 0},
-	        {{0}, 0, -1, 0},
+	    {{0x00}, 1, 0, 0},
+	    {{0x01}, 1, 0, 1},
+	    {{0x7f}, 1, 0, 127},
+	    {{0x80, 0x01}, 2, 0, 128},
+	    {{0xff, 0xff, 0xff, 0xff, 0x0f}, 5, 0, 0xffffffffu},
+	    /* UINT64_MAX: nine 0xff then 0x01 */
+	    {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10, 0, UINT64_MAX},
+	    /* 10th byte 2: bit 64 would be set */
+	    {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 10, -1, 0},
+	    /* 11 bytes */
+	    {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 11, -1, 0},
+	    /* non-minimal but within 10 bytes is accepted */
+	    {{0x81, 0x80, 0x00}, 3, 0, 1},
+	    /* truncated */
+	    {{0x80}, 1, -1, 0},
+	    {{0xff, 0xff}, 2, -1, 0},
+	    {{0}, 0, -1, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		pb_reader r = reader_of(cases[i].in, cases[i].n);
@@ -291,10 +291,13 @@ static void test_nested_length_widths(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_varint_edges),      cmocka_unit_test(test_varint_does_not_read_past_end),
-	        cmocka_unit_test(test_key),               cmocka_unit_test(test_bytes_bounds),
-	        cmocka_unit_test(test_fixed_and_skip),    cmocka_unit_test(test_writer_round_trip),
-	        cmocka_unit_test(test_nested_length_widths),
+	    cmocka_unit_test(test_varint_edges),
+	    cmocka_unit_test(test_varint_does_not_read_past_end),
+	    cmocka_unit_test(test_key),
+	    cmocka_unit_test(test_bytes_bounds),
+	    cmocka_unit_test(test_fixed_and_skip),
+	    cmocka_unit_test(test_writer_round_trip),
+	    cmocka_unit_test(test_nested_length_widths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

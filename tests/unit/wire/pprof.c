@@ -71,18 +71,18 @@ static const struct {
 	struct expected_type types[4];
 	uint32_t cpu_alias; /* bit per type */
 } fixtures[] = {
-        {"go-cpu-fib.pb.gz", 2, {{"samples:count", 2974}, {"cpu:nanoseconds", 29740000000}}, 0},
-        {"go-cpu-span-labels.pb.gz", 2, {{"samples:count", 873}, {"cpu:nanoseconds", 8730000000}}, 0},
-        {"go-cpu-two-stacks.pb.gz", 1, {{"cpu:nanoseconds", 368421046}}, 0},
-        {"go-heap-delta.pb.gz",
-         4,
-         {{"alloc_objects:count", 153434653},
-          {"alloc_space:bytes", 80453753612},
-          {"inuse_objects:count", 535448},
-          {"inuse_space:bytes", 666938665}},
-         0},
-        {"nodejs-wall.pb.gz", 2, {{"samples:count", 898}, {"wall:microseconds", 8980000}}, 0},
-        {"python-pyspy-not-gzipped.pb", 1, {{"samples:count", 781}}, 0},
+    {"go-cpu-fib.pb.gz", 2, {{"samples:count", 2974}, {"cpu:nanoseconds", 29740000000}}, 0},
+    {"go-cpu-span-labels.pb.gz", 2, {{"samples:count", 873}, {"cpu:nanoseconds", 8730000000}}, 0},
+    {"go-cpu-two-stacks.pb.gz", 1, {{"cpu:nanoseconds", 368421046}}, 0},
+    {"go-heap-delta.pb.gz",
+     4,
+     {{"alloc_objects:count", 153434653},
+      {"alloc_space:bytes", 80453753612},
+      {"inuse_objects:count", 535448},
+      {"inuse_space:bytes", 666938665}},
+     0},
+    {"nodejs-wall.pb.gz", 2, {{"samples:count", 898}, {"wall:microseconds", 8980000}}, 0},
+    {"python-pyspy-not-gzipped.pb", 1, {{"samples:count", 781}}, 0},
 };
 
 static void test_testdata_totals(void **state)
@@ -100,11 +100,12 @@ static void test_testdata_totals(void **state)
 			char name[128];
 			model_type_name(&b->profiles[t], name, sizeof name);
 			if (strcmp(name, fixtures[f].types[t].type) != 0)
-				fail_msg("%s: type %u is %s, want %s", fixtures[f].file, t, name, fixtures[f].types[t].type);
+				fail_msg("%s: type %u is %s, want %s", fixtures[f].file, t, name,
+				         fixtures[f].types[t].type);
 			int64_t total = profile_total(b, &b->profiles[t]);
 			if (total != fixtures[f].types[t].total)
-				fail_msg("%s %s: total %lld, want %lld", fixtures[f].file, name, (long long)total,
-				         (long long)fixtures[f].types[t].total);
+				fail_msg("%s %s: total %lld, want %lld", fixtures[f].file, name,
+				         (long long)total, (long long)fixtures[f].types[t].total);
 			assert_int_equal(b->profiles[t].cpu_alias, (fixtures[f].cpu_alias >> t) & 1);
 			assert_true(slice_eq_cstr(b->profiles[t].service, "svc"));
 			assert_true(b->profiles[t].time_ns != 0);
@@ -134,7 +135,8 @@ static void test_testdata_details(void **state)
 	assert_true(b->n_attrsets > 1);
 	int found = 0;
 	for (uint32_t i = 0; i < b->n_attr_labels; i++)
-		if (slice_eq_cstr(b->attr_labels[i].key, "bytes") && slice_eq_cstr(b->attr_labels[i].value, "576"))
+		if (slice_eq_cstr(b->attr_labels[i].key, "bytes") &&
+		    slice_eq_cstr(b->attr_labels[i].value, "576"))
 			found = 1;
 	assert_true(found);
 	model_batch_free(b);
@@ -170,8 +172,8 @@ static void test_testdata_details(void **state)
 
 /* Strings of the base profile. */
 enum { S_EMPTY, S_CPU, S_NS, S_MAIN, S_FOO, S_APP, S_SAMPLES, S_COUNT, S_BAR, S_KEY, S_VAL, N_STRINGS };
-static const char *base_strings[N_STRINGS] = {"",    "cpu", "nanoseconds", "main", "foo", "/bin/app",
-                                              "samples", "count", "bar", "key", "val"};
+static const char *base_strings[N_STRINGS] = {"",        "cpu",   "nanoseconds", "main", "foo", "/bin/app",
+                                              "samples", "count", "bar",         "key",  "val"};
 
 static void put_strings(buf_t *b, const char *const *s, size_t n)
 {
@@ -666,56 +668,59 @@ static const struct {
 	int status;
 	const char *msg; /* substring */
 } bad_cases[] = {
-        {"truncated", m_truncated, 0, 400, "duration_nanos: truncated or overlong varint at byte"},
-        {"varint 10th byte > 1", m_varint_overflow, 0, 400, "time_nanos: truncated or overlong varint"},
-        {"11-byte varint", m_varint_11_bytes, 0, 400, "period: truncated or overlong varint"},
-        {"field 0", m_field_zero, 0, 400, "profile: malformed field key at byte"},
-        {"wire type 7", m_wire_type_7, 0, 400, "profile: malformed field key"},
-        {"group", m_group, 0, 400, "profile: unknown field 20 (wire type 3) at byte"},
-        {"sample as varint", m_sample_as_varint, 0, 400,
-         "sample: wire type 0 (varint), expected length-delimited (field 2"},
-        {"time_nanos as bytes", m_time_as_bytes, 0, 400,
-         "time_nanos: wire type 2 (length-delimited), expected varint"},
-        {"location_id as fixed32", m_location_id_fixed32, 0, 400,
-         "sample[1].location_id: wire type 5 (fixed32), expected varint or packed"},
-        {"length past the end", m_oversized_length, 0, 400, "sample[1]: length at byte"},
-        {"negative length", m_negative_length, 0, 400, "sample[1]: length at byte"},
-        {"location id missing", m_location_missing, 0, 400,
-         "sample[1].location_id[0]: location id 99 not found (profile has 2 locations)"},
-        {"location id 0", m_location_zero, 0, 400, "sample[1].location_id[0]: location id 0 not found"},
-        {"string index out of range", m_function_name_range, 0, 400,
-         "function[3].name: string index 99 out of range (string_table has 11 entries)"},
-        {"negative string index", m_function_name_negative, 0, 400,
-         "function[3].name: string index -1 out of range (string_table has 11 entries)"},
-        {"mapping id missing", m_mapping_missing, 0, 400,
-         "location[2].mapping_id: mapping id 7 not found (profile has 1 mappings)"},
-        {"function id missing", m_line_function_missing, 0, 400,
-         "location[2].line[0].function_id: function id 42 not found (profile has 3 functions)"},
-        {"65 sample types", m_65_types, 0, 413, "profile has 65 sample types; the limit is 64"},
-        {"10001 rows", m_10001_rows, 0, 413,
-         "profile has 10001 sample rows; the limit is 10000 (maxDecodedSampleRows)"},
-        {"two values for one type", m_two_values, 0, 400,
-         "sample[1].value: 2 values but the profile has 1 sample types"},
-        {"no values", m_no_values, 0, 400, "sample[1].value: 0 values but the profile has 1 sample types"},
-        {"string_table[0] not empty", m_first_string_not_empty, 0, 400,
-         "string_table[0]: must be the empty string"},
-        {"no string table", m_no_strings, 0, 400, "string_table is empty"},
-        {"no sample type", m_no_sample_type, 0, 400, "profile has no sample_type"},
-        {"mapping id 0", m_mapping_id_zero, 0, 400, "mapping[1].id: mapping id 0 is reserved"},
-        {"location id 0 defined", m_location_id_zero, 0, 400, "location[2].id: location id 0 is reserved"},
-        {"unit out of range", m_unit_range, 0, 400, "sample_type[1].unit: string index 500 out of range"},
-        {"period_type out of range", m_period_type_range, 0, 400, "period_type.type: string index 77 out of range"},
-        {"label key out of range", m_label_key_range, 0, 400, "sample[1].label[0].key: string index 99 out of range"},
-        {"malformed packed varint", m_packed_malformed, 0, 400, "sample[1].location_id: malformed packed varint"},
-        {"65 labels", m_65_labels, 0, 413, "sample[1].label: sample has 65 labels; the limit is 64"},
-        {"drop_frames out of range", m_drop_frames_range, 0, 400, "drop_frames: string index 50 out of range"},
-        {"comment out of range", m_comment_range, 0, 400, "comment[1]: string index 60 out of range"},
-        {"line field wire type", m_line_wire_type, 0, 400,
-         "location[2].line[0].function_id: wire type 2 (length-delimited), expected varint"},
-        {"label length past the end", m_label_truncated, 0, 400, "sample[1].label: length at byte"},
-        {"unknown field truncated", m_unknown_field_truncated, 0, 400, "profile: unknown field 100 (wire type 1)"},
-        {"request frames", m_nothing, LIMIT_REQUEST_FRAMES - 1, 413,
-         "request writes out 1000001 frames; the limit is 1000000: lower the batch size"},
+    {"truncated", m_truncated, 0, 400, "duration_nanos: truncated or overlong varint at byte"},
+    {"varint 10th byte > 1", m_varint_overflow, 0, 400, "time_nanos: truncated or overlong varint"},
+    {"11-byte varint", m_varint_11_bytes, 0, 400, "period: truncated or overlong varint"},
+    {"field 0", m_field_zero, 0, 400, "profile: malformed field key at byte"},
+    {"wire type 7", m_wire_type_7, 0, 400, "profile: malformed field key"},
+    {"group", m_group, 0, 400, "profile: unknown field 20 (wire type 3) at byte"},
+    {"sample as varint", m_sample_as_varint, 0, 400,
+     "sample: wire type 0 (varint), expected length-delimited (field 2"},
+    {"time_nanos as bytes", m_time_as_bytes, 0, 400,
+     "time_nanos: wire type 2 (length-delimited), expected varint"},
+    {"location_id as fixed32", m_location_id_fixed32, 0, 400,
+     "sample[1].location_id: wire type 5 (fixed32), expected varint or packed"},
+    {"length past the end", m_oversized_length, 0, 400, "sample[1]: length at byte"},
+    {"negative length", m_negative_length, 0, 400, "sample[1]: length at byte"},
+    {"location id missing", m_location_missing, 0, 400,
+     "sample[1].location_id[0]: location id 99 not found (profile has 2 locations)"},
+    {"location id 0", m_location_zero, 0, 400, "sample[1].location_id[0]: location id 0 not found"},
+    {"string index out of range", m_function_name_range, 0, 400,
+     "function[3].name: string index 99 out of range (string_table has 11 entries)"},
+    {"negative string index", m_function_name_negative, 0, 400,
+     "function[3].name: string index -1 out of range (string_table has 11 entries)"},
+    {"mapping id missing", m_mapping_missing, 0, 400,
+     "location[2].mapping_id: mapping id 7 not found (profile has 1 mappings)"},
+    {"function id missing", m_line_function_missing, 0, 400,
+     "location[2].line[0].function_id: function id 42 not found (profile has 3 functions)"},
+    {"65 sample types", m_65_types, 0, 413, "profile has 65 sample types; the limit is 64"},
+    {"10001 rows", m_10001_rows, 0, 413,
+     "profile has 10001 sample rows; the limit is 10000 (maxDecodedSampleRows)"},
+    {"two values for one type", m_two_values, 0, 400,
+     "sample[1].value: 2 values but the profile has 1 sample types"},
+    {"no values", m_no_values, 0, 400, "sample[1].value: 0 values but the profile has 1 sample types"},
+    {"string_table[0] not empty", m_first_string_not_empty, 0, 400,
+     "string_table[0]: must be the empty string"},
+    {"no string table", m_no_strings, 0, 400, "string_table is empty"},
+    {"no sample type", m_no_sample_type, 0, 400, "profile has no sample_type"},
+    {"mapping id 0", m_mapping_id_zero, 0, 400, "mapping[1].id: mapping id 0 is reserved"},
+    {"location id 0 defined", m_location_id_zero, 0, 400, "location[2].id: location id 0 is reserved"},
+    {"unit out of range", m_unit_range, 0, 400, "sample_type[1].unit: string index 500 out of range"},
+    {"period_type out of range", m_period_type_range, 0, 400,
+     "period_type.type: string index 77 out of range"},
+    {"label key out of range", m_label_key_range, 0, 400,
+     "sample[1].label[0].key: string index 99 out of range"},
+    {"malformed packed varint", m_packed_malformed, 0, 400, "sample[1].location_id: malformed packed varint"},
+    {"65 labels", m_65_labels, 0, 413, "sample[1].label: sample has 65 labels; the limit is 64"},
+    {"drop_frames out of range", m_drop_frames_range, 0, 400, "drop_frames: string index 50 out of range"},
+    {"comment out of range", m_comment_range, 0, 400, "comment[1]: string index 60 out of range"},
+    {"line field wire type", m_line_wire_type, 0, 400,
+     "location[2].line[0].function_id: wire type 2 (length-delimited), expected varint"},
+    {"label length past the end", m_label_truncated, 0, 400, "sample[1].label: length at byte"},
+    {"unknown field truncated", m_unknown_field_truncated, 0, 400,
+     "profile: unknown field 100 (wire type 1)"},
+    {"request frames", m_nothing, LIMIT_REQUEST_FRAMES - 1, 413,
+     "request writes out 1000001 frames; the limit is 1000000: lower the batch size"},
 };
 
 static void test_bad_inputs(void **state)
@@ -730,8 +735,9 @@ static void test_bad_inputs(void **state)
 		kn_err err = {0};
 		int rc = pprof_decode(buf_slice(&b), &default_opts, mb, &err);
 		if (rc != -1 || err.status != bad_cases[i].status || !strstr(err.msg, bad_cases[i].msg))
-			fail_msg("case %zu (%s): rc %d status %d msg \"%s\"; want %d \"%s\"", i, bad_cases[i].name, rc,
-			         err.status, err.msg, bad_cases[i].status, bad_cases[i].msg);
+			fail_msg("case %zu (%s): rc %d status %d msg \"%s\"; want %d \"%s\"", i,
+			         bad_cases[i].name, rc, err.status, err.msg, bad_cases[i].status,
+			         bad_cases[i].msg);
 		model_batch_free(mb);
 		buf_free(&b);
 	}
@@ -842,7 +848,8 @@ static void test_encode_round_trip(void **state)
 			assert_int_equal(p->samples_count > 0, b->profiles[t].samples_count > 0);
 			for (uint32_t i = 0; i < again->n_frames; i++)
 				if (!again->frames[i].unsymbolized)
-					assert_true(again->frames[i].name.n > 0 || again->frames[i].binary.n == 0);
+					assert_true(again->frames[i].name.n > 0 ||
+					            again->frames[i].binary.n == 0);
 			model_batch_free(again);
 			buf_free(&out);
 			tree_free(&tree);
@@ -857,15 +864,25 @@ static void test_encode_unsymbolized_and_limit(void **state)
 {
 	(void)state;
 	model_frame frames[2] = {
-	        {.name = slice_cstr("main"), .file = slice_cstr("main.go"), .binary = slice_cstr("/usr/bin/app")},
-	        {.binary = slice_cstr("/usr/lib/libc.so.6"), .build_id = slice_cstr("abc"), .unsymbolized = 1},
+	    {.name = slice_cstr("main"), .file = slice_cstr("main.go"), .binary = slice_cstr("/usr/bin/app")},
+	    {.binary = slice_cstr("/usr/lib/libc.so.6"), .build_id = slice_cstr("abc"), .unsymbolized = 1},
 	};
 	uint32_t parent[] = {0, 0, 1}, frame[] = {0, 0, 1};
 	int64_t self[] = {0, 5, 7}, total[] = {12, 12, 7};
-	model_tree t = {.n_nodes = 3, .parent = parent, .frame = frame, .self = self, .total = total,
-	                .frames = frames, .n_frames = 2, .sample_type = slice_cstr("cpu"),
-	                .sample_unit = slice_cstr("nanoseconds"), .period_type = slice_cstr("cpu"),
-	                .period_unit = slice_cstr("nanoseconds"), .period = 10, .time_ns = 5, .duration_ns = 6};
+	model_tree t = {.n_nodes = 3,
+	                .parent = parent,
+	                .frame = frame,
+	                .self = self,
+	                .total = total,
+	                .frames = frames,
+	                .n_frames = 2,
+	                .sample_type = slice_cstr("cpu"),
+	                .sample_unit = slice_cstr("nanoseconds"),
+	                .period_type = slice_cstr("cpu"),
+	                .period_unit = slice_cstr("nanoseconds"),
+	                .period = 10,
+	                .time_ns = 5,
+	                .duration_ns = 6};
 	buf_t out;
 	buf_init(&out, SIZE_MAX);
 	kn_err err = {0};
@@ -900,17 +917,17 @@ static void test_encode_unsymbolized_and_limit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_testdata_totals),
-	        cmocka_unit_test(test_testdata_details),
-	        cmocka_unit_test(test_base_profile),
-	        cmocka_unit_test(test_inline_order),
-	        cmocka_unit_test(test_function_id_zero_and_duplicates),
-	        cmocka_unit_test(test_stack_depth_limit),
-	        cmocka_unit_test(test_bad_inputs),
-	        cmocka_unit_test(test_max_rows_option),
-	        cmocka_unit_test(test_every_truncation),
-	        cmocka_unit_test(test_encode_round_trip),
-	        cmocka_unit_test(test_encode_unsymbolized_and_limit),
+	    cmocka_unit_test(test_testdata_totals),
+	    cmocka_unit_test(test_testdata_details),
+	    cmocka_unit_test(test_base_profile),
+	    cmocka_unit_test(test_inline_order),
+	    cmocka_unit_test(test_function_id_zero_and_duplicates),
+	    cmocka_unit_test(test_stack_depth_limit),
+	    cmocka_unit_test(test_bad_inputs),
+	    cmocka_unit_test(test_max_rows_option),
+	    cmocka_unit_test(test_every_truncation),
+	    cmocka_unit_test(test_encode_round_trip),
+	    cmocka_unit_test(test_encode_unsymbolized_and_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
