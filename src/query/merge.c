@@ -19,7 +19,7 @@ typedef struct {
 	uint32_t n_parts;
 
 	u64map_t snap_ix;     /* global series id -> index in snap_count */
-	uint32_t *snap_count; /* snapshots (distinct start times) of a snapshot series */
+	uint32_t *snap_count; /* snapshots (chunks) of a snapshot series */
 	size_t cap_snap;
 	uint32_t n_snap;
 
@@ -58,8 +58,9 @@ static void merge_ctx_free(merge_ctx *c)
 	free(c->acc_d);
 }
 
-/* Counts the snapshots of each snapshot series over all partitions: a series
- * that spans two days has snapshots in both. */
+/* Counts the snapshots (chunks: the store keeps one per profile and series)
+ * of each snapshot series over all partitions: a series that spans two days
+ * has snapshots in both. The same profile uploaded twice is two snapshots. */
 static void count_snapshots(merge_ctx *c)
 {
 	for (uint32_t p = 0; p < c->n_parts; p++) {
@@ -69,8 +70,6 @@ static void count_snapshots(merge_ctx *c)
 			const query_sel *sel = query_part_sel(qp, h);
 			if (!sel->snapshot)
 				continue;
-			if (i > 0 && h[-1].series == h->series && h[-1].t_ns == h->t_ns)
-				continue; /* one snapshot stored as several chunks */
 			int inserted;
 			uint32_t ix = u64map_get_or_put(&c->snap_ix, sel->id, c->n_snap, &inserted);
 			if (inserted) {

@@ -14,7 +14,6 @@
 /* A snapshot chunk; window chunks go straight into their bucket. */
 typedef struct {
 	uint64_t series;
-	int64_t t_ns;
 	int64_t value;
 	uint32_t bucket;
 } snap_rec;
@@ -26,8 +25,6 @@ static int snap_cmp(const void *a, const void *b)
 		return x->series < y->series ? -1 : 1;
 	if (x->bucket != y->bucket)
 		return x->bucket < y->bucket ? -1 : 1;
-	if (x->t_ns != y->t_ns)
-		return x->t_ns < y->t_ns ? -1 : 1;
 	return 0;
 }
 
@@ -75,12 +72,12 @@ static int add_partition(store_view *v, const query_part *qp, timeline *tl, kn_e
 			continue;
 		}
 		tl->snaps = xgrow(tl->snaps, &tl->cap_snaps, tl->n_snaps + 1, sizeof *tl->snaps);
-		tl->snaps[tl->n_snaps++] = (snap_rec){sel->id, h->t_ns, value, (uint32_t)b};
+		tl->snaps[tl->n_snaps++] = (snap_rec){sel->id, value, (uint32_t)b};
 	}
 	return 0;
 }
 
-/* Per (series, bucket): the sum of its snapshots over their number. */
+/* Per (series, bucket): the sum of its snapshots (chunks) over their number. */
 static void average_snapshots(timeline *tl)
 {
 	if (tl->n_snaps > 1)
@@ -94,8 +91,7 @@ static void average_snapshots(timeline *tl)
 		       tl->snaps[j].bucket == tl->snaps[i].bucket;
 		     j++) {
 			sum += (double)tl->snaps[j].value;
-			if (j == i || tl->snaps[j].t_ns != tl->snaps[j - 1].t_ns)
-				count++;
+			count++;
 		}
 		tl->avg[tl->snaps[i].bucket] += sum / count;
 		i = j;

@@ -90,6 +90,17 @@ static void test_snapshots_average_per_series_then_sum(void **state)
 	arena_free(m.a);
 }
 
+static void test_same_snapshot_twice_is_averaged(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0, "main;alloc 100");
+	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0, "main;alloc 100");
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;work 7");
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;work 7");
+	expect_merged(f, "mem", "inuse_space:bytes", T0, T0 + 60, "main;alloc", 100, 100);
+	expect_merged(f, "api", "cpu:nanoseconds", T0, T0 + 60, "main;work", 14, 14);
+}
+
 static void test_snapshot_averages_round_and_zero_nodes_are_pruned(void **state)
 {
 	qfix *f = *state;
@@ -269,6 +280,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_snapshots_average_per_series_then_sum, qfix_setup,
 	                                    qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_same_snapshot_twice_is_averaged, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot_averages_round_and_zero_nodes_are_pruned,
 	                                    qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_windows_sum_over_profiles_and_series, qfix_setup,
