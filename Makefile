@@ -7,10 +7,11 @@ CC       ?= cc
 BUILD    ?= build
 PKGS     := libevent libevent_pthreads libnghttp2 libcurl sqlite3 libdeflate libzstd jansson libfyaml libxxhash openssl
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wimplicit-fallthrough -Wno-unused-parameter
+# CFLAGS is the user's (optimisation, sanitizers); KFLAGS is what Kiln always needs.
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+KFLAGS   := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(CI),true)
-CFLAGS   += -Werror
+KFLAGS   += -Werror
 endif
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 
@@ -33,7 +34,8 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) $(KFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/ui_assets.c: $(UI_FILES) scripts/embed-ui.sh
 	@mkdir -p $(dir $@)
@@ -41,27 +43,27 @@ $(BUILD)/gen/ui_assets.c: $(UI_FILES) scripts/embed-ui.sh
 
 $(BUILD)/obj/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(KFLAGS) -c $< -o $@
 
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/kiln: $(BUILD)/obj/src/cli/main.o $(BUILD)/libkiln.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(KFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libkiln.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(KFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) -lcmocka
 
 # Fuzz targets built with a plain main() that replays a corpus (gcc, no libFuzzer).
 $(BUILD)/tests/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/libkiln.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(KFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/libkiln.a $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(KFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS)
 
 run: deps
 	$(MAKE) all

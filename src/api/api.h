@@ -27,7 +27,7 @@ uint32_t api_inflight(api_ctx *a);
 int api_upload_on_headers(http_req *r, void *ctx);
 void api_upload_on_request(http_req *r, void *ctx);
 
-/* UI listener: /api/*, /healthz, the UI. */
+/* UI listener: the /api routes, /healthz, the UI. */
 int api_ui_on_headers(http_req *r, void *ctx);
 void api_ui_on_request(http_req *r, void *ctx);
 

@@ -180,11 +180,12 @@ static int sample_cmp(const void *a, const void *b)
 
 void model_profile_finish(model_batch *b, model_profile *p)
 {
-	model_label *labels = b->series_labels + p->labels_first;
+	/* The arrays may still be NULL when a profile has no labels or samples. */
+	model_label *labels = p->labels_count ? b->series_labels + p->labels_first : NULL;
 	if (p->labels_count > 1)
 		qsort(labels, p->labels_count, sizeof *labels, label_cmp);
 
-	model_sample *s = b->samples + p->samples_first;
+	model_sample *s = p->samples_count ? b->samples + p->samples_first : NULL;
 	if (p->samples_count > 1)
 		qsort(s, p->samples_count, sizeof *s, sample_cmp);
 	uint32_t out = 0;
