@@ -18,9 +18,9 @@ export async function goBuild(name) {
 }
 
 // Starts a program that prints "port=N" on stdout; resolves {proc, port, url, stop()}.
-export function startGoServer(bin, args = [], timeoutMs = 10000) {
+export function startGoServer(bin, args = [], timeoutMs = 10000, env = {}) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`${bin} printed no port: ${out} ${err}`)); }, timeoutMs);

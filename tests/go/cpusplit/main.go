@@ -59,6 +59,10 @@ func burn() {
 		hot()
 		hot()
 		cold()
+		// Yield between rounds so the runtime never has to preempt the loops
+		// asynchronously (runtime.asyncPreempt would take leaf samples from
+		// hot/cold); the test also runs with GODEBUG=asyncpreemptoff=1.
+		runtime.Gosched()
 	}
 }
 
