@@ -110,9 +110,28 @@ static void query_work(void *arg)
 	loop_post(j->api->loop, query_reply, j);
 }
 
+/* A misspelt parameter (lable.x, servce) would silently widen the query: refuse it. */
+static int check_known(const params_t *p, kn_err *err)
+{
+	static const char *known[] = {"from", "until", "service", "type", "limit", "step"};
+	for (uint32_t i = 0; i < p->n; i++) {
+		const char *k = p->items[i].key;
+		int ok = strncmp(k, "label.", 6) == 0;
+		for (size_t n = 0; n < sizeof known / sizeof *known; n++)
+			ok |= !strcmp(k, known[n]);
+		if (!ok)
+			return err_set(err, 400,
+			               "unknown parameter %.64s; known: service, type, from, until, limit, step, label.NAME",
+			               k);
+	}
+	return 0;
+}
+
 static int parse_query(query_job *j, const params_t *p, int needs_service, int needs_type)
 {
 	kn_err *err = &j->err;
+	if (check_known(p, err) < 0)
+		return -1;
 	j->q.project = slice_cstr(j->api->project);
 	if (params_range(p, time_now_ns(), &j->q.from_ns, &j->q.until_ns, err) < 0)
 		return -1;
