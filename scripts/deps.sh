@@ -9,7 +9,7 @@ pkgs=(
   libdeflate-dev libzstd-dev libjansson-dev libfyaml-dev libxxhash-dev libssl-dev
   libcmocka-dev
   clang libclang-rt-14-dev
-  golang-go nodejs npm curl ca-certificates
+  golang-go nodejs npm curl ca-certificates nghttp2-client
 )
 
 missing=()
