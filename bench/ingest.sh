@@ -5,7 +5,8 @@
 # total of one calibration upload, tells how many uploads were really stored.
 #
 #   bench/ingest.sh [cpu|heap ...]       (default: cpu heap)
-# Environment: CONNS (8), THREADS (1), DURATION (20), WARMUP (5),
+# Environment: CONNS (one measured run per value; default "8 32 64" for cpu,
+#              "8 32" for heap), THREADS (1), DURATION (20), WARMUP (5),
 #              PERF=1 also records `perf record -g` of the server under the
 #              same load for 10 s after the measured run (report in $TMPD).
 set -euo pipefail
@@ -13,11 +14,58 @@ source "$(dirname "$0")/lib.sh"
 need_bins pprof_total decode
 command -v wrk >/dev/null || die "wrk missing: bench/run.sh installs it (apt-get install wrk)"
 
-CONNS=${CONNS:-8}
 THREADS=${THREADS:-1}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-5}
 LUA=$BENCH_DIR/upload.lua
+
+# measure NAME FILE TYPE TARGET CONNS WINDOW PER_UPLOAD: one measured wrk run.
+measure() {
+	local name=$1 file=$2 type=$3 target=$4 conns=$5 w_run=$6 per_upload=$7
+	local cmd="wrk -t$THREADS -c$conns -d${DURATION}s --latency -s bench/upload.lua http://127.0.0.1:PORT -- $(basename "$file") bench-$name-c$conns FROM UNTIL"
+	log "ingest $name: $cmd"
+	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1
+	wait_quiet
+	read -r mb0 mt0 < <(proc_stat)
+	tk0=$(cpu_ticks "$SERVER_PID")
+	t0=$(now_s)
+	wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
+		-- "$file" "bench-$name-c$conns" "$w_run" $((w_run + 10)) >"$TMPD/ingest-$name-c$conns-wrk.txt"
+	t1=$(now_s)
+	tk1=$(cpu_ticks "$SERVER_PID")
+	read -r mb1 mt1 < <(proc_stat)
+	cat "$TMPD/ingest-$name-c$conns-wrk.txt" >&2
+	local line
+	line=$(grep '^KILN_WRK' "$TMPD/ingest-$name-c$conns-wrk.txt")
+	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
+	local requests non2xx dur_us p50 p99 rps cpu
+	requests=$(kv requests) non2xx=$(kv non2xx) dur_us=$(kv duration_us)
+	p50=$(calc "$(kv p50_us) / 1000") p99=$(calc "$(kv p99_us) / 1000")
+	rps=$(calc "($requests - $non2xx) / ($dur_us / 1e6)")
+	cpu=$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")
+
+	sleep 1 # uploads wrk gave up on at the end are still answered by the server
+	local stored_total stored
+	stored_total=$(flame_total "bench-$name-c$conns" "$type" $((w_run - 30)) $((w_run + 40)))
+	stored=$(calc "$stored_total / $per_upload")
+	local ok=$((requests - non2xx))
+	log "ingest $name: $ok answered 200 (non-2xx $non2xx), $stored stored (flame graph total $stored_total / $per_upload per upload)"
+	local verified=yes
+	awk -v s="$stored" -v ok="$ok" -v c="$conns" 'BEGIN { exit !(s >= ok && s <= ok + c) }' || verified=NO
+
+	local status
+	status=$(awk -v r="$rps" -v t="$target" 'BEGIN { if (r >= t) print "met"; else printf "MISSED by %.0f%%", 100 * (t - r) / t }')
+	result ingest "$name uploads/s (c=$conns)" "$rps" ">= $target" "$status" "$cmd"
+	result ingest "$name c=$conns p50 / p99 ms" "$p50 / $p99" "-" "-" "$cmd"
+	result ingest "$name c=$conns server CPU % (of 200)" "$cpu" "-" "-" "$cmd"
+	result ingest "$name c=$conns machine CPU % (all)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
+	result ingest "$name c=$conns stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
+	if [ "$name" = heap ]; then
+		result ingest "heap c=$conns values/s (4 types)" "$(calc "$rps * 4942 * 4")" ">= 4e6" \
+			"$(awk -v r="$rps" 'BEGIN { print (r * 4942 * 4 >= 4e6) ? "met" : "MISSED" }')" "$cmd"
+	fi
+
+}
 
 run_case() {
 	local name=$1 file type target
@@ -26,6 +74,8 @@ run_case() {
 	heap) file=$TESTDATA/go-heap-delta.pb.gz type=alloc_space:bytes target=200 ;;
 	*) die "unknown case $name (cpu|heap)" ;;
 	esac
+	local CONNS=${CONNS:-}
+	[ -n "$CONNS" ] || { [ "$name" = cpu ] && CONNS="8 32 64" || CONNS="8 32"; }
 	# The worker's CPU per upload (gunzip + decode, one thread, no network, no
 	# store): the ceiling the 2-core worker pool puts on this case.
 	wait_quiet
@@ -42,9 +92,9 @@ run_case() {
 	start_server "$data" "$logf"
 	log "ingest $name: server pid $SERVER_PID upload :$UPLOAD_PORT ui :$UI_PORT, $(basename "$file") ($(stat -c %s "$file") bytes)"
 
-	# Three windows an hour apart (two hours ago): calibration, warm-up, measured.
+	# Windows (two hours ago): calibration, warm-up, then one per measured run.
 	local base=$(($(date +%s) / 3600 * 3600 - 7200))
-	local w_cal=$base w_warm=$((base + 600)) w_run=$((base + 1200))
+	local w_cal=$base w_warm=$((base + 300)) w_run=$((base + 900))
 
 	curl -sf --data-binary @"$file" "http://127.0.0.1:$UPLOAD_PORT/profiling/upload?serviceName=cal-$name&from=$w_cal&until=$((w_cal + 10))" >/dev/null ||
 		die "calibration upload failed"
@@ -54,55 +104,18 @@ run_case() {
 	[ "$per_upload" = "$expected" ] || log "WARNING: one upload shows total $per_upload in Kiln, the file holds $expected"
 
 	log "ingest $name: warm-up ${WARMUP}s"
-	wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
+	wrk -t"$THREADS" -c"${CONNS##* }" -d"${WARMUP}s" -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$file" "warm-$name" "$w_warm" $((w_warm + 10)) >"$TMPD/ingest-$name-warm.txt"
 
-	local cmd="wrk -t$THREADS -c$CONNS -d${DURATION}s --latency -s bench/upload.lua http://127.0.0.1:PORT -- $(basename "$file") bench-$name FROM UNTIL"
-	log "ingest $name: $cmd"
-	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1
-	wait_quiet
-	read -r mb0 mt0 < <(proc_stat)
-	tk0=$(cpu_ticks "$SERVER_PID")
-	t0=$(now_s)
-	wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
-		-- "$file" "bench-$name" "$w_run" $((w_run + 10)) >"$TMPD/ingest-$name-wrk.txt"
-	t1=$(now_s)
-	tk1=$(cpu_ticks "$SERVER_PID")
-	read -r mb1 mt1 < <(proc_stat)
-	cat "$TMPD/ingest-$name-wrk.txt" >&2
-	local line
-	line=$(grep '^KILN_WRK' "$TMPD/ingest-$name-wrk.txt")
-	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
-	local requests non2xx dur_us p50 p99 rps cpu
-	requests=$(kv requests) non2xx=$(kv non2xx) dur_us=$(kv duration_us)
-	p50=$(calc "$(kv p50_us) / 1000") p99=$(calc "$(kv p99_us) / 1000")
-	rps=$(calc "($requests - $non2xx) / ($dur_us / 1e6)")
-	cpu=$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")
-
-	sleep 1 # uploads wrk gave up on at the end are still answered by the server
-	local stored_total stored
-	stored_total=$(flame_total "bench-$name" "$type" $((w_run - 30)) $((w_run + 40)))
-	stored=$(calc "$stored_total / $per_upload")
-	local ok=$((requests - non2xx))
-	log "ingest $name: $ok answered 200 (non-2xx $non2xx), $stored stored (flame graph total $stored_total / $per_upload per upload)"
-	local verified=yes
-	awk -v s="$stored" -v ok="$ok" -v c="$CONNS" 'BEGIN { exit !(s >= ok && s <= ok + c) }' || verified=NO
-
-	local status
-	status=$(awk -v r="$rps" -v t="$target" 'BEGIN { if (r >= t) print "met"; else printf "MISSED by %.0f%%", 100 * (t - r) / t }')
-	result ingest "$name uploads/s (c=$CONNS)" "$rps" ">= $target" "$status" "$cmd"
-	result ingest "$name p50 / p99 latency ms" "$p50 / $p99" "-" "-" "$cmd"
-	result ingest "$name server CPU % (of 200)" "$cpu" "-" "-" "$cmd"
-	result ingest "$name machine CPU % (all procs)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
-	result ingest "$name stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
-	if [ "$name" = heap ]; then
-		result ingest "heap values/s (4 types)" "$(calc "$rps * 4942 * 4")" ">= 4e6" \
-			"$(awk -v r="$rps" 'BEGIN { print (r * 4942 * 4 >= 4e6) ? "met" : "MISSED" }')" "$cmd"
-	fi
+	local conns i=0
+	for conns in $CONNS; do
+		measure "$name" "$file" "$type" "$target" "$conns" $((w_run + 600 * i)) "$per_upload"
+		i=$((i + 1))
+	done
 
 	if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
 		log "ingest $name: perf record -g of the server under the same load (10 s)"
-		wrk -t"$THREADS" -c"$CONNS" -d12s -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
+		wrk -t"$THREADS" -c"${CONNS##* }" -d12s -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
 			-- "$file" "perf-$name" "$w_warm" $((w_warm + 10)) >/dev/null &
 		local wrk_pid=$!
 		sleep 1
