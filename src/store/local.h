@@ -32,6 +32,7 @@ typedef struct local_part {
 	sqlite3 *db;
 	sqlite3_stmt *ins[LT_COUNT], *sel[LT_COUNT];
 	sqlite3_stmt *ins_chunk, *sel_payload, *ins_payload, *del_chunks;
+	sqlite3_stmt *ins_span, *del_spans;
 	u64map_t cache[LT_COUNT];
 	uint32_t next[LT_COUNT];  /* next local id to assign */
 	int complete[LT_COUNT];   /* 1: cache holds every row, a miss means "new" */
@@ -57,10 +58,23 @@ typedef struct {
 	int64_t t_off; /* seconds from the chunk's t_ns */
 } local_entry;
 
+/* The span link of one attribute set of a batch, found once per batch and
+ * partition when the set is first resolved. */
+typedef struct {
+	uint32_t span, trace; /* index + 1 of the span_id / trace_id label in attr_labels; 0 = none */
+	uint32_t seen;        /* local_scratch.stamp of the last chunk that listed the set */
+} local_span_ref;
+
 /* Writer-thread scratch, reused across batches. */
 typedef struct {
 	uint32_t *frame_map, *node_map, *attr_map, *chain;
 	size_t cap_frames, cap_nodes, cap_attrs, cap_chain;
+	local_span_ref *span_ref; /* per batch attrset, valid where attr_map is set */
+	size_t cap_span_ref;
+	uint32_t *span_sets; /* batch attrsets with a span link in the chunk being written */
+	uint32_t n_span_sets;
+	size_t cap_span_sets;
+	uint32_t stamp;      /* chunks written by the current local_part_write, + 1 */
 	local_entry *entries;
 	size_t cap_entries;
 	buf_t raw, packed, labels;
@@ -107,6 +121,13 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
                          uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
                          store_entry **out, size_t *cap_out, const char **why);
 void local_labels_encode(const model_label *l, uint32_t n, buf_t *out);
+/* The stored form of a span_id / trace_id value (spans table): even-length
+ * hex (either case) becomes its bytes in out (LOCAL_SPAN_HEX), any other
+ * string stays text (LOCAL_SPAN_TEXT, the value itself); the two never
+ * compare equal in SQLite. LOCAL_SPAN_NONE when empty or longer than
+ * STORE_SPAN_ID_MAX bytes (not indexed). */
+enum { LOCAL_SPAN_NONE, LOCAL_SPAN_HEX, LOCAL_SPAN_TEXT };
+int local_span_key(slice_t v, uint8_t out[STORE_SPAN_ID_MAX / 2], size_t *n);
 /* Decodes a labels blob; strings are copied into the arena. -1 on damage. */
 int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n);
 
@@ -124,6 +145,9 @@ void local_part_rollback(store_t *s, local_part *p);
 int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_err *err);
 /* Writes the profiles of b that belong to partition p (day). Inside a transaction. */
 int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t day, kn_err *err);
+/* Binds span or trace id v at parameter i of st in its stored form
+ * (local_span_key); 1, or 0 with NULL bound when v cannot be indexed. */
+int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v);
 /* Sets err from a SQLite failure: 503 + retry for full disk / I/O / busy, 500 otherwise. */
 int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what);
 

@@ -1,7 +1,8 @@
 /* store/local encodings: chunk payloads (sorted entries, column-wise
  * delta/varint/zigzag, then zstd when smaller), label blobs and project
  * directory names. Pure functions over memory: no SQLite, no files. Decoders
- * treat their input as hostile and check every length and id. */
+ * treat their input as hostile and check every length and id. Also the
+ * stored form of span and trace ids (the spans index). */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -305,4 +306,32 @@ int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n
 	*out = l;
 	*n = (uint32_t)count;
 	return 0;
+}
+
+static int hex_val(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int local_span_key(slice_t v, uint8_t out[STORE_SPAN_ID_MAX / 2], size_t *n)
+{
+	*n = 0;
+	if (v.n == 0 || v.n > STORE_SPAN_ID_MAX)
+		return LOCAL_SPAN_NONE;
+	if (v.n % 2)
+		return LOCAL_SPAN_TEXT;
+	for (size_t i = 0; i < v.n; i += 2) {
+		int hi = hex_val(v.p[i]), lo = hex_val(v.p[i + 1]);
+		if (hi < 0 || lo < 0)
+			return LOCAL_SPAN_TEXT;
+		out[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	*n = v.n / 2;
+	return LOCAL_SPAN_HEX;
 }

@@ -37,6 +37,14 @@ static const char schema_sql[] =
 	" total INTEGER NOT NULL, scale INTEGER NOT NULL, payload INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS chunks_series_t ON chunks(series, t_ns);";
 
+/* The span index (S5.4), also created in format-1 files written before it
+ * existed (no backfill). span/trace: hex as bytes, other strings as text
+ * (local_span_key); trace NULL when the attribute set has none. */
+static const char spans_sql[] =
+	"CREATE TABLE IF NOT EXISTS spans(span BLOB NOT NULL, trace BLOB, chunk INTEGER NOT NULL,"
+	" attrset INTEGER NOT NULL, PRIMARY KEY(span, chunk, attrset)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace) WHERE trace IS NOT NULL;";
+
 int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what)
 {
 	int st = 500;
@@ -199,6 +207,8 @@ static int part_create(store_t *s, const char *path, const char *pdir, kn_err *e
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, spans_sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		local_sqlite_err(err, db, rc, tmp, "creating the schema");
@@ -231,6 +241,8 @@ static void part_close(store_t *s, local_part *p)
 	sqlite3_finalize(p->sel_payload);
 	sqlite3_finalize(p->ins_payload);
 	sqlite3_finalize(p->del_chunks);
+	sqlite3_finalize(p->ins_span);
+	sqlite3_finalize(p->del_spans);
 	sqlite3_close_v2(p->db);
 	free(p->path);
 	free(p->proj);
@@ -267,6 +279,13 @@ static int part_prepare(local_part *p, kn_err *err)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(p->db, "DELETE FROM chunks WHERE local BETWEEN ?1 AND ?2", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &p->del_chunks, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "INSERT INTO spans(span, trace, chunk, attrset) VALUES(?1, ?2, ?3, ?4)",
+		                        -1, SQLITE_PREPARE_PERSISTENT, &p->ins_span, NULL);
+	/* Scans the table (no index on chunk): only the rare undo runs it. */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "DELETE FROM spans WHERE chunk BETWEEN ?1 AND ?2", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &p->del_spans, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "preparing statements");
 	return 0;
@@ -316,7 +335,13 @@ static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, kn_e
 		local_sqlite_err(err, p->db, rc, p->path, "opening");
 		goto fail;
 	}
-	if (part_check_format(p, err) < 0 || part_prepare(p, err) < 0 || part_load(s, p, err) < 0)
+	if (part_check_format(p, err) < 0)
+		goto fail;
+	if ((rc = sqlite3_exec(p->db, spans_sql, NULL, NULL, NULL)) != SQLITE_OK) {
+		local_sqlite_err(err, p->db, rc, p->path, "creating the span index");
+		goto fail;
+	}
+	if (part_prepare(p, err) < 0 || part_load(s, p, err) < 0)
 		goto fail;
 	free(pdir);
 	return p;
@@ -411,9 +436,11 @@ int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_e
 		return 0;
 	if (local_part_begin(s, p, err) < 0)
 		return -1;
+	sqlite3_bind_int64(p->del_spans, 1, first);
+	sqlite3_bind_int64(p->del_spans, 2, last);
 	sqlite3_bind_int64(p->del_chunks, 1, first);
 	sqlite3_bind_int64(p->del_chunks, 2, last);
-	if (run_insert(p, p->del_chunks, err) < 0) {
+	if (run_insert(p, p->del_spans, err) < 0 || run_insert(p, p->del_chunks, err) < 0) {
 		local_part_rollback(s, p);
 		return -1;
 	}
@@ -496,6 +523,61 @@ static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
 	return 0;
 }
 
+/* The span_id and trace_id labels of a (first of each key; labels are sorted by key). */
+static void find_span(const model_batch *b, const model_attrset *a, local_span_ref *r)
+{
+	r->span = r->trace = 0;
+	if ((uint64_t)a->first + a->count > b->n_attr_labels)
+		return;
+	for (uint32_t k = a->first; k < a->first + a->count; k++) {
+		slice_t key = b->attr_labels[k].key;
+		if (!r->span && slice_eq_cstr(key, "span_id"))
+			r->span = k + 1;
+		else if (!r->trace && slice_eq_cstr(key, "trace_id"))
+			r->trace = k + 1;
+	}
+}
+
+int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v)
+{
+	uint8_t raw[STORE_SPAN_ID_MAX / 2];
+	size_t n;
+	switch (local_span_key(v, raw, &n)) {
+	case LOCAL_SPAN_HEX:
+		sqlite3_bind_blob(st, i, raw, (int)n, SQLITE_TRANSIENT);
+		return 1;
+	case LOCAL_SPAN_TEXT:
+		bind_slice(st, i, v);
+		return 1;
+	default:
+		sqlite3_bind_null(st, i);
+		return 0;
+	}
+}
+
+/* One spans row per attribute set of the chunk just inserted that has a span link. */
+static int write_spans(wctx *w, int64_t chunk)
+{
+	local_scratch *sc = w->sc;
+	const model_label *l = w->b->attr_labels;
+	for (uint32_t k = 0; k < sc->n_span_sets; k++) {
+		uint32_t i = sc->span_sets[k];
+		const local_span_ref *r = &sc->span_ref[i];
+		sqlite3_stmt *st = w->p->ins_span;
+		if (!local_bind_span_key(st, 1, l[r->span - 1].value)) {
+			sqlite3_clear_bindings(st);
+			continue;
+		}
+		if (r->trace)
+			local_bind_span_key(st, 2, l[r->trace - 1].value);
+		sqlite3_bind_int64(st, 3, chunk);
+		sqlite3_bind_int64(st, 4, sc->attr_map[i]);
+		if (run_insert(w->p, st, w->err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int resolve_attrset(wctx *w, uint32_t i, uint32_t *out)
 {
 	const model_batch *b = w->b;
@@ -518,6 +600,7 @@ static int resolve_attrset(wctx *w, uint32_t i, uint32_t *out)
 			return -1;
 	}
 	w->sc->attr_map[i] = *out;
+	find_span(b, a, &w->sc->span_ref[i]);
 	return 0;
 }
 
@@ -589,11 +672,20 @@ static int write_profile(wctx *w, const model_profile *pr)
 		return -1;
 	sc->entries = xgrow(sc->entries, &sc->cap_entries, (size_t)pr->samples_count + 1, sizeof *sc->entries);
 	uint32_t n = pr->samples_count;
+	sc->n_span_sets = 0;
+	sc->stamp++;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample *smp = &b->samples[pr->samples_first + i];
 		local_entry *e = &sc->entries[i];
 		if (resolve_node(w, smp->node, &e->node) < 0 || resolve_attrset(w, smp->attrset, &e->attrset) < 0)
 			return -1;
+		local_span_ref *r = &sc->span_ref[smp->attrset];
+		if (smp->attrset && r->span && r->seen != sc->stamp && smp->value != 0) {
+			r->seen = sc->stamp;
+			sc->span_sets = xgrow(sc->span_sets, &sc->cap_span_sets, (size_t)sc->n_span_sets + 1,
+			                      sizeof *sc->span_sets);
+			sc->span_sets[sc->n_span_sets++] = smp->attrset;
+		}
 		e->value = smp->value;
 		e->t_off = second_offset(smp->time_ns, pr->time_ns);
 	}
@@ -616,7 +708,7 @@ static int write_profile(wctx *w, const model_profile *pr)
 	if (!w->p->first_chunk)
 		w->p->first_chunk = row;
 	w->p->last_chunk = row;
-	return 0;
+	return write_spans(w, row);
 }
 
 static void *grow_zeroed(void *p, size_t *cap, size_t need, size_t elem)
@@ -635,6 +727,8 @@ int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t da
 	sc->node_map = grow_zeroed(sc->node_map, &sc->cap_nodes, b->n_nodes, sizeof *sc->node_map);
 	sc->chain = xgrow(sc->chain, &sc->cap_chain, (size_t)b->n_nodes + 1, sizeof *sc->chain);
 	sc->attr_map = grow_zeroed(sc->attr_map, &sc->cap_attrs, b->n_attrsets, sizeof *sc->attr_map);
+	sc->span_ref = grow_zeroed(sc->span_ref, &sc->cap_span_ref, b->n_attrsets, sizeof *sc->span_ref);
+	sc->stamp = 0;
 	wctx w = {s, p, b, sc, err};
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		if (time_day(b->profiles[i].time_ns) == day && write_profile(&w, &b->profiles[i]) < 0)

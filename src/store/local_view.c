@@ -1,7 +1,8 @@
 /* store/local views: a read snapshot of one project's partitions over a time
- * range. Each partition gets its own read-only connection holding one read
- * transaction (WAL: writers go on); dictionaries load lazily, once, with one
- * prepared SELECT each. Never writes; never trusts what it reads. */
+ * range. Each partition gets its own read-only connection, opened on first
+ * use, holding one read transaction (WAL: writers go on); dictionaries load
+ * lazily, once, with one prepared SELECT each; span lookups use the spans
+ * index. Never writes; never trusts what it reads. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ typedef struct {
 	char *path;
 	sqlite3 *db;
 	sqlite3_stmt *heads, *payload;
+	sqlite3_stmt *by_span, *by_trace; /* prepared on first span lookup */
+	int spans_table;                  /* 0 unknown, 1 present, -1 absent (written before the index) */
 	arena_t *arena;
 	int have_series, have_frames, have_nodes, have_attrsets, have_counts;
 	store_series *series;
@@ -38,6 +41,8 @@ struct store_view {
 	uint32_t n_parts;
 	store_chunk_head *heads;
 	size_t cap_heads;
+	store_span_hit *hits;
+	size_t cap_hits;
 	store_entry *entries;
 	size_t cap_entries;
 	uint8_t *tmp;
@@ -132,14 +137,24 @@ static int part_open_ro(view_part *vp, kn_err *err)
 	return 0;
 }
 
-static void part_close_ro(view_part *vp)
+/* Closes the connection; the partition may be opened again (after a failed open). */
+static void part_disconnect(view_part *vp)
 {
 	sqlite3_finalize(vp->heads);
 	sqlite3_finalize(vp->payload);
+	sqlite3_finalize(vp->by_span);
+	sqlite3_finalize(vp->by_trace);
+	vp->heads = vp->payload = vp->by_span = vp->by_trace = NULL;
 	if (vp->db) {
 		sqlite3_exec(vp->db, "COMMIT", NULL, NULL, NULL);
 		sqlite3_close_v2(vp->db);
+		vp->db = NULL;
 	}
+}
+
+static void part_close_ro(view_part *vp)
+{
+	part_disconnect(vp);
 	if (vp->arena)
 		arena_free(vp->arena);
 	free(vp->series);
@@ -175,24 +190,18 @@ int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	snprintf(dir, dn, "%s/%s", s->dir, proj);
 	uint32_t n;
 	char **names = list_days(dir, first, last, &n);
+	/* Files are opened by get_part, on first use: a span lookup over the
+	 * whole retention opens only what it reads. */
 	v->parts = xcalloc(n ? n : 1, sizeof *v->parts);
-	int rc = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		size_t pn = dn + strlen(names[i]) + 1;
 		view_part *vp = &v->parts[v->n_parts++];
 		vp->path = xmalloc(pn);
 		snprintf(vp->path, pn, "%s/%s", dir, names[i]);
-		if (rc == 0 && part_open_ro(vp, err) < 0)
-			rc = -1;
-	}
-	for (uint32_t i = 0; i < n; i++)
 		free(names[i]);
+	}
 	free(names);
 	free(dir);
-	if (rc < 0) {
-		store_view_close(v);
-		return -1;
-	}
 	*out = v;
 	return 0;
 }
@@ -205,6 +214,7 @@ void store_view_close(store_view *v)
 		part_close_ro(&v->parts[i]);
 	free(v->parts);
 	free(v->heads);
+	free(v->hits);
 	free(v->entries);
 	free(v->tmp);
 	ZSTD_freeDCtx(v->zd);
@@ -222,7 +232,12 @@ static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
 		err_set(err, 500, "store: partition %u out of range (%u)", p, v->n_parts);
 		return NULL;
 	}
-	return &v->parts[p];
+	view_part *vp = &v->parts[p];
+	if (!vp->arena && part_open_ro(vp, err) < 0) {
+		part_disconnect(vp);
+		return NULL;
+	}
+	return vp;
 }
 
 /* Largest local ids: bounds for what chunks and nodes may reference. */
@@ -334,6 +349,24 @@ static int head_cmp(const void *a, const void *b)
 	return x->_rowid < y->_rowid ? -1 : x->_rowid > y->_rowid;
 }
 
+/* Reads the chunk columns local, series, t_ns, duration_ns, n_entries,
+ * total, scale, payload starting at column c of the current row. */
+static int read_head(view_part *vp, sqlite3_stmt *st, int c, store_chunk_head *h, kn_err *err)
+{
+	int64_t n_entries = sqlite3_column_int64(st, c + 4);
+	h->_rowid = sqlite3_column_int64(st, c);
+	h->series = (uint32_t)sqlite3_column_int64(st, c + 1);
+	h->t_ns = sqlite3_column_int64(st, c + 2);
+	h->duration_ns = sqlite3_column_int64(st, c + 3);
+	h->n_entries = (uint32_t)n_entries;
+	h->total = sqlite3_column_int64(st, c + 5);
+	h->_scale = sqlite3_column_int64(st, c + 6);
+	h->_payload = sqlite3_column_int64(st, c + 7);
+	if (n_entries < 0 || n_entries > (int64_t)LOCAL_MAX_ENTRIES || h->_scale < 1)
+		return damaged(err, vp, "chunk header out of range");
+	return 0;
+}
+
 int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
                      const store_chunk_head **out, uint32_t *n, kn_err *err)
 {
@@ -349,19 +382,9 @@ int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t
 		int rc;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			v->heads = xgrow(v->heads, &v->cap_heads, k + 1, sizeof *v->heads);
-			store_chunk_head *h = &v->heads[k++];
-			int64_t n_entries = sqlite3_column_int64(st, 4);
-			h->_rowid = sqlite3_column_int64(st, 0);
-			h->series = (uint32_t)sqlite3_column_int64(st, 1);
-			h->t_ns = sqlite3_column_int64(st, 2);
-			h->duration_ns = sqlite3_column_int64(st, 3);
-			h->n_entries = (uint32_t)n_entries;
-			h->total = sqlite3_column_int64(st, 5);
-			h->_scale = sqlite3_column_int64(st, 6);
-			h->_payload = sqlite3_column_int64(st, 7);
-			if (n_entries < 0 || n_entries > (int64_t)LOCAL_MAX_ENTRIES || h->_scale < 1) {
+			if (read_head(vp, st, 0, &v->heads[k++], err) < 0) {
 				sqlite3_reset(st);
-				return damaged(err, vp, "chunk header out of range");
+				return -1;
 			}
 		}
 		sqlite3_reset(st);
@@ -557,5 +580,103 @@ int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, c
 	*sets = vp->attrsets;
 	*labels = vp->attr_labels;
 	*n = vp->n_attrsets;
+	return 0;
+}
+
+/* ---- span links ---- */
+
+/* Prepares the two span lookups once; *absent when the file predates the index. */
+static int prepare_spans(view_part *vp, int *absent, kn_err *err)
+{
+	if (!vp->spans_table) {
+		sqlite3_stmt *st;
+		int rc = sqlite3_prepare_v2(
+		    vp->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'spans'", -1, &st,
+		    NULL);
+		if (rc != SQLITE_OK)
+			return part_err(err, vp, rc, "looking for the span index");
+		rc = sqlite3_step(st);
+		int have = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
+		sqlite3_finalize(st);
+		if (rc != SQLITE_ROW)
+			return part_err(err, vp, rc, "looking for the span index");
+		vp->spans_table = have ? 1 : -1;
+	}
+	*absent = vp->spans_table < 0;
+	if (*absent || vp->by_span)
+		return 0;
+#define HIT_COLS                                                                                                \
+	"SELECT s.attrset, c.local, c.series, c.t_ns, c.duration_ns, c.n_entries, c.total, c.scale, c.payload" \
+	" FROM spans s JOIN chunks c ON c.local = s.chunk"
+	int rc = sqlite3_prepare_v3(vp->db,
+	                            HIT_COLS " WHERE s.span = ?1 AND (?2 IS NULL OR s.trace IS NULL OR s.trace = ?2)"
+	                                     " AND c.t_ns >= ?3 AND c.t_ns < ?4",
+	                            -1, SQLITE_PREPARE_PERSISTENT, &vp->by_span, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(vp->db, HIT_COLS " WHERE s.trace = ?2 AND c.t_ns >= ?3 AND c.t_ns < ?4", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &vp->by_trace, NULL);
+#undef HIT_COLS
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "preparing the span lookup");
+	return 0;
+}
+
+static int hit_cmp(const void *a, const void *b)
+{
+	const store_span_hit *x = a, *y = b;
+	if (x->head.t_ns != y->head.t_ns)
+		return x->head.t_ns < y->head.t_ns ? -1 : 1;
+	if (x->head.series != y->head.series)
+		return x->head.series < y->head.series ? -1 : 1;
+	if (x->head._rowid != y->head._rowid)
+		return x->head._rowid < y->head._rowid ? -1 : 1;
+	return x->attrset < y->attrset ? -1 : x->attrset > y->attrset;
+}
+
+int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit **out, uint32_t *n, kn_err *err)
+{
+	*out = v->hits;
+	*n = 0;
+	view_part *vp = get_part(v, p, err);
+	int absent;
+	if (!vp || load_counts(vp, err) < 0 || prepare_spans(vp, &absent, err) < 0)
+		return -1;
+	if (absent)
+		return 0;
+	sqlite3_stmt *st = span_id.n ? vp->by_span : vp->by_trace;
+	int ok = 1;
+	if (span_id.n)
+		ok = local_bind_span_key(st, 1, span_id);
+	if (trace_id.n)
+		ok &= local_bind_span_key(st, 2, trace_id);
+	else if (!span_id.n)
+		ok = 0;
+	sqlite3_bind_int64(st, 3, v->from_ns);
+	sqlite3_bind_int64(st, 4, v->until_ns);
+	size_t k = 0;
+	int rc = SQLITE_DONE;
+	while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		v->hits = xgrow(v->hits, &v->cap_hits, k + 1, sizeof *v->hits);
+		store_span_hit *h = &v->hits[k++];
+		int64_t a = sqlite3_column_int64(st, 0);
+		if (a < 1 || a > (int64_t)vp->max_attrset) {
+			rc = damaged(err, vp, "span index names a missing attribute set");
+			break;
+		}
+		h->attrset = (uint32_t)a;
+		if ((rc = read_head(vp, st, 1, &h->head, err)) < 0)
+			break;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc < 0)
+		return -1;
+	if (rc != SQLITE_DONE)
+		return part_err(err, vp, rc, "reading the span index");
+	if (k > 1)
+		qsort(v->hits, k, sizeof *v->hits, hit_cmp);
+	*out = v->hits;
+	*n = (uint32_t)k;
 	return 0;
 }

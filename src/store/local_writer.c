@@ -89,6 +89,8 @@ void store_close(store_t *s)
 	free(sc->frame_map);
 	free(sc->node_map);
 	free(sc->attr_map);
+	free(sc->span_ref);
+	free(sc->span_sets);
 	free(sc->chain);
 	free(sc->entries);
 	buf_free(&sc->raw);

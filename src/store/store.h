@@ -108,4 +108,29 @@ int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32
 int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
                         uint32_t *n, kn_err *err);
 
+/* ---- Span links (SPEC S5.4) ------------------------------------------
+ * Every stored chunk entry whose attribute set has a `span_id` label is
+ * indexed by (span_id, trace_id of the same set if any). Values longer than
+ * STORE_SPAN_ID_MAX bytes are not indexed (a trace_id that long is indexed
+ * as absent). Even-length hex ids match case-insensitively; any other string
+ * exactly. */
+#define STORE_SPAN_ID_MAX 64
+
+typedef struct {
+	store_chunk_head head; /* a chunk with linked samples (pass to store_view_entries) */
+	uint32_t attrset;      /* local attrset id: its entries with this attrset are the linked ones */
+} store_span_hit;
+
+/* Chunks of partition p whose t_ns is in the view's range and that hold
+ * samples linked to a span: one hit per (chunk, attrset), sorted by (t_ns,
+ * series, chunk, attrset). With span_id non-empty: samples of that span;
+ * trace_id, when non-empty, must then match too, except that samples linked
+ * without a trace_id (pprof labels often carry span_id alone) match any.
+ * With span_id empty: every sample linked to trace_id (required then).
+ * A partition written before the index existed has no hits. Valid until the
+ * next call on v. Each partition is opened on first use, so a view over
+ * many days costs little until a partition is read. */
+int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit **out, uint32_t *n, kn_err *err);
+
 #endif

@@ -1,5 +1,6 @@
 /* Helpers shared by the store/local unit tests: temporary data directories,
- * batches built with the model API, reading a whole series back. */
+ * a store fixture, batches built with the model API, reading a whole series
+ * back, SQL on a partition file. */
 #ifndef KILN_TESTS_STORE_HELPERS_H
 #define KILN_TESTS_STORE_HELPERS_H
 
@@ -45,6 +46,55 @@ static inline store_t *open_store(const char *dir)
 	if (!s)
 		fail_msg("store_open: %s", err.msg);
 	return s;
+}
+
+/* cmocka setup/teardown: *state is a store_fix with an open store in a fresh directory. */
+typedef struct {
+	char *dir;
+	store_t *s;
+} store_fix;
+
+static inline int store_fix_setup(void **state)
+{
+	store_fix *f = calloc(1, sizeof *f);
+	f->dir = tmpdir_new();
+	f->s = open_store(f->dir);
+	*state = f;
+	return 0;
+}
+
+static inline int store_fix_teardown(void **state)
+{
+	store_fix *f = *state;
+	store_close(f->s);
+	tmpdir_free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* The first column of the first row of sql on the database at path. */
+static inline int64_t sql_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+static inline void sql_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	sqlite3_close(db);
 }
 
 static inline uint32_t test_frame(model_batch *b, const char *name)

@@ -6,29 +6,6 @@
 
 #include "helpers.h"
 
-typedef struct {
-	char *dir;
-	store_t *s;
-} fix;
-
-static int setup(void **state)
-{
-	fix *f = calloc(1, sizeof *f);
-	f->dir = tmpdir_new();
-	f->s = open_store(f->dir);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fix *f = *state;
-	store_close(f->s);
-	tmpdir_free(f->dir);
-	free(f);
-	return 0;
-}
-
 static store_view *view_or_fail(store_t *s, const char *project, int64_t from, int64_t until)
 {
 	store_view *v;
@@ -74,7 +51,7 @@ static const store_series *find_series(const store_series *se, uint32_t n, const
 
 static void test_roundtrip(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	int64_t t = DAY0 + 3600 * NS_PER_SEC;
 	model_batch *b = model_batch_new(slice_cstr("default"));
 	uint32_t s1 = test_stack(b, "main;a;b"), s2 = test_stack(b, "main;a;c"), s3 = test_stack(b, "main;d");
@@ -193,7 +170,7 @@ static void test_roundtrip(void **state)
 
 static void test_two_days_two_partitions(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	model_batch *b = model_batch_new(slice_cstr("team_a/x"));
 	uint32_t leaf = test_stack(b, "main;work");
 	for (int d = 0; d < 2; d++) {
@@ -223,22 +200,14 @@ static void test_two_days_two_partitions(void **state)
 
 static int64_t count_rows(const char *path, const char *table)
 {
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	char sql[128];
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	int64_t n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return n;
+	return sql_int(path, sql);
 }
 
 static void test_reopen_and_dedupe(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	for (int i = 0; i < 3; i++)
 		write_ok(f->s, test_batch(DAY0 + i * 10 * NS_PER_SEC, 100));
 	store_close(f->s);
@@ -279,7 +248,7 @@ static void *writer_thread(void *arg)
 
 static void test_reader_during_writes(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	writer_arg w = {f->s, 300, 0, 0};
 	pthread_t th;
 	pthread_create(&th, NULL, writer_thread, &w);
@@ -326,12 +295,7 @@ static void corrupt(const char *dir, const char *sql)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/default/2023-05-24.db", dir);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	char *msg = NULL;
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("%s: %s", sql, msg);
-	sqlite3_close(db);
+	sql_exec(path, sql);
 }
 
 /* Reads every chunk of the partition; returns the first error status (0 if none). */
@@ -367,7 +331,7 @@ out:
 
 static void test_damaged_partition_is_an_error(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
 	write_ok(f->s, test_batch(DAY0 + 2 * NS_PER_SEC, 5));
 	kn_err err = {0};
@@ -452,7 +416,7 @@ static void *submit_thread(void *arg)
 
 static void test_group_commit_many_threads(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	counter c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
 	pthread_t th[4];
 	submit_arg args[4];
@@ -477,7 +441,7 @@ static void test_group_commit_many_threads(void **state)
  * the rolled-back transaction are not reused. */
 static void test_bad_batch_fails_alone(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	store_close(f->s);
 	store_config cfg = {.dir = f->dir, .commit_interval_ms = 50};
 	kn_err err = {0};
@@ -516,7 +480,7 @@ static void test_bad_batch_fails_alone(void **state)
 
 static void test_project_names(void **state)
 {
-	fix *f = *state;
+	store_fix *f = *state;
 	kn_err err = {0};
 	store_view *v;
 	char long_name[100];
@@ -538,14 +502,14 @@ static void test_project_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reader_during_writes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_damaged_partition_is_an_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_commit_many_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_batch_fails_alone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_project_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roundtrip, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_reader_during_writes, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_partition_is_an_error, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit_many_threads, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_batch_fails_alone, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_project_names, store_fix_setup, store_fix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
