@@ -17,6 +17,15 @@ export GOFLAGS=-mod=mod GOPROXY=off
 if [ -z "${GOCACHE:-}" ] && ! [ -w "${HOME:-/nonexistent}" ]; then
   export GOCACHE="${TMPDIR:-/tmp}/kiln-bb-go/cache" GOPATH="${TMPDIR:-/tmp}/kiln-bb-go/gopath"
 fi
+# The OTLP tests encode with protobufjs and call gRPC with @grpc/grpc-js
+# (tests/blackbox/package.json); install them when missing or when the lock
+# file changed since the last install (npm ci writes node_modules/.package-lock.json).
+bb=tests/blackbox
+if [ ! -f "$bb/node_modules/.package-lock.json" ] || [ "$bb/package-lock.json" -nt "$bb/node_modules/.package-lock.json" ]; then
+  command -v npm >/dev/null || { echo "blackbox: npm not found (needed for $bb/package.json)"; exit 1; }
+  echo "blackbox: npm ci in $bb"
+  (cd "$bb" && npm ci --no-audit --no-fund --loglevel=error) || { echo "blackbox: npm ci failed in $bb"; exit 1; }
+fi
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(tests/blackbox/*.test.mjs)
 tap=$(mktemp)
