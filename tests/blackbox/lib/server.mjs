@@ -29,7 +29,9 @@ function toUrl(addr) {
   return `http://${h}:${port}`;
 }
 
-// opts: { dataDir, listeners: ['upload','ui'], extraArgs, timeoutMs, env }
+// opts: { dataDir, listeners: ['upload','ui'], otlp: false, extraArgs, timeoutMs, env }
+// otlp: true also opens the OTLP/HTTP and OTLP/gRPC listeners on port 0
+// (listener names otlp_http, otlp_grpc); otherwise they are off.
 // Returns { proc, dataDir, uiUrl, uploadUrl, urls, stderr(), stop(), kill9(), exited }
 export async function startServer(opts = {}) {
   const dataDir = opts.dataDir ?? mkTemp('data');
@@ -37,7 +39,8 @@ export async function startServer(opts = {}) {
   const args = [
     'serve', '--data', dataDir,
     '--ui', '127.0.0.1:0', '--upload', '127.0.0.1:0',
-    '--otlp-http', 'off', '--otlp-grpc', 'off',
+    '--otlp-http', opts.otlp ? '127.0.0.1:0' : 'off',
+    '--otlp-grpc', opts.otlp ? '127.0.0.1:0' : 'off',
     ...(opts.extraArgs ?? []),
   ];
   if (!fs.existsSync(KILN_BIN)) throw new Error(`kiln binary not found: ${KILN_BIN} (run make)`);
