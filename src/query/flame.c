@@ -1,6 +1,7 @@
-/* The flame graph JSON of a merged tree: siblings that show the same name are
- * merged into one node, children ordered by total then name, written in one
- * pass with an explicit stack (stacks may be 4,096 frames deep). */
+/* The flame graph JSON of a merged tree (for /api/flamegraph and the span
+ * view): siblings that show the same name are merged into one node, children
+ * ordered by total then name, written in one pass with an explicit stack
+ * (stacks may be 4,096 frames deep). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,28 +162,32 @@ static int write_nodes(buf_t *json, const model_tree *t, const query_names *name
 	return rc;
 }
 
+int query_flame_root(buf_t *json, const query_merged *m)
+{
+	shown_tree d;
+	shown_build(&m->tree, &m->names, &d);
+	uint32_t *order = shown_order(&d, &m->names);
+	uint32_t *start, *kids;
+	query_children(d.parent, d.n, order, &start, &kids);
+	/* About 70 bytes a node: one allocation instead of a dozen copies. */
+	buf_reserve(json, (size_t)d.n * 72 < json->max - json->n ? (size_t)d.n * 72 : 0);
+	int rc = write_nodes(json, &m->tree, &m->names, &d, start, kids);
+	free(start);
+	free(kids);
+	free(order);
+	shown_free(&d);
+	return rc;
+}
+
 int query_flamegraph(store_t *s, const query_params *q, buf_t *json, kn_err *err)
 {
 	query_merged m;
 	if (query_merged_open(s, q, &m, err) < 0)
 		return -1;
-	shown_tree d;
-	shown_build(&m.tree, &m.names, &d);
-	uint32_t *order = shown_order(&d, &m.names);
-	uint32_t *start, *kids;
-	query_children(d.parent, d.n, order, &start, &kids);
-
-	/* About 70 bytes a node: one allocation instead of a dozen copies. */
-	buf_reserve(json, (size_t)d.n * 72 < json->max - json->n ? (size_t)d.n * 72 : 0);
 	int rc = query_merged_json_head(json, &m);
 	rc |= buf_puts(json, ",\"root\":");
-	rc |= write_nodes(json, &m.tree, &m.names, &d, start, kids);
+	rc |= query_flame_root(json, &m);
 	rc |= buf_putc(json, '}');
-
-	free(start);
-	free(kids);
-	free(order);
-	shown_free(&d);
 	query_merged_close(&m);
 	return rc < 0 ? query_err_too_large(err) : 0;
 }

@@ -14,8 +14,7 @@
 
 typedef struct {
 	store_view *v;
-	const query_params *q;
-	query_part *parts;
+	const query_part *parts; /* borrowed */
 	uint32_t n_parts;
 
 	u64map_t snap_ix;     /* global series id -> index in snap_count */
@@ -42,9 +41,6 @@ typedef struct {
 
 static void merge_ctx_free(merge_ctx *c)
 {
-	for (uint32_t i = 0; i < c->n_parts; i++)
-		query_part_free(&c->parts[i]);
-	free(c->parts);
 	u64map_free(&c->snap_ix);
 	free(c->snap_count);
 	free(c->parent);
@@ -122,14 +118,11 @@ static int accumulate(merge_ctx *c, const query_part *qp, kn_err *err)
 			uint32_t node = e[i].node, a = e[i].attrset;
 			if (node == 0)
 				return err_set(err, 500, "partition %u: chunk entry has node 0", qp->p);
-			if (sel->attr_mask) {
-				if (a > qp->n_attrsets)
-					return err_set(err, 500,
-					               "partition %u: chunk entry names attrset %u of %u",
-					               qp->p, a, qp->n_attrsets);
-				if ((qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask)
-					continue;
-			}
+			/* attr_mask may stop short of the partition's last attrset
+			 * (span queries size it by the linked sets): beyond, none match. */
+			if (sel->attr_mask &&
+			    (a > qp->n_attrsets || (qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask))
+				continue;
 			acc_reserve(c, node, sel->snapshot);
 			if (node > c->max_node)
 				c->max_node = node;
@@ -317,8 +310,8 @@ static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 	free(keep);
 }
 
-static void set_tree_type(arena_t *a, const query_params *q, const query_type *qt, const store_series *first,
-                          model_tree *t)
+static void set_tree_type(arena_t *a, int64_t from_ns, int64_t until_ns, const query_type *qt,
+                          const store_series *first, model_tree *t)
 {
 	t->sample_type = copy_slice(a, qt->sample_type);
 	t->sample_unit = copy_slice(a, qt->sample_unit);
@@ -329,8 +322,47 @@ static void set_tree_type(arena_t *a, const query_params *q, const query_type *q
 	} else {
 		t->period_type = t->period_unit = slice_make("", 0);
 	}
-	t->time_ns = q->from_ns;
-	t->duration_ns = q->until_ns - q->from_ns;
+	t->time_ns = from_ns;
+	t->duration_ns = until_ns - from_ns;
+}
+
+int query_merge_parts(store_view *v, const query_part *parts, uint32_t n_parts, const query_type *qt,
+                      int64_t from_ns, int64_t until_ns, arena_t *a, model_tree *tree, kn_err *err)
+{
+	merge_ctx c;
+	memset(&c, 0, sizeof c);
+	c.v = v;
+	c.parts = parts;
+	c.n_parts = n_parts;
+	u64map_init(&c.snap_ix);
+	u64map_init(&c.node_ix);
+	u64map_init(&c.frame_ix);
+	const store_series *first = NULL;
+	uint32_t last = 0;
+	for (uint32_t p = 0; p < n_parts; p++) {
+		if (!parts[p].n_heads)
+			continue;
+		if (!first)
+			first = query_part_sel(&parts[p], &parts[p].heads[0])->s;
+		last = p;
+	}
+	count_snapshots(&c);
+	global_node_add(&c, 0, 0); /* the root */
+	int rc = -1;
+	for (uint32_t p = 0; p < n_parts; p++) {
+		if (!parts[p].n_heads)
+			continue;
+		if (accumulate(&c, &parts[p], err) < 0)
+			goto out;
+		if (c.max_node && map_partition(&c, &parts[p], p == last, err) < 0)
+			goto out;
+	}
+	build_tree(&c, a, tree);
+	set_tree_type(a, from_ns, until_ns, qt, first, tree);
+	rc = 0;
+out:
+	merge_ctx_free(&c);
+	return rc;
 }
 
 int query_merge(store_t *s, const query_params *q, arena_t *a, model_tree *tree, kn_err *err)
@@ -338,46 +370,20 @@ int query_merge(store_t *s, const query_params *q, arena_t *a, model_tree *tree,
 	query_type qt;
 	if (query_check(q, 1, &qt, err) < 0)
 		return -1;
-	merge_ctx c;
-	memset(&c, 0, sizeof c);
-	c.q = q;
-	u64map_init(&c.snap_ix);
-	u64map_init(&c.node_ix);
-	u64map_init(&c.frame_ix);
-	int rc = -1;
-	if (store_view_open(s, q->project, q->from_ns, q->until_ns, &c.v, err) < 0)
-		goto out;
-	uint32_t np = store_view_partitions(c.v);
-	c.parts = xcalloc((size_t)np + 1, sizeof *c.parts);
-	const store_series *first = NULL;
-	for (uint32_t p = 0; p < np; p++) {
-		query_part *qp = &c.parts[c.n_parts++];
-		if (query_part_load(c.v, p, q, &qt, qp, err) < 0)
-			goto out;
-		if (!first && qp->n_heads)
-			first = query_part_sel(qp, &qp->heads[0])->s;
-	}
-	count_snapshots(&c);
-	global_node_add(&c, 0, 0); /* the root */
-	uint32_t last = 0;
-	for (uint32_t p = 0; p < c.n_parts; p++)
-		if (c.parts[p].n_heads)
-			last = p;
-	for (uint32_t p = 0; p < c.n_parts; p++) {
-		if (!c.parts[p].n_heads)
-			continue;
-		if (accumulate(&c, &c.parts[p], err) < 0)
-			goto out;
-		if (c.max_node && map_partition(&c, &c.parts[p], p == last, err) < 0)
-			goto out;
-	}
-	build_tree(&c, a, tree);
-	set_tree_type(a, q, &qt, first, tree);
-	rc = 0;
-out:
-	if (c.v)
-		store_view_close(c.v);
-	merge_ctx_free(&c);
+	store_view *v;
+	if (store_view_open(s, q->project, q->from_ns, q->until_ns, &v, err) < 0)
+		return -1;
+	uint32_t np = store_view_partitions(v), n;
+	query_part *parts = xcalloc((size_t)np + 1, sizeof *parts);
+	int rc = 0;
+	for (n = 0; n < np && rc == 0; n++)
+		rc = query_part_load(v, n, q, &qt, &parts[n], err);
+	if (rc == 0)
+		rc = query_merge_parts(v, parts, np, &qt, q->from_ns, q->until_ns, a, tree, err);
+	for (uint32_t p = 0; p < n; p++)
+		query_part_free(&parts[p]);
+	free(parts);
+	store_view_close(v);
 	return rc;
 }
 

@@ -53,6 +53,12 @@ typedef struct {
 int query_part_load(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
                     kn_err *err);
 void query_part_free(query_part *qp);
+/* Partition p for the span hits[0..n) of that partition: the series of
+ * q->service (when set) and type t, the distinct chunks of the hits as
+ * heads, and an attribute filter that keeps only the hits' attrsets (one
+ * filter bit; attr_mask sized by the largest linked attrset). */
+int query_part_from_hits(store_view *v, uint32_t p, const query_params *q, const query_type *t,
+                         const store_span_hit *hits, uint32_t n, query_part *qp, kn_err *err);
 
 /* Selected series of head h. */
 static inline const query_sel *query_part_sel(const query_part *qp, const store_chunk_head *h)
@@ -113,6 +119,17 @@ int query_merged_open(store_t *s, const query_params *q, query_merged *m, kn_err
 void query_merged_close(query_merged *m);
 /* Writes {"type":…,"unit":…,"total":N (the object is left open). */
 int query_merged_json_head(buf_t *json, const query_merged *m);
+/* Writes m's tree as the flame graph's root object {"name":"total","self",
+ * "total","children":[…]} (query/flame.c). -1 when json is full. */
+int query_flame_root(buf_t *json, const query_merged *m);
+
+/* Merges the chunks of prepared partitions parts[0..n) of v (their selected
+ * series, heads and attribute filters; see query_part_load) into *tree in
+ * arena a. Snapshot series are averaged over their chunks among the heads.
+ * The tree gets type t, the period of the first selected series and the
+ * time [from_ns, until_ns). 0 or -1 with err. */
+int query_merge_parts(store_view *v, const query_part *parts, uint32_t n, const query_type *t, int64_t from_ns,
+                      int64_t until_ns, arena_t *a, model_tree *tree, kn_err *err);
 
 /* Child lists of a tree with n nodes (node 0 the root, parent[i] < i) by one
  * stable counting sort: the children of p are kids[start[p]..start[p+1]), in

@@ -106,34 +106,42 @@ static int load_attr_masks(store_view *v, query_part *qp, const query_params *q,
 	return 0;
 }
 
-int query_part_load(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
-                    kn_err *err)
+/* Fills qp's series and their selection for query q of type t; *any_attr
+ * tells whether a selected series needs attribute filters. */
+static int select_series(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
+                         int *any_attr, kn_err *err)
 {
 	memset(qp, 0, sizeof *qp);
 	qp->p = p;
+	*any_attr = 0;
 	if (store_view_series(v, p, &qp->series, &qp->n_series, err) < 0)
 		return -1;
 	qp->sel = xmalloc(((size_t)qp->n_series + 1) * sizeof *qp->sel);
 	qp->sel_of = xcalloc((size_t)qp->n_series + 1, sizeof *qp->sel_of);
-	uint32_t *locals = xmalloc(((size_t)qp->n_series + 1) * sizeof *locals);
-	int any_attr = 0;
 	for (uint32_t i = 0; i < qp->n_series; i++) {
 		const store_series *s = &qp->series[i];
-		if (s->local == 0 || s->local > qp->n_series || qp->sel_of[s->local]) {
-			free(locals);
+		if (s->local == 0 || s->local > qp->n_series || qp->sel_of[s->local])
 			return err_set(err, 500, "partition %u: series %u has a bad local id", p, i);
-		}
 		query_sel *sel = &qp->sel[qp->n_sel];
 		if (!series_select(s, q, t, sel))
 			continue;
-		any_attr |= sel->attr_mask != 0;
-		locals[qp->n_sel++] = s->local;
-		qp->sel_of[s->local] = qp->n_sel;
+		*any_attr |= sel->attr_mask != 0;
+		qp->sel_of[s->local] = ++qp->n_sel;
 	}
-	if (qp->n_sel == 0) {
-		free(locals);
+	return 0;
+}
+
+int query_part_load(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
+                    kn_err *err)
+{
+	int any_attr;
+	if (select_series(v, p, q, t, qp, &any_attr, err) < 0)
+		return -1;
+	if (qp->n_sel == 0)
 		return 0;
-	}
+	uint32_t *locals = xmalloc((size_t)qp->n_sel * sizeof *locals);
+	for (uint32_t i = 0; i < qp->n_sel; i++)
+		locals[i] = qp->sel[i].local;
 	const store_chunk_head *heads;
 	uint32_t n;
 	int rc = store_view_heads(v, p, locals, qp->n_sel, &heads, &n, err);
@@ -147,6 +155,39 @@ int query_part_load(store_view *v, uint32_t p, const query_params *q, const quer
 	qsort(qp->heads, qp->n_heads, sizeof *qp->heads, head_cmp);
 	if (any_attr && qp->n_heads && load_attr_masks(v, qp, q, err) < 0)
 		return -1;
+	return 0;
+}
+
+int query_part_from_hits(store_view *v, uint32_t p, const query_params *q, const query_type *t,
+                         const store_span_hit *hits, uint32_t n, query_part *qp, kn_err *err)
+{
+	int any_attr;
+	if (select_series(v, p, q, t, qp, &any_attr, err) < 0)
+		return -1;
+	if (qp->n_sel == 0)
+		return 0;
+	qp->heads = xmalloc(((size_t)n + 1) * sizeof *qp->heads);
+	uint32_t max_attrset = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const store_chunk_head *h = &hits[i].head;
+		if (h->series == 0 || h->series > qp->n_series || !qp->sel_of[h->series])
+			continue;
+		/* Hits of one chunk are adjacent (sorted by time, series, chunk). */
+		if (!qp->n_heads || qp->heads[qp->n_heads - 1]._rowid != h->_rowid)
+			qp->heads[qp->n_heads++] = *h;
+		if (hits[i].attrset > max_attrset)
+			max_attrset = hits[i].attrset;
+	}
+	qsort(qp->heads, qp->n_heads, sizeof *qp->heads, head_cmp);
+	qp->attr_mask = xcalloc((size_t)max_attrset + 1, sizeof *qp->attr_mask);
+	qp->n_attrsets = max_attrset;
+	for (uint32_t i = 0; i < n; i++) {
+		const store_chunk_head *h = &hits[i].head;
+		if (h->series && h->series <= qp->n_series && qp->sel_of[h->series])
+			qp->attr_mask[hits[i].attrset] = 1;
+	}
+	for (uint32_t i = 0; i < qp->n_sel; i++)
+		qp->sel[i].attr_mask = 1;
 	return 0;
 }
 
