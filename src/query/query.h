@@ -1,5 +1,6 @@
 /* Queries over the store: merge samples into a call tree and write the
- * results of SPEC S7 (services, types, flame graph, top, timeline, pprof).
+ * results of SPEC S7 (services, types, flame graph, top, timeline, pprof,
+ * span view).
  * Each call opens its own store view: safe to run on several worker threads. */
 #ifndef KILN_QUERY_QUERY_H
 #define KILN_QUERY_QUERY_H
@@ -32,6 +33,37 @@ int query_top(store_t *s, const query_params *q, uint32_t limit, buf_t *json, kn
 int query_timeline(store_t *s, const query_params *q, int64_t step_s, buf_t *json, kn_err *err);
 /* gzip-compressed pprof of the merged result. */
 int query_pprof(store_t *s, const query_params *q, buf_t *out, kn_err *err);
+
+/* Hints for query_span from the caller (a trace viewer knows the span's
+ * service and time). All optional (zero). */
+typedef struct {
+	slice_t service;         /* preferred when the span's samples or its trace's span several services;
+	                            echoed when nothing is linked */
+	int64_t from_ns, until_ns; /* the span's time: echoed (in whole minutes) when nothing is linked;
+	                              also widens the search when outside the default one */
+	slice_t type;            /* "sample_type:unit" to show instead of the default choice */
+	int64_t now_ns;          /* 0: the clock (tests pin it) */
+} query_span_opts;
+
+/* GET /api/span (S5.4). Samples linked to span_id (and trace_id when given;
+ * samples linked with span_id alone match any trace) over [now - 14 d,
+ * now + 1 d) (widened to the hints): when there are some,
+ *   {"samples":N,"service":S,"type":T,"unit":U,"from":F,"until":U,"total":V,
+ *    "types":[…],"root":{flame graph as query_flamegraph}}
+ * with T = cpu:nanoseconds when the span has CPU samples (cpu_alias series
+ * scaled by their period), else the type with most samples (o->type when
+ * set); N counts linked sample rows of S and T; F/U are unix seconds, whole
+ * minutes around the linked profiles; types lists every type of S linked to
+ * the span. Only S's samples are merged (the hinted service when linked,
+ * else the one with most). Otherwise
+ *   {"samples":0,"service":S,"from":F,"until":U}
+ * where S/F/U come from the trace's other linked samples (service with
+ * most, minutes around them), else the hints, else "" and the last hour;
+ * when only other types than o->type are linked, S/F/U are the span's own
+ * and "types":[…] follows. span_id: 1 to 64 bytes, trace_id at most 64, no
+ * control characters; else 400. */
+int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, const query_span_opts *o,
+               buf_t *json, kn_err *err);
 
 /* The merged call tree itself (for the above and for tests). Values of
  * snapshot types are averaged per series over its snapshots (S5.2); window
