@@ -103,3 +103,8 @@ export function pprofToOtlp(p, opts) {
     dictionary: { mappingTable, locationTable, functionTable, linkTable: [{}], stringTable: strings, attributeTable, stackTable },
   };
 }
+
+// Re-encodes a decoded pprof (e.g. after renaming a label key).
+export function encodePprof(obj) {
+  return Buffer.from(PprofProfile.encode(PprofProfile.fromObject(obj)).finish());
+}
