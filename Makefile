@@ -5,7 +5,7 @@
 
 CC       ?= cc
 BUILD    ?= build
-PKGS     := libevent libevent_pthreads libnghttp2 libcurl sqlite3 libdeflate libzstd jansson libfyaml libxxhash openssl
+PKGS     := libevent libevent_pthreads libevent_openssl libnghttp2 libcurl sqlite3 libdeflate libzstd jansson libfyaml libxxhash openssl
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wimplicit-fallthrough -Wno-unused-parameter
 # CFLAGS is the user's (optimisation, sanitizers); KFLAGS is what Kiln always needs.
 CFLAGS   ?= -O2 -g
