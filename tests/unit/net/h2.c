@@ -1,0 +1,439 @@
+/* Tests of src/net/h2.c: a real HTTP/2 server on 127.0.0.1:0 on a loop thread,
+ * driven by nghttp2's client over TCP (h2_client.h) and by the nghttp tool:
+ * trailers, concurrent streams, limits, resets, disconnects, GOAWAY, timeouts, TLS. */
+#include "testutil.h"
+
+#include <pthread.h>
+
+#include <openssl/ssl.h>
+
+#include "h2_client.h"
+#include "net/h2.h"
+#include "net/loop.h"
+#include "net/pool.h"
+
+typedef struct {
+	kn_loop *loop;
+	kn_pool *pool;
+	h2_server *srv;
+	pthread_t th;
+	int port;
+	int slow_ms;
+	pthread_mutex_t mu;
+	int answered, requests;
+} tsrv;
+
+typedef struct {
+	tsrv *t;
+	h2_req *r;
+} slow_job;
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void slow_reply(void *arg)
+{
+	slow_job *j = arg;
+	pthread_mutex_lock(&j->t->mu);
+	j->t->answered++;
+	pthread_mutex_unlock(&j->t->mu);
+	h2_header h[] = {{"content-type", "text/plain"}};
+	h2_respond(j->r, 200, h, 1, "slow", 4, NULL, 0);
+	free(j);
+}
+
+static void slow_work(void *arg)
+{
+	slow_job *j = arg;
+	sleep_ms(j->t->slow_ms);
+	loop_post(j->t->loop, slow_reply, j);
+}
+
+static void on_request(h2_req *r, void *ctx)
+{
+	tsrv *t = ctx;
+	pthread_mutex_lock(&t->mu);
+	t->requests++;
+	pthread_mutex_unlock(&t->mu);
+	if (slice_eq_cstr(r->path, "/slow")) {
+		slow_job *j = malloc(sizeof *j);
+		j->t = t;
+		j->r = r;
+		pool_submit(t->pool, slow_work, j);
+		return;
+	}
+	if (slice_eq_cstr(r->path, "/empty")) {
+		h2_respond(r, 204, NULL, 0, NULL, 0, NULL, 0);
+		return;
+	}
+	char len[32];
+	snprintf(len, sizeof len, "%zu", r->body.n);
+	const slice_t *x = h2_header_get(r, "x-echo");
+	char xv[64] = "";
+	if (x)
+		snprintf(xv, sizeof xv, "%.*s", (int)x->n, (const char *)x->p);
+	h2_header h[] = {{"content-type", "application/octet-stream"}, {"x-len", len}, {"x-echo", xv}};
+	h2_header tr[] = {{"x-trailer", "done"}, {"grpc-status", "0"}};
+	h2_respond(r, 200, h, 3, r->body.p, r->body.n, tr, 2);
+}
+
+static void *loop_thread(void *arg)
+{
+	tsrv *t = arg;
+	loop_run(t->loop);
+	return NULL;
+}
+
+static tsrv *start(h2_opts o)
+{
+	tsrv *t = calloc(1, sizeof *t);
+	pthread_mutex_init(&t->mu, NULL);
+	t->slow_ms = 200;
+	t->loop = loop_new();
+	t->pool = pool_new(32);
+	o.on_request = on_request;
+	o.ctx = t;
+	o.name = "test";
+	kn_err err;
+	t->srv = h2_server_new(loop_base(t->loop), "127.0.0.1:0", &o, &err);
+	if (!t->srv)
+		fail_msg("h2_server_new: %s", err.msg);
+	t->port = h2_server_port(t->srv);
+	assert_true(t->port > 0);
+	pthread_create(&t->th, NULL, loop_thread, t);
+	return t;
+}
+
+static void stop(tsrv *t)
+{
+	loop_stop(t->loop);
+	pthread_join(t->th, NULL);
+	pool_free(t->pool);
+	h2_server_free(t->srv);
+	loop_free(t->loop);
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+typedef struct {
+	tsrv *t;
+	void (*fn)(tsrv *t);
+	uint32_t conns;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+} on_loop_job;
+
+static void on_loop_run(void *arg)
+{
+	on_loop_job *j = arg;
+	if (j->fn)
+		j->fn(j->t);
+	j->conns = h2_server_conns(j->t->srv);
+	pthread_mutex_lock(&j->mu);
+	j->done = 1;
+	pthread_cond_signal(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* Runs fn (may be NULL) on the loop thread; returns the open connections after it. */
+static uint32_t on_loop(tsrv *t, void (*fn)(tsrv *t))
+{
+	on_loop_job j = {.t = t, .fn = fn};
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_cond_init(&j.cv, NULL);
+	loop_post(t->loop, on_loop_run, &j);
+	pthread_mutex_lock(&j.mu);
+	while (!j.done)
+		pthread_cond_wait(&j.cv, &j.mu);
+	pthread_mutex_unlock(&j.mu);
+	pthread_mutex_destroy(&j.mu);
+	pthread_cond_destroy(&j.cv);
+	return j.conns;
+}
+
+static void do_stop_accepting(tsrv *t)
+{
+	h2_server_stop_accepting(t->srv);
+}
+
+static int wait_conns(tsrv *t, uint32_t want, int ms)
+{
+	int64_t end = tc_now_ms() + ms;
+	while (on_loop(t, NULL) != want) {
+		if (tc_now_ms() > end)
+			return 0;
+		sleep_ms(10);
+	}
+	return 1;
+}
+
+static void test_echo_with_trailers(void **state)
+{
+	tsrv *t = start((h2_opts){0});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	tc_stream st;
+	const char *h[] = {"x-echo", "hi there", NULL};
+	tc_submit(&c, &st, NULL, "/echo", h, "hello", 5);
+	assert_int_equal(tc_wait1(&c, &st, 5000), 0);
+	assert_int_equal(st.status, 200);
+	assert_int_equal(st.body_n, 5);
+	assert_memory_equal(st.body, "hello", 5);
+	assert_int_equal(st.n_trailers, 2);
+	assert_string_equal(st.grpc_status, "0");
+	assert_int_equal(st.close_code, 0);
+	tc_stream_free(&st);
+	tc_stream e; /* no body, no trailers: one HEADERS frame with END_STREAM */
+	tc_submit(&c, &e, "GET", "/empty", NULL, NULL, 0);
+	assert_int_equal(tc_wait1(&c, &e, 5000), 0);
+	assert_int_equal(e.status, 204);
+	assert_int_equal(e.headers_frames, 1);
+	tc_stream_free(&e);
+	tc_close(&c);
+	stop(t);
+}
+
+static void test_many_streams_one_connection(void **state)
+{
+	tsrv *t = start((h2_opts){0});
+	t->slow_ms = 100;
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	enum { N = 100 };
+	static tc_stream sts[N];
+	tc_stream *ps[N];
+	int64_t t0 = tc_now_ms();
+	for (int i = 0; i < N; i++) {
+		ps[i] = &sts[i];
+		tc_submit(&c, &sts[i], NULL, "/slow", NULL, "x", 1);
+	}
+	assert_int_equal(tc_wait(&c, ps, N, 10000), 0);
+	int64_t ms = tc_now_ms() - t0;
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(sts[i].status, 200);
+		tc_stream_free(&sts[i]);
+	}
+	/* 32 workers x 100 ms: 4 rounds; one stream at a time would take 10 s */
+	printf("100 concurrent slow streams on one connection: %lld ms\n", (long long)ms);
+	assert_true(ms < 3000);
+	tc_close(&c);
+	stop(t);
+}
+
+static void test_body_limit_resets_stream(void **state)
+{
+	tsrv *t = start((h2_opts){.max_body = 1u << 20});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	size_t n = 3u << 20;
+	uint8_t *big = calloc(1, n);
+	tc_stream st;
+	tc_submit(&c, &st, NULL, "/echo", NULL, big, n);
+	assert_int_equal(tc_wait1(&c, &st, 5000), 0);
+	assert_int_equal(st.close_code, NGHTTP2_ENHANCE_YOUR_CALM);
+	assert_int_equal(st.status, 0); /* no answer, a reset */
+	tc_stream ok;                   /* the connection carries on */
+	tc_submit(&c, &ok, NULL, "/echo", NULL, "a", 1);
+	assert_int_equal(tc_wait1(&c, &ok, 5000), 0);
+	assert_int_equal(ok.status, 200);
+	tc_stream_free(&ok);
+	free(big);
+	tc_close(&c);
+	stop(t);
+}
+
+static void test_client_reset_before_reply(void **state)
+{
+	tsrv *t = start((h2_opts){0});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	tc_stream st;
+	tc_submit(&c, &st, NULL, "/slow", NULL, "x", 1);
+	tc_pump(&c, 50);
+	nghttp2_submit_rst_stream(c.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_CANCEL);
+	tc_pump(&c, t->slow_ms + 200); /* the reply arrives at a closed stream: only freed */
+	tc_stream_free(&st);
+	pthread_mutex_lock(&t->mu);
+	assert_int_equal(t->answered, 1);
+	pthread_mutex_unlock(&t->mu);
+	tc_stream ok;
+	tc_submit(&c, &ok, NULL, "/echo", NULL, "a", 1);
+	assert_int_equal(tc_wait1(&c, &ok, 5000), 0);
+	assert_int_equal(ok.status, 200);
+	tc_stream_free(&ok);
+	tc_close(&c);
+	stop(t);
+}
+
+static void test_client_disconnect_before_reply(void **state)
+{
+	tsrv *t = start((h2_opts){0});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	tc_stream st[3];
+	for (int i = 0; i < 3; i++)
+		tc_submit(&c, &st[i], NULL, "/slow", NULL, "x", 1);
+	tc_pump(&c, 50);
+	tc_close(&c);
+	assert_true(wait_conns(t, 0, 2000));
+	sleep_ms(t->slow_ms + 200);
+	pthread_mutex_lock(&t->mu);
+	assert_int_equal(t->answered, 3); /* answered into the void: freed, no crash */
+	pthread_mutex_unlock(&t->mu);
+	/* and a handler still working when the server is freed */
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	tc_submit(&c, &st[0], NULL, "/slow", NULL, "x", 1);
+	tc_pump(&c, 50);
+	stop(t);
+	tc_close(&c);
+}
+
+static void test_stop_accepting_goaway(void **state)
+{
+	tsrv *t = start((h2_opts){0});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	tc_stream st[3];
+	tc_stream *ps[3];
+	for (int i = 0; i < 3; i++) {
+		ps[i] = &st[i];
+		tc_submit(&c, &st[i], NULL, "/slow", NULL, "x", 1);
+	}
+	tc_pump(&c, 50);
+	on_loop(t, do_stop_accepting);
+	assert_int_equal(tc_wait(&c, ps, 3, 5000), 0);
+	assert_true(c.goaway);
+	assert_int_equal(c.goaway_code, 0);
+	assert_int_equal(c.goaway_last, st[2].id);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(st[i].status, 200); /* in flight: completed */
+		tc_stream_free(&st[i]);
+	}
+	assert_true(tc_wait_eof(&c, 3000));
+	assert_true(wait_conns(t, 0, 2000));
+	tc_close(&c);
+	assert_int_equal(tc_connect(&c, t->port), -1); /* no longer listening */
+	tc_close(&c);
+	stop(t);
+}
+
+static void test_idle_timeout(void **state)
+{
+	tsrv *t = start((h2_opts){.idle_timeout_ms = 200});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	tc_stream st;
+	tc_submit(&c, &st, NULL, "/echo", NULL, "a", 1);
+	assert_int_equal(tc_wait1(&c, &st, 5000), 0);
+	tc_stream_free(&st);
+	int64_t t0 = tc_now_ms();
+	assert_true(tc_wait_eof(&c, 3000));
+	int64_t ms = tc_now_ms() - t0;
+	assert_true(c.goaway);
+	assert_true(ms >= 150 && ms < 2500);
+	tc_close(&c);
+	assert_true(wait_conns(t, 0, 2000));
+	stop(t);
+}
+
+static void test_read_timeout(void **state)
+{
+	tsrv *t = start((h2_opts){.read_timeout_ms = 200, .idle_timeout_ms = 10000});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	nghttp2_nv nv[] = {
+	    {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+	    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+	    {(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0},
+	    {(uint8_t *)":path", (uint8_t *)"/echo", 5, 5, 0},
+	};
+	/* headers without END_STREAM, then nothing: the body never comes */
+	nghttp2_submit_headers(c.ng, NGHTTP2_FLAG_NONE, -1, NULL, nv, 4, NULL);
+	assert_true(tc_wait_eof(&c, 3000));
+	assert_true(c.goaway);
+	tc_close(&c);
+	stop(t);
+}
+
+static void test_connection_cap(void **state)
+{
+	tsrv *t = start((h2_opts){.max_conns = 1});
+	tc_conn a, b;
+	assert_int_equal(tc_connect(&a, t->port), 0);
+	tc_pump(&a, 50);
+	assert_int_equal(tc_connect(&b, t->port), 0);
+	assert_true(tc_wait_eof(&b, 2000)); /* closed at once */
+	tc_stream st;
+	tc_submit(&a, &st, NULL, "/echo", NULL, "a", 1);
+	assert_int_equal(tc_wait1(&a, &st, 5000), 0);
+	assert_int_equal(st.status, 200);
+	tc_stream_free(&st);
+	tc_close(&a);
+	tc_close(&b);
+	stop(t);
+}
+
+/* The nghttp tool as an independent client, cleartext and over TLS. */
+static void test_nghttp_tool_and_tls(void **state)
+{
+	if (system("command -v nghttp >/dev/null && command -v openssl >/dev/null") != 0)
+		skip();
+	char dir[] = "/tmp/kiln-h2-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char cmd[1024], out[8192];
+	snprintf(cmd, sizeof cmd,
+	         "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+	         "-subj /CN=localhost -keyout %s/key.pem -out %s/cert.pem >/dev/null 2>&1",
+	         dir, dir);
+	assert_int_equal(system(cmd), 0);
+	char certf[256], keyf[256];
+	snprintf(certf, sizeof certf, "%s/cert.pem", dir);
+	snprintf(keyf, sizeof keyf, "%s/key.pem", dir);
+	kn_err err;
+	struct ssl_ctx_st *ctx = h2_tls_ctx_new(certf, keyf, &err);
+	if (!ctx)
+		fail_msg("h2_tls_ctx_new: %s", err.msg);
+	assert_null(h2_tls_ctx_new(keyf, keyf, &err));
+	assert_non_null(strstr(err.msg, "certificate"));
+	for (int tls = 0; tls < 2; tls++) {
+		tsrv *t = start((h2_opts){.ssl_ctx = tls ? ctx : NULL});
+		snprintf(cmd, sizeof cmd,
+		         "printf hello-h2 | nghttp -v -d - -H 'x-echo: tool' %s://127.0.0.1:%d/echo 2>&1",
+		         tls ? "https" : "http", t->port);
+		FILE *p = popen(cmd, "r");
+		size_t n = fread(out, 1, sizeof out - 1, p);
+		out[n] = 0;
+		assert_int_equal(pclose(p), 0);
+		assert_non_null(strstr(out, ":status: 200"));
+		assert_non_null(strstr(out, "x-echo: tool"));
+		assert_non_null(strstr(out, "x-trailer: done"));
+		assert_non_null(strstr(out, "hello-h2"));
+		if (tls)
+			assert_non_null(strstr(out, "h2")); /* negotiated by ALPN */
+		stop(t);
+	}
+	SSL_CTX_free(ctx);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_echo_with_trailers),
+	    cmocka_unit_test(test_many_streams_one_connection),
+	    cmocka_unit_test(test_body_limit_resets_stream),
+	    cmocka_unit_test(test_client_reset_before_reply),
+	    cmocka_unit_test(test_client_disconnect_before_reply),
+	    cmocka_unit_test(test_stop_accepting_goaway),
+	    cmocka_unit_test(test_idle_timeout),
+	    cmocka_unit_test(test_read_timeout),
+	    cmocka_unit_test(test_connection_cap),
+	    cmocka_unit_test(test_nghttp_tool_and_tls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
