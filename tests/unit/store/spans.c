@@ -58,7 +58,8 @@ static int64_t linked_value(store_view *v, uint32_t p, const char *span, const c
 		fail_msg("span chunks: %s", err.msg);
 	store_span_hit copy[64];
 	assert_true(*n_hits <= 64);
-	memcpy(copy, hits, *n_hits * sizeof *hits);
+	if (*n_hits)
+		memcpy(copy, hits, *n_hits * sizeof *hits);
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < *n_hits; i++) {
 		const store_entry *e;
