@@ -3,7 +3,7 @@
 // span_id label, are queryable by span. The expected flame graph of a span
 // is computed in JS from the request we built (OTLP) or from go tool pprof
 // -raw's labels (pprof).
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { TESTDATA, uniqueName } from './lib/env.mjs';
@@ -11,6 +11,7 @@ import { upload, get, getJson } from './lib/http.mjs';
 import { flameStats } from './lib/check.mjs';
 import { oracle, pprofRaw } from './lib/pprof.mjs';
 import { startOtlpServer, sendPb } from './lib/otlp.mjs';
+import { startServer } from './lib/server.mjs';
 import { buildRequest } from './lib/otlp-build.mjs';
 import { expectRequest } from './lib/otlp-expect.mjs';
 import { assertAccepted } from './lib/otlp-check.mjs';
@@ -25,7 +26,8 @@ let server;
 let svc;
 let req;
 
-before(async () => {
+async function setup() {
+  if (server) return;
   server = await startOtlpServer();
   svc = uniqueName('span-otlp');
   const A = { traceId: TRACE, spanId: SPAN_A };
@@ -47,7 +49,7 @@ before(async () => {
   // A span of the same trace that has no samples: in the link table only.
   req.dictionary.linkTable.push({ traceId: Buffer.from(TRACE, 'hex'), spanId: Buffer.from(SPAN_NONE, 'hex') });
   assertAccepted(await sendPb(server, req), 'span request', server);
-});
+}
 after(async () => { if (server) await server.stop(); });
 
 function checkSpanFlame(j, exp, ctx) {
@@ -64,6 +66,7 @@ function checkSpanFlame(j, exp, ctx) {
 
 for (const [span, label] of [[SPAN_A, 'A (two samples, one with timestamps)'], [SPAN_B, 'B']]) {
   test(`OTLP span ${label}: /api/span?trace_id=&span_id= is the flame graph of its samples`, async () => {
+    await setup();
     const exp = expectRequest(req, (s) => s.link?.spanId === span).get(svc).get('cpu:nanoseconds');
     const j = await getJson(server.uiUrl, '/api/span', { trace_id: TRACE, span_id: span });
     checkSpanFlame(j, exp, `span ${span}`);
@@ -71,6 +74,7 @@ for (const [span, label] of [[SPAN_A, 'A (two samples, one with timestamps)'], [
 }
 
 test('OTLP span without samples: {"samples":0,"service","from","until"} pointing at the span\'s minutes', async () => {
+  await setup();
   const r = await get(server.uiUrl, '/api/span', { trace_id: TRACE, span_id: SPAN_NONE });
   assert.equal(r.status, 200, `${r.status} ${r.text}`);
   assert.equal(r.json.samples, 0, r.text);
@@ -84,12 +88,14 @@ test('OTLP span without samples: {"samples":0,"service","from","until"} pointing
 });
 
 test('unknown trace and span: samples 0, not an error', async () => {
+  await setup();
   const r = await get(server.uiUrl, '/api/span', { trace_id: 'cc000000000000000000000000000001', span_id: 'dd00000000000001' });
   assert.ok(r.status === 200 || r.status === 404, `${r.status} ${r.text}`);
   if (r.status === 200) assert.equal(r.json.samples, 0, r.text);
 });
 
 test('bad ids → 400', async () => {
+  await setup();
   for (const q of [{ trace_id: TRACE, span_id: 'xyz' }, { trace_id: 'abc', span_id: SPAN_A }, {}]) {
     const r = await get(server.uiUrl, '/api/span', q);
     assert.equal(r.status, 400, `${JSON.stringify(q)} → ${r.status} ${r.text}`);
@@ -117,7 +123,7 @@ async function pprofSpanCase(renameTo) {
     body = (await import('node:fs')).readFileSync(SPAN_FILE);
   }
   // A server of its own: the two cases share span id values.
-  const srv = await startOtlpServer();
+  const srv = await startServer();
   let j;
   try {
     const svcP = uniqueName(`span-pprof-${renameTo ?? key}`);
