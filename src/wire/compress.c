@@ -1,10 +1,13 @@
-/* gzip with a hard output bound (compress.h), on libdeflate: whole-buffer
- * inflate of each member into a buffer that never grows past out->max.
- * No streaming and no zstd here; callers hold the whole body in memory. */
+/* Bounded decompression (compress.h): gzip and deflate on libdeflate
+ * (whole-buffer inflate into a buffer that never grows past out->max), zstd
+ * on libzstd's streaming decoder. Callers hold the whole body in memory. */
 #include "wire/compress.h"
 
 #include <libdeflate.h>
 #include <stdint.h>
+#include <strings.h>
+#include <zstd.h>
+#include <zstd_errors.h>
 
 #include "base/err.h"
 
@@ -125,4 +128,166 @@ int gz_deflate(slice_t in, int level, buf_t *out)
 	}
 	libdeflate_free_compressor(c);
 	return rc;
+}
+
+/* ---- zstd ------------------------------------------------------------------ */
+
+int zstd_inflate(slice_t in, buf_t *out, kn_err *err)
+{
+	if (in.n == 0)
+		return err_set(err, 400, "zstd body is corrupt: empty body");
+	ZSTD_DStream *ds = ZSTD_createDStream();
+	if (!ds)
+		return err_set(err, 500, "out of memory for the zstd decompressor");
+	/* The window is memory the decoder allocates on the frame's say-so:
+	 * no more than the output could ever hold (and at least zstd's minimum). */
+	int wlog = 10;
+	while (wlog < 31 && ((size_t)1 << wlog) < out->max)
+		wlog++;
+	ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, wlog);
+	size_t start = out->n;
+	ZSTD_inBuffer ib = {in.p, in.n, 0};
+	int rc = -1;
+	size_t ret = 1;
+	for (;;) {
+		size_t room = out->max - out->n;
+		if (out->cap - out->n == 0 && room > 0) {
+			size_t want = out->n ? out->n : (in.n > 4096 ? in.n * 2 : 8192);
+			if (want > room)
+				want = room;
+			if (buf_reserve(out, want) < 0) {
+				too_big(err, out->max);
+				goto out;
+			}
+		}
+		size_t avail = out->cap - out->n;
+		if (avail > room)
+			avail = room;
+		uint8_t probe; /* at the ceiling: does any output remain? */
+		ZSTD_outBuffer ob = {avail ? out->p + out->n : &probe, avail ? avail : 1, 0};
+		ret = ZSTD_decompressStream(ds, &ob, &ib);
+		if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge) {
+			too_big(err, out->max); /* the frame says its content may be that large */
+			goto out;
+		}
+		if (ZSTD_isError(ret)) {
+			err_set(err, 400, "zstd body is corrupt: %s (input byte %zu)", ZSTD_getErrorName(ret),
+			        ib.pos);
+			goto out;
+		}
+		if (!avail && ob.pos) {
+			too_big(err, out->max);
+			goto out;
+		}
+		out->n += avail ? ob.pos : 0;
+		if (ret == 0 && ib.pos == ib.size)
+			break; /* every frame complete and flushed */
+		if (ib.pos == ib.size && ob.pos < ob.size) {
+			err_set(err, 400, "zstd body is corrupt: truncated (%zu bytes)", in.n);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		out->n = start;
+	ZSTD_freeDStream(ds);
+	return rc;
+}
+
+int zstd_deflate(slice_t in, int level, buf_t *out)
+{
+	if (level < 1 || level > 19)
+		return -1;
+	size_t bound = ZSTD_compressBound(in.n);
+	if (buf_reserve(out, bound) < 0)
+		return -1;
+	size_t n = ZSTD_compress(out->p + out->n, bound, in.p, in.n, level);
+	if (ZSTD_isError(n))
+		return -1;
+	out->n += n;
+	return 0;
+}
+
+/* ---- deflate ------------------------------------------------------------------ */
+
+static int is_zlib_header(slice_t in)
+{
+	return in.n >= 2 && (in.p[0] & 0x0f) == 8 && (in.p[0] >> 4) <= 7 &&
+	       ((unsigned)in.p[0] << 8 | in.p[1]) % 31 == 0;
+}
+
+int zlib_inflate(slice_t in, buf_t *out, kn_err *err)
+{
+	if (in.n == 0)
+		return err_set(err, 400, "deflate body is corrupt: empty body");
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	if (!d)
+		return err_set(err, 500, "out of memory for the deflate decompressor");
+	int zlib = is_zlib_header(in);
+	size_t room = out->max > out->n ? out->max - out->n : 0;
+	size_t guess = in.n > room / 4 ? room : (in.n * 4 > 4096 ? in.n * 4 : 4096);
+	if (guess > room)
+		guess = room;
+	int rc = -1;
+	for (;;) {
+		if (buf_reserve(out, guess) < 0) {
+			too_big(err, out->max);
+			break;
+		}
+		size_t used_in = 0, used_out = 0;
+		uint8_t dummy;
+		uint8_t *dst = out->p ? out->p + out->n : &dummy;
+		enum libdeflate_result r =
+		    zlib ? libdeflate_zlib_decompress_ex(d, in.p, in.n, dst, guess, &used_in, &used_out)
+		         : libdeflate_deflate_decompress_ex(d, in.p, in.n, dst, guess, &used_in, &used_out);
+		if (r == LIBDEFLATE_SUCCESS) {
+			if (used_in != in.n) {
+				err_set(err, 400, "deflate body is corrupt: trailing garbage at byte %zu",
+				        used_in);
+				break;
+			}
+			out->n += used_out;
+			rc = 0;
+			break;
+		}
+		if (r != LIBDEFLATE_INSUFFICIENT_SPACE) {
+			err_set(err, 400, "deflate body is corrupt: %s (%s stream)", result_name(r),
+			        zlib ? "zlib" : "raw deflate");
+			break;
+		}
+		if (guess >= room) {
+			too_big(err, out->max);
+			break;
+		}
+		guess = guess > room / 2 ? room : guess * 2;
+	}
+	libdeflate_free_decompressor(d);
+	return rc;
+}
+
+/* ---- By Content-Encoding ----------------------------------------------------------- */
+
+static int enc_is(slice_t e, const char *name)
+{
+	size_t n = strlen(name);
+	return e.n == n && strncasecmp((const char *)e.p, name, n) == 0;
+}
+
+int body_decode(slice_t encoding, slice_t in, buf_t *out, kn_err *err)
+{
+	if (encoding.n == 0 || enc_is(encoding, "identity")) {
+		if (buf_append(out, in.p, in.n) < 0)
+			return too_big(err, out->max);
+		return 0;
+	}
+	if (enc_is(encoding, "gzip") || enc_is(encoding, "x-gzip"))
+		return gz_inflate(in, out, err);
+	if (enc_is(encoding, "zstd"))
+		return zstd_inflate(in, out, err);
+	if (enc_is(encoding, "deflate"))
+		return zlib_inflate(in, out, err);
+	return err_set(err, 415,
+	               "unsupported content encoding \"%.*s\": Kiln accepts gzip, zstd, deflate or identity",
+	               (int)(encoding.n > 40 ? 40 : encoding.n), (const char *)encoding.p);
 }
