@@ -1,0 +1,148 @@
+/* Private to the OTLP decoder (otlp_decode.c, otlp_dict.c): the decoder's
+ * state, error paths, field reading and the dictionary. Not for other
+ * modules: they use wire/otlp.h. */
+#ifndef KILN_WIRE_OTLP_INT_H
+#define KILN_WIRE_OTLP_INT_H
+
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "base/limits.h"
+#include "base/u64map.h"
+#include "model/model.h"
+#include "wire/otlp.h"
+#include "wire/pb.h"
+
+#define OT_SUPPORTED "the v1.10 wire format (Collector \xe2\x89\xa5 0.148)"
+#define OT_INDEX_HINT                                                                                        \
+	"; the sender's format version may differ from the one supported (v1.10 wire format, Collector "     \
+	"\xe2\x89\xa5 0.148)"
+#define OT_NOIX UINT32_MAX
+
+/* Where an error happened: "resource_profiles[0].scope_profiles[1].profiles[2]";
+ * an element with ix OT_NOIX is not repeated ("dictionary", "resource"). */
+typedef struct {
+	const char *name[8];
+	uint32_t ix[8];
+	uint8_t n;
+} ot_path;
+
+static inline ot_path ot_path_push(ot_path p, const char *name, uint32_t ix)
+{
+	if (p.n < 8) {
+		p.name[p.n] = name;
+		p.ix[p.n] = ix;
+		p.n++;
+	}
+	return p;
+}
+
+/* Field kinds: varint, length-delimited, fixed64, and repeated scalars that
+ * may arrive packed (length-delimited) or one by one. */
+enum { OT_VARINT, OT_LEN, OT_I64, OT_PVARINT, OT_PI64, OT_ANY /* the caller checks the wire type */ };
+
+typedef struct {
+	uint32_t num;
+	uint8_t kind;
+	const char *name;
+} ot_field;
+
+/* Dictionary tables, in field-number order (ProfilesDictionary 1..7). */
+enum { T_MAPPING, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTRIBUTE, T_STACK, T_COUNT };
+
+typedef struct {
+	uint32_t mapping;  /* index into mapping_table, OT_NOIX for none */
+	uint32_t n_frames; /* lines with a named function, or 1 */
+	uint32_t first;    /* range in loc_frames once resolved; OT_NOIX before */
+} ot_location;
+
+typedef struct {
+	uint32_t name; /* string index: name, else system_name */
+	uint32_t file;
+} ot_function;
+
+typedef struct {
+	uint32_t first; /* range in stack_locs */
+	uint32_t n;
+	uint32_t depth; /* frames written out, at most LIMIT_STACK_DEPTH */
+	uint32_t node;  /* leaf node once resolved; OT_NOIX before, MODEL_NONE when empty */
+} ot_stack;
+
+typedef struct {
+	const uint8_t *base; /* start of the request, for byte offsets */
+	arena_t *scratch;
+	const otlp_decode_opts *o;
+	model_batch *b;
+
+	/* ProfilesDictionary: each table's entries as slices (tbl[T_STRING] are
+	 * the strings themselves). */
+	slice_t *tbl[T_COUNT];
+	uint32_t n[T_COUNT];
+	uint8_t *attr_code; /* per attribute_table entry: 1 + index in the keys frames use, else 0 */
+	ot_function *functions;
+	uint32_t *mapping_file; /* string index of each mapping's filename */
+	ot_location *locations;
+	ot_stack *stacks;
+	uint32_t *stack_locs;
+	uint32_t *loc_frames; /* frames of resolved locations, leaf first */
+	size_t n_loc_frames, cap_loc_frames;
+
+	/* Scratch reused per sample / per profile. */
+	uint64_t *u64s; /* indices of one repeated field */
+	size_t n_u64s, cap_u64s;
+	uint64_t *attr_ix;
+	size_t n_attr_ix, cap_attr_ix;
+	uint64_t *values;
+	size_t n_values, cap_values;
+	uint64_t *stamps;
+	size_t n_stamps, cap_stamps;
+	model_sample *pending;
+	size_t n_pending, cap_pending;
+	uint32_t *stack_frames; /* LIMIT_STACK_DEPTH entries */
+	model_label labels[LIMIT_LABELS + 2];
+	char label_text[LIMIT_LABELS][32];
+	char link_hex[2][33];
+	u64map_t attrset_cache;
+
+	uint64_t abs_sum; /* sum of |value| over the current profile: merges cannot overflow */
+	uint64_t frames_total;
+	int frames_over;
+} ot_dec;
+
+/* Sets err to "<path>.<field>: <message>" (field may be NULL). Returns -1. */
+int ot_fail(kn_err *err, int status, const ot_path *p, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* 400 "index I out of range for TABLE (N entries)" plus the version hint,
+ * unless 0 <= ix < n. */
+int ot_check_index(const ot_dec *d, int64_t ix, int table, const ot_path *p, const char *field, kn_err *err);
+/* Next known field of a message, skipping unknown ones. 1: *f and *wt set,
+ * the value is next; 0: end of message; -1: err set. */
+int ot_next_field(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec, const ot_path *p,
+                  const ot_field **f, int *wt, kn_err *err);
+int ot_read_varint(const ot_dec *d, pb_reader *r, uint64_t *v, const ot_path *p, const char *field,
+                   kn_err *err);
+int ot_read_len(const ot_dec *d, pb_reader *r, slice_t *s, const ot_path *p, const char *field, kn_err *err);
+/* Reads one occurrence of a packable varint field (wt from ot_next_field),
+ * appending each value to *arr (grown; scratch owned by the caller). */
+int ot_read_packed_varint(const ot_dec *d, pb_reader *r, int wt, uint64_t **arr, size_t *n, size_t *cap,
+                          const ot_path *p, const char *field, kn_err *err);
+
+/* Counts and fills the dictionary tables from every `dictionary` field of
+ * the request (dicts[0..n_dicts)). Only the framing is checked here. */
+int ot_dict_load(ot_dec *d, const slice_t *dicts, uint32_t n_dicts, kn_err *err);
+/* Checks every entry of every table (indices, id lengths, string_table[0])
+ * and precomputes functions, mappings, locations and stacks. */
+int ot_dict_check(ot_dec *d, kn_err *err);
+/* A resource/scope KeyValue list entry, or an attribute_table entry:
+ * resolves key and text value (string/int/bool/double; *scalar = 0 for
+ * arrays, kvlists, bytes and empty values). text holds rendered numbers.
+ * The entry was checked before, so this does not fail on checked input. */
+int ot_keyvalue(const ot_dec *d, slice_t msg, int table_entry, slice_t *key, slice_t *value, int *scalar,
+                char text[32], const ot_path *p, kn_err *err);
+/* The leaf node of stack si (interned on first use); MODEL_NONE when empty. */
+uint32_t ot_stack_node(ot_dec *d, uint32_t si);
+/* Label text of link li into d->link_hex: 0 when it carries no ids. */
+int ot_link_hex(ot_dec *d, uint32_t li);
+
+#endif
