@@ -11,7 +11,7 @@
 #              same load for 10 s after the measured run (report in $TMPD).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-need_bins pprof_total decode
+need_bins pprof_total decode commit
 command -v wrk >/dev/null || die "wrk missing: bench/run.sh installs it (apt-get install wrk)"
 
 THREADS=${THREADS:-1}
@@ -86,6 +86,23 @@ run_case() {
 	result ingest "$name decode ceiling $(nproc) cores /s" "$(calc "$(nproc) * 1e6 / $dec_us")" ">= $target" \
 		"$(awk -v c="$(calc "$(nproc) * 1e6 / $dec_us")" -v t="$target" 'BEGIN { print (c >= t) ? "-" : "below target" }')" \
 		"nproc x 1e6 / (gz_inflate + pprof_decode µs)"
+
+	# Group commit without HTTP (build/bench/commit): 8 threads decode and
+	# store_write_sync in a loop, with the default commit window and none.
+	if [ "$name" = cpu ]; then
+		local w out b0 t0 b1 t1
+		for w in 0 -1; do
+			wait_quiet
+			rm -rf "$TMPD/commit-data"
+			read -r b0 t0 < <(proc_stat)
+			out=$("$BENCH_BIN/commit" "$file" 8 8 "$w" "$TMPD/commit-data")
+			read -r b1 t1 < <(proc_stat)
+			result ingest "cpu store only, 8 thr, window $([ "$w" = 0 ] && echo "2 ms" || echo none)" \
+				"$(json_get - 'j.per_s' <<<"$out")/s, $(json_get - 'j.mean_ms' <<<"$out") ms" "-" \
+				"machine $(printf '%.0f' "$(busy_pct "$b0" "$t0" "$b1" "$t1")")%" "build/bench/commit $(basename "$file") 8 8 $w DIR"
+		done
+		rm -rf "$TMPD/commit-data"
+	fi
 
 	local data=$TMPD/ingest-$name-data logf=$TMPD/ingest-$name.log
 	rm -rf "$data"
