@@ -1,6 +1,6 @@
 /* Unary gRPC on the HTTP/2 server (grpc.h): checks a call's headers before
  * its body, watches the message prefix as DATA arrives, decompresses on
- * request (gzip via wire/compress, zstd streamed here) and writes replies. */
+ * request (gzip and zstd via wire/compress, bounded) and writes replies. */
 #include "net/grpc.h"
 
 #include <inttypes.h>
@@ -10,7 +10,6 @@
 #include <time.h>
 
 #include <openssl/evp.h>
-#include <zstd.h>
 
 #include "base/alloc.h"
 #include "base/limits.h"
@@ -50,31 +49,6 @@ void grpc_percent_encode(slice_t in, buf_t *out)
 			char e[3] = {'%', hex[b >> 4], hex[b & 15]};
 			buf_append(out, e, 3);
 		}
-	}
-}
-
-int grpc_code_from_status(int http_status)
-{
-	switch (http_status) {
-	case 400:
-		return GRPC_INVALID_ARGUMENT;
-	case 401:
-		return GRPC_UNAUTHENTICATED;
-	case 403:
-		return GRPC_PERMISSION_DENIED;
-	case 404:
-		return GRPC_NOT_FOUND;
-	case 413:
-	case 429:
-		return GRPC_RESOURCE_EXHAUSTED;
-	case 501:
-		return GRPC_UNIMPLEMENTED;
-	case 503:
-		return GRPC_UNAVAILABLE;
-	case 504:
-		return GRPC_DEADLINE_EXCEEDED;
-	default:
-		return GRPC_INTERNAL;
 	}
 }
 
@@ -306,46 +280,6 @@ static void on_request(h2_req *r, void *ctx)
 
 /* ---- decoding ---- */
 
-/* Streams zstd frames into out without passing out->max. */
-static int zstd_bounded(slice_t in, buf_t *out, kn_err *err)
-{
-	ZSTD_DCtx *d = ZSTD_createDCtx();
-	int wlog = 10; /* a window past the output limit is refused: the decoder allocates it */
-	while (wlog < 31 && ((size_t)1 << wlog) < out->max)
-		wlog++;
-	ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, wlog);
-	ZSTD_inBuffer ib = {in.p, in.n, 0};
-	int rc = 0;
-	size_t z = 1;
-	for (;;) {
-		if (out->n == out->cap) {
-			if (z == 0 && ib.pos == ib.size)
-				break; /* ended exactly at the buffer's end */
-			size_t want = out->n > (64u << 10) ? out->n : (64u << 10);
-			if (want > out->max - out->n)
-				want = out->max - out->n;
-			if (!want || buf_reserve(out, want) < 0) {
-				rc = err_set(err, 413, "too large");
-				break;
-			}
-		}
-		ZSTD_outBuffer ob = {out->p, out->cap, out->n};
-		z = ZSTD_decompressStream(d, &ob, &ib);
-		out->n = ob.pos;
-		if (ZSTD_isError(z)) {
-			rc = err_set(err, 400, "corrupt zstd data: %s", ZSTD_getErrorName(z));
-			break;
-		}
-		if (ib.pos == ib.size && ob.pos < ob.size) {
-			if (z != 0)
-				rc = err_set(err, 400, "corrupt zstd data: the stream is truncated");
-			break; /* all input used and all output flushed */
-		}
-	}
-	ZSTD_freeDCtx(d);
-	return rc;
-}
-
 int grpc_call_decode(grpc_call *c, kn_err *err)
 {
 	if (!c->compressed || c->msg.p)
@@ -353,7 +287,7 @@ int grpc_call_decode(grpc_call *c, kn_err *err)
 	buf_reset(&c->_inflated);
 	kn_err e = {0};
 	int rc = slice_eq_cstr(c->encoding, "gzip") ? gz_inflate(c->wire, &c->_inflated, &e)
-	                                            : zstd_bounded(c->wire, &c->_inflated, &e);
+	                                            : zstd_inflate(c->wire, &c->_inflated, &e);
 	if (rc == 0) {
 		c->msg = buf_slice(&c->_inflated);
 		if (!c->msg.p)

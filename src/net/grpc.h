@@ -12,31 +12,13 @@
 #include "base/err.h"
 #include "base/slice.h"
 #include "net/h2.h"
+#include "wire/rpc_status.h" /* enum grpc_code, grpc_code_of_http */
 
 struct event_base;
 
 typedef struct grpc_server grpc_server;
 typedef struct grpc_call grpc_call;
 
-enum grpc_code {
-	GRPC_OK = 0,
-	GRPC_CANCELLED = 1,
-	GRPC_UNKNOWN = 2,
-	GRPC_INVALID_ARGUMENT = 3,
-	GRPC_DEADLINE_EXCEEDED = 4,
-	GRPC_NOT_FOUND = 5,
-	GRPC_ALREADY_EXISTS = 6,
-	GRPC_PERMISSION_DENIED = 7,
-	GRPC_RESOURCE_EXHAUSTED = 8,
-	GRPC_FAILED_PRECONDITION = 9,
-	GRPC_ABORTED = 10,
-	GRPC_OUT_OF_RANGE = 11,
-	GRPC_UNIMPLEMENTED = 12,
-	GRPC_INTERNAL = 13,
-	GRPC_UNAVAILABLE = 14,
-	GRPC_DATA_LOSS = 15,
-	GRPC_UNAUTHENTICATED = 16,
-};
 
 /* One unary call, owned by the handler from the method's handler until
  * grpc_reply or grpc_fail. Public fields are read-only; slices stay valid
@@ -110,12 +92,6 @@ void grpc_reply(grpc_call *c, const void *msg, size_t n);
  * grpc-status-details-bin (the google.rpc.Status bytes, base64). Frees c.
  * Loop thread only. If the client has gone, only frees c. */
 void grpc_fail(grpc_call *c, int code, const char *message, const void *details, size_t n);
-
-/* The gRPC code for a kn_err status: 400 INVALID_ARGUMENT, 401
- * UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 413 and 429
- * RESOURCE_EXHAUSTED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, 504
- * DEADLINE_EXCEEDED, anything else INTERNAL. */
-int grpc_code_from_status(int http_status);
 
 /* grpc-message encoding: bytes outside 0x20..0x7e and '%' become %XX. */
 void grpc_percent_encode(slice_t in, buf_t *out);

@@ -41,8 +41,13 @@ int grpc_code_of_http(int http_status)
 		return GRPC_INVALID_ARGUMENT;
 	case 401:
 		return GRPC_UNAUTHENTICATED;
+	case 403:
+		return GRPC_PERMISSION_DENIED;
 	case 404:
+	case 501:
 		return GRPC_UNIMPLEMENTED;
+	case 504:
+		return GRPC_DEADLINE_EXCEEDED;
 	case 413:
 	case 429:
 		return GRPC_RESOURCE_EXHAUSTED;

@@ -6,14 +6,24 @@
 
 #include "base/buf.h"
 
-/* gRPC status codes Kiln answers with. */
-enum {
+/* google.rpc.Code: the gRPC status codes. */
+enum grpc_code {
 	GRPC_OK = 0,
+	GRPC_CANCELLED = 1,
+	GRPC_UNKNOWN = 2,
 	GRPC_INVALID_ARGUMENT = 3,
+	GRPC_DEADLINE_EXCEEDED = 4,
+	GRPC_NOT_FOUND = 5,
+	GRPC_ALREADY_EXISTS = 6,
+	GRPC_PERMISSION_DENIED = 7,
 	GRPC_RESOURCE_EXHAUSTED = 8,
+	GRPC_FAILED_PRECONDITION = 9,
+	GRPC_ABORTED = 10,
+	GRPC_OUT_OF_RANGE = 11,
 	GRPC_UNIMPLEMENTED = 12,
 	GRPC_INTERNAL = 13,
 	GRPC_UNAVAILABLE = 14,
+	GRPC_DATA_LOSS = 15,
 	GRPC_UNAUTHENTICATED = 16,
 };
 
@@ -27,9 +37,10 @@ void rpc_status_pb(int grpc_code, const char *msg, int retry_after_s, buf_t *out
  * {"code":8,"message":"...","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"5s"}]}
  */
 void rpc_status_json(int grpc_code, const char *msg, int retry_after_s, buf_t *out);
-/* 400→3 INVALID_ARGUMENT, 401→16 UNAUTHENTICATED, 404→12 UNIMPLEMENTED,
- * 413 and 429→8 RESOURCE_EXHAUSTED, 503→14 UNAVAILABLE, 200→0; anything
- * else (500 included) → 13 INTERNAL. */
+/* The one map from Kiln's (HTTP-style) error statuses to gRPC codes:
+ * 200→OK, 400→INVALID_ARGUMENT, 401→UNAUTHENTICATED, 403→PERMISSION_DENIED,
+ * 404 and 501→UNIMPLEMENTED, 413 and 429→RESOURCE_EXHAUSTED, 503→UNAVAILABLE,
+ * 504→DEADLINE_EXCEEDED; anything else (500 included) → INTERNAL. */
 int grpc_code_of_http(int http_status);
 
 #endif

@@ -286,10 +286,10 @@ static void test_fail_with_details(void **state)
 	assert_int_equal(b.n, 9);
 	assert_memory_equal(b.p, "a b%25%7F", 9);
 	buf_free(&b);
-	assert_int_equal(grpc_code_from_status(413), GRPC_RESOURCE_EXHAUSTED);
-	assert_int_equal(grpc_code_from_status(400), GRPC_INVALID_ARGUMENT);
-	assert_int_equal(grpc_code_from_status(503), GRPC_UNAVAILABLE);
-	assert_int_equal(grpc_code_from_status(401), GRPC_UNAUTHENTICATED);
+	assert_int_equal(grpc_code_of_http(413), GRPC_RESOURCE_EXHAUSTED);
+	assert_int_equal(grpc_code_of_http(400), GRPC_INVALID_ARGUMENT);
+	assert_int_equal(grpc_code_of_http(503), GRPC_UNAVAILABLE);
+	assert_int_equal(grpc_code_of_http(401), GRPC_UNAUTHENTICATED);
 	stop(t);
 }
 
