@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "net/grpc.h"
 #include "net/http.h"
 #include "net/loop.h"
 #include "net/pool.h"
@@ -26,6 +27,15 @@ uint32_t api_inflight(api_ctx *a);
 /* Upload listener (SPEC S2.1). */
 int api_upload_on_headers(http_req *r, void *ctx);
 void api_upload_on_request(http_req *r, void *ctx);
+
+/* OTLP/HTTP listener (SPEC S2.2). */
+int api_otlp_on_headers(http_req *r, void *ctx);
+void api_otlp_on_request(http_req *r, void *ctx);
+void api_otlp_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
+
+/* OTLP/gRPC listener (SPEC S2.3): the methods it serves. */
+extern const grpc_method api_grpc_methods[];
+extern const size_t api_grpc_n_methods;
 
 /* UI listener: the /api routes, /healthz, the UI. */
 int api_ui_on_headers(http_req *r, void *ctx);

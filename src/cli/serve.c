@@ -22,7 +22,8 @@ typedef struct {
 	kn_pool *pool;
 	store_t *store;
 	api_ctx api;
-	http_server *servers[LISTENER_COUNT];
+	http_server *servers[LISTENER_COUNT]; /* HTTP/1.1 listeners */
+	grpc_server *grpc;                    /* the OTLP/gRPC listener */
 	struct event *sig_term, *sig_int, *drain_timer;
 	int draining_ms;
 } serve_state;
@@ -120,8 +121,32 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		if (s->servers[i])
 			http_server_stop_accepting(s->servers[i]);
+	if (s->grpc)
+		grpc_server_stop_accepting(s->grpc);
 	s->drain_timer = evtimer_new(loop_base(s->loop), drain_check, s);
 	drain_check(-1, 0, s);
+}
+
+static void log_listening(const char *name, const char *addr, int port)
+{
+	char host[256];
+	snprintf(host, sizeof host, "%.*s", (int)(strrchr(addr, ':') - addr), addr);
+	log_info("listening", "listener=%s addr=%s:%d", name, host[0] ? host : "0.0.0.0", port);
+}
+
+static int start_grpc(serve_state *s, const char *addr, kn_err *err)
+{
+	grpc_opts o = {
+	    .h2 = {.name = listener_names[LISTENER_OTLP_GRPC]},
+	    .methods = api_grpc_methods,
+	    .n_methods = api_grpc_n_methods,
+	    .ctx = &s->api,
+	};
+	s->grpc = grpc_server_new(loop_base(s->loop), addr, &o, err);
+	if (!s->grpc)
+		return -1;
+	log_listening(listener_names[LISTENER_OTLP_GRPC], addr, grpc_server_port(s->grpc));
+	return 0;
 }
 
 static int start_listeners(serve_state *s)
@@ -131,9 +156,13 @@ static int start_listeners(serve_state *s)
 		const char *addr = s->cfg.listeners[i].addr;
 		if (!strcmp(addr, "off") || !role_runs(s->cfg.role, i))
 			continue;
-		if (i == LISTENER_OTLP_HTTP || i == LISTENER_OTLP_GRPC) {
-			log_warn("listener not available in this version", "listener=%s addr=%s", listener_names[i],
-			         addr);
+		kn_err err;
+		if (i == LISTENER_OTLP_GRPC) {
+			if (start_grpc(s, addr, &err) < 0) {
+				log_error("cannot listen", "listener=%s addr=%s error=\"%s\"", listener_names[i], addr,
+				          err.msg);
+				return -1;
+			}
 			continue;
 		}
 		http_opts o = {
@@ -145,20 +174,20 @@ static int start_listeners(serve_state *s)
 		if (i == LISTENER_UPLOAD) {
 			o.on_headers = api_upload_on_headers;
 			o.on_request = api_upload_on_request;
+		} else if (i == LISTENER_OTLP_HTTP) {
+			o.on_headers = api_otlp_on_headers;
+			o.on_request = api_otlp_on_request;
+			o.format_error = api_otlp_format_error;
 		} else {
 			o.on_headers = api_ui_on_headers;
 			o.on_request = api_ui_on_request;
 		}
-		kn_err err;
 		s->servers[i] = http_server_new(base, addr, &o, &err);
 		if (!s->servers[i]) {
 			log_error("cannot listen", "listener=%s addr=%s error=\"%s\"", listener_names[i], addr, err.msg);
 			return -1;
 		}
-		char host[256];
-		snprintf(host, sizeof host, "%.*s", (int)(strrchr(addr, ':') - addr), addr);
-		log_info("listening", "listener=%s addr=%s:%d", listener_names[i], host[0] ? host : "0.0.0.0",
-		         http_server_port(s->servers[i]));
+		log_listening(listener_names[i], addr, http_server_port(s->servers[i]));
 	}
 	return 0;
 }
@@ -203,6 +232,8 @@ out:
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		if (s.servers[i])
 			http_server_free(s.servers[i]);
+	if (s.grpc)
+		grpc_server_free(s.grpc);
 	if (s.sig_term)
 		event_free(s.sig_term);
 	if (s.sig_int)

@@ -9,6 +9,7 @@
 
 #include "base/err.h"
 #include "model/model.h"
+#include "wire/otlp.h"
 
 typedef struct {
 	slice_t project;
@@ -30,5 +31,24 @@ typedef struct {
  * pprof push. On success *out is a finished batch owned by the caller.
  * Errors: 400 malformed / empty, 413 limits; nothing is returned then. */
 int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ingest_result *res, kn_err *err);
+
+/* Retention window of pushed samples (S5.3, S6.4): older ones are refused. */
+#define INGEST_RETENTION_NS (14LL * 86400 * 1000000000LL)
+#define INGEST_FUTURE_NS (10LL * 60 * 1000000000LL)
+
+typedef struct {
+	slice_t project;
+	slice_t encoding; /* Content-Encoding (HTTP); empty for gRPC (the gRPC layer decompresses) */
+	int json;         /* OTLP/JSON body */
+	uint32_t max_rows;
+	int64_t now_ns;
+} ingest_otlp_req;
+
+/* Decompresses (bounded), transcodes JSON, decodes and validates an OTLP
+ * ExportProfilesServiceRequest. Samples outside [now − retention, now + 10 min]
+ * are dropped and reported in res (partial success). On success *out is a
+ * finished batch (possibly with no profiles: an empty request succeeds).
+ * Errors: 400 malformed, 413 limits, 415 unknown encoding. */
+int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_result *res, kn_err *err);
 
 #endif

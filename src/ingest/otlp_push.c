@@ -1,0 +1,56 @@
+/* The OTLP push path (SPEC S2.2/S2.3): body → bounded decompression →
+ * (OTLP/JSON → protobuf) → OTLP decode into a batch, with the time window of
+ * S5.3. Shared by the HTTP and gRPC listeners; knows neither. */
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/limits.h"
+#include "ingest/ingest.h"
+#include "wire/compress.h"
+
+int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_result *res, kn_err *err)
+{
+	*out = NULL;
+	memset(res, 0, sizeof *res);
+	if (body.n > LIMIT_BODY_BYTES)
+		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n, LIMIT_BODY_BYTES >> 20);
+	buf_t plain, pb;
+	buf_init(&plain, LIMIT_DECODED_BYTES);
+	buf_init(&pb, LIMIT_DECODED_BYTES);
+	model_batch *b = NULL;
+	slice_t data = body;
+	if (r->encoding.n && !slice_eq_cstr(r->encoding, "identity")) {
+		if (body_decode(r->encoding, body, &plain, err) < 0)
+			goto fail;
+		data = buf_slice(&plain);
+	}
+	if (r->json) {
+		if (data.n == 0) {
+			err_set(err, 400, "empty JSON body: send an ExportProfilesServiceRequest object ({} is an empty request)");
+			goto fail;
+		}
+		if (otlp_json_to_pb(data, &pb, err) < 0)
+			goto fail;
+		data = buf_slice(&pb);
+	}
+	otlp_decode_opts o = {
+	    .project = r->project,
+	    .now_ns = r->now_ns,
+	    .min_time_ns = r->now_ns - INGEST_RETENTION_NS,
+	    .max_time_ns = r->now_ns + INGEST_FUTURE_NS,
+	    .max_rows = r->max_rows ? r->max_rows : LIMIT_SAMPLE_ROWS,
+	    .retention_days = (uint32_t)(INGEST_RETENTION_NS / (86400 * 1000000000LL)),
+	};
+	b = model_batch_new(r->project);
+	if (otlp_decode(data, &o, b, res, err) < 0)
+		goto fail;
+	buf_free(&plain);
+	buf_free(&pb);
+	*out = b;
+	return 0;
+fail:
+	model_batch_free(b);
+	buf_free(&plain);
+	buf_free(&pb);
+	return -1;
+}
