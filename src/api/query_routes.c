@@ -14,7 +14,7 @@
 #include "base/timeutil.h"
 #include "query/query.h"
 
-enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF };
+enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN };
 
 static const struct {
 	const char *path;
@@ -23,6 +23,7 @@ static const struct {
 } routes[] = {
     {"/api/services", R_SERVICES, 0, 0}, {"/api/types", R_TYPES, 1, 0},   {"/api/flamegraph", R_FLAME, 1, 1},
     {"/api/top", R_TOP, 1, 1},           {"/api/timeline", R_TIMELINE, 1, 1}, {"/api/pprof", R_PPROF, 1, 1},
+    {"/api/span", R_SPAN, 0, 0},
 };
 
 typedef struct {
@@ -33,6 +34,8 @@ typedef struct {
 	query_params q;
 	uint32_t limit;
 	int64_t step_s;
+	slice_t trace_id, span_id;
+	query_span_opts span;
 	kn_err err;
 	int failed;
 	buf_t out;
@@ -105,6 +108,9 @@ static void query_work(void *arg)
 	case R_PPROF:
 		rc = query_pprof(s, &j->q, &j->out, &j->err);
 		break;
+	case R_SPAN:
+		rc = query_span(s, j->q.project, j->trace_id, j->span_id, &j->span, &j->out, &j->err);
+		break;
 	}
 	j->failed = rc < 0;
 	loop_post(j->api->loop, query_reply, j);
@@ -123,6 +129,54 @@ static int check_known(const params_t *p, kn_err *err)
 			return err_set(err, 400,
 			               "unknown parameter %.64s; known: service, type, from, until, limit, step, label.NAME",
 			               k);
+	}
+	return 0;
+}
+
+static int is_hex(slice_t s, size_t n)
+{
+	if (s.n != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s.p[i] >= '0' && s.p[i] <= '9') || (s.p[i] >= 'a' && s.p[i] <= 'f') ||
+		      (s.p[i] >= 'A' && s.p[i] <= 'F')))
+			return 0;
+	return 1;
+}
+
+/* /api/span: ids plus optional hints (service, from, until, type) that a trace
+ * viewer knows; from/until stay 0 when absent (no last-hour default here). */
+static int parse_span(query_job *j, const params_t *p)
+{
+	kn_err *err = &j->err;
+	static const char *known[] = {"trace_id", "span_id", "service", "from", "until", "type"};
+	for (uint32_t i = 0; i < p->n; i++) {
+		int ok = 0;
+		for (size_t n = 0; n < sizeof known / sizeof *known; n++)
+			ok |= !strcmp(p->items[i].key, known[n]);
+		if (!ok)
+			return err_set(err, 400, "unknown parameter %.64s; known: trace_id, span_id, service, from, until, type",
+			               p->items[i].key);
+	}
+	j->q.project = slice_cstr(j->api->project);
+	j->trace_id = slice_cstr(params_get(p, "trace_id"));
+	j->span_id = slice_cstr(params_get(p, "span_id"));
+	j->span.service = slice_cstr(params_get(p, "service"));
+	j->span.type = slice_cstr(params_get(p, "type"));
+	int64_t now = time_now_ns();
+	const char *f = params_get(p, "from"), *u = params_get(p, "until");
+	if (f && *f && time_parse(f, now, &j->span.from_ns) < 0)
+		return err_set(err, 400, "from=%.64s is not unix seconds or now-DURATION", f);
+	if (u && *u && time_parse(u, now, &j->span.until_ns) < 0)
+		return err_set(err, 400, "until=%.64s is not unix seconds or now-DURATION", u);
+	j->span.now_ns = now;
+	/* With a trace id the ids are OTLP/W3C ones: 32 and 16 hex digits. A span
+	 * id alone may be any pprof label value (query_span checks its length). */
+	if (j->trace_id.n) {
+		if (!is_hex(j->trace_id, 32))
+			return err_set(err, 400, "trace_id must be 32 hex digits (a W3C trace id)");
+		if (!is_hex(j->span_id, 16))
+			return err_set(err, 400, "span_id must be 16 hex digits (a W3C span id) when trace_id is given");
 	}
 	return 0;
 }
@@ -215,7 +269,8 @@ void api_ui_on_request(http_req *r, void *ctx)
 	buf_init(&j->out, SIZE_MAX);
 	params_t p;
 	if (params_parse(r->query, j->arena, &p, &j->err) < 0 ||
-	    parse_query(j, &p, routes[found].needs_service, routes[found].needs_type) < 0) {
+	    (j->route == R_SPAN ? parse_span(j, &p)
+	                        : parse_query(j, &p, routes[found].needs_service, routes[found].needs_type)) < 0) {
 		j->failed = 1;
 		query_reply(j);
 		return;

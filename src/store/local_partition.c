@@ -523,19 +523,26 @@ static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
 	return 0;
 }
 
-/* The span_id and trace_id labels of a (first of each key; labels are sorted by key). */
+/* The span_id and trace_id labels of a (first of each key; labels are sorted by
+ * key). `profile_id` is the span id label of Pyroscope's otel-profiling-go
+ * (older releases), used when there is no span_id. */
 static void find_span(const model_batch *b, const model_attrset *a, local_span_ref *r)
 {
 	r->span = r->trace = 0;
 	if ((uint64_t)a->first + a->count > b->n_attr_labels)
 		return;
+	uint32_t profile_id = 0;
 	for (uint32_t k = a->first; k < a->first + a->count; k++) {
 		slice_t key = b->attr_labels[k].key;
 		if (!r->span && slice_eq_cstr(key, "span_id"))
 			r->span = k + 1;
+		else if (!profile_id && slice_eq_cstr(key, "profile_id"))
+			profile_id = k + 1;
 		else if (!r->trace && slice_eq_cstr(key, "trace_id"))
 			r->trace = k + 1;
 	}
+	if (!r->span)
+		r->span = profile_id;
 }
 
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v)
