@@ -21,7 +21,18 @@ typedef struct {
 	listener_config listeners[LISTENER_COUNT];
 	uint32_t max_rows; /* receivers.profiles.maxDecodedSampleRows */
 	int workers;       /* 0 = one per core */
+	double samples_per_second; /* limits.samplesPerSecond: per key (S6.2), default 20000 */
+	int retention_days;        /* retention.days: default for every project, default 14 */
+	int retention_max_days;    /* retention.maxDays: the cap, default 14 (S6.4) */
+	uint32_t n_project_retention; /* retention.projects: {NAME: days} */
+	struct {
+		char *project;
+		int days;
+	} project_retention[64];
 } kiln_config;
+
+/* The retention of project (its own setting, else the default), capped. */
+int config_retention_days(const kiln_config *c, const char *project);
 
 extern const char *const listener_names[LISTENER_COUNT]; /* "upload", "otlp_http", ... */
 

@@ -1,0 +1,97 @@
+/* Tests of src/base/config.c: defaults, YAML file, validation messages. */
+#include "testutil.h"
+
+#include <unistd.h>
+
+#include "base/config.h"
+
+static int load(kiln_config *c, const char *yaml, kn_err *e)
+{
+	char path[] = "/tmp/kiln-config-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, yaml, strlen(yaml)), (int)strlen(yaml));
+	close(fd);
+	config_defaults(c);
+	int rc = config_load_file(c, path, e);
+	if (rc == 0)
+		rc = config_validate(c, e);
+	unlink(path);
+	return rc;
+}
+
+static void test_defaults(void **state)
+{
+	kiln_config c;
+	config_defaults(&c);
+	kn_err e;
+	assert_int_equal(config_validate(&c, &e), 0);
+	assert_string_equal(c.data_dir, "./kiln-data");
+	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":8028");
+	assert_string_equal(c.listeners[LISTENER_UI].addr, ":4040");
+	assert_true(c.samples_per_second == 20000);
+	assert_int_equal(config_retention_days(&c, "default"), 14);
+	config_free(&c);
+}
+
+static void test_file(void **state)
+{
+	kiln_config c;
+	kn_err e;
+	int rc = load(&c,
+	              "data: /var/lib/kiln\n"
+	              "role: query\n"
+	              "listeners:\n"
+	              "  upload: {addr: ':9000', auth: required, tls: {cert: c.pem, key: k.pem}}\n"
+	              "limits: {samplesPerSecond: 500}\n"
+	              "retention: {days: 7, maxDays: 30, projects: {team-a: 30, team-b: 3}}\n"
+	              "receivers: {profiles: {maxDecodedSampleRows: 20000}}\n",
+	              &e);
+	assert_int_equal(rc, 0);
+	assert_string_equal(c.data_dir, "/var/lib/kiln");
+	assert_string_equal(c.role, "query");
+	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":9000");
+	assert_int_equal(c.listeners[LISTENER_UPLOAD].auth_required, 1);
+	assert_string_equal(c.listeners[LISTENER_UPLOAD].tls_cert, "c.pem");
+	assert_int_equal(c.listeners[LISTENER_UI].auth_required, 0);
+	assert_true(c.samples_per_second == 500);
+	assert_int_equal(c.max_rows, 20000);
+	assert_int_equal(config_retention_days(&c, "team-a"), 30);
+	assert_int_equal(config_retention_days(&c, "team-b"), 3);
+	assert_int_equal(config_retention_days(&c, "other"), 7);
+	config_free(&c);
+}
+
+static void test_invalid(void **state)
+{
+	static const struct {
+		const char *yaml, *msg;
+	} cases[] = {
+	    {"role: boss\n", "role boss is not one of all, sensor, ingestor, query"},
+	    {"listeners: {ui: {auth: maybe}}\n", "config listeners.ui.auth must be none or required"},
+	    {"limits: {samplesPerSecond: fast}\n", "config /limits/samplesPerSecond must be a number from 1 to 1e+09"},
+	    {"retention: {days: 30}\n", "retention.days (30) is above retention.maxDays (14): raise maxDays to keep data longer"},
+	    {"retention: {projects: {a: 100}}\n", "retention.projects.a (100 days) is above retention.maxDays (14)"},
+	    {"listeners: {upload: {tls: {cert: c.pem}}}\n", "listeners.upload.tls needs both cert and key"},
+	    {"listeners: {upload: {addr: nowhere}}\n", "listener upload: address nowhere must be host:port, :port or off"},
+	    {"- a\n- b\n", "the top level must be a mapping"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		kiln_config c;
+		kn_err e;
+		assert_int_equal(load(&c, cases[i].yaml, &e), -1);
+		if (!strstr(e.msg, cases[i].msg))
+			fail_msg("case %zu: got \"%s\", want \"%s\"", i, e.msg, cases[i].msg);
+		config_free(&c);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_file),
+	    cmocka_unit_test(test_invalid),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
