@@ -11,7 +11,6 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <nghttp2/nghttp2.h>
 
 #include "base/alloc.h"
@@ -284,13 +283,13 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 	h2_server *s = c->srv;
 	if (c->body_bytes + len > s->o.max_conn_body) {
 		log_msg(LOG_DEBUG, "h2 stream refused: connection buffer budget", "listener=%s peer=%s",
-		        s->name, c->peer);
+		        s->o.name, c->peer);
 		stream_reset(st, NGHTTP2_REFUSED_STREAM);
 		return 0;
 	}
 	if (buf_append(&r->body, data, len) < 0) {
 		log_msg(LOG_DEBUG, "h2 stream reset: body over the limit", "listener=%s peer=%s max_body=%zu",
-		        s->name, c->peer, s->o.max_body);
+		        s->o.name, c->peer, s->o.max_body);
 		stream_reset(st, NGHTTP2_ENHANCE_YOUR_CALM);
 		return 0;
 	}
@@ -404,7 +403,7 @@ void h2_respond(h2_req *r, int status, const h2_header *hdrs, size_t n_hdrs, con
 	free(nv);
 	if (rv != 0) {
 		log_msg(LOG_DEBUG, "h2 response not submitted", "listener=%s peer=%s error=\"%s\"",
-		        c->srv->name, c->peer, nghttp2_strerror(rv));
+		        c->srv->o.name, c->peer, nghttp2_strerror(rv));
 		stream_reset(st, NGHTTP2_INTERNAL_ERROR);
 	} else {
 		stream_drop_req(st);
@@ -439,8 +438,8 @@ static int conn_flush(struct h2_conn *c)
 		const uint8_t *data;
 		ssize_t n = nghttp2_session_mem_send(c->ng, &data);
 		if (n < 0) {
-			log_msg(LOG_DEBUG, "h2 send failed", "listener=%s peer=%s error=\"%s\"", c->srv->name,
-			        c->peer, nghttp2_strerror((int)n));
+			log_msg(LOG_DEBUG, "h2 send failed", "listener=%s peer=%s error=\"%s\"",
+			        c->srv->o.name, c->peer, nghttp2_strerror((int)n));
 			conn_free(c);
 			return -1;
 		}
@@ -485,7 +484,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		c->in_recv = 0;
 		if (n < 0) {
 			log_msg(LOG_DEBUG, "h2 protocol error", "listener=%s peer=%s error=\"%s\"",
-			        c->srv->name, c->peer, nghttp2_strerror((int)n));
+			        c->srv->o.name, c->peer, nghttp2_strerror((int)n));
 			conn_free(c);
 			return;
 		}
@@ -534,7 +533,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	if (!c->n_reading && c->n_streams)
 		return; /* only answers pending: not the client's fault */
 	log_msg(LOG_DEBUG, c->n_reading ? "h2 read timeout" : "h2 idle timeout", "listener=%s peer=%s",
-	        c->srv->name, c->peer);
+	        c->srv->o.name, c->peer);
 	nghttp2_session_terminate_session(c->ng, NGHTTP2_NO_ERROR);
 	conn_flush(c);
 }
@@ -557,7 +556,7 @@ static void conn_free(struct h2_conn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	s->n_conns--;
+	listener_conn_closed(&s->lis);
 	while (c->streams)
 		stream_free(c->streams); /* handler-owned requests move to detached */
 	for (h2_req *r = c->detached; r; r = r->_next)
@@ -581,8 +580,9 @@ static nghttp2_session_callbacks *callbacks_new(void)
 	return cb;
 }
 
-void h2_conn_start(h2_server *s, struct bufferevent *bev, const char *peer)
+void h2_conn_start(void *arg, struct bufferevent *bev, const char *peer)
 {
+	h2_server *s = arg;
 	struct h2_conn *c = xcalloc(1, sizeof *c);
 	c->srv = s;
 	c->bev = bev;
@@ -596,7 +596,6 @@ void h2_conn_start(h2_server *s, struct bufferevent *bev, const char *peer)
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
-	s->n_conns++;
 	nghttp2_settings_entry iv[] = {
 	    {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.max_streams},
 	    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
@@ -620,10 +619,7 @@ void h2_server_stop_accepting(h2_server *s)
 	if (s->draining)
 		return;
 	s->draining = 1;
-	if (s->lis)
-		evconnlistener_free(s->lis);
-	s->lis = NULL;
-	evtimer_del(s->accept_retry);
+	listener_stop(&s->lis);
 	struct h2_conn *c = s->conns;
 	while (c) {
 		struct h2_conn *next = c->next; /* c may be freed */
@@ -636,11 +632,9 @@ void h2_server_free(h2_server *s)
 {
 	if (!s)
 		return;
-	if (s->lis)
-		evconnlistener_free(s->lis);
+	listener_stop(&s->lis);
 	while (s->conns)
 		conn_free(s->conns);
-	event_free(s->accept_retry);
-	free(s->name);
+	listener_close(&s->lis);
 	free(s);
 }

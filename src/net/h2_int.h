@@ -6,25 +6,21 @@
 
 #include "net/h2.h"
 
+#include "net/listen.h"
+
 struct bufferevent;
-struct evconnlistener;
-struct event;
 
 struct h2_server {
 	struct event_base *base;
-	struct evconnlistener *lis;
-	struct event *accept_retry;
+	kn_listener lis;
 	h2_opts o;
-	char *name;
 	struct h2_conn *conns;
-	uint32_t n_conns;
-	uint64_t n_rejected;
-	int port;
 	int draining; /* stop_accepting called */
 };
 
-/* Takes a new connection's bufferevent (owned from now on) and starts HTTP/2
- * on it: the server preface (SETTINGS) goes out at once. */
-void h2_conn_start(h2_server *s, struct bufferevent *bev, const char *peer);
+/* The listener's on_conn (listen.h): takes a new connection's bufferevent
+ * (owned from now on) and starts HTTP/2 on it: the server preface (SETTINGS)
+ * goes out at once. arg is the h2_server. */
+void h2_conn_start(void *arg, struct bufferevent *bev, const char *peer);
 
 #endif

@@ -3,11 +3,6 @@
  * Byte-level parsing lives in http1_parse.c; routing is the handler's job. */
 #include "net/http.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +12,12 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "net/http1_parse.h"
+#include "net/listen.h"
 
 #define LINGER_MS 2000 /* how long a closing connection drains what the client still sends */
 
@@ -57,14 +52,9 @@ struct http_conn {
 
 struct http_server {
 	struct event_base *base;
-	struct evconnlistener *lis;
-	struct event *accept_retry;
+	kn_listener lis;
 	http_opts o;
-	char *name;
 	struct http_conn *conns;
-	uint32_t n_conns;
-	uint64_t n_rejected;
-	int port;
 	int draining; /* stop_accepting called: answer what is in flight, then close */
 };
 
@@ -223,7 +213,7 @@ static void conn_error(struct http_conn *c, int status, const char *msg)
 	conn_write_response(c, status, ctype, NULL, body.p, body.n, 1, 0);
 	buf_free(&body);
 	log_msg(LOG_DEBUG, "http request rejected", "listener=%s peer=%s status=%d error=\"%s\"",
-	        c->srv->name, c->peer, status, msg);
+	        c->srv->o.name, c->peer, status, msg);
 }
 
 void http_respond(http_req *r, int status, const char *content_type, const char *extra_headers,
@@ -583,7 +573,7 @@ static void conn_free(struct http_conn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	s->n_conns--;
+	listener_conn_closed(&s->lis);
 	if (c->req) {
 		if (c->st == ST_HANDLING)
 			c->req->_conn = NULL; /* the handler still owns it */
@@ -595,57 +585,19 @@ static void conn_free(struct http_conn *c)
 	free(c);
 }
 
-static void format_peer(const struct sockaddr *sa, char *out, size_t cap)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-		snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
-		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
-			inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], ip, sizeof ip);
-			snprintf(out, cap, "%s:%u", ip, ntohs(a->sin6_port));
-		} else {
-			inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-			snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
-		}
-	} else {
-		snprintf(out, cap, "unknown");
-	}
-}
-
-static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
-                      void *arg)
+/* A new connection from the listener (listen.h). */
+static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 {
 	http_server *s = arg;
-	if (s->n_conns >= s->o.max_conns) {
-		evutil_closesocket(fd);
-		uint64_t k = ++s->n_rejected;
-		if ((k & (k - 1)) == 0) /* the 1st, 2nd, 4th, 8th... */
-			log_warn("http connection limit reached; closing new connections",
-			         "listener=%s max_conns=%u rejected=%llu", s->name, s->o.max_conns,
-			         (unsigned long long)s->n_rejected);
-		return;
-	}
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!bev) {
-		evutil_closesocket(fd);
-		return;
-	}
 	struct http_conn *c = xcalloc(1, sizeof *c);
 	c->srv = s;
 	c->bev = bev;
 	c->timer = evtimer_new(s->base, timer_cb, c);
-	format_peer(sa, c->peer, sizeof c->peer);
+	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
-	s->n_conns++;
 	bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
 	/* reads stop while this much is buffered: a head at most, or pipelined
 	 * requests waiting for the current one */
@@ -656,119 +608,15 @@ static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	timer_set(c, T_HEADER, s->o.header_timeout_ms);
 }
 
-static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
-{
-	http_server *s = arg;
-	evconnlistener_enable(s->lis);
-}
-
-/* accept() failed (EMFILE...): pause accepting for a moment instead of spinning. */
-static void accept_error_cb(struct evconnlistener *lis, void *arg)
-{
-	http_server *s = arg;
-	int e = EVUTIL_SOCKET_ERROR();
-	log_warn("http accept failed; pausing accepts for 100 ms", "listener=%s error=\"%s\"", s->name,
-	         evutil_socket_error_to_string(e));
-	evconnlistener_disable(lis);
-	struct timeval tv = {0, 100 * 1000};
-	evtimer_add(s->accept_retry, &tv);
-}
-
-/* Splits "host:port", ":port", "[v6]:port". host is "" for every interface. */
-static int split_addr(const char *addr, char *host, size_t cap, char *port, size_t pcap)
-{
-	const char *colon;
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-		if (!close || close[1] != ':' || (size_t)(close - addr - 1) >= cap)
-			return -1;
-		memcpy(host, addr + 1, (size_t)(close - addr - 1));
-		host[close - addr - 1] = 0;
-		colon = close + 1;
-	} else {
-		colon = strrchr(addr, ':');
-		if (!colon || (size_t)(colon - addr) >= cap)
-			return -1;
-		memcpy(host, addr, (size_t)(colon - addr));
-		host[colon - addr] = 0;
-	}
-	if (!colon[1] || strlen(colon + 1) >= pcap || strspn(colon + 1, "0123456789") != strlen(colon + 1))
-		return -1;
-	snprintf(port, pcap, "%s", colon + 1);
-	return 0;
-}
-
-static evutil_socket_t bind_one(const struct sockaddr *sa, socklen_t len, int dual_stack)
-{
-	evutil_socket_t fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	int one = 1, zero = 0;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (sa->sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, dual_stack ? &zero : &one, sizeof one);
-	if (bind(fd, sa, len) < 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-/* Binds addr; for ":port" tries dual-stack [::] first, then 0.0.0.0. */
-static evutil_socket_t bind_addr(const char *addr, kn_err *err)
-{
-	char host[256], port[16];
-	if (split_addr(addr, host, sizeof host, port, sizeof port) < 0) {
-		err_set(err, 500, "bad listen address \"%s\": use host:port, :port or [v6]:port", addr);
-		return -1;
-	}
-	if (!host[0]) {
-		struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)atoi(port))};
-		struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
-		a6.sin6_addr = in6addr_any;
-		evutil_socket_t fd = bind_one((struct sockaddr *)&a6, sizeof a6, 1);
-		if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
-			fd = bind_one((struct sockaddr *)&a4, sizeof a4, 0);
-		if (fd < 0)
-			err_set(err, 500, "cannot listen on %s: %s", addr, strerror(errno));
-		return fd;
-	}
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-	struct addrinfo *res = NULL;
-	int rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0) {
-		err_set(err, 500, "cannot resolve listen address %s: %s", addr, gai_strerror(rc));
-		return -1;
-	}
-	evutil_socket_t fd = -1;
-	int e = 0;
-	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		fd = bind_one(ai->ai_addr, ai->ai_addrlen, 0);
-		if (fd < 0)
-			e = errno;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		err_set(err, 500, "cannot listen on %s: %s", addr, strerror(e));
-	return fd;
-}
-
 http_server *http_server_new(struct event_base *base, const char *addr, const http_opts *o, kn_err *err)
 {
 	if (!o->on_request) {
 		err_set(err, 500, "http server %s: no on_request handler", o->name ? o->name : "");
 		return NULL;
 	}
-	evutil_socket_t fd = bind_addr(addr, err);
-	if (fd < 0)
-		return NULL;
 	http_server *s = xcalloc(1, sizeof *s);
 	s->base = base;
 	s->o = *o;
-	s->name = xstrdup(o->name ? o->name : "http");
-	s->o.name = s->name;
 	if (!s->o.max_body)
 		s->o.max_body = LIMIT_BODY_BYTES;
 	if (s->o.header_timeout_ms <= 0)
@@ -779,35 +627,24 @@ http_server *http_server_new(struct event_base *base, const char *addr, const ht
 		s->o.idle_timeout_ms = 60000;
 	if (s->o.write_timeout_ms <= 0)
 		s->o.write_timeout_ms = 30000;
-	if (!s->o.max_conns)
-		s->o.max_conns = 4096;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-		                                         : ((struct sockaddr_in *)&ss)->sin_port);
-	s->accept_retry = evtimer_new(base, accept_retry_cb, s);
-	s->lis = evconnlistener_new(base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, 511, fd);
-	if (!s->lis) {
-		err_set(err, 500, "cannot listen on %s: %s", addr, strerror(errno));
-		close(fd);
-		event_free(s->accept_retry);
-		free(s->name);
+	listener_opts lo = {
+	    .kind = "http", .name = o->name, .max_conns = o->max_conns, .on_conn = conn_start, .ctx = s};
+	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
 		free(s);
 		return NULL;
 	}
-	evconnlistener_set_error_cb(s->lis, accept_error_cb);
+	s->o.name = s->lis.o.name; /* the listener's copy */
 	return s;
 }
 
 int http_server_port(const http_server *s)
 {
-	return s->port;
+	return s->lis.port;
 }
 
 uint32_t http_server_conns(const http_server *s)
 {
-	return s->n_conns;
+	return s->lis.n_conns;
 }
 
 void http_server_stop_accepting(http_server *s)
@@ -815,9 +652,7 @@ void http_server_stop_accepting(http_server *s)
 	if (s->draining)
 		return;
 	s->draining = 1;
-	evconnlistener_free(s->lis);
-	s->lis = NULL;
-	evtimer_del(s->accept_retry);
+	listener_stop(&s->lis);
 	struct http_conn *c = s->conns;
 	while (c) {
 		struct http_conn *next = c->next;
@@ -832,11 +667,9 @@ void http_server_free(http_server *s)
 {
 	if (!s)
 		return;
-	if (s->lis)
-		evconnlistener_free(s->lis);
+	listener_stop(&s->lis);
 	while (s->conns)
 		conn_free(s->conns);
-	event_free(s->accept_retry);
-	free(s->name);
+	listener_close(&s->lis);
 	free(s);
 }
