@@ -1,7 +1,8 @@
-/* HTTP/2 connections (h2.h): nghttp2 sessions driven with mem_recv/mem_send
- * over a bufferevent, requests gathered per stream, unary answers with
- * trailers, timers, GOAWAY and lingering close. Accepting lives in h2_listen.c. */
-#include "net/h2_int.h"
+/* The HTTP/2 server (h2.h): nghttp2 sessions driven with mem_recv/mem_send
+ * over bufferevents, requests gathered per stream, unary answers with
+ * trailers, timers, GOAWAY and lingering close. Accepting (and TLS) is
+ * listen.c's; the TLS context comes from tls.h. */
+#include "net/h2.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/log.h"
+#include "net/listen.h"
+#include "net/tls.h"
 
 #define OUT_HIGH (256u << 10)     /* stop making frames (and reading) while this much output waits */
 #define IN_HIGH (256u << 10)      /* libevent reads no further ahead than this */
@@ -23,6 +26,14 @@
 #define CONN_WINDOW (32u << 20)   /* connection-level receive window */
 #define MAX_HEADERS 256u          /* header fields in one request */
 #define LINGER_MS 2000            /* how long a closing connection drains what the client still sends */
+
+struct h2_server {
+	struct event_base *base;
+	kn_listener lis;
+	h2_opts o;
+	struct h2_conn *conns;
+	int draining; /* stop_accepting called */
+};
 
 enum req_state {
 	RQ_HEADERS, /* headers arriving */
@@ -420,6 +431,7 @@ static void start_linger(struct h2_conn *c)
 {
 	c->closing = 2;
 	bufferevent_disable(c->bev, EV_WRITE);
+	tls_close_notify(c->bev);
 	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	evbuffer_drain(in, evbuffer_get_length(in));
@@ -520,6 +532,11 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 			return;
 		}
 	}
+	if (what & BEV_EVENT_ERROR) {
+		const char *tls = tls_error(bev);
+		log_msg(LOG_DEBUG, "h2 connection failed", "listener=%s peer=%s error=\"%s\"", c->srv->o.name,
+		        c->peer, tls ? tls : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	}
 	conn_free(c); /* EOF, error, write timeout: streams still open are cut */
 }
 
@@ -563,6 +580,7 @@ static void conn_free(struct h2_conn *c)
 		r->_conn = NULL;
 	nghttp2_session_del(c->ng);
 	event_free(c->timer);
+	tls_close_notify(c->bev);
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -580,7 +598,9 @@ static nghttp2_session_callbacks *callbacks_new(void)
 	return cb;
 }
 
-void h2_conn_start(void *arg, struct bufferevent *bev, const char *peer)
+/* The listener's on_conn: starts HTTP/2 on a new connection (the server
+ * preface goes out at once). arg is the h2_server. */
+static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 {
 	h2_server *s = arg;
 	struct h2_conn *c = xcalloc(1, sizeof *c);
@@ -612,6 +632,51 @@ void h2_conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	if (s->draining)
 		nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE, 0, NGHTTP2_NO_ERROR, NULL, 0);
 	conn_flush(c); /* the server preface; enables reading and the idle timer */
+}
+
+h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opts *o, kn_err *err)
+{
+	if (!o->on_request) {
+		err_set(err, 500, "h2 server %s: no on_request handler", o->name ? o->name : "");
+		return NULL;
+	}
+	h2_server *s = xcalloc(1, sizeof *s);
+	s->base = base;
+	s->o = *o;
+	if (!s->o.max_body)
+		s->o.max_body = LIMIT_BODY_BYTES + (64u << 10);
+	if (!s->o.max_conn_body)
+		s->o.max_conn_body = 2 * s->o.max_body;
+	if (s->o.idle_timeout_ms <= 0)
+		s->o.idle_timeout_ms = 60000;
+	if (s->o.read_timeout_ms <= 0)
+		s->o.read_timeout_ms = 60000;
+	if (s->o.write_timeout_ms <= 0)
+		s->o.write_timeout_ms = 30000;
+	if (!s->o.max_streams)
+		s->o.max_streams = 256;
+	listener_opts lo = {.kind = "h2",
+	                    .name = o->name,
+	                    .max_conns = o->max_conns,
+	                    .ssl_ctx = o->ssl_ctx,
+	                    .on_conn = conn_start,
+	                    .ctx = s};
+	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
+		free(s);
+		return NULL;
+	}
+	s->o.name = s->lis.o.name; /* the listener's copy */
+	return s;
+}
+
+int h2_server_port(const h2_server *s)
+{
+	return s->lis.port;
+}
+
+uint32_t h2_server_conns(const h2_server *s)
+{
+	return s->lis.n_conns;
 }
 
 void h2_server_stop_accepting(h2_server *s)

@@ -75,8 +75,9 @@ typedef struct {
 	uint32_t max_conns;   /* 0 = 4096; connections accepted past it are closed at once */
 	uint32_t max_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 256 */
 	/* Optional: TLS. Each connection gets SSL_new(ssl_ctx); the context must
-	 * select ALPN "h2" (h2_tls_ctx_new does). Borrowed: keep it alive longer
-	 * than the server. NULL = cleartext h2c with prior knowledge. */
+	 * select ALPN "h2" (tls_ctx_new(..., TLS_ALPN_H2, ...) does). Borrowed:
+	 * keep it alive longer than the server. NULL = cleartext h2c with prior
+	 * knowledge. */
 	struct ssl_ctx_st *ssl_ctx;
 	/* Optional. Called when a request's headers are complete, before its body.
 	 * Return 0 to read the body, or answer with h2_respond and return 1: the
@@ -96,10 +97,6 @@ typedef struct {
  * a free port); host names resolve here (blocking: call at startup). NULL and
  * err (status 500) on failure. Loop thread, or before the loop runs. */
 h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opts *o, kn_err *err);
-
-/* A server TLS context from PEM files that offers ALPN "h2" only (TLS 1.2+).
- * NULL and err (500, naming the file) on failure. Free with SSL_CTX_free. */
-struct ssl_ctx_st *h2_tls_ctx_new(const char *cert_file, const char *key_file, kn_err *err);
 
 int h2_server_port(const h2_server *s);
 uint32_t h2_server_conns(const h2_server *s); /* open connections */

@@ -5,12 +5,11 @@
 
 #include <pthread.h>
 
-#include <openssl/ssl.h>
-
 #include "h2_client.h"
 #include "net/h2.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "net/tls.h"
 
 typedef struct {
 	kn_loop *loop;
@@ -394,10 +393,10 @@ static void test_nghttp_tool_and_tls(void **state)
 	snprintf(certf, sizeof certf, "%s/cert.pem", dir);
 	snprintf(keyf, sizeof keyf, "%s/key.pem", dir);
 	kn_err err;
-	struct ssl_ctx_st *ctx = h2_tls_ctx_new(certf, keyf, &err);
+	struct ssl_ctx_st *ctx = tls_ctx_new(certf, keyf, TLS_ALPN_H2, &err);
 	if (!ctx)
-		fail_msg("h2_tls_ctx_new: %s", err.msg);
-	assert_null(h2_tls_ctx_new(keyf, keyf, &err));
+		fail_msg("tls_ctx_new: %s", err.msg);
+	assert_null(tls_ctx_new(keyf, keyf, TLS_ALPN_H2, &err));
 	assert_non_null(strstr(err.msg, "certificate"));
 	for (int tls = 0; tls < 2; tls++) {
 		tsrv *t = start((h2_opts){.ssl_ctx = tls ? ctx : NULL});
@@ -416,7 +415,7 @@ static void test_nghttp_tool_and_tls(void **state)
 			assert_non_null(strstr(out, "h2")); /* negotiated by ALPN */
 		stop(t);
 	}
-	SSL_CTX_free(ctx);
+	tls_ctx_free(ctx);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
 }
