@@ -93,8 +93,8 @@ static const char *kind_name(uint8_t kind)
 	}
 }
 
-int ot_next_field(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec, const ot_path *p,
-                  const ot_field **f, int *wt, kn_err *err)
+int ot_next_field_slow(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec, const ot_path *p,
+                       const ot_field **f, int *wt, kn_err *err)
 {
 	while (!pb_done(r)) {
 		const uint8_t *at = r->p;
@@ -119,27 +119,7 @@ int ot_next_field(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_
 				               num, w, off(d, at));
 			continue;
 		}
-		int ok;
-		switch (s->kind) {
-		case OT_VARINT:
-			ok = w == PB_VARINT;
-			break;
-		case OT_LEN:
-			ok = w == PB_LEN;
-			break;
-		case OT_I64:
-			ok = w == PB_I64;
-			break;
-		case OT_PVARINT:
-			ok = w == PB_VARINT || w == PB_LEN;
-			break;
-		case OT_ANY:
-			ok = 1;
-			break;
-		default:
-			ok = w == PB_I64 || w == PB_LEN;
-			break;
-		}
+		int ok = ot_wire_ok(s->kind, w);
 		if (!ok)
 			return ot_fail(err, 400, p, s->name,
 			               "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,

@@ -117,9 +117,46 @@ int ot_fail(kn_err *err, int status, const ot_path *p, const char *field, const 
  * unless 0 <= ix < n. */
 int ot_check_index(const ot_dec *d, int64_t ix, int table, const ot_path *p, const char *field, kn_err *err);
 /* Next known field of a message, skipping unknown ones. 1: *f and *wt set,
- * the value is next; 0: end of message; -1: err set. */
-int ot_next_field(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec, const ot_path *p,
-                  const ot_field **f, int *wt, kn_err *err);
+ * the value is next; 0: end of message; -1: err set. ot_next_field_slow is
+ * the general case; ot_next_field inlines the common one (every spec lists
+ * fields 1..n in order, so a known field is spec[num - 1]) and hands
+ * everything else to it from the key. */
+int ot_next_field_slow(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec, const ot_path *p,
+                       const ot_field **f, int *wt, kn_err *err);
+static inline int ot_wire_ok(uint8_t kind, int w)
+{
+	switch (kind) {
+	case OT_VARINT:
+		return w == PB_VARINT;
+	case OT_LEN:
+		return w == PB_LEN;
+	case OT_I64:
+		return w == PB_I64;
+	case OT_PVARINT:
+		return w == PB_VARINT || w == PB_LEN;
+	case OT_ANY:
+		return 1;
+	default:
+		return w == PB_I64 || w == PB_LEN;
+	}
+}
+static inline int ot_next_field(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec,
+                                const ot_path *p, const ot_field **f, int *wt, kn_err *err)
+{
+	if (pb_done(r))
+		return 0;
+	const uint8_t *at = r->p;
+	uint32_t num;
+	int w;
+	if (pb_key(r, &num, &w) == 0 && num - 1 < n_spec && spec[num - 1].num == num &&
+	    ot_wire_ok(spec[num - 1].kind, w)) {
+		*f = &spec[num - 1];
+		*wt = w;
+		return 1;
+	}
+	r->p = at;
+	return ot_next_field_slow(d, r, spec, n_spec, p, f, wt, err);
+}
 int ot_read_varint(const ot_dec *d, pb_reader *r, uint64_t *v, const ot_path *p, const char *field,
                    kn_err *err);
 int ot_read_len(const ot_dec *d, pb_reader *r, slice_t *s, const ot_path *p, const char *field, kn_err *err);

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PB_MAX_FIELD 0x1fffffffu /* 2^29 - 1 */
-
-int pb_varint(pb_reader *r, uint64_t *v)
+/* The reader's inline fast paths are in pb.h; this is the multi-byte case. */
+int pb_varint_slow(pb_reader *r, uint64_t *v)
 {
 	const uint8_t *p = r->p;
 	uint64_t x = 0;
@@ -27,84 +26,6 @@ int pb_varint(pb_reader *r, uint64_t *v)
 		}
 	}
 	return -1; /* unreachable: the 10th byte either ends or fails above */
-}
-
-int pb_key(pb_reader *r, uint32_t *field, int *wire_type)
-{
-	uint64_t k;
-	if (pb_varint(r, &k) < 0)
-		return -1;
-	uint64_t f = k >> 3;
-	int wt = (int)(k & 7);
-	if (f == 0 || f > PB_MAX_FIELD || wt == 6 || wt == 7)
-		return -1;
-	*field = (uint32_t)f;
-	*wire_type = wt;
-	return 0;
-}
-
-/* Little-endian fixed-width value of n bytes. */
-static int read_le(pb_reader *r, unsigned n, uint64_t *v)
-{
-	if (r->end - r->p < (ptrdiff_t)n)
-		return -1;
-	uint64_t x = 0;
-	for (unsigned i = n; i-- > 0;)
-		x = (x << 8) | r->p[i];
-	r->p += n;
-	*v = x;
-	return 0;
-}
-
-int pb_fixed64(pb_reader *r, uint64_t *v)
-{
-	return read_le(r, 8, v);
-}
-
-int pb_fixed32(pb_reader *r, uint32_t *v)
-{
-	uint64_t x;
-	if (read_le(r, 4, &x) < 0)
-		return -1;
-	*v = (uint32_t)x;
-	return 0;
-}
-
-int pb_bytes(pb_reader *r, slice_t *out)
-{
-	uint64_t len;
-	if (pb_varint(r, &len) < 0)
-		return -1;
-	/* Compare against what is left, never compute p + len first. */
-	if (len > (uint64_t)(r->end - r->p))
-		return -1;
-	out->p = r->p;
-	out->n = (size_t)len;
-	r->p += len;
-	return 0;
-}
-
-int pb_skip(pb_reader *r, int wire_type)
-{
-	uint64_t v;
-	slice_t s;
-	switch (wire_type) {
-	case PB_VARINT:
-		return pb_varint(r, &v);
-	case PB_I64:
-		return pb_fixed64(r, &v);
-	case PB_LEN:
-		return pb_bytes(r, &s);
-	case PB_I32:
-		return read_le(r, 4, &v);
-	default:
-		return -1; /* groups (3/4) and invalid types */
-	}
-}
-
-int pb_packed_varint_next(pb_reader *packed, uint64_t *v)
-{
-	return pb_varint(packed, v);
 }
 
 /* Kiln fills every buffer it writes protobuf into with a SIZE_MAX ceiling,

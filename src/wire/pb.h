@@ -3,6 +3,7 @@
 #ifndef KILN_WIRE_PB_H
 #define KILN_WIRE_PB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/buf.h"
@@ -25,15 +26,102 @@ static inline int pb_done(const pb_reader *r)
 	return r->p >= r->end;
 }
 /* Each returns 0 on success, -1 on truncation/overflow/invalid (reader state
- * then undefined). pb_key rejects field number 0 and wire types 6/7. */
-int pb_varint(pb_reader *r, uint64_t *v);
-int pb_key(pb_reader *r, uint32_t *field, int *wire_type);
-int pb_fixed64(pb_reader *r, uint64_t *v);
-int pb_fixed32(pb_reader *r, uint32_t *v);
-int pb_bytes(pb_reader *r, slice_t *out);          /* length-delimited */
-int pb_skip(pb_reader *r, int wire_type);           /* groups are refused */
+ * then undefined). pb_key rejects field number 0 and wire types 6/7.
+ * Inline: they are the inner loop of every decoder. */
+#define PB_MAX_FIELD 0x1fffffffu /* 2^29 - 1 */
+
+/* The general case of pb_varint: more than one byte, or near the end. */
+int pb_varint_slow(pb_reader *r, uint64_t *v);
+
+static inline int pb_varint(pb_reader *r, uint64_t *v)
+{
+	if (r->p < r->end && !(*r->p & 0x80)) {
+		*v = *r->p++;
+		return 0;
+	}
+	return pb_varint_slow(r, v);
+}
+
+static inline int pb_key(pb_reader *r, uint32_t *field, int *wire_type)
+{
+	uint64_t k;
+	if (pb_varint(r, &k) < 0)
+		return -1;
+	uint64_t f = k >> 3;
+	int wt = (int)(k & 7);
+	if (f == 0 || f > PB_MAX_FIELD || wt == 6 || wt == 7)
+		return -1;
+	*field = (uint32_t)f;
+	*wire_type = wt;
+	return 0;
+}
+
+/* Little-endian fixed-width value of n (4 or 8) bytes. */
+static inline int pb_read_le(pb_reader *r, unsigned n, uint64_t *v)
+{
+	if (r->end - r->p < (ptrdiff_t)n)
+		return -1;
+	uint64_t x = 0;
+	for (unsigned i = n; i-- > 0;)
+		x = (x << 8) | r->p[i];
+	r->p += n;
+	*v = x;
+	return 0;
+}
+
+static inline int pb_fixed64(pb_reader *r, uint64_t *v)
+{
+	return pb_read_le(r, 8, v);
+}
+
+static inline int pb_fixed32(pb_reader *r, uint32_t *v)
+{
+	uint64_t x;
+	if (pb_read_le(r, 4, &x) < 0)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+/* Length-delimited. */
+static inline int pb_bytes(pb_reader *r, slice_t *out)
+{
+	uint64_t len;
+	if (pb_varint(r, &len) < 0)
+		return -1;
+	/* Compare against what is left, never compute p + len first. */
+	if (len > (uint64_t)(r->end - r->p))
+		return -1;
+	out->p = r->p;
+	out->n = (size_t)len;
+	r->p += len;
+	return 0;
+}
+
+/* Groups are refused. */
+static inline int pb_skip(pb_reader *r, int wire_type)
+{
+	uint64_t v;
+	slice_t s;
+	switch (wire_type) {
+	case PB_VARINT:
+		return pb_varint(r, &v);
+	case PB_I64:
+		return pb_read_le(r, 8, &v);
+	case PB_LEN:
+		return pb_bytes(r, &s);
+	case PB_I32:
+		return pb_read_le(r, 4, &v);
+	default:
+		return -1; /* groups (3/4) and invalid types */
+	}
+}
+
 /* Iterates a packed repeated varint field's payload. */
-int pb_packed_varint_next(pb_reader *packed, uint64_t *v);
+static inline int pb_packed_varint_next(pb_reader *packed, uint64_t *v)
+{
+	return pb_varint(packed, v);
+}
 
 void pb_put_varint(buf_t *b, uint64_t v);
 void pb_put_key(buf_t *b, uint32_t field, int wire_type);

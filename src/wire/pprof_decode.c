@@ -143,8 +143,9 @@ static const char *wire_name(int wt)
 }
 
 /* Advances to the next known field of a message, skipping unknown ones.
- * 1: *f and *wt are set and the value is next; 0: end of message; -1: err. */
-static int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_t n_spec, const pp_path *p,
+ * 1: *f and *wt are set and the value is next; 0: end of message; -1: err.
+ * The general case of next_field below. */
+static int next_field_slow(const pp_dec *d, pb_reader *r, const pp_field *spec, size_t n_spec, const pp_path *p,
                       const pp_field **f, int *wt, kn_err *err)
 {
 	while (!pb_done(r)) {
@@ -183,6 +184,31 @@ static int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_
 		return 1;
 	}
 	return 0;
+}
+
+/* next_field's common case inline: every spec lists fields 1..n in order,
+ * so a known field is spec[num - 1]; anything else (unknown fields, wrong
+ * wire types, malformed keys) goes through next_field_slow from the key. */
+static inline int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_t n_spec,
+                             const pp_path *p, const pp_field **f, int *wt, kn_err *err)
+{
+	if (pb_done(r))
+		return 0;
+	const uint8_t *at = r->p;
+	uint32_t num;
+	int w;
+	if (pb_key(r, &num, &w) == 0 && num - 1 < n_spec && spec[num - 1].num == num) {
+		const pp_field *s = &spec[num - 1];
+		if (s->kind == K_VARINT ? w == PB_VARINT
+		    : s->kind == K_LEN  ? w == PB_LEN
+		                        : (w == PB_VARINT || w == PB_LEN)) {
+			*f = s;
+			*wt = w;
+			return 1;
+		}
+	}
+	r->p = at;
+	return next_field_slow(d, r, spec, n_spec, p, f, wt, err);
 }
 
 static int read_varint(const pp_dec *d, pb_reader *r, uint64_t *v, const pp_path *p, const char *field,

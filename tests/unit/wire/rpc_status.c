@@ -17,7 +17,7 @@ static void test_pb_round_trip(void **state)
 	uint32_t f;
 	int wt;
 	uint64_t v;
-	slice_t s, any = {0};
+	slice_t s = {0}, any = {0};
 	int seen = 0;
 	while (!pb_done(&r)) {
 		assert_int_equal(pb_key(&r, &f, &wt), 0);
