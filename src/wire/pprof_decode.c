@@ -13,7 +13,6 @@
 
 #include "base/alloc.h"
 #include "base/arena.h"
-#include "base/hash.h"
 #include "base/limits.h"
 #include "base/u64map.h"
 #include "wire/pb.h"
@@ -53,6 +52,15 @@ typedef struct {
 	uint8_t resolved;
 } pp_location;
 
+/* id -> table index of one pprof table (mapping, function, location): a
+ * dense array when the ids are small (Go and most producers number them
+ * 1..N), else a map keyed by id_key(). */
+typedef struct {
+	uint32_t *dense; /* dense[id], MODEL_NONE when absent; NULL: use map */
+	uint64_t n_dense;
+	u64map_t map;
+} pp_idtab;
+
 typedef struct {
 	const uint8_t *base;
 	arena_t *scratch;
@@ -72,7 +80,8 @@ typedef struct {
 	pp_mapping *mappings;
 	pp_function *functions;
 	pp_location *locations;
-	u64map_t mapping_ix, function_ix, location_ix;
+	uint64_t *ids; /* scratch: the ids of one table while it is parsed */
+	pp_idtab mapping_ix, function_ix, location_ix;
 	uint32_t *loc_frames;
 
 	/* Per-sample results, shared by every sample type. */
@@ -256,11 +265,53 @@ static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn
 	return 0;
 }
 
-/* Map key of a pprof id. Ids are chosen by the sender, so they are hashed
- * first: crafted ids cannot pile into one probe run of the map. Never 0. */
-static uint64_t id_key(uint64_t id)
+/* Map key of a pprof id. Ids are chosen by the sender, so they are mixed
+ * first: ids in arithmetic runs do not pile into one probe run of the map.
+ * Not a stored identity. A bijection with 0 -> 0, so never 0 for an id
+ * (ids are never 0). */
+static inline uint64_t id_key(uint64_t id)
 {
-	return hash_pair(id, 0x7070726f662d6964ull); /* "pprof-id" */
+	id ^= id >> 30;
+	id *= 0xbf58476d1ce4e5b9ull;
+	id ^= id >> 27;
+	id *= 0x94d049bb133111ebull;
+	id ^= id >> 31;
+	return id;
+}
+
+static void *scratch_array(pp_dec *d, size_t n, size_t elem);
+
+/* Builds t from ids[0..n) (ids[i] is the id of entry i, never 0); the last
+ * entry with an id wins. Dense when the largest id is at most 2n + 64, so
+ * the array stays within a small multiple of the table's input bytes. */
+static void idtab_build(pp_dec *d, pp_idtab *t, const uint64_t *ids, uint32_t n)
+{
+	uint64_t max = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (ids[i] > max)
+			max = ids[i];
+	if (max <= (uint64_t)n * 2 + 64) {
+		t->n_dense = max + 1;
+		t->dense = scratch_array(d, (size_t)t->n_dense, sizeof *t->dense);
+		memset(t->dense, 0xff, (size_t)t->n_dense * sizeof *t->dense); /* MODEL_NONE */
+		for (uint32_t i = 0; i < n; i++)
+			t->dense[ids[i]] = i;
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		u64map_put(&t->map, id_key(ids[i]), i);
+}
+
+/* 1 and *ix set when id (not 0) is in t. */
+static inline int idtab_get(const pp_idtab *t, uint64_t id, uint32_t *ix)
+{
+	if (t->dense) {
+		if (id >= t->n_dense || t->dense[id] == MODEL_NONE)
+			return 0;
+		*ix = t->dense[id];
+		return 1;
+	}
+	return u64map_get(&t->map, id_key(id), ix);
 }
 
 static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path *p, const char *field,
@@ -441,7 +492,7 @@ static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
 		return -1;
 	if (v[1] == 0)
 		return fail(err, 400, &p, "id", "mapping id 0 is reserved (ids start at 1)");
-	u64map_put(&d->mapping_ix, id_key(v[1]), i);
+	d->ids[i] = v[1];
 	return 0;
 }
 
@@ -465,7 +516,7 @@ static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
 		return fail(err, 400, &p, "id", "function id 0 is reserved (ids start at 1)");
 	if (fn->name.n == 0)
 		fn->name = system_name;
-	u64map_put(&d->function_ix, id_key(v[1]), i);
+	d->ids[i] = v[1];
 	return 0;
 }
 
@@ -483,7 +534,7 @@ static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn
 	if (read_scalars(d, msg, line_fields, 3, p, v, err) < 0)
 		return -1;
 	*fn = MODEL_NONE;
-	if (v[1] && !u64map_get(&d->function_ix, id_key(v[1]), fn))
+	if (v[1] && !idtab_get(&d->function_ix, v[1], fn))
 		return fail(err, 400, p, "function_id",
 		            "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1],
 		            d->n_functions);
@@ -525,12 +576,12 @@ static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 	if (id == 0)
 		return fail(err, 400, &p, "id", "location id 0 is reserved (ids start at 1)");
 	loc->mapping = MODEL_NONE;
-	if (mapping_id && !u64map_get(&d->mapping_ix, id_key(mapping_id), &loc->mapping))
+	if (mapping_id && !idtab_get(&d->mapping_ix, mapping_id, &loc->mapping))
 		return fail(err, 400, &p, "mapping_id",
 		            "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)", mapping_id,
 		            d->n_mappings);
 	loc->count = loc->fn_lines ? loc->fn_lines : 1;
-	u64map_put(&d->location_ix, id_key(id), i);
+	d->ids[i] = id;
 	return 0;
 }
 
@@ -580,7 +631,7 @@ static void resolve_location(pp_dec *d, uint32_t li)
 				id = v;
 		}
 		uint32_t fn;
-		if (!id || !u64map_get(&d->function_ix, id_key(id), &fn))
+		if (!id || !idtab_get(&d->function_ix, id, &fn))
 			continue;
 		fr.name = d->functions[fn].name;
 		fr.file = d->functions[fn].file;
@@ -607,7 +658,7 @@ static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err
 {
 	pp_sample_ctx *c = ctx;
 	uint32_t li;
-	if (!id || !u64map_get(&d->location_ix, id_key(id), &li)) {
+	if (!id || !idtab_get(&d->location_ix, id, &li)) {
 		pp_path p = {"sample", c->index, NULL, 0};
 		char field[40];
 		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
@@ -770,9 +821,9 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	d->opts = opts;
 	d->b = b;
 	d->scratch = arena_new();
-	u64map_init(&d->mapping_ix);
-	u64map_init(&d->function_ix);
-	u64map_init(&d->location_ix);
+	u64map_init(&d->mapping_ix.map);
+	u64map_init(&d->function_ix.map);
+	u64map_init(&d->location_ix.map);
 	int rc = -1;
 	pp_counts counts = {{0}};
 	uint32_t max_rows = opts->max_rows ? opts->max_rows : LIMIT_SAMPLE_ROWS;
@@ -841,14 +892,20 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 			goto out;
 		}
 	}
+	uint32_t max_table = d->n_mappings > d->n_functions ? d->n_mappings : d->n_functions;
+	if (d->n_locations > max_table)
+		max_table = d->n_locations;
+	d->ids = scratch_array(d, max_table, sizeof *d->ids);
 	d->mappings = scratch_array(d, d->n_mappings, sizeof *d->mappings);
 	for (uint32_t i = 0; i < d->n_mappings; i++)
 		if (parse_mapping(d, i, err) < 0)
 			goto out;
+	idtab_build(d, &d->mapping_ix, d->ids, d->n_mappings);
 	d->functions = scratch_array(d, d->n_functions, sizeof *d->functions);
 	for (uint32_t i = 0; i < d->n_functions; i++)
 		if (parse_function(d, i, err) < 0)
 			goto out;
+	idtab_build(d, &d->function_ix, d->ids, d->n_functions);
 	d->locations = scratch_array(d, d->n_locations, sizeof *d->locations);
 	uint64_t n_loc_frames = 0;
 	for (uint32_t i = 0; i < d->n_locations; i++) {
@@ -857,6 +914,7 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 		d->locations[i].first = (uint32_t)n_loc_frames;
 		n_loc_frames += d->locations[i].count; /* each line is >= 2 input bytes: fits */
 	}
+	idtab_build(d, &d->location_ix, d->ids, d->n_locations);
 	d->loc_frames = scratch_array(d, n_loc_frames, sizeof *d->loc_frames);
 
 	d->sample_node = scratch_array(d, d->n_samples, sizeof *d->sample_node);
@@ -877,9 +935,9 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	emit_profiles(d);
 	rc = 0;
 out:
-	u64map_free(&d->mapping_ix);
-	u64map_free(&d->function_ix);
-	u64map_free(&d->location_ix);
+	u64map_free(&d->mapping_ix.map);
+	u64map_free(&d->function_ix.map);
+	u64map_free(&d->location_ix.map);
 	free(d->stack_locs);
 	arena_free(d->scratch);
 	free(d);

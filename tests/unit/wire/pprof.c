@@ -393,6 +393,69 @@ static void test_function_id_zero_and_duplicates(void **state)
 	buf_free(&b);
 }
 
+/* Ids far past the table sizes (addresses, as some producers use) go
+ * through the id map instead of the dense arrays: same results, the last
+ * duplicate wins, a missing id is named. Numeric labels at the int64 ends. */
+static void test_sparse_ids(void **state)
+{
+	(void)state;
+	const uint64_t big = 0x7f3a12345000ull;
+	for (int missing = 0; missing < 2; missing++) {
+		buf_t b;
+		buf_init(&b, SIZE_MAX);
+		put_value_type(&b, 1, S_CPU, S_NS);
+		put_mapping(&b, big, S_APP);
+		put_function(&b, big + 1, S_FOO);
+		put_function(&b, UINT64_MAX, S_BAR);
+		put_function(&b, big + 1, S_MAIN); /* same id again: the last wins */
+		uint64_t f_main = big + 1, f_bar = UINT64_MAX;
+		put_location(&b, big * 2, big, &f_bar, 1);
+		put_location(&b, 3, 0, &f_main, 1);
+		uint64_t locs[] = {big * 2, missing ? 4 : 3};
+		size_t m = pb_begin(&b, 2);
+		pb_put_packed(&b, 1, locs, 2);
+		pb_put_uint(&b, 2, 5);
+		size_t l = pb_begin(&b, 3);
+		pb_put_uint(&b, 1, S_KEY);
+		pb_put_int64(&b, 3, INT64_MIN);
+		pb_end(&b, l);
+		l = pb_begin(&b, 3);
+		pb_put_uint(&b, 1, S_BAR);
+		pb_put_uint(&b, 4, S_NS); /* num 0 with a unit */
+		pb_end(&b, l);
+		l = pb_begin(&b, 3);
+		pb_put_uint(&b, 1, S_FOO);
+		pb_put_int64(&b, 3, INT64_MAX);
+		pb_end(&b, l);
+		pb_end(&b, m);
+		put_strings(&b, base_strings, N_STRINGS);
+		if (missing) {
+			model_batch *mb = model_batch_new(slice_cstr("p"));
+			kn_err err = {0};
+			assert_int_equal(pprof_decode(buf_slice(&b), &default_opts, mb, &err), -1);
+			assert_int_equal(err.status, 400);
+			assert_string_equal(err.msg, "sample[0].location_id[1]: location id 4 not found (profile "
+			                             "has 2 locations)");
+			model_batch_free(mb);
+			buf_free(&b);
+			continue;
+		}
+		model_batch *mb = decode_ok(buf_slice(&b), &default_opts);
+		model_sample *s = &mb->samples[mb->profiles[0].samples_first];
+		assert_true(slice_eq_cstr(frame_name(mb, s->node), "bar"));
+		assert_true(slice_eq_cstr(mb->frames[mb->nodes[s->node].frame].binary, "/bin/app"));
+		assert_true(slice_eq_cstr(frame_name(mb, mb->nodes[s->node].parent), "main"));
+		const model_attrset *as = &mb->attrsets[s->attrset];
+		assert_int_equal(as->count, 3);
+		/* sorted by key: bar=0, foo=INT64_MAX, key=INT64_MIN */
+		assert_true(slice_eq_cstr(mb->attr_labels[as->first].value, "0"));
+		assert_true(slice_eq_cstr(mb->attr_labels[as->first + 1].value, "9223372036854775807"));
+		assert_true(slice_eq_cstr(mb->attr_labels[as->first + 2].value, "-9223372036854775808"));
+		model_batch_free(mb);
+		buf_free(&b);
+	}
+}
+
 static void test_stack_depth_limit(void **state)
 {
 	(void)state;
@@ -922,6 +985,7 @@ int main(void)
 	    cmocka_unit_test(test_base_profile),
 	    cmocka_unit_test(test_inline_order),
 	    cmocka_unit_test(test_function_id_zero_and_duplicates),
+	    cmocka_unit_test(test_sparse_ids),
 	    cmocka_unit_test(test_stack_depth_limit),
 	    cmocka_unit_test(test_bad_inputs),
 	    cmocka_unit_test(test_max_rows_option),
