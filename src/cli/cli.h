@@ -6,5 +6,7 @@ int cli_serve(int argc, char **argv);
 int cli_upload(int argc, char **argv);
 int cli_top(int argc, char **argv);
 int cli_export(int argc, char **argv);
+int cli_keys(int argc, char **argv);  /* keys create|list|revoke */
+int cli_usage(int argc, char **argv); /* usage table from usage.db */
 
 #endif

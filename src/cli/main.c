@@ -38,6 +38,10 @@ int main(int argc, char **argv)
 		return cli_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "export"))
 		return cli_export(argc - 1, argv + 1);
+	if (!strcmp(cmd, "keys"))
+		return cli_keys(argc - 1, argv + 1);
+	if (!strcmp(cmd, "usage"))
+		return cli_usage(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

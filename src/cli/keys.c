@@ -1,0 +1,203 @@
+/* `kiln keys create|list|revoke` and `kiln usage`: operator commands that work
+ * on the data directory's keys.db and usage.db directly (no server needed; a
+ * running server picks key changes up within a second). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/timeutil.h"
+#include "cli/cli.h"
+#include "ingest/keys.h"
+#include "ingest/usage.h"
+
+typedef struct {
+	const char *data, *project, *name, *scope, *from, *until;
+	const char *positional;
+} keys_opts;
+
+static void keys_usage(FILE *f)
+{
+	fputs("usage: kiln keys create --project P --name N [--scope ingest|query|both (default ingest)] [--data DIR]\n"
+	      "       kiln keys list [--data DIR]\n"
+	      "       kiln keys revoke NAME [--data DIR]\n"
+	      "       kiln usage [--project P] [--from T] [--until T] [--data DIR]\n"
+	      "DIR defaults to ./kiln-data; names are 1-64 of A-Z a-z 0-9 _ . -; T is unix seconds or now-7d.\n",
+	      f);
+}
+
+/* Parses argv[first..]; -1 (after a message) on a usage error. */
+static int parse_keys_opts(int argc, char **argv, int first, keys_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->data = "./kiln-data";
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char **field = !strcmp(a, "--data")      ? &o->data
+		                     : !strcmp(a, "--project") ? &o->project
+		                     : !strcmp(a, "--name")    ? &o->name
+		                     : !strcmp(a, "--scope")   ? &o->scope
+		                     : !strcmp(a, "--from")    ? &o->from
+		                     : !strcmp(a, "--until")   ? &o->until
+		                                               : NULL;
+		if (field) {
+			if (!v) {
+				fprintf(stderr, "kiln: %s needs a value\n", a);
+				return -1;
+			}
+			*field = v;
+			i++;
+		} else if (a[0] != '-' && !o->positional) {
+			o->positional = a;
+		} else {
+			fprintf(stderr, "kiln: unexpected argument %s\n", a);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void format_time(int64_t ns, char out[32])
+{
+	if (ns <= 0) {
+		strcpy(out, "-");
+		return;
+	}
+	time_t t = (time_t)(ns / NS_PER_SEC);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void print_key_row(const key_row *r, void *ctx)
+{
+	char created[32], revoked[32];
+	format_time(r->created_ns, created);
+	format_time(r->revoked_ns, revoked);
+	printf("%-24s %-20s %-6s %-20s %s\n", r->name, r->project, keys_scope_name(r->scope), created, revoked);
+	(*(int *)ctx)++;
+}
+
+static int keys_create_cmd(const keys_opts *o)
+{
+	if (!o->project || !o->name || o->positional) {
+		fputs("kiln keys create: --project and --name are required\n", stderr);
+		keys_usage(stderr);
+		return 2;
+	}
+	int scope = o->scope ? keys_scope_parse(o->scope) : KEY_SCOPE_INGEST;
+	if (!scope) {
+		fprintf(stderr, "kiln keys create: --scope must be ingest, query or both, not %s\n", o->scope);
+		return 2;
+	}
+	char key[KEY_TEXT_MAX];
+	kn_err err = {0};
+	if (keys_create(o->data, o->project, o->name, scope, key, sizeof key, &err) < 0) {
+		fprintf(stderr, "kiln keys create: %s\n", err.msg);
+		return 1;
+	}
+	printf("%s\n", key);
+	fflush(stdout);
+	fprintf(stderr, "created key '%s' for project '%s' (scope %s) in %s/keys.db; it is shown only this once\n",
+	        o->name, o->project, keys_scope_name(scope), o->data);
+	return 0;
+}
+
+static int keys_list_cmd(const keys_opts *o)
+{
+	if (o->positional || o->project || o->name || o->scope) {
+		keys_usage(stderr);
+		return 2;
+	}
+	printf("%-24s %-20s %-6s %-20s %s\n", "NAME", "PROJECT", "SCOPE", "CREATED", "REVOKED");
+	int n = 0;
+	kn_err err = {0};
+	if (keys_list(o->data, print_key_row, &n, &err) < 0) {
+		fprintf(stderr, "kiln keys list: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
+static int keys_revoke_cmd(const keys_opts *o)
+{
+	if (!o->positional || o->project || o->scope) {
+		fputs("kiln keys revoke: give the key's NAME\n", stderr);
+		keys_usage(stderr);
+		return 2;
+	}
+	kn_err err = {0};
+	int rc = keys_revoke(o->data, o->positional, &err);
+	if (rc < 0) {
+		fprintf(stderr, "kiln keys revoke: %s\n", err.msg);
+		return 1;
+	}
+	fprintf(stderr, rc == 0 ? "revoked key '%s'\n" : "key '%s' was already revoked\n", o->positional);
+	return 0;
+}
+
+int cli_keys(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	keys_opts o;
+	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		keys_usage(sub ? stdout : stderr);
+		return sub ? 0 : 2;
+	}
+	if (parse_keys_opts(argc, argv, 2, &o) < 0 || o.from || o.until) {
+		keys_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(sub, "create"))
+		return keys_create_cmd(&o);
+	if (!strcmp(sub, "list"))
+		return keys_list_cmd(&o);
+	if (!strcmp(sub, "revoke"))
+		return keys_revoke_cmd(&o);
+	fprintf(stderr, "kiln keys: unknown subcommand %s\n", sub);
+	keys_usage(stderr);
+	return 2;
+}
+
+static void print_usage_row(const usage_row *r, void *ctx)
+{
+	char day[11];
+	time_day_str(r->day, day);
+	printf("%-10s %-20.*s %-24.*s %12llu %12llu %12llu %12llu %12llu\n", day, (int)r->project.n,
+	       (const char *)r->project.p, (int)r->key.n, (const char *)r->key.p,
+	       (unsigned long long)r->counts[USAGE_ACCEPTED], (unsigned long long)r->counts[USAGE_RATE_LIMITED],
+	       (unsigned long long)r->counts[USAGE_TOO_LARGE], (unsigned long long)r->counts[USAGE_INVALID],
+	       (unsigned long long)r->counts[USAGE_OUT_OF_WINDOW]);
+}
+
+int cli_usage(int argc, char **argv)
+{
+	keys_opts o;
+	if (parse_keys_opts(argc, argv, 1, &o) < 0 || o.positional || o.name || o.scope) {
+		keys_usage(stderr);
+		return 2;
+	}
+	int64_t now = time_now_ns(), from = 0, until = 0;
+	if ((o.from && time_parse(o.from, now, &from) < 0) || (o.until && time_parse(o.until, now, &until) < 0)) {
+		fprintf(stderr, "kiln usage: --from/--until take unix seconds, now or now-7d, not %s\n",
+		        o.from && time_parse(o.from, now, &from) < 0 ? o.from : o.until);
+		return 2;
+	}
+	printf("%-10s %-20s %-24s %12s %12s %12s %12s %12s\n", "DAY", "PROJECT", "KEY", "ACCEPTED", "RATE_LIMITED",
+	       "TOO_LARGE", "INVALID", "OUT_OF_WINDOW");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/usage.db", o.data);
+	if (access(path, F_OK) != 0) {
+		fprintf(stderr, "kiln usage: no usage recorded yet (%s does not exist)\n", path);
+		return 0;
+	}
+	kn_err err = {0};
+	usage_t *u = usage_open(o.data, &err);
+	if (!u || usage_rows(u, slice_cstr(o.project), from, until, print_usage_row, NULL, &err) < 0) {
+		fprintf(stderr, "kiln usage: %s\n", err.msg);
+		usage_close(u);
+		return 1;
+	}
+	usage_close(u);
+	return 0;
+}
