@@ -178,6 +178,16 @@ static int sample_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* a + b saturating at INT64_MAX / INT64_MIN: sample values come from the
+ * network, and a merged sum must not overflow (the OTLP fuzzer found it). */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 void model_profile_finish(model_batch *b, model_profile *p)
 {
 	/* The arrays may still be NULL when a profile has no labels or samples. */
@@ -191,7 +201,7 @@ void model_profile_finish(model_batch *b, model_profile *p)
 	uint32_t out = 0;
 	for (uint32_t i = 0; i < p->samples_count; i++) {
 		if (out && sample_cmp(&s[out - 1], &s[i]) == 0) {
-			s[out - 1].value += s[i].value;
+			s[out - 1].value = sat_add(s[out - 1].value, s[i].value);
 			continue;
 		}
 		s[out++] = s[i];

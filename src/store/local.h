@@ -42,7 +42,10 @@ typedef struct local_part {
 } local_part;
 
 typedef struct local_job {
-	model_batch *b;
+	model_batch *b;       /* NULL for a retention sweep */
+	int keep_days;        /* sweep: days kept before today */
+	int64_t now_ns;       /* sweep: its clock */
+	uint32_t *deleted;    /* sweep: partitions deleted (the caller waits) */
 	store_done_fn done;
 	void *ctx;
 	struct local_job *next;
@@ -81,9 +84,27 @@ typedef struct {
 	void *zc; /* ZSTD_CCtx */
 } local_scratch;
 
+/* Retention of one project (store_set_retention, store_retention_sweep). */
+typedef struct {
+	char proj[3 * LOCAL_PROJECT_MAX + 2]; /* encoded (local_project_dir) */
+	int days;          /* store_set_retention; 0 = the store's default */
+	int64_t floor_day; /* first day the last sweep kept: earlier days refuse writes; INT64_MIN = none */
+} local_retention;
+
 struct store {
 	char *dir;
 	int interval_ms, max_batches, sync;
+
+	/* Retention per project, guarded by ret_mu (views and the writer read it). */
+	pthread_mutex_t ret_mu;
+	local_retention *ret;
+	uint32_t n_ret;
+	size_t cap_ret;
+	int default_days;
+	/* Held shared by a view while it opens a partition (open, BEGIN, first
+	 * read: every file is open after that), exclusively by the sweep while it
+	 * unlinks: a view sees a partition whole or not at all. */
+	pthread_rwlock_t files_lock;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -105,12 +126,19 @@ struct store {
 /* Encodes a project name into a file-name component of [A-Za-z0-9_-]
  * ('_' escapes: "__" is '_', "_hh" any other byte). -1 if empty or too long. */
 int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2]);
-/* Sorts and merges e[0..n) by (node, attrset, t_off), drops zero sums; returns the new n. */
+/* Decodes a project directory name (the inverse of local_project_dir); -1
+ * unless dir is exactly what local_project_dir makes of some project. */
+int local_project_name(const char *dir, char out[LOCAL_PROJECT_MAX], size_t *n);
+/* a + b, saturating at INT64_MAX / INT64_MIN. */
+int64_t local_sat_add(int64_t a, int64_t b);
+/* Sorts and merges e[0..n) by (node, attrset, t_off) (saturating sums), drops zero sums; returns the new n. */
 uint32_t local_entries_normalize(local_entry *e, uint32_t n);
 /* Encodes normalized e[0..n) column-wise into raw (reset first). *scale
  * receives the common divisor of the values (stored in the chunk row, so
  * payloads that differ only by a factor, like samples:count and
- * cpu:nanoseconds of one pprof, are equal), *total their wrapping sum. */
+ * cpu:nanoseconds of one pprof, are equal), *total their sum in entry
+ * order, saturating (format-1 files written before saturation hold the
+ * wrapping sum: the decoder accepts either). */
 void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total);
 /* raw -> stored form: format byte, then raw or zstd (whichever is smaller). */
 void local_payload_pack(const buf_t *raw, buf_t *out, void *zc);
@@ -145,10 +173,28 @@ void local_part_rollback(store_t *s, local_part *p);
 int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_err *err);
 /* Writes the profiles of b that belong to partition p (day). Inside a transaction. */
 int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t day, kn_err *err);
+/* Closes the writer's connections to partitions of project dir proj before day (none is in a transaction). */
+void local_parts_close_before(store_t *s, const char *proj, int64_t day);
+/* Creates the tables of a partition in db (an empty partition: the writer's new
+ * files, a view's stand-in for a partition deleted since it was listed). */
+int local_schema_init(sqlite3 *db);
+/* fsync()s a directory so the names created or removed in it are durable (errors ignored). */
+void local_fsync_dir(const char *dir);
 /* Binds span or trace id v at parameter i of st in its stored form
  * (local_span_key); 1, or 0 with NULL bound when v cannot be indexed. */
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v);
 /* Sets err from a SQLite failure: 503 + retry for full disk / I/O / busy, 500 otherwise. */
 int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what);
+
+/* ---- local_retention.c: retention state, the sweep, the project list ---- */
+void local_retention_init(store_t *s, int default_days);
+void local_retention_free(store_t *s);
+/* Retention in days of project dir proj (its own or the default; 0 = none). */
+int local_retention_days(store_t *s, const char *proj);
+/* 0 when every profile of b may be written into project dir proj, else -1
+ * with a 400 naming the first day before the last sweep's floor. */
+int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn_err *err);
+/* The sweep of job j (writer thread, between groups). */
+int local_retention_run(store_t *s, local_job *j, kn_err *err);
 
 #endif

@@ -88,6 +88,46 @@ int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2])
 	return 0;
 }
 
+static int hex_val(uint8_t c);
+
+int local_project_name(const char *dir, char out[LOCAL_PROJECT_MAX], size_t *n)
+{
+	size_t o = 0;
+	for (const char *c = dir; *c; c++) {
+		if (o == LOCAL_PROJECT_MAX)
+			return -1;
+		uint8_t ch = (uint8_t)*c;
+		if (ch != '_') {
+			out[o++] = (char)ch;
+			continue;
+		}
+		if (c[1] == '_') {
+			out[o++] = '_';
+			c++;
+			continue;
+		}
+		int hi = c[1] ? hex_val((uint8_t)c[1]) : -1, lo = hi >= 0 && c[2] ? hex_val((uint8_t)c[2]) : -1;
+		if (lo < 0)
+			return -1;
+		out[o++] = (char)(hi << 4 | lo);
+		c += 2;
+	}
+	/* Canonical only: "_41" (an escaped letter) or "_2F" would name the same project twice. */
+	char again[3 * LOCAL_PROJECT_MAX + 2];
+	if (local_project_dir(slice_make(out, o), again) < 0 || strcmp(again, dir) != 0)
+		return -1;
+	*n = o;
+	return 0;
+}
+
+int64_t local_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
 	const local_entry *x = a, *y = b;
@@ -107,7 +147,7 @@ uint32_t local_entries_normalize(local_entry *e, uint32_t n)
 	uint32_t out = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (out && entry_cmp(&e[out - 1], &e[i]) == 0) {
-			e[out - 1].value = (int64_t)((uint64_t)e[out - 1].value + (uint64_t)e[i].value);
+			e[out - 1].value = local_sat_add(e[out - 1].value, e[i].value);
 			continue;
 		}
 		e[out++] = e[i];
@@ -121,11 +161,12 @@ uint32_t local_entries_normalize(local_entry *e, uint32_t n)
 
 void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total)
 {
-	uint64_t g = 0, sum = 0;
+	uint64_t g = 0;
+	int64_t sum = 0;
 	unsigned flags = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t v = (uint64_t)e[i].value;
-		sum += v;
+		sum = local_sat_add(sum, e[i].value);
 		g = gcd_u64(g, e[i].value < 0 ? -v : v);
 		if (e[i].attrset)
 			flags |= PF_ATTRS;
@@ -136,7 +177,7 @@ void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *sc
 	if (g == 0 || g > (uint64_t)INT64_MAX)
 		g = 1;
 	*scale = (int64_t)g;
-	*total = (int64_t)sum;
+	*total = sum;
 
 	buf_reset(raw);
 	put_uvarint(raw, n);
@@ -238,7 +279,8 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 				return *why = "attribute set id out of range", -1;
 			e[i].attrset = (uint32_t)v;
 		}
-	uint64_t sum = 0;
+	uint64_t wrapped = 0; /* the total of files written before totals saturated */
+	int64_t sum = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (get_uvarint(&p, end, &v) < 0)
 			return *why = "truncated value column", -1;
@@ -246,7 +288,8 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		if (__builtin_mul_overflow(unzigzag(v), scale, &x))
 			return *why = "value out of range", -1;
 		e[i].value = x;
-		sum += (uint64_t)x;
+		sum = local_sat_add(sum, x);
+		wrapped += (uint64_t)x;
 	}
 	if (flags & PF_TIMES)
 		for (uint32_t i = 0; i < n; i++) {
@@ -259,7 +302,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		}
 	if (p != end)
 		return *why = "trailing bytes in payload", -1;
-	if ((int64_t)sum != total_expect)
+	if (sum != total_expect && (int64_t)wrapped != total_expect)
 		return *why = "values do not add up to the chunk total", -1;
 	return 0;
 }

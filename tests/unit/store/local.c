@@ -499,6 +499,52 @@ static void test_project_names(void **state)
 	assert_int_equal(access(path, F_OK), 0);
 }
 
+/* Values near the int64 limits: merging (model_profile_finish, the store's
+ * normalization) and chunk totals saturate instead of overflowing, and the
+ * decoder accepts what the writer wrote. */
+static void test_huge_values_saturate(void **state)
+{
+	store_fix *f = *state;
+	int64_t t = DAY0 + 60 * NS_PER_SEC;
+	model_batch *b = model_batch_new(slice_cstr("default"));
+	uint32_t s1 = test_stack(b, "main;a"), s2 = test_stack(b, "main;b");
+	model_profile *p = test_profile(b, "cpu", "nanoseconds", t, "pod-1");
+	model_sample_add(b, p, s1, 0, INT64_MAX, 0);
+	model_sample_add(b, p, s1, 0, INT64_MAX, 0); /* merges: saturates */
+	model_sample_add(b, p, s2, 0, INT64_MAX - 1, 0);
+	model_profile_finish(b, p);
+	assert_int_equal(b->samples[p->samples_first].value, INT64_MAX);
+	p = test_profile(b, "cpu", "nanoseconds", t, "pod-2");
+	model_sample_add(b, p, s1, 0, INT64_MIN, 0);
+	model_sample_add(b, p, s1, 0, -5, 0);
+	model_sample_add(b, p, s2, 0, INT64_MIN, 0);
+	model_profile_finish(b, p);
+	write_ok(f->s, b);
+
+	store_view *v = view_or_fail(f->s, "default", t, t + 1);
+	kn_err err = {0};
+	const store_series *se;
+	uint32_t n_se, n_h, n_e;
+	assert_int_equal(store_view_series(v, 0, &se, &n_se, &err), 0);
+	assert_int_equal(n_se, 2);
+	uint32_t ids[2] = {1, 2};
+	const store_chunk_head *h;
+	assert_int_equal(store_view_heads(v, 0, ids, 2, &h, &n_h, &err), 0);
+	assert_int_equal(n_h, 2);
+	store_chunk_head heads[2] = {h[0], h[1]};
+	for (int i = 0; i < 2; i++) {
+		const store_entry *e;
+		if (store_view_entries(v, 0, &heads[i], &e, &n_e, &err) != 0)
+			fail_msg("entries: %s", err.msg);
+		assert_int_equal(n_e, 2);
+		int pos = heads[i].total > 0;
+		assert_int_equal(heads[i].total, pos ? INT64_MAX : INT64_MIN);
+		assert_int_equal(e[0].value, pos ? INT64_MAX : INT64_MIN);
+		assert_int_equal(e[1].value, pos ? INT64_MAX - 1 : INT64_MIN);
+	}
+	store_view_close(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,6 +556,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_commit_many_threads, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_batch_fails_alone, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_project_names, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_huge_values_saturate, store_fix_setup, store_fix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
