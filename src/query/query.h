@@ -1,7 +1,11 @@
 /* Queries over the store: merge samples into a call tree and write the
  * results of SPEC S7 (services, types, flame graph, top, timeline, pprof,
  * span view).
- * Each call opens its own store view: safe to run on several worker threads. */
+ * Each call opens its own store view: safe to run on several worker threads.
+ * Retention (S6.4): the views start no earlier than the project's retention
+ * (store_set_retention), so no query returns expired samples; a range wholly
+ * before it answers as empty (timeline points there are 0). Sums saturate at
+ * the int64 limits. */
 #ifndef KILN_QUERY_QUERY_H
 #define KILN_QUERY_QUERY_H
 

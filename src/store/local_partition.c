@@ -66,7 +66,13 @@ int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const c
 	return -1;
 }
 
-static void fsync_dir(const char *dir)
+int local_schema_init(sqlite3 *db)
+{
+	int rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? sqlite3_exec(db, spans_sql, NULL, NULL, NULL) : rc;
+}
+
+void local_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -205,9 +211,7 @@ static int part_create(store_t *s, const char *path, const char *pdir, kn_err *e
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, spans_sql, NULL, NULL, NULL);
+		rc = local_schema_init(db);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
@@ -226,7 +230,7 @@ static int part_create(store_t *s, const char *path, const char *pdir, kn_err *e
 	}
 	free(tmp);
 	if (s->sync)
-		fsync_dir(pdir);
+		local_fsync_dir(pdir);
 	return 0;
 }
 
@@ -320,7 +324,7 @@ static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, kn_e
 	snprintf(p->path, n, "%s/%s.db", pdir, day_s);
 
 	if (mkdir(pdir, 0755) == 0) {
-		fsync_dir(s->dir);
+		local_fsync_dir(s->dir);
 	} else if (errno != EEXIST) {
 		err_set(err, errno == ENOSPC ? 503 : 500, "store: cannot create %s: %s", pdir, strerror(errno));
 		if (err && errno == ENOSPC)
@@ -379,6 +383,19 @@ void local_parts_trim(store_t *s, uint32_t keep)
 			return;
 		part_close(s, s->parts[victim]);
 		s->parts[victim] = s->parts[--s->n_parts];
+	}
+}
+
+void local_parts_close_before(store_t *s, const char *proj, int64_t day)
+{
+	for (uint32_t i = 0; i < s->n_parts;) {
+		local_part *p = s->parts[i];
+		if (p->day < day && strcmp(p->proj, proj) == 0) {
+			part_close(s, p);
+			s->parts[i] = s->parts[--s->n_parts];
+		} else {
+			i++;
+		}
 	}
 }
 

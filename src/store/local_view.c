@@ -4,9 +4,11 @@
  * lazily, once, with one prepared SELECT each; span lookups use the spans
  * index. Never writes; never trusts what it reads. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include "base/alloc.h"
@@ -36,6 +38,7 @@ typedef struct {
 } view_part;
 
 struct store_view {
+	store_t *s;
 	int64_t from_ns, until_ns;
 	view_part *parts;
 	uint32_t n_parts;
@@ -102,9 +105,19 @@ static char **list_days(const char *dir, const char *first, const char *last, ui
 	return names;
 }
 
+/* Opens vp read-only, or, when retention deleted it since the view listed it,
+ * an empty partition in memory in its place (expired data reads as none). */
 static int part_open_ro(view_part *vp, kn_err *err)
 {
-	int rc = sqlite3_open_v2(vp->path, &vp->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	struct stat stbuf;
+	int rc;
+	if (stat(vp->path, &stbuf) != 0 && errno == ENOENT) {
+		rc = sqlite3_open_v2(":memory:", &vp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+		if (rc == SQLITE_OK)
+			rc = local_schema_init(vp->db);
+	} else {
+		rc = sqlite3_open_v2(vp->path, &vp->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	}
 	if (rc != SQLITE_OK)
 		return part_err(err, vp, rc, "opening");
 	sqlite3_busy_timeout(vp->db, 5000);
@@ -173,7 +186,12 @@ int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	*out = NULL;
 	if (local_project_dir(project, proj) < 0)
 		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+	/* Expired samples are never returned, whether or not their day is deleted yet. */
+	int64_t start = store_retention_start(s, project, time_now_ns());
+	if (from_ns < start)
+		from_ns = start;
 	store_view *v = xcalloc(1, sizeof *v);
+	v->s = s;
 	v->from_ns = from_ns;
 	v->until_ns = until_ns;
 	v->zd = ZSTD_createDCtx();
@@ -233,9 +251,16 @@ static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
 		return NULL;
 	}
 	view_part *vp = &v->parts[p];
-	if (!vp->arena && part_open_ro(vp, err) < 0) {
-		part_disconnect(vp);
-		return NULL;
+	if (!vp->arena) {
+		/* Not while the retention sweep unlinks: once open (and its read
+		 * transaction begun) every file is held, and unlinking no longer matters. */
+		pthread_rwlock_rdlock(&v->s->files_lock);
+		int rc = part_open_ro(vp, err);
+		pthread_rwlock_unlock(&v->s->files_lock);
+		if (rc < 0) {
+			part_disconnect(vp);
+			return NULL;
+		}
 	}
 	return vp;
 }

@@ -56,6 +56,9 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 	s->interval_ms = cfg->commit_interval_ms == 0 ? 2 : cfg->commit_interval_ms < 0 ? 0 : cfg->commit_interval_ms;
 	s->max_batches = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256;
 	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
+	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
+	                            ? cfg->retention_days
+	                            : 0);
 	buf_init(&s->sc.raw, SIZE_MAX);
 	buf_init(&s->sc.packed, SIZE_MAX);
 	buf_init(&s->sc.labels, SIZE_MAX);
@@ -65,6 +68,7 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 	int rc = pthread_create(&s->thread, NULL, writer_main, s);
 	if (rc != 0) {
 		err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
+		local_retention_free(s);
 		pthread_cond_destroy(&s->cv);
 		pthread_mutex_destroy(&s->mu);
 		ZSTD_freeCCtx(s->sc.zc);
@@ -97,28 +101,27 @@ void store_close(store_t *s)
 	buf_free(&sc->packed);
 	buf_free(&sc->labels);
 	ZSTD_freeCCtx(sc->zc);
+	local_retention_free(s);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->dir);
 	free(s);
 }
 
-void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+/* Queues j for the writer thread, which frees it after calling j->done; when
+ * the store is closing, calls j->done with a 503 at once and frees j. */
+static void enqueue(store_t *s, local_job *j)
 {
-	local_job *j = xcalloc(1, sizeof *j);
-	j->b = b;
-	j->done = done;
-	j->ctx = ctx;
 	pthread_mutex_lock(&s->mu);
 	if (s->closing) {
 		pthread_mutex_unlock(&s->mu);
 		kn_err e = {0};
 		err_set(&e, 503, "store: shutting down");
 		e.retry_after = 5;
-		model_batch_free(b);
+		model_batch_free(j->b);
+		if (j->done)
+			j->done(j->ctx, &e);
 		free(j);
-		if (done)
-			done(ctx, &e);
 		return;
 	}
 	if (s->tail)
@@ -129,6 +132,15 @@ void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
 	s->queued++;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+}
+
+void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+{
+	local_job *j = xcalloc(1, sizeof *j);
+	j->b = b;
+	j->done = done;
+	j->ctx = ctx;
+	enqueue(s, j);
 }
 
 typedef struct {
@@ -149,12 +161,15 @@ static void sync_done(void *ctx, const kn_err *err)
 	pthread_mutex_unlock(&w->mu);
 }
 
-int store_write_sync(store_t *s, model_batch *b, kn_err *err)
+/* Queues j (done and ctx set here) and waits for the writer to finish it. */
+static int run_sync(store_t *s, local_job *j, kn_err *err)
 {
 	sync_wait w = {.done = 0};
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.cv, NULL);
-	store_submit(s, b, sync_done, &w);
+	j->done = sync_done;
+	j->ctx = &w;
+	enqueue(s, j);
 	pthread_mutex_lock(&w.mu);
 	while (!w.done)
 		pthread_cond_wait(&w.cv, &w.mu);
@@ -167,6 +182,35 @@ int store_write_sync(store_t *s, model_batch *b, kn_err *err)
 		return -1;
 	}
 	return 0;
+}
+
+int store_write_sync(store_t *s, model_batch *b, kn_err *err)
+{
+	local_job *j = xcalloc(1, sizeof *j);
+	j->b = b;
+	return run_sync(s, j, err);
+}
+
+int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+                          kn_err *err)
+{
+	uint32_t n = 0;
+	if (deleted)
+		*deleted = 0;
+	if (keep_days < 1 || keep_days > STORE_RETENTION_MAX_DAYS)
+		return err_set(err, 400, "store: retention must be 1 to %d days", STORE_RETENTION_MAX_DAYS);
+	local_job *j = xcalloc(1, sizeof *j);
+	if (local_project_dir(project, j->proj) < 0) {
+		free(j);
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+	}
+	j->keep_days = keep_days;
+	j->now_ns = now_ns;
+	j->deleted = &n;
+	int rc = run_sync(s, j, err);
+	if (deleted)
+		*deleted = n;
+	return rc;
 }
 
 uint32_t store_queue_depth(store_t *s)
@@ -206,6 +250,8 @@ static int collect_parts(store_t *s, local_job **jobs, size_t n, part_list *l, k
 		const model_batch *b = jobs[k]->b;
 		if (b->n_profiles && local_project_dir(b->project, jobs[k]->proj) < 0)
 			return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+		if (local_retention_check(s, jobs[k]->proj, b, err) < 0)
+			return -1;
 		for (uint32_t i = 0; i < b->n_profiles; i++) {
 			local_part *p = local_part_get(s, jobs[k]->proj, time_day(b->profiles[i].time_ns), err);
 			if (!p)
@@ -258,7 +304,12 @@ out:
 static void process(store_t *s, local_job **jobs, size_t n)
 {
 	kn_err err = {0};
-	if (write_group(s, jobs, n, &err) < 0) {
+	if (!jobs[0]->b) { /* a retention sweep, always alone */
+		if (local_retention_run(s, jobs[0], &err) < 0) {
+			jobs[0]->err = err;
+			jobs[0]->failed = 1;
+		}
+	} else if (write_group(s, jobs, n, &err) < 0) {
 		if (n == 1) {
 			jobs[0]->err = err;
 			jobs[0]->failed = 1;
@@ -313,9 +364,12 @@ static void *writer_main(void *arg)
 				;
 		}
 		size_t n = 0;
-		while (s->head && n < (size_t)s->max_batches) {
+		/* A sweep runs alone, between the groups before and after it. */
+		while (s->head && n < (size_t)s->max_batches && !(n && !s->head->b)) {
 			jobs[n++] = s->head;
 			s->head = s->head->next;
+			if (!jobs[n - 1]->b)
+				break;
 		}
 		if (!s->head)
 			s->tail = NULL;

@@ -17,6 +17,8 @@ typedef struct {
 	int commit_interval_ms;   /* group commit window; default 2 */
 	int max_batches_per_commit; /* default 256 */
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
+	int retention_days;       /* retention of projects without store_set_retention; 0 (default):
+	                             none, views are not clamped (tools, tests). `kiln serve` sets 14. */
 } store_config;
 
 store_t *store_open(const store_config *cfg, kn_err *err);
@@ -39,9 +41,58 @@ int store_write_sync(store_t *s, model_batch *b, kn_err *err);
 /* Queued batches not yet committed (for /metrics and backpressure). */
 uint32_t store_queue_depth(store_t *s);
 
+/* ---- Retention (SPEC S6.4) -------------------------------------------
+ * Data is kept for a number of days per project and deleted by whole day
+ * partitions (docs/STORE.md, "Retention"). Two separate things:
+ *  - what queries see: every view of a project with a retention of K days
+ *    starts no earlier than now - K * 86400 s (the view's from_ns is raised
+ *    at store_view_open, by the wall clock), so expired samples are never
+ *    returned, whenever the sweep runs and even before it deletes their day;
+ *  - what is on disk: store_retention_sweep deletes the partitions whose
+ *    whole day is at least keep_days old. */
+#define STORE_RETENTION_MAX_DAYS 36500
+
+/* Sets the retention of project (1..STORE_RETENTION_MAX_DAYS days; 0: back to
+ * store_config.retention_days). Views opened afterwards are clamped to it.
+ * Thread-safe. 0, or -1 with a 400 (bad project name or days). */
+int store_set_retention(store_t *s, slice_t project, int days, kn_err *err);
+/* The first instant a view of project opened at now_ns may return:
+ * now_ns - days * NS_PER_DAY, or INT64_MIN when the project has no retention. */
+int64_t store_retention_start(store_t *s, slice_t project, int64_t now_ns);
+
+/* Calls cb with the (unescaped) name of every project that has a directory
+ * in the store, sorted by directory name. The slice is valid during the call.
+ * Thread-safe. 0, or -1 with err (500) when the data directory is unreadable. */
+int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+
+/* Deletes every day partition of project whose whole day is at least
+ * keep_days old at now_ns: with today = the UTC day of now_ns, the partition
+ * of day D ([D, D + 1 day)) goes when D < today - keep_days, i.e. when
+ * D + 1 day <= now_ns - keep_days days rounded down to midnight. Keep 14: a
+ * sample 14 days old or younger always stays (its day is today - 14 or
+ * later); 15 days old is gone. Days kept: today and the keep_days before it.
+ *
+ * Runs on the writer thread between two commit groups (queued like a batch,
+ * this call waits): the writer's cached connections to those partitions are
+ * closed, then DAY.db, DAY.db-wal, DAY.db-shm (and a leftover DAY.db.new)
+ * are unlinked and the directory fsynced. A view that has already read a
+ * deleted partition keeps reading its open files (POSIX unlink); a view that
+ * had listed it but not yet read it finds it empty; later views do not list
+ * it. Afterwards the store refuses (400, the whole batch) writes to a day
+ * before today - keep_days of that sweep, so a late write cannot bring a
+ * deleted day back; a later sweep of the project replaces that floor (none
+ * after a restart until the first sweep). keep_days: 1..STORE_RETENTION_MAX_DAYS.
+ * *deleted (may be NULL) = partitions deleted (0 when there was nothing to
+ * do). 0, or -1 with err (400 bad arguments, 503 shutting down, 500 when a
+ * file could not be unlinked: the others are still deleted). */
+int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+                          kn_err *err);
+
 /* ---- Reading ---------------------------------------------------------
  * A view is a read snapshot of one project's partitions overlapping
- * [from_ns, until_ns). Thread-safe across views; one view per thread.
+ * [from_ns, until_ns), where from_ns is first raised to the project's
+ * retention start (store_retention_start at the time of opening). Thread-safe
+ * across views; one view per thread.
  * Inside a partition, series, nodes, frames and attrsets have dense local ids
  * starting at 1 (0 = none). A node's parent always has a smaller local id. */
 typedef struct store_view store_view;
