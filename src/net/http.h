@@ -1,6 +1,7 @@
 /* Kiln's HTTP/1.1 server on libevent bufferevents: keep-alive, pipelining one
  * request at a time, Content-Length and chunked bodies, 100-continue, per-phase
- * timeouts, body and header limits, a connection cap. No TLS, no HTTP/2, no routing. */
+ * timeouts, body and header limits, a connection cap, optional TLS. No HTTP/2,
+ * no routing. */
 #ifndef KILN_NET_HTTP_H
 #define KILN_NET_HTTP_H
 
@@ -13,6 +14,7 @@
 
 struct event_base;
 struct http_conn;
+struct ssl_ctx_st;
 
 typedef struct http_server http_server;
 typedef struct http_req http_req;
@@ -30,7 +32,7 @@ struct http_req {
 	uint32_t n_hdrs;
 	int version_minor;       /* 0 for HTTP/1.0, 1 for HTTP/1.1 */
 	buf_t body;              /* the whole body, chunked coding removed */
-	slice_t peer;            /* "ip:port" ("[v6]:port"); IPv4-mapped IPv6 shown as IPv4 */
+	slice_t peer;            /* TCP peer "ip:port" ("[v6]:port"); IPv4-mapped IPv6 shown as IPv4 */
 	struct http_conn *_conn; /* NULL once the connection is gone */
 	uint8_t *_head;          /* owned copy of the request line and headers */
 	int _keep_alive;
@@ -50,6 +52,12 @@ typedef struct {
 	 * connection is dropped after one to two such pauses). */
 	int header_timeout_ms, body_timeout_ms, idle_timeout_ms, write_timeout_ms;
 	uint32_t max_conns; /* 0 = 4096; connections accepted past it are closed at once */
+	/* Optional: TLS (tls_ctx_new(..., TLS_ALPN_HTTP1, ...)). Each connection
+	 * gets SSL_new(ssl_ctx); the handshake counts against header_timeout_ms,
+	 * and a failed one (a plain-HTTP client, say) closes the connection,
+	 * logged at debug. Borrowed: keep it alive longer than the server. NULL =
+	 * plain TCP. */
+	struct ssl_ctx_st *ssl_ctx;
 	/* Optional. Called after the headers, before the body is read (and before
 	 * "100 Continue" is sent). Return 0 to read the body, or call http_respond
 	 * and return 1 (the connection is then closed if a body was announced). */

@@ -1,6 +1,7 @@
-/* HTTP/1.1 connections on libevent bufferevents (http.h): accepting, reading
- * one request at a time, the phase timers, responses and lingering close.
- * Byte-level parsing lives in http1_parse.c; routing is the handler's job. */
+/* HTTP/1.1 connections on libevent bufferevents (http.h), plain or TLS:
+ * reading one request at a time, the phase timers, responses and lingering
+ * close. Accepting is listen.c's, byte-level parsing http1_parse.c's; routing
+ * is the handler's job. */
 #include "net/http.h"
 
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "base/log.h"
 #include "net/http1_parse.h"
 #include "net/listen.h"
+#include "net/tls.h"
 
 #define LINGER_MS 2000 /* how long a closing connection drains what the client still sends */
 
@@ -482,6 +484,7 @@ static void start_linger(struct http_conn *c)
 		return;
 	}
 	c->st = ST_LINGER;
+	tls_close_notify(c->bev);
 	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	evbuffer_drain(in, evbuffer_get_length(in));
@@ -526,6 +529,8 @@ static void write_cb(struct bufferevent *bev, void *arg)
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct http_conn *c = arg;
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* TLS handshake done; the header timer keeps running */
 	if (what & BEV_EVENT_TIMEOUT) {
 		/* Drop only after a second timeout with no byte sent in between: a
 		 * loop thread that was itself stalled also reports a timeout. */
@@ -540,6 +545,12 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		c->peer_eof = 1;
 		if (c->st == ST_HANDLING || c->st == ST_WRITING)
 			return; /* answer what was asked, then close */
+	}
+	if (what & BEV_EVENT_ERROR) {
+		const char *tls = tls_error(bev); /* a failed handshake: plain HTTP on a TLS port... */
+		log_msg(LOG_DEBUG, "http connection failed", "listener=%s peer=%s error=\"%s\"",
+		        c->srv->o.name, c->peer,
+		        tls ? tls : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	}
 	conn_free(c); /* EOF mid-request, error, write timeout */
 }
@@ -581,6 +592,7 @@ static void conn_free(struct http_conn *c)
 			req_free(c->req);
 	}
 	event_free(c->timer);
+	tls_close_notify(c->bev);
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -627,8 +639,12 @@ http_server *http_server_new(struct event_base *base, const char *addr, const ht
 		s->o.idle_timeout_ms = 60000;
 	if (s->o.write_timeout_ms <= 0)
 		s->o.write_timeout_ms = 30000;
-	listener_opts lo = {
-	    .kind = "http", .name = o->name, .max_conns = o->max_conns, .on_conn = conn_start, .ctx = s};
+	listener_opts lo = {.kind = "http",
+	                    .name = o->name,
+	                    .max_conns = o->max_conns,
+	                    .ssl_ctx = o->ssl_ctx,
+	                    .on_conn = conn_start,
+	                    .ctx = s};
 	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
 		free(s);
 		return NULL;

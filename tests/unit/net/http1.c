@@ -17,6 +17,7 @@
 #include "net/http.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "net_test.h"
 
 #define BIG_BYTES (8u << 20)
 
@@ -36,19 +37,6 @@ typedef struct {
 	tsrv *t;
 	http_req *r;
 } slow_job;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
 
 static void track_done(tsrv *t)
 {
@@ -173,49 +161,14 @@ static void stop(tsrv *t)
 	free(t);
 }
 
-typedef struct {
-	tsrv *t;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int done;
-	uint32_t n;
-} conns_probe;
-
-static void probe_conns(void *arg)
-{
-	conns_probe *p = arg;
-	pthread_mutex_lock(&p->mu);
-	p->n = http_server_conns(p->t->srv);
-	p->done = 1;
-	pthread_cond_signal(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-}
-
-/* Open connections as the loop thread sees them. */
 static uint32_t server_conns(tsrv *t)
 {
-	conns_probe p = {.t = t};
-	pthread_mutex_init(&p.mu, NULL);
-	pthread_cond_init(&p.cv, NULL);
-	loop_post(t->loop, probe_conns, &p);
-	pthread_mutex_lock(&p.mu);
-	while (!p.done)
-		pthread_cond_wait(&p.cv, &p.mu);
-	pthread_mutex_unlock(&p.mu);
-	pthread_cond_destroy(&p.cv);
-	pthread_mutex_destroy(&p.mu);
-	return p.n;
+	return http_conns_now(t->loop, t->srv);
 }
 
 static int wait_conns(tsrv *t, uint32_t want, int ms)
 {
-	int64_t end = now_ms() + ms;
-	while (now_ms() < end) {
-		if (server_conns(t) == want)
-			return 1;
-		sleep_ms(10);
-	}
-	return server_conns(t) == want;
+	return http_conns_wait(t->loop, t->srv, want, ms);
 }
 
 /* ---- a raw TCP client ---- */
