@@ -18,7 +18,8 @@ typedef struct {
 	int max_batches_per_commit; /* default 256 */
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
 	int retention_days;       /* retention of projects without store_set_retention; 0 (default):
-	                             none, views are not clamped (tools, tests). `kiln serve` sets 14. */
+	                             none, views are not clamped (tools, tests); the server passes the
+	                             configured default (14 days, SPEC S6.4). */
 } store_config;
 
 store_t *store_open(const store_config *cfg, kn_err *err);
