@@ -340,9 +340,16 @@ static const pp_field profile_fields[] = {
 };
 #define N_PROFILE_FIELDS (sizeof profile_fields / sizeof profile_fields[0])
 
+/* What the single pass over the top level collects: the sub-messages of
+ * fields 1..6 (sample_type, sample, mapping, location, function,
+ * string_table) as slices, grown as they come (malloc'd; pprof_decode frees
+ * them), and their counts. */
 typedef struct {
 	size_t n[16];
-} pp_counts;
+	slice_t *msgs[7];
+	size_t cap[7];
+	int string_scalars; /* 1: fields 7, 8, 13, 14 or 15 seen: their string indexes still need checking */
+} pp_top;
 
 static int check_comment(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
 {
@@ -354,71 +361,50 @@ static int check_comment(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *e
 	return string_at(d, v, &s, NULL, field, err);
 }
 
-/* One pass over the top level. With counts == NULL, fills the slice arrays
- * (sized by an earlier counting pass) and reads the scalars; otherwise
- * counts each field. String-index scalars are checked in the filling pass. */
-static int scan_top(pp_dec *d, slice_t data, pp_counts *counts, kn_err *err)
+/* One pass over the top level: checks the framing, collects the tables into
+ * top and reads the scalars. Past the sample-type and row limits entries are
+ * only counted (the caller refuses the profile), so what is kept stays
+ * bounded by the limits, as the counting pass this replaced guaranteed.
+ * String indexes of scalars are checked later (check_top_strings), once the
+ * string table is complete. */
+static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_err *err)
 {
 	pb_reader r = pb_reader_make(data);
 	const pp_field *f;
 	int wt;
 	int rc;
-	uint32_t fill[16] = {0};
-	uint32_t n_comment = 0;
 	uint64_t v;
 	slice_t s;
 	while ((rc = next_field(d, &r, profile_fields, N_PROFILE_FIELDS, NULL, &f, &wt, err)) == 1) {
-		if (f->num == 13) {
-			if (counts) {
-				if (pb_skip(&r, wt) < 0)
-					return fail(err, 400, NULL, f->name, "truncated or malformed value");
-			} else if (read_repeated(d, &r, wt, &n_comment, check_comment, NULL, NULL, f->name,
-			                         err) < 0) {
-				return -1;
-			}
+		uint32_t num = f->num;
+		if (num == 13) {
+			if (pb_skip(&r, wt) < 0)
+				return fail(err, 400, NULL, f->name, "truncated or malformed value");
+			top->string_scalars = 1;
 			continue;
 		}
 		if (f->kind == K_LEN) {
-			pp_path p = {f->name, counts ? (uint32_t)counts->n[f->num] : fill[f->num], NULL, 0};
-			if (f->num == 11)
+			pp_path p = {f->name, (uint32_t)top->n[num], NULL, 0};
+			if (num == 11)
 				p.ix = UINT32_MAX;
 			if (read_len(d, &r, &s, &p, NULL, err) < 0)
 				return -1;
-			if (counts) {
-				counts->n[f->num]++;
+			if (num == 11) {
+				d->period_type_msg = s;
 				continue;
 			}
-			uint32_t i = fill[f->num]++;
-			switch (f->num) {
-			case 1:
-				d->type_msgs[i] = s;
-				break;
-			case 2:
-				d->sample_msgs[i] = s;
-				break;
-			case 3:
-				d->mapping_msgs[i] = s;
-				break;
-			case 4:
-				d->location_msgs[i] = s;
-				break;
-			case 5:
-				d->function_msgs[i] = s;
-				break;
-			case 6:
-				d->strings[i] = s;
-				break;
-			case 11:
-				d->period_type_msg = s;
-				break;
-			}
+			size_t k = top->n[num]++;
+			size_t keep = num == 1 ? LIMIT_SAMPLE_TYPES : num == 2 ? max_rows : UINT32_MAX / 2;
+			if (k >= keep)
+				continue;
+			if (k >= top->cap[num])
+				top->msgs[num] = xgrow(top->msgs[num], &top->cap[num], k + 1, sizeof(slice_t));
+			top->msgs[num][k] = s;
 			continue;
 		}
 		if (read_varint(d, &r, &v, NULL, f->name, err) < 0)
 			return -1;
-		if (counts)
-			continue;
-		switch (f->num) {
+		switch (num) {
 		case 9:
 			d->time_nanos = (int64_t)v;
 			break;
@@ -428,12 +414,43 @@ static int scan_top(pp_dec *d, slice_t data, pp_counts *counts, kn_err *err)
 		case 12:
 			d->period = (int64_t)v;
 			break;
+		default: /* 7, 8, 14, 15 */
+			top->string_scalars = 1;
+			break;
+		}
+	}
+	return rc;
+}
+
+/* Second look at the top level, only when scan_top saw string-index scalars
+ * (drop_frames, keep_frames, comment, default_sample_type, doc_url): checks
+ * each occurrence in order. The framing was checked by scan_top. */
+static int check_top_strings(pp_dec *d, slice_t data, kn_err *err)
+{
+	pb_reader r = pb_reader_make(data);
+	const pp_field *f;
+	int wt;
+	int rc;
+	uint32_t n_comment = 0;
+	uint64_t v;
+	slice_t s;
+	while ((rc = next_field(d, &r, profile_fields, N_PROFILE_FIELDS, NULL, &f, &wt, err)) == 1) {
+		switch (f->num) {
+		case 13:
+			if (read_repeated(d, &r, wt, &n_comment, check_comment, NULL, NULL, f->name, err) < 0)
+				return -1;
+			break;
 		case 7:
 		case 8:
 		case 14:
 		case 15:
-			if (string_at(d, v, &s, NULL, f->name, err) < 0)
+			if (read_varint(d, &r, &v, NULL, f->name, err) < 0 ||
+			    string_at(d, v, &s, NULL, f->name, err) < 0)
 				return -1;
+			break;
+		default:
+			if (pb_skip(&r, wt) < 0)
+				return fail(err, 400, NULL, f->name, "truncated or malformed value");
 			break;
 		}
 	}
@@ -839,53 +856,52 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	u64map_init(&d->function_ix.map);
 	u64map_init(&d->location_ix.map);
 	int rc = -1;
-	pp_counts counts = {{0}};
+	pp_top top;
+	memset(&top, 0, sizeof top);
 	uint32_t max_rows = opts->max_rows ? opts->max_rows : LIMIT_SAMPLE_ROWS;
 
-	/* Counting pass: limits are checked before anything is sized from them. */
-	if (scan_top(d, data, &counts, err) < 0)
+	/* One pass; limits are checked before anything is sized from them. */
+	if (scan_top(d, data, &top, max_rows, err) < 0)
 		goto out;
 	for (int f = 1; f <= 6; f++)
-		if (counts.n[f] > UINT32_MAX / 2) {
-			err_set(err, 413, "profile has %zu %s entries", counts.n[f],
-			        profile_fields[f - 1].name);
+		if (top.n[f] > UINT32_MAX / 2) {
+			err_set(err, 413, "profile has %zu %s entries", top.n[f], profile_fields[f - 1].name);
 			goto out;
 		}
-	if (counts.n[1] > LIMIT_SAMPLE_TYPES) {
-		err_set(err, 413, "profile has %zu sample types; the limit is %u", counts.n[1],
+	if (top.n[1] > LIMIT_SAMPLE_TYPES) {
+		err_set(err, 413, "profile has %zu sample types; the limit is %u", top.n[1],
 		        LIMIT_SAMPLE_TYPES);
 		goto out;
 	}
-	if (counts.n[2] > max_rows) {
+	if (top.n[2] > max_rows) {
 		err_set(err, 413,
 		        "profile has %zu sample rows; the limit is %" PRIu32 " (maxDecodedSampleRows)",
-		        counts.n[2], max_rows);
+		        top.n[2], max_rows);
 		goto out;
 	}
-	if (counts.n[1] == 0) {
+	if (top.n[1] == 0) {
 		err_set(err, 400, "profile has no sample_type: not a pprof profile, or an empty one");
 		goto out;
 	}
-	if (counts.n[6] == 0) {
+	if (top.n[6] == 0) {
 		err_set(err, 400, "string_table is empty: its entry 0 must be the empty string");
 		goto out;
 	}
-	d->n_types = (uint32_t)counts.n[1];
-	d->n_samples = (uint32_t)counts.n[2];
-	d->n_mappings = (uint32_t)counts.n[3];
-	d->n_locations = (uint32_t)counts.n[4];
-	d->n_functions = (uint32_t)counts.n[5];
-	d->n_strings = (uint32_t)counts.n[6];
-	d->type_msgs = scratch_array(d, d->n_types, sizeof(slice_t));
-	d->sample_msgs = scratch_array(d, d->n_samples, sizeof(slice_t));
-	d->mapping_msgs = scratch_array(d, d->n_mappings, sizeof(slice_t));
-	d->location_msgs = scratch_array(d, d->n_locations, sizeof(slice_t));
-	d->function_msgs = scratch_array(d, d->n_functions, sizeof(slice_t));
-	d->strings = scratch_array(d, d->n_strings, sizeof(slice_t));
+	d->n_types = (uint32_t)top.n[1];
+	d->n_samples = (uint32_t)top.n[2];
+	d->n_mappings = (uint32_t)top.n[3];
+	d->n_locations = (uint32_t)top.n[4];
+	d->n_functions = (uint32_t)top.n[5];
+	d->n_strings = (uint32_t)top.n[6];
+	d->type_msgs = top.msgs[1];
+	d->sample_msgs = top.msgs[2];
+	d->mapping_msgs = top.msgs[3];
+	d->location_msgs = top.msgs[4];
+	d->function_msgs = top.msgs[5];
+	d->strings = top.msgs[6];
 
-	/* Filling pass: the string table must be complete before any index is
-	 * checked, so scalar string indexes are checked here, after counting. */
-	if (scan_top(d, data, NULL, err) < 0)
+	/* The string table is complete: scalar string indexes can be checked. */
+	if (top.string_scalars && check_top_strings(d, data, err) < 0)
 		goto out;
 	if (d->strings[0].n != 0) {
 		err_set(err, 400, "string_table[0]: must be the empty string (is %zu bytes)",
@@ -953,6 +969,8 @@ out:
 	u64map_free(&d->function_ix.map);
 	u64map_free(&d->location_ix.map);
 	free(d->stack_locs);
+	for (int f = 1; f <= 6; f++)
+		free(top.msgs[f]);
 	arena_free(d->scratch);
 	free(d);
 	return rc;
