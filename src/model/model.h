@@ -142,8 +142,16 @@ void model_profile_add_label(model_batch *b, model_profile *p, slice_t key, slic
 void model_sample_add(model_batch *b, model_profile *p, uint32_t node, uint32_t attrset, int64_t value,
                       int64_t time_ns);
 /* Sorts p's series labels, merges samples with equal (node, attrset, time),
- * drops zero values, computes series_id. Call once, after the last sample. */
+ * drops zero values, computes series_id. Call once, after the last sample.
+ * Samples are sorted stably (equal keys merge in the order they were added);
+ * samples added already in order are not sorted again. */
 void model_profile_finish(model_batch *b, model_profile *p);
+/* The stable order of s[0..n) by (node, attrset, time_ns), the order
+ * model_profile_finish merges in: perm[k] = index of the k-th sample.
+ * Decoders whose profiles share one list of samples (pprof: one value per
+ * sample type) order it once and add the samples of each profile in that
+ * order, so model_profile_finish does not sort each profile again. */
+void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm);
 
 /* "sample_type:sample_unit" as used by the API, written into out (NUL-terminated, truncated). */
 void model_type_name(const model_profile *p, char *out, size_t n);

@@ -67,11 +67,87 @@ static void test_profile_finish_merges_and_drops_zero(void **state)
 	model_batch_free(b);
 }
 
+/* A stable insertion sort by (node, attrset, time): the reference order. */
+static int ref_before(const model_sample *x, const model_sample *y)
+{
+	if (x->node != y->node)
+		return x->node < y->node;
+	if (x->attrset != y->attrset)
+		return x->attrset < y->attrset;
+	return x->time_ns < y->time_ns;
+}
+
+static void test_samples_order_is_stable(void **state)
+{
+	(void)state;
+	uint64_t seed = 12345;
+	const uint32_t sizes[] = {0, 1, 2, 31, 33, 1000, 5000};
+	for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+		uint32_t n = sizes[t];
+		model_sample *s = calloc(n + 1, sizeof *s);
+		uint32_t *perm = calloc(n + 1, sizeof *perm), *ref = calloc(n + 1, sizeof *ref);
+		for (uint32_t i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t r = seed >> 11;
+			/* few distinct keys, so many ties; big and negative times */
+			s[i].node = (uint32_t)(r % 50) * (t == 5 ? 70000u : 1u);
+			s[i].attrset = (uint32_t)(r >> 8) % 3;
+			s[i].time_ns = t == 6 ? 0 : ((int64_t)((r >> 16) % 5) - 2) * INT64_C(1000000000000000);
+			s[i].value = (int64_t)i;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t j = i;
+			while (j > 0 && ref_before(&s[i], &s[ref[j - 1]])) {
+				ref[j] = ref[j - 1];
+				j--;
+			}
+			ref[j] = i;
+		}
+		model_samples_order(s, n, perm);
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(perm[i], ref[i]);
+		free(s);
+		free(perm);
+		free(ref);
+	}
+}
+
+/* Equal keys merge in the order they were added: with saturation the order
+ * shows (MAX + 1 saturates, then - 1), whether or not the input is sorted. */
+static void test_finish_merges_in_added_order(void **state)
+{
+	(void)state;
+	for (int presorted = 0; presorted < 2; presorted++) {
+		model_batch *b = model_batch_new(slice_cstr("p"));
+		uint32_t n1 = model_node_intern(b, MODEL_NONE, frame(b, "a"));
+		uint32_t n2 = model_node_intern(b, n1, frame(b, "b"));
+		model_profile *p = model_profile_add(b);
+		if (!presorted)
+			model_sample_add(b, p, n2, 0, 7, 0);
+		for (int i = 0; i < 40; i++) { /* past the insertion-sort size */
+			model_sample_add(b, p, n1, 0, INT64_MAX, 0);
+			model_sample_add(b, p, n1, 0, 1, 0);
+			model_sample_add(b, p, n1, 0, -1, 0);
+		}
+		if (presorted)
+			model_sample_add(b, p, n2, 0, 7, 0);
+		model_profile_finish(b, p);
+		assert_int_equal(p->samples_count, 2);
+		assert_true(b->samples[p->samples_first].node == n1);
+		/* MAX, +1 -> MAX, -1 -> MAX-1, +MAX -> MAX, ... ends at MAX - 1 */
+		assert_true(b->samples[p->samples_first].value == INT64_MAX - 1);
+		assert_true(b->samples[p->samples_first + 1].value == 7);
+		model_batch_free(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_identities_are_content_hashes),
 	    cmocka_unit_test(test_profile_finish_merges_and_drops_zero),
+	    cmocka_unit_test(test_samples_order_is_stable),
+	    cmocka_unit_test(test_finish_merges_in_added_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
