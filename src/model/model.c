@@ -8,7 +8,25 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/hash.h"
+
+/* XXH3 inlined here: a node id per frame of every stack, a frame id per
+ * location, through libxxhash's out-of-line calls they were most of the
+ * interning cost. id_bytes and id_pair compute exactly base/hash.h's
+ * hash_bytes and hash_pair: the same stored ids (tested). */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+static inline uint64_t id_bytes(const void *p, size_t n, uint64_t seed)
+{
+	uint64_t h = XXH3_64bits_withSeed(p, n, seed);
+	return h ? h : 1;
+}
+
+static inline uint64_t id_pair(uint64_t a, uint64_t b)
+{
+	uint64_t v[2] = {a, b};
+	return id_bytes(v, sizeof v, 0x6b696c6eULL);
+}
 
 #define GROW(b, arr, cap, need) ((b)->arr = xgrow((b)->arr, &(b)->cap, (need), sizeof *(b)->arr))
 
@@ -49,8 +67,8 @@ void model_batch_free(model_batch *b)
 static uint64_t mix_field(uint64_t h, slice_t s)
 {
 	uint64_t len = s.n;
-	h = hash_pair(h, len);
-	return s.n ? hash_bytes(s.p, s.n, h) : h;
+	h = id_pair(h, len);
+	return s.n ? id_bytes(s.p, s.n, h) : h;
 }
 
 uint32_t model_frame_intern(model_batch *b, const model_frame *f)
@@ -61,7 +79,7 @@ uint32_t model_frame_intern(model_batch *b, const model_frame *f)
 	h = mix_field(h, f->binary);
 	h = mix_field(h, f->build_id);
 	h = mix_field(h, f->kind);
-	h = hash_pair(h, f->unsymbolized);
+	h = id_pair(h, f->unsymbolized);
 	int inserted;
 	uint32_t ix = u64map_get_or_put(&b->_frame_ix, h, b->n_frames, &inserted);
 	if (!inserted)
@@ -81,7 +99,7 @@ uint32_t model_frame_intern(model_batch *b, const model_frame *f)
 uint32_t model_node_intern(model_batch *b, uint32_t parent, uint32_t frame)
 {
 	uint64_t pid = parent == MODEL_NONE ? 0 : b->nodes[parent].id;
-	uint64_t h = hash_pair(pid, b->frames[frame].id);
+	uint64_t h = id_pair(pid, b->frames[frame].id);
 	int inserted;
 	uint32_t ix = u64map_get_or_put(&b->_node_ix, h, b->n_nodes, &inserted);
 	if (!inserted)
@@ -307,7 +325,7 @@ void model_profile_finish(model_batch *b, model_profile *p)
 	h = mix_field(h, p->sample_unit);
 	h = mix_field(h, p->period_type);
 	h = mix_field(h, p->period_unit);
-	h = hash_pair(h, (uint64_t)p->period);
+	h = id_pair(h, (uint64_t)p->period);
 	for (uint32_t i = 0; i < p->labels_count; i++) {
 		h = mix_field(h, labels[i].key);
 		h = mix_field(h, labels[i].value);

@@ -1,6 +1,7 @@
 /* Tests of src/model/model.c: content-hash identities and profile assembly. */
 #include "testutil.h"
 
+#include "base/hash.h"
 #include "model/model.h"
 
 static uint32_t frame(model_batch *b, const char *name)
@@ -28,6 +29,17 @@ static void test_identities_are_content_hashes(void **state)
 	model_frame x = {.name = slice_cstr("ab"), .file = slice_cstr("c")};
 	model_frame y = {.name = slice_cstr("a"), .file = slice_cstr("bc")};
 	assert_true(a->frames[model_frame_intern(a, &x)].id != a->frames[model_frame_intern(a, &y)].id);
+	/* The ids are base/hash.h's (model.c inlines XXH3): what is stored. */
+	uint64_t h = 0x4652414d45ULL;
+	slice_t fields[5] = {slice_cstr("ab"), slice_cstr("c"), {0}, {0}, {0}};
+	for (int i = 0; i < 5; i++) {
+		h = hash_pair(h, fields[i].n);
+		if (fields[i].n)
+			h = hash_bytes(fields[i].p, fields[i].n, h);
+	}
+	h = hash_pair(h, 0);
+	assert_true(a->frames[model_frame_intern(a, &x)].id == h);
+	assert_true(a->nodes[an].id == hash_pair(hash_pair(0, a->frames[a_main].id), a->frames[a_f].id));
 	model_batch_free(a);
 	model_batch_free(b);
 }
