@@ -206,7 +206,7 @@ static void test_writer_round_trip(void **state)
 	uint32_t f;
 	int wt;
 	uint64_t v;
-	slice_t s;
+	slice_t s = {NULL, 0};
 	assert_int_equal(pb_key(&r, &f, &wt), 0);
 	assert_int_equal(f, 1);
 	assert_int_equal(pb_varint(&r, &v), 0);
