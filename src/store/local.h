@@ -5,6 +5,7 @@
 #define KILN_STORE_LOCAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -112,6 +113,7 @@ struct store {
 	uint32_t queued; /* queued + being written */
 	int closing;
 	pthread_t thread;
+	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max; /* store_get_stats */
 
 	/* Writer thread only. */
 	local_part **parts;

@@ -2,7 +2,10 @@
  * (everything queued, up to max_batches_per_commit, in one transaction per
  * partition), and the done callbacks after the data is durable. Knows nothing
  * of the file format (local_partition.c, local_chunk.c) or of reading. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -304,12 +307,25 @@ out:
 static void process(store_t *s, local_job **jobs, size_t n)
 {
 	kn_err err = {0};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = 0;
 	if (!jobs[0]->b) { /* a retention sweep, always alone */
 		if (local_retention_run(s, jobs[0], &err) < 0) {
 			jobs[0]->err = err;
 			jobs[0]->failed = 1;
 		}
-	} else if (write_group(s, jobs, n, &err) < 0) {
+	} else {
+		rc = write_group(s, jobs, n, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+		atomic_fetch_add(&s->commits, 1);
+		atomic_fetch_add(&s->commit_ns_sum, ns);
+		uint64_t max = atomic_load(&s->commit_ns_max);
+		while (ns > max && !atomic_compare_exchange_weak(&s->commit_ns_max, &max, ns))
+			;
+	}
+	if (rc < 0) {
 		if (n == 1) {
 			jobs[0]->err = err;
 			jobs[0]->failed = 1;
@@ -380,4 +396,40 @@ static void *writer_main(void *arg)
 	pthread_mutex_unlock(&s->mu);
 	free(jobs);
 	return NULL;
+}
+
+/* Counts DIR/<project>/YYYY-MM-DD.db files. */
+static uint32_t count_partitions(const char *dir)
+{
+	uint32_t n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sub[4096];
+		snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+		DIR *p = opendir(sub);
+		if (!p)
+			continue;
+		struct dirent *f;
+		while ((f = readdir(p))) {
+			size_t l = strlen(f->d_name);
+			if (l == 13 && !strcmp(f->d_name + 10, ".db"))
+				n++;
+		}
+		closedir(p);
+	}
+	closedir(d);
+	return n;
+}
+
+void store_get_stats(store_t *s, store_stats *out)
+{
+	out->commits = atomic_load(&s->commits);
+	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
+	out->commit_ns_max = atomic_load(&s->commit_ns_max);
+	out->partitions = count_partitions(s->dir);
 }

@@ -89,6 +89,15 @@ int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
                           kn_err *err);
 
+/* Operational figures for /metrics. Thread-safe. */
+typedef struct {
+	uint64_t commits;       /* group commits since open */
+	uint64_t commit_ns_sum; /* time spent in them */
+	uint64_t commit_ns_max; /* the longest */
+	uint32_t partitions;    /* day partition files on disk (all projects) */
+} store_stats;
+void store_get_stats(store_t *s, store_stats *out);
+
 /* ---- Reading ---------------------------------------------------------
  * A view is a read snapshot of one project's partitions overlapping
  * [from_ns, until_ns), where from_ns is first raised to the project's
