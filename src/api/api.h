@@ -1,25 +1,78 @@
-/* HTTP routes: the pprof push endpoint (upload listener) and the query API,
- * /healthz and the UI (ui listener). Handlers run on the event loop thread
- * and hand CPU work to the worker pool; replies go back through loop_post. */
+/* HTTP and gRPC routes: the pprof push endpoint (upload listener), OTLP over
+ * HTTP and gRPC, the query API, /metrics, /healthz and the UI. Handlers run on
+ * the event loop thread, identify the caller (keys, S6.1) and hand CPU work to
+ * the worker pool; admission (rate limit, S6.2) and usage counting (S6.3)
+ * happen on the worker once the request is decoded; replies go back through
+ * loop_post. */
 #ifndef KILN_API_API_H
 #define KILN_API_API_H
 
 #include <stdint.h>
 
+#include "base/config.h"
+#include "ingest/keys.h"
+#include "ingest/ratelimit.h"
+#include "ingest/usage.h"
 #include "net/grpc.h"
 #include "net/http.h"
 #include "net/loop.h"
 #include "net/pool.h"
 #include "store/store.h"
 
+/* Operational counters for /metrics (all atomics; no lock). */
+typedef struct {
+	_Atomic uint64_t requests[LISTENER_COUNT][6]; /* by status class: 1xx..5xx, [0] = other */
+	_Atomic uint64_t status_counts[LISTENER_COUNT][8]; /* 200 400 401 403 404 413 429 503 */
+	_Atomic uint64_t bytes_in[LISTENER_COUNT];
+} api_metrics;
+
 typedef struct {
 	store_t *store;
 	kn_loop *loop;
 	kn_pool *pool;
-	const char *project;   /* project of unauthenticated listeners: "default" */
-	uint32_t max_rows;     /* receivers.profiles.maxDecodedSampleRows */
+	keys_t *keys;          /* may be NULL when no listener requires auth */
+	ratelimit_t *limiter;
+	usage_t *usage;
+	const kiln_config *cfg;
+	api_metrics metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
 } api_ctx;
+
+/* The context of one listener (what its handlers get as ctx). */
+typedef struct {
+	api_ctx *api;
+	int listener;      /* LISTENER_* */
+	int auth_required; /* S1: auth: required */
+	int tls;
+} api_listener;
+
+/* Who sent a request: its project and key name ("default"/"default" on
+ * listeners without auth, S1). */
+typedef struct {
+	char project[KEY_NAME_MAX + 1];
+	char key[KEY_NAME_MAX + 1];
+} api_caller;
+
+/* Identifies the caller from the request's key (x-kiln-key, Authorization:
+ * Bearer, or for the UI the kiln_key cookie; any may be NULL). need is
+ * KEY_SCOPE_INGEST or KEY_SCOPE_QUERY. On a listener without auth the caller
+ * is default/default. -1 + err: 401 no/unknown/revoked key (the message names
+ * the header), 403 a key of the other scope. */
+int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t *authorization,
+                 const slice_t *cookie, int need, api_caller *c, kn_err *err);
+
+/* After decoding a push of `samples` samples: the rate limit (S6.2). 0
+ * admitted; -1 + err 429 with retry_after (and the usage counted). */
+int api_admit(api_ctx *a, const api_caller *c, uint64_t samples, kn_err *err);
+/* Counts a push's samples in the usage (S6.3): accepted (err NULL) or
+ * rejected with the reason derived from err's status. */
+void api_account(api_ctx *a, const api_caller *c, uint64_t samples, const kn_err *err);
+/* The same with an explicit USAGE_* reason (accepted samples + samples of reason). */
+void api_account_reason(api_ctx *a, const api_caller *c, uint64_t accepted, int reason, uint64_t samples);
+/* Counts a finished request for /metrics. */
+void api_count(api_ctx *a, int listener, int status, size_t bytes_in);
+/* Retention of a project, in days (config, capped). */
+int api_retention_days(const api_ctx *a, const char *project);
 
 /* Requests being worked on (for a graceful shutdown). */
 uint32_t api_inflight(api_ctx *a);
@@ -33,11 +86,11 @@ int api_otlp_on_headers(http_req *r, void *ctx);
 void api_otlp_on_request(http_req *r, void *ctx);
 void api_otlp_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
 
-/* OTLP/gRPC listener (SPEC S2.3): the methods it serves. */
+/* OTLP/gRPC listener (SPEC S2.3): the methods it serves (ctx: api_listener). */
 extern const grpc_method api_grpc_methods[];
 extern const size_t api_grpc_n_methods;
 
-/* UI listener: the /api routes, /healthz, the UI. */
+/* UI listener: the /api routes, /metrics, /login, /healthz, the UI. */
 int api_ui_on_headers(http_req *r, void *ctx);
 void api_ui_on_request(http_req *r, void *ctx);
 
@@ -46,5 +99,8 @@ void api_format_error(int status, const char *msg, buf_t *body, const char **con
 
 /* Sends {"error": msg} with status (and Retry-After when err->retry_after). */
 void api_reply_error(http_req *r, const kn_err *err);
+
+/* /metrics in the Prometheus text format, for the caller's project. */
+void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out);
 
 #endif

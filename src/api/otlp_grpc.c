@@ -13,6 +13,7 @@
 
 typedef struct {
 	api_ctx *api;
+	api_caller caller;
 	grpc_call *call;
 	ingest_otlp_req in;
 	otlp_result res;
@@ -25,6 +26,7 @@ static void grpc_job_reply(void *arg)
 	grpc_job *j = arg;
 	buf_t out;
 	buf_init(&out, SIZE_MAX);
+	api_count(j->api, LISTENER_OTLP_GRPC, j->failed ? j->err.status : 200, j->call->wire.n);
 	if (j->failed) {
 		int status = j->err.status ? j->err.status : 500;
 		int code = grpc_code_of_http(status);
@@ -48,6 +50,8 @@ static void grpc_job_stored(void *arg, const kn_err *err)
 	if (err) {
 		j->err = *err;
 		j->failed = 1;
+	} else {
+		api_account_reason(j->api, &j->caller, j->res.samples, USAGE_OUT_OF_WINDOW, j->res.rejected_samples);
 	}
 	loop_post(j->api->loop, grpc_job_reply, j);
 }
@@ -58,12 +62,20 @@ static void grpc_job_work(void *arg)
 	model_batch *b = NULL;
 	if (grpc_call_decode(j->call, &j->err) != GRPC_OK ||
 	    ingest_otlp(&j->in, j->call->msg, &b, &j->res, &j->err) < 0) {
+		api_account(j->api, &j->caller, 1, &j->err); /* sample count unknown: counts 1 */
 		j->failed = 1;
 		loop_post(j->api->loop, grpc_job_reply, j);
 		return;
 	}
 	if (b->n_profiles == 0) {
+		api_account_reason(j->api, &j->caller, 0, USAGE_OUT_OF_WINDOW, j->res.rejected_samples);
 		model_batch_free(b);
+		loop_post(j->api->loop, grpc_job_reply, j);
+		return;
+	}
+	if (api_admit(j->api, &j->caller, j->res.samples, &j->err) < 0) {
+		model_batch_free(b);
+		j->failed = 1;
 		loop_post(j->api->loop, grpc_job_reply, j);
 		return;
 	}
@@ -72,14 +84,22 @@ static void grpc_job_work(void *arg)
 
 static void export_handler(grpc_call *call, void *ctx)
 {
-	api_ctx *api = ctx;
+	api_listener *l = ctx;
+	api_ctx *api = l->api;
 	grpc_job *j = xcalloc(1, sizeof *j);
 	j->api = api;
 	atomic_fetch_add(&api->_inflight, 1);
 	j->call = call;
+	if (api_identify(l, grpc_call_header(call, "x-kiln-key"), grpc_call_header(call, "authorization"), NULL,
+	                 KEY_SCOPE_INGEST, &j->caller, &j->err) < 0) {
+		j->failed = 1;
+		grpc_job_reply(j);
+		return;
+	}
 	j->in = (ingest_otlp_req){
-	    .project = slice_cstr(api->project),
-	    .max_rows = api->max_rows,
+	    .project = slice_cstr(j->caller.project),
+	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
+	    .retention_days = (uint32_t)api_retention_days(api, j->caller.project),
 	    .now_ns = time_now_ns(),
 	};
 	pool_submit(api->pool, grpc_job_work, j);

@@ -17,6 +17,7 @@
 
 typedef struct {
 	api_ctx *api;
+	api_caller caller;
 	http_req *req;
 	int json;
 	ingest_otlp_req in;
@@ -74,6 +75,7 @@ void api_otlp_format_error(int status, const char *msg, buf_t *body, const char 
 static void otlp_reply(void *arg)
 {
 	otlp_job *j = arg;
+	api_count(j->api, LISTENER_OTLP_HTTP, j->failed ? j->err.status : 200, j->req->body.n);
 	if (j->failed) {
 		otlp_reply_error(j->req, j->json, &j->err);
 	} else {
@@ -96,6 +98,8 @@ static void otlp_stored(void *arg, const kn_err *err)
 	if (err) {
 		j->err = *err;
 		j->failed = 1;
+	} else {
+		api_account_reason(j->api, &j->caller, j->res.samples, USAGE_OUT_OF_WINDOW, j->res.rejected_samples);
 	}
 	loop_post(j->api->loop, otlp_reply, j);
 }
@@ -105,12 +109,20 @@ static void otlp_work(void *arg)
 	otlp_job *j = arg;
 	model_batch *b = NULL;
 	if (ingest_otlp(&j->in, buf_slice(&j->req->body), &b, &j->res, &j->err) < 0) {
+		api_account(j->api, &j->caller, 1, &j->err); /* sample count unknown: counts 1 */
 		j->failed = 1;
 		loop_post(j->api->loop, otlp_reply, j);
 		return;
 	}
 	if (b->n_profiles == 0) { /* empty request, or everything out of the window */
+		api_account_reason(j->api, &j->caller, 0, USAGE_OUT_OF_WINDOW, j->res.rejected_samples);
 		model_batch_free(b);
+		loop_post(j->api->loop, otlp_reply, j);
+		return;
+	}
+	if (api_admit(j->api, &j->caller, j->res.samples, &j->err) < 0) {
+		model_batch_free(b);
+		j->failed = 1;
 		loop_post(j->api->loop, otlp_reply, j);
 		return;
 	}
@@ -119,6 +131,8 @@ static void otlp_work(void *arg)
 
 int api_otlp_on_headers(http_req *r, void *ctx)
 {
+	api_listener *l = ctx;
+	api_caller c;
 	int json = content_kind(r);
 	kn_err err = {0};
 	if (!slice_eq_cstr(r->path, OTLP_PATH)) {
@@ -130,27 +144,37 @@ int api_otlp_on_headers(http_req *r, void *ctx)
 	} else if (json < 0) {
 		err_set(&err, 415,
 		        "unsupported Content-Type: send application/x-protobuf or application/json (OTLP/HTTP)");
-	} else {
+	} else if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
+	                        KEY_SCOPE_INGEST, &c, &err) == 0) {
 		return 0;
 	}
+	api_count(l->api, LISTENER_OTLP_HTTP, err.status, 0);
 	otlp_reply_error(r, json == 1, &err);
 	return 1;
 }
 
 void api_otlp_on_request(http_req *r, void *ctx)
 {
-	api_ctx *api = ctx;
+	api_listener *l = ctx;
+	api_ctx *api = l->api;
 	otlp_job *j = xcalloc(1, sizeof *j);
 	j->api = api;
 	atomic_fetch_add(&api->_inflight, 1);
 	j->req = r;
 	j->json = content_kind(r) == 1;
+	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL, KEY_SCOPE_INGEST,
+	                 &j->caller, &j->err) < 0) {
+		j->failed = 1;
+		otlp_reply(j);
+		return;
+	}
 	const slice_t *ce = http_header(r, "content-encoding");
 	j->in = (ingest_otlp_req){
-	    .project = slice_cstr(api->project),
+	    .project = slice_cstr(j->caller.project),
 	    .encoding = ce ? *ce : slice_make("", 0),
 	    .json = j->json,
-	    .max_rows = api->max_rows,
+	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
+	    .retention_days = (uint32_t)api_retention_days(api, j->caller.project),
 	    .now_ns = time_now_ns(),
 	};
 	pool_submit(api->pool, otlp_work, j);

@@ -14,7 +14,7 @@
 #include "base/timeutil.h"
 #include "query/query.h"
 
-enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN };
+enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_METRICS };
 
 static const struct {
 	const char *path;
@@ -23,11 +23,12 @@ static const struct {
 } routes[] = {
     {"/api/services", R_SERVICES, 0, 0}, {"/api/types", R_TYPES, 1, 0},   {"/api/flamegraph", R_FLAME, 1, 1},
     {"/api/top", R_TOP, 1, 1},           {"/api/timeline", R_TIMELINE, 1, 1}, {"/api/pprof", R_PPROF, 1, 1},
-    {"/api/span", R_SPAN, 0, 0},
+    {"/api/span", R_SPAN, 0, 0},         {"/api/usage", R_USAGE, 0, 0},
 };
 
 typedef struct {
 	api_ctx *api;
+	api_caller caller;
 	http_req *req;
 	arena_t *arena;
 	enum route route;
@@ -70,8 +71,11 @@ void api_reply_error(http_req *r, const kn_err *err)
 static void query_reply(void *arg)
 {
 	query_job *j = arg;
+	api_count(j->api, LISTENER_UI, j->failed ? j->err.status : 200, 0);
 	if (j->failed) {
 		api_reply_error(j->req, &j->err);
+	} else if (j->route == R_METRICS) {
+		http_respond(j->req, 200, "text/plain; version=0.0.4", NULL, j->out.p, j->out.n);
 	} else if (j->route == R_PPROF) {
 		http_respond(j->req, 200, "application/octet-stream",
 		             "Content-Disposition: attachment; filename=\"profile.pb.gz\"\r\n", j->out.p, j->out.n);
@@ -110,6 +114,13 @@ static void query_work(void *arg)
 		break;
 	case R_SPAN:
 		rc = query_span(s, j->q.project, j->trace_id, j->span_id, &j->span, &j->out, &j->err);
+		break;
+	case R_METRICS: /* written on the loop thread */
+		rc = 0;
+		break;
+	case R_USAGE:
+		rc = j->api->usage ? usage_query(j->api->usage, j->q.project, j->q.from_ns, j->q.until_ns, &j->out, &j->err)
+		                   : buf_puts(&j->out, "{\"days\":[]}");
 		break;
 	}
 	j->failed = rc < 0;
@@ -158,7 +169,7 @@ static int parse_span(query_job *j, const params_t *p)
 			return err_set(err, 400, "unknown parameter %.64s; known: trace_id, span_id, service, from, until, type",
 			               p->items[i].key);
 	}
-	j->q.project = slice_cstr(j->api->project);
+	j->q.project = slice_cstr(j->caller.project);
 	j->trace_id = slice_cstr(params_get(p, "trace_id"));
 	j->span_id = slice_cstr(params_get(p, "span_id"));
 	j->span.service = slice_cstr(params_get(p, "service"));
@@ -186,9 +197,11 @@ static int parse_query(query_job *j, const params_t *p, int needs_service, int n
 	kn_err *err = &j->err;
 	if (check_known(p, err) < 0)
 		return -1;
-	j->q.project = slice_cstr(j->api->project);
-	if (params_range(p, time_now_ns(), &j->q.from_ns, &j->q.until_ns, err) < 0)
+	j->q.project = slice_cstr(j->caller.project);
+	int64_t now = time_now_ns();
+	if (params_range(p, now, &j->q.from_ns, &j->q.until_ns, err) < 0)
 		return -1;
+	/* The store clamps every view to the project's retention (S6.4). */
 	const char *service = params_get(p, "service");
 	const char *type = params_get(p, "type");
 	if (needs_service && (!service || !*service))
@@ -227,29 +240,79 @@ static int parse_query(query_job *j, const params_t *p, int needs_service, int n
 
 int api_ui_on_headers(http_req *r, void *ctx)
 {
-	if (!slice_eq_cstr(r->method, "GET") && !slice_eq_cstr(r->method, "HEAD")) {
-		kn_err err;
-		err_set(&err, 405, "method %.*s not allowed: the query API is read-only (GET)",
-		        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
-		api_reply_error(r, &err);
-		return 1;
+	int get = slice_eq_cstr(r->method, "GET") || slice_eq_cstr(r->method, "HEAD");
+	if (get || (slice_eq_cstr(r->method, "POST") && slice_eq_cstr(r->path, "/login")))
+		return 0;
+	api_listener *l = ctx;
+	kn_err err;
+	err_set(&err, 405, "method %.*s not allowed: the query API is read-only (GET)",
+	        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
+	api_count(l->api, LISTENER_UI, 405, 0);
+	api_reply_error(r, &err);
+	return 1;
+}
+
+static const char login_page[] =
+    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Kiln: sign in</title>"
+    "<style>:root{color-scheme:light dark;font-family:system-ui,sans-serif}body{max-width:30rem;margin:4rem auto}"
+    "input{width:100%;padding:.4rem;margin:.4rem 0}</style></head><body><h1>Kiln</h1>"
+    "<form method=\"post\" action=\"/login\"><label for=\"key\">Query key</label>"
+    "<input id=\"key\" name=\"key\" type=\"password\" autocomplete=\"off\" required autofocus>"
+    "<button type=\"submit\">Sign in</button></form></body></html>\n";
+
+/* POST /login (form field key): a valid query key becomes an HttpOnly cookie. */
+static void login(api_listener *l, http_req *r)
+{
+	arena_t *a = arena_new();
+	params_t p;
+	kn_err err = {0};
+	const char *key = NULL;
+	if (params_parse(buf_slice(&r->body), a, &p, &err) == 0)
+		key = params_get(&p, "key");
+	slice_t k = slice_cstr(key);
+	api_caller c;
+	if (!key || !*key) {
+		err_set(&err, 400, "sign in with a form field key=QUERY_KEY");
+	} else if (api_identify(l, &k, NULL, NULL, KEY_SCOPE_QUERY, &c, &err) == 0) {
+		char hdr[256];
+		snprintf(hdr, sizeof hdr, "Location: /\r\nSet-Cookie: kiln_key=%.100s; HttpOnly; SameSite=Strict; Path=/%s\r\n",
+		         key, l->tls ? "; Secure" : "");
+		api_count(l->api, LISTENER_UI, 303, r->body.n);
+		http_respond(r, 303, "text/plain", hdr, "signed in\n", 10);
+		arena_free(a);
+		return;
 	}
-	return 0;
+	api_count(l->api, LISTENER_UI, err.status, r->body.n);
+	api_reply_error(r, &err);
+	arena_free(a);
 }
 
 void api_ui_on_request(http_req *r, void *ctx)
 {
-	api_ctx *api = ctx;
+	api_listener *l = ctx;
+	api_ctx *api = l->api;
 	if (slice_eq_cstr(r->path, "/healthz")) {
+		api_count(api, LISTENER_UI, 200, 0);
 		http_respond(r, 200, "text/plain", NULL, "ok\n", 3);
+		return;
+	}
+	if (slice_eq_cstr(r->path, "/login")) {
+		if (slice_eq_cstr(r->method, "POST")) {
+			login(l, r);
+		} else {
+			api_count(api, LISTENER_UI, 200, 0);
+			http_respond(r, 200, "text/html; charset=utf-8", NULL, login_page, sizeof login_page - 1);
+		}
 		return;
 	}
 	int found = -1;
 	for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
 		if (slice_eq_cstr(r->path, routes[i].path))
 			found = (int)i;
-	if (found < 0) {
+	int metrics = slice_eq_cstr(r->path, "/metrics");
+	if (found < 0 && !metrics) {
 		const ui_asset *a = ui_asset_find(r->path);
+		api_count(api, LISTENER_UI, a ? 200 : 404, 0);
 		if (a) {
 			http_respond(r, 200, a->content_type, "Cache-Control: no-cache\r\n", a->data, a->size);
 			return;
@@ -265,8 +328,20 @@ void api_ui_on_request(http_req *r, void *ctx)
 	atomic_fetch_add(&api->_inflight, 1);
 	j->req = r;
 	j->arena = arena_new();
-	j->route = routes[found].route;
 	buf_init(&j->out, SIZE_MAX);
+	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), http_header(r, "cookie"),
+	                 KEY_SCOPE_QUERY, &j->caller, &j->err) < 0) {
+		j->failed = 1;
+		query_reply(j);
+		return;
+	}
+	if (metrics) {
+		api_metrics_write(api, &j->caller, &j->out);
+		j->route = R_METRICS;
+		query_reply(j);
+		return;
+	}
+	j->route = routes[found].route;
 	params_t p;
 	if (params_parse(r->query, j->arena, &p, &j->err) < 0 ||
 	    (j->route == R_SPAN ? parse_span(j, &p)

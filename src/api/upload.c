@@ -16,6 +16,7 @@
 
 typedef struct {
 	api_ctx *api;
+	api_caller caller;
 	http_req *req;
 	arena_t *arena;
 	ingest_pprof_req in;
@@ -35,6 +36,7 @@ static void upload_job_free(upload_job *j)
 static void upload_reply(void *arg)
 {
 	upload_job *j = arg;
+	api_count(j->api, LISTENER_UPLOAD, j->failed ? j->err.status : 200, j->req->body.n);
 	if (j->failed) {
 		api_reply_error(j->req, &j->err);
 	} else {
@@ -53,6 +55,8 @@ static void upload_stored(void *arg, const kn_err *err)
 	if (err) {
 		j->err = *err;
 		j->failed = 1;
+	} else {
+		api_account(j->api, &j->caller, j->res.samples, NULL);
 	}
 	loop_post(j->api->loop, upload_reply, j);
 }
@@ -63,29 +67,55 @@ static void upload_work(void *arg)
 	upload_job *j = arg;
 	model_batch *b = NULL;
 	if (ingest_pprof(&j->in, buf_slice(&j->req->body), &b, &j->res, &j->err) < 0) {
-		j->failed = 1;
-		loop_post(j->api->loop, upload_reply, j);
-		return;
+		/* The sample count of an undecodable request is unknown: it counts 1. */
+		api_account(j->api, &j->caller, 1, &j->err);
+		goto refused;
 	}
+	/* S5.3: a profile placed outside the retention window is refused whole. */
+	int days = api_retention_days(j->api, j->caller.project);
+	int64_t t = j->in.from_ns ? j->in.from_ns : j->in.now_ns;
+	if (t < j->in.now_ns - days * NS_PER_DAY || t > j->in.now_ns + INGEST_FUTURE_NS) {
+		err_set(&j->err, 400,
+		        "from=%lld is outside the window Kiln stores: the last %d days (the project's retention) up "
+		        "to 10 minutes from now",
+		        (long long)(t / NS_PER_SEC), days);
+		api_account_reason(j->api, &j->caller, 0, USAGE_OUT_OF_WINDOW, j->res.samples);
+		goto refused;
+	}
+	if (api_admit(j->api, &j->caller, j->res.samples, &j->err) < 0)
+		goto refused;
 	store_submit(j->api->store, b, upload_stored, j);
+	return;
+refused:
+	model_batch_free(b);
+	j->failed = 1;
+	loop_post(j->api->loop, upload_reply, j);
 }
 
 int api_upload_on_headers(http_req *r, void *ctx)
 {
+	api_listener *l = ctx;
 	kn_err err = {0};
 	if (!slice_eq_cstr(r->path, "/profiling/upload") && !slice_eq_cstr(r->path, "/ingest")) {
 		err_set(&err, 404, "no route %.*s on the upload listener: POST /profiling/upload?serviceName=NAME",
 		        (int)(r->path.n > 128 ? 128 : r->path.n), (const char *)r->path.p);
-		api_reply_error(r, &err);
-		return 1;
+		goto refuse;
 	}
 	if (!slice_eq_cstr(r->method, "POST")) {
 		err_set(&err, 405, "method %.*s not allowed: POST a pprof profile to /profiling/upload",
 		        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
-		api_reply_error(r, &err);
-		return 1;
+		goto refuse;
 	}
+	/* The key is checked before the body is read: a refused sender costs no upload. */
+	api_caller c;
+	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL, KEY_SCOPE_INGEST,
+	                 &c, &err) < 0)
+		goto refuse;
 	return 0;
+refuse:
+	api_count(l->api, LISTENER_UPLOAD, err.status, 0);
+	api_reply_error(r, &err);
+	return 1;
 }
 
 static int set_label(upload_job *j, model_label *labels, uint32_t *n, const char *key, const char *value)
@@ -141,14 +171,14 @@ static int parse_upload(upload_job *j, http_req *r)
 
 	const slice_t *ce = http_header(r, "content-encoding");
 	j->in = (ingest_pprof_req){
-	    .project = slice_cstr(api->project),
+	    .project = slice_cstr(j->caller.project),
 	    .service = slice_cstr(service && *service ? service : workload),
 	    .labels = labels,
 	    .n_labels = n,
 	    .from_ns = from_ns,
 	    .until_ns = until_ns,
 	    .content_gzip = ce && slice_eq_cstr(*ce, "gzip"),
-	    .max_rows = api->max_rows,
+	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
 	    .now_ns = now,
 	};
 	return 0;
@@ -156,12 +186,20 @@ static int parse_upload(upload_job *j, http_req *r)
 
 void api_upload_on_request(http_req *r, void *ctx)
 {
+	api_listener *l = ctx;
 	upload_job *j = xcalloc(1, sizeof *j);
-	j->api = ctx;
+	j->api = l->api;
 	atomic_fetch_add(&j->api->_inflight, 1);
 	j->req = r;
 	j->arena = arena_new();
+	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL, KEY_SCOPE_INGEST,
+	                 &j->caller, &j->err) < 0) {
+		j->failed = 1;
+		upload_reply(j);
+		return;
+	}
 	if (parse_upload(j, r) < 0) {
+		api_account(j->api, &j->caller, 1, &j->err);
 		j->failed = 1;
 		upload_reply(j);
 		return;

@@ -41,6 +41,7 @@ typedef struct {
 	slice_t encoding; /* Content-Encoding (HTTP); empty for gRPC (the gRPC layer decompresses) */
 	int json;         /* OTLP/JSON body */
 	uint32_t max_rows;
+	uint32_t retention_days; /* 0 = 14 */
 	int64_t now_ns;
 } ingest_otlp_req;
 

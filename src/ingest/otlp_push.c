@@ -36,10 +36,12 @@ int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_
 	otlp_decode_opts o = {
 	    .project = r->project,
 	    .now_ns = r->now_ns,
-	    .min_time_ns = r->now_ns - INGEST_RETENTION_NS,
+	    .min_time_ns = r->now_ns - (r->retention_days ? r->retention_days * 86400LL * 1000000000LL
+	                                                   : INGEST_RETENTION_NS),
 	    .max_time_ns = r->now_ns + INGEST_FUTURE_NS,
 	    .max_rows = r->max_rows ? r->max_rows : LIMIT_SAMPLE_ROWS,
-	    .retention_days = (uint32_t)(INGEST_RETENTION_NS / (86400 * 1000000000LL)),
+	    .retention_days = r->retention_days ? r->retention_days
+	                                        : (uint32_t)(INGEST_RETENTION_NS / (86400 * 1000000000LL)),
 	};
 	b = model_batch_new(r->project);
 	if (otlp_decode(data, &o, b, res, err) < 0)

@@ -1,0 +1,186 @@
+/* Who is calling and may they: key identification per listener (S1, S6.1),
+ * the rate limit after decoding (S6.2), usage counting (S6.3) and the
+ * request counters behind /metrics. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "base/timeutil.h"
+
+#define DEFAULT_NAME "default"
+
+/* The value of cookie `name` in a Cookie header, or an empty slice. */
+static slice_t cookie_value(const slice_t *cookie, const char *name)
+{
+	slice_t none = {NULL, 0};
+	if (!cookie)
+		return none;
+	size_t nl = strlen(name), i = 0;
+	while (i < cookie->n) {
+		while (i < cookie->n && (cookie->p[i] == ' ' || cookie->p[i] == ';'))
+			i++;
+		size_t start = i;
+		while (i < cookie->n && cookie->p[i] != ';')
+			i++;
+		if (i - start > nl && memcmp(cookie->p + start, name, nl) == 0 && cookie->p[start + nl] == '=')
+			return slice_make(cookie->p + start + nl + 1, i - start - nl - 1);
+	}
+	return none;
+}
+
+int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t *authorization,
+                 const slice_t *cookie, int need, api_caller *c, kn_err *err)
+{
+	if (!l->auth_required) {
+		snprintf(c->project, sizeof c->project, DEFAULT_NAME);
+		snprintf(c->key, sizeof c->key, DEFAULT_NAME);
+		return 0;
+	}
+	slice_t key = {NULL, 0};
+	if (x_kiln_key && x_kiln_key->n)
+		key = *x_kiln_key;
+	else if (authorization && !keys_parse_bearer(*authorization, &key))
+		key.n = 0;
+	if (!key.n && l->listener == LISTENER_UI)
+		key = cookie_value(cookie, "kiln_key");
+	if (!key.n)
+		return err_set(err, 401, "this listener requires a key: send it in the x-kiln-key header "
+		                         "(or Authorization: Bearer KEY)");
+	key_info info;
+	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info))
+		return err_set(err, 401, "the key in x-kiln-key (or Authorization: Bearer) is unknown or revoked");
+	if (!(info.scope & need))
+		return err_set(err, 403, "key %s may only %s; %s needs a key with scope %s or both", info.name,
+		               info.scope == KEY_SCOPE_QUERY ? "query" : "push profiles",
+		               need == KEY_SCOPE_QUERY ? "querying" : "pushing profiles",
+		               need == KEY_SCOPE_QUERY ? "query" : "ingest");
+	snprintf(c->project, sizeof c->project, "%s", info.project);
+	snprintf(c->key, sizeof c->key, "%s", info.name);
+	return 0;
+}
+
+static int reason_of(const kn_err *err)
+{
+	if (!err)
+		return USAGE_ACCEPTED;
+	switch (err->status) {
+	case 429:
+		return USAGE_RATE_LIMITED;
+	case 413:
+		return USAGE_TOO_LARGE;
+	default:
+		return USAGE_INVALID;
+	}
+}
+
+void api_account(api_ctx *a, const api_caller *c, uint64_t samples, const kn_err *err)
+{
+	if (err && (err->status == 503 || err->status == 500 || err->status == 401 || err->status == 403))
+		return; /* not the sender's data's fault, or not the key's */
+	int reason = reason_of(err);
+	api_account_reason(a, c, reason == USAGE_ACCEPTED ? samples : 0, reason, samples);
+}
+
+void api_account_reason(api_ctx *a, const api_caller *c, uint64_t accepted, int reason, uint64_t samples)
+{
+	if (a->usage)
+		usage_add(a->usage, slice_cstr(c->project), slice_cstr(c->key), time_now_ns(), accepted, reason,
+		          samples);
+}
+
+int api_admit(api_ctx *a, const api_caller *c, uint64_t samples, kn_err *err)
+{
+	int retry = 0;
+	if (!a->limiter || ratelimit_take(a->limiter, slice_cstr(c->key), samples, time_now_ns(), &retry) == 0)
+		return 0;
+	err_set(err, 429,
+	        "key %s is over its rate limit of %.0f samples/s: this request has %llu samples; retry in %d s",
+	        c->key, ratelimit_rate(a->limiter), (unsigned long long)samples, retry);
+	err->retry_after = retry;
+	api_account(a, c, samples, err);
+	return -1;
+}
+
+static const int counted_statuses[8] = {200, 400, 401, 403, 404, 413, 429, 503};
+
+void api_count(api_ctx *a, int listener, int status, size_t bytes_in)
+{
+	if (listener < 0 || listener >= LISTENER_COUNT)
+		return;
+	int cls = status / 100;
+	atomic_fetch_add(&a->metrics.requests[listener][cls >= 1 && cls <= 5 ? cls : 0], 1);
+	for (int i = 0; i < 8; i++)
+		if (counted_statuses[i] == status)
+			atomic_fetch_add(&a->metrics.status_counts[listener][i], 1);
+	atomic_fetch_add(&a->metrics.bytes_in[listener], bytes_in);
+}
+
+int api_retention_days(const api_ctx *a, const char *project)
+{
+	return a->cfg ? config_retention_days(a->cfg, project) : 14;
+}
+
+typedef struct {
+	buf_t *out;
+	const api_caller *c;
+} metrics_usage_ctx;
+
+static void write_usage_totals(slice_t project, slice_t key, const uint64_t counts[USAGE_COUNTERS], void *ctx)
+{
+	static const char *results[USAGE_COUNTERS] = {"accepted", "rate_limited", "too_large", "invalid",
+	                                              "out_of_window"};
+	metrics_usage_ctx *m = ctx;
+	if (!slice_eq_cstr(project, m->c->project))
+		return; /* a key sees its own project only */
+	for (int i = 0; i < USAGE_COUNTERS; i++)
+		buf_printf(m->out, "kiln_samples_total{key=\"%.*s\",result=\"%s\"} %llu\n", (int)key.n,
+		           (const char *)key.p, results[i], (unsigned long long)counts[i]);
+}
+
+void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out)
+{
+	buf_puts(out, "# HELP kiln_requests_total Requests answered, by listener and status.\n"
+	              "# TYPE kiln_requests_total counter\n");
+	for (int l = 0; l < LISTENER_COUNT; l++) {
+		for (int i = 0; i < 8; i++)
+			buf_printf(out, "kiln_requests_total{listener=\"%s\",status=\"%d\"} %llu\n", listener_names[l],
+			           counted_statuses[i], (unsigned long long)atomic_load(&a->metrics.status_counts[l][i]));
+		static const char *classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+		for (int k = 0; k < 6; k++)
+			buf_printf(out, "kiln_requests_by_class_total{listener=\"%s\",class=\"%s\"} %llu\n",
+			           listener_names[l], classes[k], (unsigned long long)atomic_load(&a->metrics.requests[l][k]));
+	}
+	buf_puts(out, "# HELP kiln_received_bytes_total Request body bytes received, by listener.\n"
+	              "# TYPE kiln_received_bytes_total counter\n");
+	for (int l = 0; l < LISTENER_COUNT; l++)
+		buf_printf(out, "kiln_received_bytes_total{listener=\"%s\"} %llu\n", listener_names[l],
+		           (unsigned long long)atomic_load(&a->metrics.bytes_in[l]));
+	buf_puts(out, "# HELP kiln_samples_total Samples pushed with this project's keys, by result.\n"
+	              "# TYPE kiln_samples_total counter\n");
+	if (a->usage) {
+		metrics_usage_ctx m = {out, c};
+		usage_totals(a->usage, write_usage_totals, &m);
+	}
+	store_stats st;
+	store_get_stats(a->store, &st);
+	buf_printf(out,
+	           "# HELP kiln_store_queue_depth Batches waiting for the store writer.\n"
+	           "# TYPE kiln_store_queue_depth gauge\n"
+	           "kiln_store_queue_depth %u\n"
+	           "# HELP kiln_store_commit_seconds Group commits of the store writer.\n"
+	           "# TYPE kiln_store_commit_seconds summary\n"
+	           "kiln_store_commit_seconds_sum %.6f\n"
+	           "kiln_store_commit_seconds_count %llu\n"
+	           "# HELP kiln_store_commit_seconds_max Longest group commit since start.\n"
+	           "# TYPE kiln_store_commit_seconds_max gauge\n"
+	           "kiln_store_commit_seconds_max %.6f\n"
+	           "# HELP kiln_store_partitions Day partitions on disk.\n"
+	           "# TYPE kiln_store_partitions gauge\n"
+	           "kiln_store_partitions %u\n"
+	           "# HELP kiln_inflight_requests Requests being worked on.\n"
+	           "# TYPE kiln_inflight_requests gauge\n"
+	           "kiln_inflight_requests %u\n",
+	           store_queue_depth(a->store), st.commit_ns_sum / 1e9, (unsigned long long)st.commits,
+	           st.commit_ns_max / 1e9, st.partitions, api_inflight(a));
+}
