@@ -3,6 +3,7 @@
  * on SIGTERM/SIGINT that answers in-flight requests and flushes the store. */
 #include <event2/event.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,14 @@
 #include "base/config.h"
 #include "base/limits.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 #include "cli/cli.h"
+#include "net/tls.h"
 
 #define SHUTDOWN_GRACE_MS 10000
+#define KEYS_REFRESH_MS 250      /* a created/revoked key takes effect within a second */
+#define USAGE_FLUSH_MS 1000      /* at most a second of usage counts is lost on kill -9 */
+#define RETENTION_SWEEP_MS 60000 /* the cleaner, also run once at startup */
 
 typedef struct {
 	kiln_config cfg;
@@ -22,11 +28,96 @@ typedef struct {
 	kn_pool *pool;
 	store_t *store;
 	api_ctx api;
+	api_listener listeners[LISTENER_COUNT];
 	http_server *servers[LISTENER_COUNT]; /* HTTP/1.1 listeners */
 	grpc_server *grpc;                    /* the OTLP/gRPC listener */
 	struct event *sig_term, *sig_int, *drain_timer;
 	int draining_ms;
+	struct event *keys_timer, *usage_timer, *retention_timer;
+	struct ssl_ctx_st *tls[LISTENER_COUNT]; /* per listener, when tls: {cert, key} */
+	_Atomic int keys_busy, usage_busy, retention_busy; /* a periodic job is on the pool */
 } serve_state;
+
+/* ---- periodic jobs: timers on the loop, work on the pool (never blocking the loop) ---- */
+
+static void keys_job(void *arg)
+{
+	serve_state *s = arg;
+	keys_refresh(s->api.keys);
+	atomic_store(&s->keys_busy, 0);
+}
+
+static void usage_job(void *arg)
+{
+	serve_state *s = arg;
+	kn_err err;
+	if (usage_flush(s->api.usage, &err) < 0)
+		log_warn("usage flush failed", "error=\"%s\"", err.msg);
+	atomic_store(&s->usage_busy, 0);
+}
+
+typedef struct {
+	serve_state *s;
+	int64_t now;
+} sweep_ctx;
+
+static void sweep_project(slice_t project, void *arg)
+{
+	sweep_ctx *c = arg;
+	char name[KEY_NAME_MAX + 1];
+	snprintf(name, sizeof name, "%.*s", (int)project.n, (const char *)project.p);
+	uint32_t deleted = 0;
+	kn_err err;
+	int days = config_retention_days(&c->s->cfg, name);
+	if (store_retention_sweep(c->s->store, project, days, c->now, &deleted, &err) < 0)
+		log_warn("retention sweep failed", "project=%s error=\"%s\"", name, err.msg);
+	else if (deleted)
+		log_info("expired partitions deleted", "project=%s days=%d deleted=%u", name, days, deleted);
+}
+
+static void retention_job(void *arg)
+{
+	serve_state *s = arg;
+	sweep_ctx c = {s, time_now_ns()};
+	kn_err err;
+	if (store_projects(s->store, sweep_project, &c, &err) < 0)
+		log_warn("retention sweep failed", "error=\"%s\"", err.msg);
+	atomic_store(&s->retention_busy, 0);
+}
+
+/* Submits job unless the previous run is still on the pool. */
+static void run_once(serve_state *s, _Atomic int *busy, void (*job)(void *))
+{
+	int idle = 0;
+	if (atomic_compare_exchange_strong(busy, &idle, 1))
+		pool_submit(s->pool, job, s);
+}
+
+static void on_keys_timer(evutil_socket_t fd, short what, void *arg)
+{
+	serve_state *s = arg;
+	run_once(s, &s->keys_busy, keys_job);
+}
+
+static void on_usage_timer(evutil_socket_t fd, short what, void *arg)
+{
+	serve_state *s = arg;
+	run_once(s, &s->usage_busy, usage_job);
+}
+
+static void on_retention_timer(evutil_socket_t fd, short what, void *arg)
+{
+	serve_state *s = arg;
+	run_once(s, &s->retention_busy, retention_job);
+}
+
+static struct event *periodic(serve_state *s, int ms, event_callback_fn cb)
+{
+	struct event *ev = event_new(loop_base(s->loop), -1, EV_PERSIST, cb, s);
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	event_add(ev, &tv);
+	return ev;
+}
 
 static int parse_flags(int argc, char **argv, kiln_config *c, const char **config_path)
 {
@@ -137,10 +228,10 @@ static void log_listening(const char *name, const char *addr, int port)
 static int start_grpc(serve_state *s, const char *addr, kn_err *err)
 {
 	grpc_opts o = {
-	    .h2 = {.name = listener_names[LISTENER_OTLP_GRPC]},
+	    .h2 = {.name = listener_names[LISTENER_OTLP_GRPC], .ssl_ctx = s->tls[LISTENER_OTLP_GRPC]},
 	    .methods = api_grpc_methods,
 	    .n_methods = api_grpc_n_methods,
-	    .ctx = &s->api,
+	    .ctx = &s->listeners[LISTENER_OTLP_GRPC],
 	};
 	s->grpc = grpc_server_new(loop_base(s->loop), addr, &o, err);
 	if (!s->grpc)
@@ -157,6 +248,15 @@ static int start_listeners(serve_state *s)
 		if (!strcmp(addr, "off") || !role_runs(s->cfg.role, i))
 			continue;
 		kn_err err;
+		const listener_config *lc = &s->cfg.listeners[i];
+		if (lc->tls_cert) {
+			s->tls[i] = tls_ctx_new(lc->tls_cert, lc->tls_key, i == LISTENER_OTLP_GRPC ? TLS_ALPN_H2 : TLS_ALPN_HTTP1,
+			                        &err);
+			if (!s->tls[i]) {
+				log_error("cannot set up TLS", "listener=%s error=\"%s\"", listener_names[i], err.msg);
+				return -1;
+			}
+		}
 		if (i == LISTENER_OTLP_GRPC) {
 			if (start_grpc(s, addr, &err) < 0) {
 				log_error("cannot listen", "listener=%s addr=%s error=\"%s\"", listener_names[i], addr,
@@ -169,7 +269,8 @@ static int start_listeners(serve_state *s)
 		    .name = listener_names[i],
 		    .max_body = i == LISTENER_UI ? 64 << 10 : LIMIT_BODY_BYTES,
 		    .format_error = api_format_error,
-		    .ctx = &s->api,
+		    .ssl_ctx = s->tls[i],
+		    .ctx = &s->listeners[i],
 		};
 		if (i == LISTENER_UPLOAD) {
 			o.on_headers = api_upload_on_headers;
@@ -208,7 +309,7 @@ int cli_serve(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	store_config sc = {.dir = s.cfg.data_dir};
+	store_config sc = {.dir = s.cfg.data_dir, .retention_days = config_retention_days(&s.cfg, "")};
 	s.store = store_open(&sc, &err);
 	if (!s.store) {
 		log_error("cannot open store", "dir=%s error=\"%s\"", s.cfg.data_dir, err.msg);
@@ -217,11 +318,34 @@ int cli_serve(int argc, char **argv)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	s.loop = loop_new();
 	s.pool = pool_new(s.cfg.workers ? s.cfg.workers : (int)(cores > 0 ? cores : 2));
-	s.api = (api_ctx){.store = s.store, .loop = s.loop, .pool = s.pool, .project = "default",
-	                  .max_rows = s.cfg.max_rows};
+	s.api.store = s.store;
+	s.api.loop = s.loop;
+	s.api.pool = s.pool;
+	s.api.cfg = &s.cfg;
+	s.api.keys = keys_open(s.cfg.data_dir, &err);
+	s.api.usage = s.api.keys ? usage_open(s.cfg.data_dir, &err) : NULL;
+	if (!s.api.keys || !s.api.usage) {
+		log_error("cannot open keys or usage", "dir=%s error=\"%s\"", s.cfg.data_dir, err.msg);
+		goto out;
+	}
+	s.api.limiter = ratelimit_new(s.cfg.samples_per_second);
+	for (uint32_t i = 0; i < s.cfg.n_project_retention; i++) {
+		const char *p = s.cfg.project_retention[i].project;
+		if (store_set_retention(s.store, slice_cstr(p), config_retention_days(&s.cfg, p), &err) < 0) {
+			log_error("bad retention setting", "project=%s error=\"%s\"", p, err.msg);
+			goto out;
+		}
+	}
+	for (int i = 0; i < LISTENER_COUNT; i++)
+		s.listeners[i] = (api_listener){&s.api, i, s.cfg.listeners[i].auth_required,
+		                                s.cfg.listeners[i].tls_cert != NULL};
 	log_info("starting", "role=%s data=%s workers=%ld", s.cfg.role, s.cfg.data_dir, cores > 0 ? cores : 2);
 	if (start_listeners(&s) < 0)
 		goto out;
+	s.keys_timer = periodic(&s, KEYS_REFRESH_MS, on_keys_timer);
+	s.usage_timer = periodic(&s, USAGE_FLUSH_MS, on_usage_timer);
+	s.retention_timer = periodic(&s, RETENTION_SWEEP_MS, on_retention_timer);
+	on_retention_timer(-1, 0, &s); /* once at startup */
 	s.sig_term = evsignal_new(loop_base(s.loop), SIGTERM, on_signal, &s);
 	s.sig_int = evsignal_new(loop_base(s.loop), SIGINT, on_signal, &s);
 	event_add(s.sig_term, NULL);
@@ -234,16 +358,28 @@ out:
 			http_server_free(s.servers[i]);
 	if (s.grpc)
 		grpc_server_free(s.grpc);
+	for (int i = 0; i < LISTENER_COUNT; i++)
+		tls_ctx_free(s.tls[i]);
 	if (s.sig_term)
 		event_free(s.sig_term);
 	if (s.sig_int)
 		event_free(s.sig_int);
 	if (s.drain_timer)
 		event_free(s.drain_timer);
+	struct event *timers[] = {s.keys_timer, s.usage_timer, s.retention_timer};
+	for (size_t i = 0; i < 3; i++)
+		if (timers[i])
+			event_free(timers[i]);
 	if (s.pool)
 		pool_free(s.pool); /* runs queued jobs: their batches reach the store */
 	if (s.store)
-		store_close(s.store); /* commits everything queued */
+		store_close(s.store); /* commits everything queued (their usage is counted) */
+	if (s.api.usage)
+		usage_close(s.api.usage); /* flushes the last counts */
+	if (s.api.keys)
+		keys_close(s.api.keys);
+	if (s.api.limiter)
+		ratelimit_free(s.api.limiter);
 	if (s.loop)
 		loop_free(s.loop);
 	if (rc == 0)
