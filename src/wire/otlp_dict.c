@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/limits.h"
+#include "wire/numtext.h"
 #include "wire/otlp_int.h"
 
 /* ---- Errors and fields --------------------------------------------------- */
@@ -374,7 +375,7 @@ int ot_keyvalue(const ot_dec *d, slice_t msg, int table_entry, slice_t *key, sli
 		*value = slice_cstr(v ? "true" : "false");
 		break;
 	case 3:
-		*value = slice_make(text, (size_t)snprintf(text, 32, "%" PRId64, (int64_t)v));
+		*value = wire_i64_text(text, (int64_t)v);
 		break;
 	case 4: {
 		double x;

@@ -30,13 +30,20 @@ static inline int pb_done(const pb_reader *r)
  * Inline: they are the inner loop of every decoder. */
 #define PB_MAX_FIELD 0x1fffffffu /* 2^29 - 1 */
 
-/* The general case of pb_varint: more than one byte, or near the end. */
+/* The general case of pb_varint: more than two bytes, or near the end. */
 int pb_varint_slow(pb_reader *r, uint64_t *v);
 
 static inline int pb_varint(pb_reader *r, uint64_t *v)
 {
-	if (r->p < r->end && !(*r->p & 0x80)) {
-		*v = *r->p++;
+	const uint8_t *p = r->p;
+	if (p < r->end && !(p[0] & 0x80)) {
+		*v = p[0];
+		r->p = p + 1;
+		return 0;
+	}
+	if (r->end - p >= 2 && !(p[1] & 0x80)) {
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		r->p = p + 2;
 		return 0;
 	}
 	return pb_varint_slow(r, v);

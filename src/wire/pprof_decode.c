@@ -15,6 +15,7 @@
 #include "base/arena.h"
 #include "base/limits.h"
 #include "base/u64map.h"
+#include "wire/numtext.h"
 #include "wire/pb.h"
 #include "wire/pprof.h"
 
@@ -699,21 +700,6 @@ static int add_value(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
 	return 0;
 }
 
-/* Decimal text of v at the end of out (what "%" PRId64 prints), without
- * snprintf: numeric labels are formatted once per heap sample. */
-static slice_t format_i64(char out[24], int64_t v)
-{
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-	char *p = out + 24;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	return slice_make(p, (size_t)(out + 24 - p));
-}
-
 /* Reads one Label into labels[*n] (when it carries a value). */
 static int parse_label(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *n, kn_err *err)
 {
@@ -736,7 +722,7 @@ static int parse_label(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *n, kn
 	if (v[2]) {
 		l->value = str;
 	} else {
-		l->value = format_i64(d->label_nums[*n], (int64_t)v[3]);
+		l->value = wire_i64_text(d->label_nums[*n], (int64_t)v[3]);
 	}
 	(*n)++;
 	return 0;
