@@ -18,6 +18,10 @@ static void usage(FILE *f)
 	      "          print the top functions by self value\n"
 	      "  export  --service NAME --type TYPE [--from T] [--until T] [--url http://HOST:4040] > out.pb.gz\n"
 	      "          write the merged profile as gzip pprof to stdout\n"
+	      "  keys    create --project P --name N [--scope ingest|query|both] | list | revoke NAME  [--data DIR]\n"
+	      "          manage ingestion and query keys (docs/OPERATIONS.md)\n"
+	      "  usage   [--data DIR] [--project P] [--from T] [--until T]\n"
+	      "          samples accepted and rejected per day and key\n"
 	      "\n"
 	      "TYPE is SAMPLE_TYPE:UNIT, e.g. cpu:nanoseconds; T is unix seconds or now-1h.\n",
 	      f);
