@@ -3,6 +3,7 @@
 // kernel picks the port, the server tells us which).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { KILN_BIN, mkTemp } from './env.mjs';
 
 // Parses one logfmt line into an object (quoted values supported).
@@ -20,24 +21,36 @@ export function parseLogfmt(line) {
   return out;
 }
 
-function toUrl(addr) {
+function toUrl(addr, scheme = 'http') {
   // "127.0.0.1:40123", "[::]:40123", ":40123", "0.0.0.0:40123" → loopback URL.
   const k = addr.lastIndexOf(':');
   const host = addr.slice(0, k).replace(/^\[|\]$/g, '');
   const port = addr.slice(k + 1);
   const h = host === '' || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  return `http://${h}:${port}`;
+  return `${scheme}://${h}:${port}`;
 }
 
-// opts: { dataDir, listeners: ['upload','ui'], otlp: false, extraArgs, timeoutMs, env }
+// opts: { dataDir, listeners: ['upload','ui'], otlp: false, extraArgs, timeoutMs, env,
+//         config, https }
 // otlp: true also opens the OTLP/HTTP and OTLP/gRPC listeners on port 0
 // (listener names otlp_http, otlp_grpc); otherwise they are off.
-// Returns { proc, dataDir, uiUrl, uploadUrl, urls, stderr(), stop(), kill9(), exited }
+// config: YAML text, written to a file in a temp dir and passed as --config
+// (before the address flags, which override its listener addrs).
+// https: names of listeners configured with TLS: their urls are https://.
+// Returns { proc, dataDir, uiUrl, uploadUrl, urls, configFile, stderr(), stop(), kill9(), exited }
 export async function startServer(opts = {}) {
   const dataDir = opts.dataDir ?? mkTemp('data');
   const want = opts.listeners ?? ['upload', 'ui'];
+  // Without a config of its own, a test server gets a rate limit far above
+  // what any test sends: unauthenticated traffic is rate-limited under the key
+  // "default" (SPEC S1) at 20,000 samples/s, and only the rate-limit tests
+  // are about that.
+  const config = opts.config ?? 'limits: {samplesPerSecond: 1000000000}\n';
+  const configFile = path.join(mkTemp('config'), 'kiln.yaml');
+  fs.writeFileSync(configFile, config);
+  const https = new Set(opts.https ?? []);
   const args = [
-    'serve', '--data', dataDir,
+    'serve', '--config', configFile, '--data', dataDir,
     '--ui', '127.0.0.1:0', '--upload', '127.0.0.1:0',
     '--otlp-http', opts.otlp ? '127.0.0.1:0' : 'off',
     '--otlp-grpc', opts.otlp ? '127.0.0.1:0' : 'off',
@@ -69,7 +82,7 @@ export async function startServer(opts = {}) {
         pending = pending.slice(k + 1);
         if (!/msg=("?)listening\1(\s|$)/.test(line)) continue;
         const f = parseLogfmt(line);
-        if (f.listener && f.addr) urls[f.listener] = toUrl(f.addr);
+        if (f.listener && f.addr) urls[f.listener] = toUrl(f.addr, https.has(f.listener) ? 'https' : 'http');
         if (want.every((l) => urls[l])) { clearTimeout(timer); resolve(); }
       }
     });
@@ -84,7 +97,7 @@ export async function startServer(opts = {}) {
   }
 
   const server = {
-    proc, dataDir, urls, exited,
+    proc, dataDir, urls, exited, configFile,
     uiUrl: urls.ui,
     uploadUrl: urls.upload,
     pid: proc.pid,
