@@ -208,17 +208,89 @@ static int64_t sat_add(int64_t a, int64_t b)
 
 /* The sort key of a sample as two words: (node, attrset) and the time with
  * its sign bit flipped, so that unsigned order is sample_cmp's order. */
-static inline uint64_t key_hi(const model_sample *s)
+typedef struct {
+	uint64_t hi, lo;
+} sample_key;
+
+static inline int key_less(sample_key a, sample_key b)
 {
-	return (uint64_t)s->node << 32 | s->attrset;
+	return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo;
 }
-static inline uint64_t key_lo(const model_sample *s)
+
+static inline uint8_t key_byte(sample_key k, unsigned d)
 {
-	return (uint64_t)s->time_ns ^ (1ull << 63);
+	return (uint8_t)((d < 8 ? k.lo : k.hi) >> (8 * (d & 7)));
 }
-static inline uint8_t key_byte(const model_sample *s, unsigned d)
+
+/* Stable merge sort of perm by k: insertion-sorted runs of 16, then
+ * bottom-up merges through tmp. For small profiles (OTLP: tens of samples
+ * each). */
+static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_t *tmp)
 {
-	return (uint8_t)((d < 8 ? key_lo(s) : key_hi(s)) >> (8 * (d & 7)));
+	for (uint32_t start = 0; start < n; start += 16) {
+		uint32_t end = n - start > 16 ? start + 16 : n;
+		for (uint32_t i = start + 1; i < end; i++) {
+			uint32_t x = perm[i], j = i;
+			while (j > start && key_less(k[x], k[perm[j - 1]])) {
+				perm[j] = perm[j - 1];
+				j--;
+			}
+			perm[j] = x;
+		}
+	}
+	uint32_t *from = perm, *to = tmp;
+	for (uint32_t width = 16; width < n; width *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+			uint32_t mid = n - lo > width ? lo + width : n;
+			uint32_t hi = n - mid > width ? mid + width : n;
+			uint32_t a = lo, b = mid, o = lo;
+			while (a < mid && b < hi)
+				to[o++] = key_less(k[from[b]], k[from[a]]) ? from[b++] : from[a++];
+			while (a < mid)
+				to[o++] = from[a++];
+			while (b < hi)
+				to[o++] = from[b++];
+		}
+		uint32_t *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != perm)
+		memcpy(perm, from, (size_t)n * sizeof *perm);
+}
+
+/* Stable LSD radix sort of perm by k over the key bytes that differ between
+ * samples (the time of a pprof, an empty attribute set and the high bytes
+ * of node do not), so most profiles take two or three passes. */
+static void order_radix(const sample_key *k, uint32_t n, uint32_t *perm, uint32_t *tmp)
+{
+	uint64_t dlo = 0, dhi = 0;
+	for (uint32_t i = 1; i < n; i++) {
+		dlo |= k[i].lo ^ k[0].lo;
+		dhi |= k[i].hi ^ k[0].hi;
+	}
+	uint32_t count[256];
+	uint32_t *from = perm, *to = tmp;
+	for (unsigned d = 0; d < 16; d++) {
+		if (!(uint8_t)((d < 8 ? dlo : dhi) >> (8 * (d & 7))))
+			continue; /* one value for every sample */
+		memset(count, 0, sizeof count);
+		for (uint32_t i = 0; i < n; i++)
+			count[key_byte(k[i], d)]++;
+		uint32_t sum = 0;
+		for (unsigned v = 0; v < 256; v++) {
+			uint32_t c = count[v];
+			count[v] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			to[count[key_byte(k[from[i]], d)]++] = from[i];
+		uint32_t *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != perm)
+		memcpy(perm, from, (size_t)n * sizeof *perm);
 }
 
 void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
@@ -227,51 +299,18 @@ void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
 		perm[i] = i;
 	if (n < 2)
 		return;
-	if (n <= 32) { /* insertion sort: stable, and cheaper than 16 histograms */
-		for (uint32_t i = 1; i < n; i++) {
-			uint32_t x = perm[i], j = i;
-			while (j > 0 && sample_cmp(&s[perm[j - 1]], &s[x]) > 0) {
-				perm[j] = perm[j - 1];
-				j--;
-			}
-			perm[j] = x;
-		}
-		return;
-	}
-	/* LSD radix sort on the 16 key bytes (time first, node last), one
-	 * counting pass for all digits; digits equal in every sample (the time
-	 * of a pprof, an empty attribute set, the high bytes of node) are
-	 * skipped, so most profiles take two or three passes. Stable, like the
-	 * merge sort (glibc qsort) it replaced, so merged sums add up in the
-	 * same order. */
-	uint32_t(*count)[256] = xcalloc(16, sizeof *count);
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t lo = key_lo(&s[i]), hi = key_hi(&s[i]);
-		for (unsigned d = 0; d < 8; d++) {
-			count[d][(uint8_t)(lo >> (8 * d))]++;
-			count[8 + d][(uint8_t)(hi >> (8 * d))]++;
-		}
-	}
-	uint32_t *tmp = xmalloc((size_t)n * sizeof *tmp), *from = perm, *to = tmp;
-	for (unsigned d = 0; d < 16; d++) {
-		if (count[d][key_byte(&s[0], d)] == n)
-			continue; /* one value for every sample */
-		uint32_t sum = 0;
-		for (unsigned v = 0; v < 256; v++) {
-			uint32_t c = count[d][v];
-			count[d][v] = sum;
-			sum += c;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			to[count[d][key_byte(&s[from[i]], d)]++] = from[i];
-		uint32_t *t = from;
-		from = to;
-		to = t;
-	}
-	if (from != perm)
-		memcpy(perm, from, (size_t)n * sizeof *perm);
+	/* Stable either way, like the merge sort (glibc qsort) this replaced, so
+	 * saturating merges add up in the same order. */
+	sample_key *k = xmalloc((size_t)n * sizeof *k);
+	uint32_t *tmp = xmalloc((size_t)n * sizeof *tmp);
+	for (uint32_t i = 0; i < n; i++)
+		k[i] = (sample_key){(uint64_t)s[i].node << 32 | s[i].attrset, (uint64_t)s[i].time_ns ^ (1ull << 63)};
+	if (n < 512)
+		order_merge(k, n, perm, tmp);
+	else
+		order_radix(k, n, perm, tmp);
 	free(tmp);
-	free(count);
+	free(k);
 }
 
 /* Sorts s by sample_cmp, stably; nothing to do when already in order. */

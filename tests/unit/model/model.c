@@ -93,7 +93,7 @@ static void test_samples_order_is_stable(void **state)
 {
 	(void)state;
 	uint64_t seed = 12345;
-	const uint32_t sizes[] = {0, 1, 2, 31, 33, 1000, 5000};
+	const uint32_t sizes[] = {0, 1, 2, 31, 33, 1000, 5000, 200, 511};
 	for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
 		uint32_t n = sizes[t];
 		model_sample *s = calloc(n + 1, sizeof *s);
@@ -102,7 +102,7 @@ static void test_samples_order_is_stable(void **state)
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 			uint64_t r = seed >> 11;
 			/* few distinct keys, so many ties; big and negative times */
-			s[i].node = (uint32_t)(r % 50) * (t == 5 ? 70000u : 1u);
+			s[i].node = (uint32_t)(r % 50) * (t == 5 || t == 8 ? 70000u : 1u);
 			s[i].attrset = (uint32_t)(r >> 8) % 3;
 			s[i].time_ns = t == 6 ? 0 : ((int64_t)((r >> 16) % 5) - 2) * INT64_C(1000000000000000);
 			s[i].value = (int64_t)i;
