@@ -1,0 +1,35 @@
+/* A scrape target: one profile type of one endpoint (SPEC S3). Made from pod
+ * annotations (scrape/annotations.c) or static config; consumed by the scrape
+ * loop (scrape/scraper.c). Plain data, owned by whoever holds the array. */
+#ifndef KILN_SCRAPE_TARGET_H
+#define KILN_SCRAPE_TARGET_H
+
+#include <stdint.h>
+
+enum scrape_type { SCRAPE_CPU, SCRAPE_MEMORY, SCRAPE_GOROUTINE, SCRAPE_BLOCK, SCRAPE_MUTEX, SCRAPE_TYPES };
+
+#define SCRAPE_NAME_MAX 254 /* Kubernetes names are ≤ 253 bytes */
+#define SCRAPE_URL_MAX 1024
+#define SCRAPE_SAMPLE_TYPES_MAX 512
+
+typedef struct {
+	int type;                         /* enum scrape_type */
+	char url[SCRAPE_URL_MAX];         /* http(s)://POD_IP:PORT/path?query, seconds already set */
+	int https;                        /* scheme https: no certificate verification (S3.3) */
+	int64_t timeout_ns;               /* S3.4 per type: cpu 20 s, memory/goroutine 10 s, block/mutex 40 s */
+	int64_t window_ns;                /* the profile's `seconds` for cpu/block/mutex; 0 for snapshots */
+	char sample_types[SCRAPE_SAMPLE_TYPES_MAX]; /* ".sample_types": comma list; "" keeps all */
+	/* Attribution (S3.9). Empty strings when unknown (static targets). */
+	char namespace_[SCRAPE_NAME_MAX];
+	char pod[SCRAPE_NAME_MAX];
+	char container[SCRAPE_NAME_MAX];
+	char workload[SCRAPE_NAME_MAX];
+	char service[SCRAPE_NAME_MAX];    /* service.name: the workload unless PREFIX/service_name */
+	char key[2 * SCRAPE_NAME_MAX + 32]; /* stable identity: "ns/pod/type" or "static/NAME/type" (deltas, state) */
+} scrape_target;
+
+/* "cpu", "memory", "goroutine", "block", "mutex"; -1 for others. */
+const char *scrape_type_name(int type);
+int scrape_type_parse(const char *s);
+
+#endif
