@@ -43,27 +43,33 @@ $(BUILD)/gen/ui_assets.c: $(UI_FILES) scripts/embed-ui.sh
 
 $(BUILD)/obj/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -c $< -o $@
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) $(KFLAGS) -c $< -o $@
 
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "AR $@"
+	@ar rcs $@ $^
 
 $(BUILD)/kiln: $(BUILD)/obj/src/cli/main.o $(BUILD)/libkiln.a
-	$(CC) $(CFLAGS) $(KFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(KFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libkiln.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) -lcmocka
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(KFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) -lcmocka
 
 # Fuzz targets built with a plain main() that replays a corpus (gcc, no libFuzzer).
 $(BUILD)/tests/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/libkiln.a $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(KFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/libkiln.a $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(KFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS)
 
 run: deps
 	$(MAKE) all
