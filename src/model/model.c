@@ -184,6 +184,16 @@ void model_sample_add(model_batch *b, model_profile *p, uint32_t node, uint32_t 
 	p->samples_count++;
 }
 
+void model_samples_add(model_batch *b, model_profile *p, const model_sample *s, uint32_t n)
+{
+	if (!n)
+		return;
+	GROW(b, samples, cap_samples, (size_t)b->n_samples + n);
+	memcpy(b->samples + b->n_samples, s, (size_t)n * sizeof *s);
+	b->n_samples += n;
+	p->samples_count += n;
+}
+
 static int sample_cmp(const void *a, const void *b)
 {
 	const model_sample *x = a, *y = b;

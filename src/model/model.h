@@ -141,6 +141,8 @@ void model_profile_add_label(model_batch *b, model_profile *p, slice_t key, slic
 /* Appends a sample to p (which must be the batch's last profile). */
 void model_sample_add(model_batch *b, model_profile *p, uint32_t node, uint32_t attrset, int64_t value,
                       int64_t time_ns);
+/* Appends n samples to p (which must be the batch's last profile). */
+void model_samples_add(model_batch *b, model_profile *p, const model_sample *s, uint32_t n);
 /* Sorts p's series labels, merges samples with equal (node, attrset, time),
  * drops zero values, computes series_id. Call once, after the last sample.
  * Samples are sorted stably (equal keys merge in the order they were added);

@@ -397,11 +397,13 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 	                slice_eq_cstr(punit, "nanoseconds");
 	mp->time_ns = t0;
 	mp->duration_ns = (int64_t)duration;
-	/* Room for all of them at once: one allocation instead of a doubling chain. */
-	b->samples = xgrow(b->samples, &b->cap_samples, (size_t)b->n_samples + kept, sizeof *b->samples);
-	for (size_t i = 0; i < kept; i++)
-		model_sample_add(b, mp, d->pending[i].node, d->pending[i].attrset, d->pending[i].value,
-		                 d->pending[i].time_ns);
+	/* Room for every sample of the request at once (one point per Sample
+	 * message, the usual case) instead of a doubling chain per profile. */
+	size_t want = (size_t)b->n_samples + kept;
+	if (want > b->cap_samples && d->sample_msgs > want)
+		want = (size_t)d->sample_msgs;
+	b->samples = xgrow(b->samples, &b->cap_samples, want, sizeof *b->samples);
+	model_samples_add(b, mp, d->pending, (uint32_t)kept);
 	model_profile_finish(b, mp);
 	out->profiles++;
 	out->samples += kept;
@@ -639,6 +641,7 @@ static int decode(ot_dec *d, slice_t pb, otlp_result *res, kn_err *err)
 	uint64_t profiles = 0, samples = 0;
 	if (n_dicts == 0 || n_rp > 0)
 		lenient_count(pb, &profiles, &samples);
+	d->sample_msgs = samples;
 	if (n_dicts == 0) {
 		if (profiles == 0)
 			return 0; /* nothing to decode: an empty request succeeds */

@@ -612,6 +612,7 @@ int ot_dict_check(ot_dec *d, kn_err *err)
 		return ot_fail(err, 400, &root, "string_table[0]", "must be the empty string (is %zu bytes)",
 		               d->tbl[T_STRING][0].n);
 	d->attr_code = arena_alloc(d->scratch, d->n[T_ATTRIBUTE] + 1);
+	d->attr_value = arena_alloc(d->scratch, (d->n[T_ATTRIBUTE] + 1) * sizeof *d->attr_value);
 	for (uint32_t i = 0; i < d->n[T_ATTRIBUTE]; i++) {
 		ot_path p = ot_path_push(root, "attribute_table", i);
 		slice_t key, value;
@@ -623,6 +624,8 @@ int ot_dict_check(ot_dec *d, kn_err *err)
 		for (size_t k = 0; scalar && k < N_FRAME_KEYS; k++)
 			if (slice_eq_cstr(key, frame_keys[k]))
 				d->attr_code[i] = (uint8_t)(k + 1);
+		if (d->attr_code[i]) /* kept for find_attr; a rendered number needs a home */
+			d->attr_value[i] = value.p == (const uint8_t *)text ? arena_slice(d->scratch, value) : value;
 	}
 	d->functions = arena_alloc(d->scratch, (d->n[T_FUNCTION] + 1) * sizeof *d->functions);
 	for (uint32_t i = 0; i < d->n[T_FUNCTION]; i++)
@@ -658,9 +661,8 @@ static const char native_kind[] = "native";
 
 /* The value of the first attribute (of attribute_indices field attr_field
  * of a checked message) whose key is frame_keys[lo..hi], preferring lower
- * keys. Rendered numbers land in text. */
-static slice_t find_attr(const ot_dec *d, slice_t msg, uint32_t attr_field, uint8_t lo, uint8_t hi,
-                         char text[32])
+ * keys. */
+static slice_t find_attr(const ot_dec *d, slice_t msg, uint32_t attr_field, uint8_t lo, uint8_t hi)
 {
 	slice_t best = {0};
 	uint8_t best_code = UINT8_MAX;
@@ -690,15 +692,8 @@ static slice_t find_attr(const ot_dec *d, slice_t msg, uint32_t attr_field, uint
 			uint8_t code = d->attr_code[v];
 			if (code < lo + 1 || code > hi + 1 || code >= best_code)
 				continue;
-			slice_t k, val;
-			int scalar;
-			ot_path p = {0};
-			if (ot_keyvalue(d, d->tbl[T_ATTRIBUTE][v], 1, &k, &val, &scalar, text, &p, NULL) ==
-			        0 &&
-			    scalar) {
-				best = val;
-				best_code = code;
-			}
+			best = d->attr_value[v]; /* scalar: ot_dict_check set a code only then */
+			best_code = code;
 		}
 	}
 	return best;
@@ -719,12 +714,11 @@ static void resolve_location(ot_dec *d, uint32_t li)
 	if (loc->first != OT_NOIX)
 		return;
 	slice_t msg = d->tbl[T_LOCATION][li];
-	char kind_text[32], build_text[32];
 	model_frame fr = {0};
-	fr.kind = find_attr(d, msg, 4, 0, 0, kind_text);
+	fr.kind = find_attr(d, msg, 4, 0, 0);
 	if (loc->mapping != OT_NOIX) {
 		fr.binary = d->tbl[T_STRING][d->mapping_file[loc->mapping]];
-		fr.build_id = find_attr(d, d->tbl[T_MAPPING][loc->mapping], 5, 1, 3, build_text);
+		fr.build_id = find_attr(d, d->tbl[T_MAPPING][loc->mapping], 5, 1, 3);
 	}
 	loc->first = (uint32_t)d->n_loc_frames;
 	uint32_t k = 0;

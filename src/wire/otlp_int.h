@@ -80,6 +80,7 @@ typedef struct {
 	slice_t *tbl[T_COUNT];
 	uint32_t n[T_COUNT];
 	uint8_t *attr_code; /* per attribute_table entry: 1 + index in the keys frames use, else 0 */
+	slice_t *attr_value; /* per attribute_table entry with an attr_code: its value text */
 	ot_function *functions;
 	uint32_t *mapping_file; /* string index of each mapping's filename */
 	ot_location *locations;
@@ -105,6 +106,7 @@ typedef struct {
 	char link_hex[2][33];
 	u64map_t attrset_cache;
 
+	uint64_t sample_msgs; /* Sample messages in the request: room reserved in the batch */
 	uint64_t abs_sum; /* sum of |value| over the current profile: merges cannot overflow */
 	uint64_t frames_total;
 	int frames_over;
