@@ -12,6 +12,22 @@ int pb_varint_slow(pb_reader *r, uint64_t *v)
 {
 	const uint8_t *p = r->p;
 	uint64_t x = 0;
+	if (r->end - p >= 10) { /* room for the longest varint: no bounds checks */
+		for (unsigned i = 0; i < 9; i++) {
+			uint8_t c = p[i];
+			x |= (uint64_t)(c & 0x7f) << (7 * i);
+			if (!(c & 0x80)) {
+				r->p = p + i + 1;
+				*v = x;
+				return 0;
+			}
+		}
+		if (p[9] > 1)
+			return -1; /* more than 64 bits */
+		r->p = p + 10;
+		*v = x | (uint64_t)p[9] << 63;
+		return 0;
+	}
 	for (unsigned i = 0; i < 10; i++) {
 		if (p >= r->end)
 			return -1; /* truncated */
