@@ -269,20 +269,15 @@ static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_
 		memcpy(perm, from, (size_t)n * sizeof *perm);
 }
 
-/* Stable LSD radix sort of perm by k over the key bytes that differ between
- * samples (the time of a pprof, an empty attribute set and the high bytes
- * of node do not), so most profiles take two or three passes. */
-static void order_radix(const sample_key *k, uint32_t n, uint32_t *perm, uint32_t *tmp)
+/* Stable LSD radix sort of perm by k over the key bytes set in diff (those
+ * that differ between samples: the time of a pprof, an empty attribute set
+ * and the high bytes of node do not), one counting pass per byte. */
+static void order_radix(const sample_key *k, uint32_t n, sample_key diff, uint32_t *perm, uint32_t *tmp)
 {
-	uint64_t dlo = 0, dhi = 0;
-	for (uint32_t i = 1; i < n; i++) {
-		dlo |= k[i].lo ^ k[0].lo;
-		dhi |= k[i].hi ^ k[0].hi;
-	}
 	uint32_t count[256];
 	uint32_t *from = perm, *to = tmp;
 	for (unsigned d = 0; d < 16; d++) {
-		if (!(uint8_t)((d < 8 ? dlo : dhi) >> (8 * (d & 7))))
+		if (!key_byte(diff, d))
 			continue; /* one value for every sample */
 		memset(count, 0, sizeof count);
 		for (uint32_t i = 0; i < n; i++)
@@ -313,12 +308,23 @@ void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
 	 * saturating merges add up in the same order. */
 	sample_key *k = xmalloc((size_t)n * sizeof *k);
 	uint32_t *tmp = xmalloc((size_t)n * sizeof *tmp);
-	for (uint32_t i = 0; i < n; i++)
+	sample_key diff = {0, 0};
+	for (uint32_t i = 0; i < n; i++) {
 		k[i] = (sample_key){(uint64_t)s[i].node << 32 | s[i].attrset, (uint64_t)s[i].time_ns ^ (1ull << 63)};
-	if (n < 512)
-		order_merge(k, n, perm, tmp);
+		diff.hi |= k[i].hi ^ k[0].hi;
+		diff.lo |= k[i].lo ^ k[0].lo;
+	}
+	/* Radix costs about 2n + 512 steps per differing key byte, the merge
+	 * sort about n log2(n) comparisons: take the cheaper. */
+	uint64_t bytes = 0, log2n = 0;
+	for (unsigned d = 0; d < 16; d++)
+		bytes += key_byte(diff, d) != 0;
+	while ((1ull << log2n) < n)
+		log2n++;
+	if (bytes * (2 * (uint64_t)n + 512) < (uint64_t)n * log2n)
+		order_radix(k, n, diff, perm, tmp);
 	else
-		order_radix(k, n, perm, tmp);
+		order_merge(k, n, perm, tmp);
 	free(tmp);
 	free(k);
 }
