@@ -232,27 +232,38 @@ static inline uint8_t key_byte(sample_key k, unsigned d)
 	return (uint8_t)((d < 8 ? k.lo : k.hi) >> (8 * (d & 7)));
 }
 
-/* Stable merge sort of perm by k: insertion-sorted runs of 16, then
- * bottom-up merges through tmp. For small profiles (OTLP: tens of samples
- * each). */
-static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_t *tmp)
+/* Stable natural merge sort of perm by k: ascending runs as they come
+ * (OTLP adds each Sample's points in time order: few long runs), short ones
+ * extended to 16 by insertion, then adjacent runs merged pairwise through
+ * tmp. runs has room for n + 1 entries. */
+static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_t *tmp, uint32_t *runs)
 {
-	for (uint32_t start = 0; start < n; start += 16) {
-		uint32_t end = n - start > 16 ? start + 16 : n;
-		for (uint32_t i = start + 1; i < end; i++) {
-			uint32_t x = perm[i], j = i;
-			while (j > start && key_less(k[x], k[perm[j - 1]])) {
-				perm[j] = perm[j - 1];
-				j--;
+	uint32_t n_runs = 0;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i + 1;
+		while (j < n && !key_less(k[perm[j]], k[perm[j - 1]]))
+			j++;
+		if (j - i < 16) {
+			uint32_t end = n - i > 16 ? i + 16 : n;
+			for (; j < end; j++) {
+				uint32_t x = perm[j], m = j;
+				while (m > i && key_less(k[x], k[perm[m - 1]])) {
+					perm[m] = perm[m - 1];
+					m--;
+				}
+				perm[m] = x;
 			}
-			perm[j] = x;
 		}
+		runs[n_runs++] = i;
+		i = j;
 	}
+	runs[n_runs] = n;
 	uint32_t *from = perm, *to = tmp;
-	for (uint32_t width = 16; width < n; width *= 2) {
-		for (uint32_t lo = 0; lo < n; lo += 2 * width) {
-			uint32_t mid = n - lo > width ? lo + width : n;
-			uint32_t hi = n - mid > width ? mid + width : n;
+	while (n_runs > 1) {
+		uint32_t out_runs = 0;
+		for (uint32_t r = 0; r < n_runs; r += 2) {
+			uint32_t lo = runs[r], mid = runs[r + 1 < n_runs ? r + 1 : n_runs];
+			uint32_t hi = runs[r + 2 < n_runs ? r + 2 : n_runs];
 			uint32_t a = lo, b = mid, o = lo;
 			while (a < mid && b < hi)
 				to[o++] = key_less(k[from[b]], k[from[a]]) ? from[b++] : from[a++];
@@ -260,7 +271,10 @@ static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_
 				to[o++] = from[a++];
 			while (b < hi)
 				to[o++] = from[b++];
+			runs[out_runs++] = lo;
 		}
+		runs[out_runs] = n;
+		n_runs = out_runs;
 		uint32_t *t = from;
 		from = to;
 		to = t;
@@ -307,7 +321,7 @@ void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
 	/* Stable either way, like the merge sort (glibc qsort) this replaced, so
 	 * saturating merges add up in the same order. */
 	sample_key *k = xmalloc((size_t)n * sizeof *k);
-	uint32_t *tmp = xmalloc((size_t)n * sizeof *tmp);
+	uint32_t *tmp = xmalloc((size_t)n * 2 * sizeof *tmp + sizeof *tmp); /* tmp, then runs */
 	sample_key diff = {0, 0};
 	for (uint32_t i = 0; i < n; i++) {
 		k[i] = (sample_key){(uint64_t)s[i].node << 32 | s[i].attrset, (uint64_t)s[i].time_ns ^ (1ull << 63)};
@@ -324,7 +338,7 @@ void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
 	if (bytes * (2 * (uint64_t)n + 512) < (uint64_t)n * log2n)
 		order_radix(k, n, diff, perm, tmp);
 	else
-		order_merge(k, n, perm, tmp);
+		order_merge(k, n, perm, tmp, tmp + n);
 	free(tmp);
 	free(k);
 }

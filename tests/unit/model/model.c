@@ -93,7 +93,7 @@ static void test_samples_order_is_stable(void **state)
 {
 	(void)state;
 	uint64_t seed = 12345;
-	const uint32_t sizes[] = {0, 1, 2, 31, 33, 1000, 5000, 200, 511};
+	const uint32_t sizes[] = {0, 1, 2, 31, 33, 1000, 5000, 200, 511, 300};
 	for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
 		uint32_t n = sizes[t];
 		model_sample *s = calloc(n + 1, sizeof *s);
@@ -106,6 +106,11 @@ static void test_samples_order_is_stable(void **state)
 			s[i].attrset = (uint32_t)(r >> 8) % 3;
 			s[i].time_ns = t == 6 ? 0 : ((int64_t)((r >> 16) % 5) - 2) * INT64_C(1000000000000000);
 			s[i].value = (int64_t)i;
+			if (t == 9) { /* OTLP-like: ascending runs of 20 points per stack */
+				s[i].node = (i / 20) % 7;
+				s[i].attrset = 0;
+				s[i].time_ns = (int64_t)(i % 20) * 1000 + (int64_t)(i / 140);
+			}
 		}
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t j = i;
