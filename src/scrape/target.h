@@ -28,8 +28,21 @@ typedef struct {
 	char key[2 * SCRAPE_NAME_MAX + 32]; /* stable identity: "ns/pod/type" or "static/NAME/type" (deltas, state) */
 } scrape_target;
 
-/* "cpu", "memory", "goroutine", "block", "mutex"; -1 for others. */
+/* "cpu", "memory", "goroutine", "block", "mutex"; NULL for other numbers.
+ * scrape_type_parse is the inverse: -1 for other strings (and NULL). */
 const char *scrape_type_name(int type);
 int scrape_type_parse(const char *s);
+
+/* What S3.4 fixes per type. */
+typedef struct {
+	const char *name;         /* "cpu", … */
+	const char *default_path; /* the default request, e.g. "/debug/pprof/profile?seconds=10" */
+	int64_t timeout_ns;       /* per-request timeout; also the least interval that can scrape it */
+	int default_seconds;      /* window when the path sets no `seconds`; 0 = a snapshot type */
+	int max_seconds;          /* largest `seconds` that leaves 5 s of the timeout; 0 for snapshots */
+} scrape_type_info;
+
+/* The S3.4 row of type; NULL when type is not an enum scrape_type. Static data. */
+const scrape_type_info *scrape_type_get(int type);
 
 #endif
