@@ -18,7 +18,7 @@ command -v valgrind >/dev/null || die "valgrind missing (apt-get install valgrin
 # Like start_server, under callgrind (startup takes seconds).
 start_cg() {
 	local data=$1 out=$2 logf=$3
-	valgrind --tool=callgrind --callgrind-out-file="$out" "$KILN" serve --data "$data" \
+	valgrind --tool=callgrind --callgrind-out-file="$out" "$KILN" serve --config "$BENCH_CONFIG" --data "$data" \
 		--ui 127.0.0.1:0 --upload 127.0.0.1:0 --otlp-http off --otlp-grpc off 2>"$logf" >/dev/null &
 	SERVER_PID=$!
 	for _ in $(seq 1 600); do
