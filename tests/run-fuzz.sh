@@ -8,13 +8,13 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 CC=${FUZZ_CC:-clang}
 FLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-PKGS="libdeflate libzstd jansson libfyaml libxxhash"
+PKGS="libevent libevent_pthreads libevent_openssl libnghttp2 libcurl sqlite3 libdeflate libzstd jansson libfyaml libxxhash openssl"
 out=build-fuzz
 mkdir -p "$out/obj"
-# The decoders' modules as an archive (only what a target uses is linked),
+# Every library module as an archive (only what a target uses is linked),
 # with sanitizers and fuzzer instrumentation.
 objs=()
-for f in src/base/*.c src/model/*.c src/wire/*.c; do
+for f in $(ls src/*/*.c | grep -v '^src/cli/main.c$'); do
   o="$out/obj/$(echo "$f" | tr / _).o"
   $CC ${FLAGS/fuzzer,/fuzzer-no-link,} $(pkg-config --cflags $PKGS 2>/dev/null) -c "$f" -o "$o"
   objs+=("$o")
@@ -25,7 +25,7 @@ status=0
 for src in tests/fuzz/*.c; do
   name=$(basename "$src" .c)
   [ "$name" = replay_main ] && continue
-  $CC $FLAGS -o "$out/$name" "$src" "$out/libfuzzlib.a" $(pkg-config --libs $PKGS 2>/dev/null) -lm
+  $CC $FLAGS -o "$out/$name" "$src" "$out/libfuzzlib.a" $(pkg-config --libs $PKGS 2>/dev/null) -lm -pthread
   mkdir -p "$out/corpus/$name" "$out/crashes/$name"
   [ -d "tests/fuzz/corpus/$name" ] && cp -n tests/fuzz/corpus/"$name"/* "$out/corpus/$name/" 2>/dev/null || true
   echo "fuzz: $name for ${secs}s"
