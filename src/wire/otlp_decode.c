@@ -70,12 +70,40 @@ static int lenient_next(pb_reader *r, uint32_t want, slice_t *out)
 	return 0;
 }
 
-/* Profiles and samples of the request, read with any dictionary layout. */
-static void lenient_count(slice_t req, uint64_t *profiles, uint64_t *samples)
+/* Points of one Sample (more values or timestamps, at least one), read
+ * leniently: only to size the batch. */
+static uint64_t lenient_points(slice_t sample)
+{
+	uint64_t values = 0, stamps = 0, v;
+	pb_reader r = pb_reader_make(sample);
+	uint32_t num;
+	int wt;
+	while (!pb_done(&r) && pb_key(&r, &num, &wt) == 0) {
+		slice_t s;
+		if (num == 4 && wt == PB_LEN && pb_bytes(&r, &s) == 0) {
+			for (size_t i = 0; i < s.n; i++)
+				values += !(s.p[i] & 0x80);
+		} else if (num == 5 && wt == PB_LEN && pb_bytes(&r, &s) == 0) {
+			stamps += s.n / 8;
+		} else if ((num == 4 && wt == PB_VARINT) || (num == 5 && wt == PB_I64)) {
+			if (pb_skip(&r, wt) < 0)
+				break;
+			*(num == 4 ? &values : &stamps) += 1;
+		} else if (pb_skip(&r, wt) < 0) {
+			break;
+		}
+	}
+	v = values > stamps ? values : stamps;
+	return v ? v : 1;
+}
+
+/* Profiles, samples and sample points of the request, read with any
+ * dictionary layout. */
+static void lenient_count(slice_t req, uint64_t *profiles, uint64_t *samples, uint64_t *points)
 {
 	slice_t rp, sp, prof, s;
 	pb_reader r = pb_reader_make(req);
-	*profiles = *samples = 0;
+	*profiles = *samples = *points = 0;
 	while (lenient_next(&r, 1, &rp)) {
 		pb_reader rr = pb_reader_make(rp);
 		while (lenient_next(&rr, 2, &sp)) {
@@ -83,8 +111,10 @@ static void lenient_count(slice_t req, uint64_t *profiles, uint64_t *samples)
 			while (lenient_next(&sr, 2, &prof)) {
 				(*profiles)++;
 				pb_reader pr = pb_reader_make(prof);
-				while (lenient_next(&pr, 2, &s))
+				while (lenient_next(&pr, 2, &s)) {
 					(*samples)++;
+					*points += lenient_points(s);
+				}
 			}
 		}
 	}
@@ -397,11 +427,11 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 	                slice_eq_cstr(punit, "nanoseconds");
 	mp->time_ns = t0;
 	mp->duration_ns = (int64_t)duration;
-	/* Room for every sample of the request at once (one point per Sample
-	 * message, the usual case) instead of a doubling chain per profile. */
+	/* Room for every point of the request at once instead of a doubling
+	 * chain per profile (points are bounded by the request's bytes). */
 	size_t want = (size_t)b->n_samples + kept;
-	if (want > b->cap_samples && d->sample_msgs > want)
-		want = (size_t)d->sample_msgs;
+	if (want > b->cap_samples && b->n_samples + d->points > want)
+		want = (size_t)(b->n_samples + d->points);
 	b->samples = xgrow(b->samples, &b->cap_samples, want, sizeof *b->samples);
 	model_samples_add(b, mp, d->pending, (uint32_t)kept);
 	model_profile_finish(b, mp);
@@ -638,10 +668,10 @@ static int decode(ot_dec *d, slice_t pb, otlp_result *res, kn_err *err)
 		}
 	}
 
-	uint64_t profiles = 0, samples = 0;
+	uint64_t profiles = 0, samples = 0, points = 0;
 	if (n_dicts == 0 || n_rp > 0)
-		lenient_count(pb, &profiles, &samples);
-	d->sample_msgs = samples;
+		lenient_count(pb, &profiles, &samples, &points);
+	d->points = points;
 	if (n_dicts == 0) {
 		if (profiles == 0)
 			return 0; /* nothing to decode: an empty request succeeds */

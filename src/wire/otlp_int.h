@@ -106,7 +106,7 @@ typedef struct {
 	char link_hex[2][33];
 	u64map_t attrset_cache;
 
-	uint64_t sample_msgs; /* Sample messages in the request: room reserved in the batch */
+	uint64_t points; /* sample points of the request (lenient count): room reserved in the batch */
 	uint64_t abs_sum; /* sum of |value| over the current profile: merges cannot overflow */
 	uint64_t frames_total;
 	int frames_over;
