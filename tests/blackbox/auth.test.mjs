@@ -24,7 +24,7 @@ before(async () => {
   if (todo) return;
   K.ingest = await createKey(dataDir, 'pa', 'pa-ingest', 'ingest');
   K.query = await createKey(dataDir, 'pa', 'pa-query', 'query');
-  K.both = await createKey(dataDir, 'pa', 'pa-both');
+  K.both = await createKey(dataDir, 'pa', 'pa-both', 'both');
   K.rev = await createKey(dataDir, 'pa', 'pa-revoked', 'both');
   K.otherRev = await createKey(dataDir, 'pa', 'pa-revoked-before', 'both');
   await revokeKey(dataDir, 'pa-revoked-before');
@@ -101,7 +101,8 @@ test('a refused push stores nothing', { todo }, async () => {
       assert.ok(r.status === 401 || r.status === 403, ctxOf(l, JSON.stringify(auth), r));
     }
   }
-  const s = await queryAs(server, { key: K.both });
+  const s = await queryAs(server, { key: K.query });
+  assert.equal(s.status, 200, s.describe);
   assert.ok(!s.raw.json.services.some((x) => x.name === svc), `refused pushes were stored: ${s.raw.text.slice(0, 400)}`);
 });
 
@@ -204,7 +205,7 @@ test('UI: POST /login with a wrong or ingest-only key sets no cookie', { todo },
 
 test('config auth per listener: upload required, the others open (project default)', { todo }, async () => {
   const dir = mkTemp('auth-cfg');
-  const key = await createKey(dir, 'pc', 'pc-both');
+  const key = await createKey(dir, 'pc', 'pc-both', 'both');
   const s = await startS6({ dataDir: dir, config: configYaml({ listeners: { upload: { auth: 'required' } } }) });
   try {
     const svc = uniqueName('auth-cfg');

@@ -103,10 +103,16 @@ test('plain HTTP against every TLS port fails promptly (no hang) and the server 
     assert.ok(!r.ok, 'h2c gRPC against the TLS port must fail');
     assert.notEqual(r.codeName, 'DEADLINE_EXCEEDED', `h2c against TLS hung: ${describeGrpcMd(r)} after ${Date.now() - t0} ms`);
   } finally { c.close(); }
-  for (const l of ALL4) {
+  // HTTP/1.1 listeners answer over TLS (any status); the gRPC one speaks h2 only.
+  for (const l of ['upload', 'otlp_http', 'ui']) {
     const r = await request(`${server.urls[l]}/healthz`, { ca: certs.caPem }).then((x) => x, (e) => e);
     assert.ok(!(r instanceof Error), `${l}: the TLS listener stopped answering after plain-HTTP clients: ${r.message ?? ''}`);
   }
+  const g = grpcClientAt(server.urls.otlp_grpc, { ca: certs.caPem });
+  try {
+    const r = await grpcExportMd(g, otlpN(uniqueName('tls-grpc-after'), 2), {}, 15000);
+    assert.ok(r.ok, `gRPC over TLS after plain clients: ${describeGrpcMd(r)}`);
+  } finally { g.close(); }
   const h = await apiAs(server, '/healthz', {}, { ca: certs.caPem });
   assert.equal(h.status, 200, `/healthz over TLS afterwards: ${brief(h)}`);
   const up = await pushTo(server, 'upload', uniqueName('tls-after'), {}, { ca: certs.caPem });

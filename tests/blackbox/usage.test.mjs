@@ -3,8 +3,8 @@
 // GET /api/usage and `kiln usage` show them, equal what this test sent —
 // and they survive a restart (flushed every second).
 // Sent: pprof uploads of n value-1 rows ("samples" = n), OTLP requests of n
-// sample points, a 10,001-row pprof (413), a pprof with a missing location
-// id (400), a pprof dated 20 days ago (400, out of window), an OTLP request
+// sample points, a 10,001-row pprof (413) and a pprof with a missing
+// location id (400) — each counts as 1, having no decoded sample count —, a pprof dated 20 days ago (400, out of window), an OTLP request
 // with 2 of 5 samples 20 days old (200, partial), and pushes past a 2000/s
 // limit (429).
 import { test, before, after } from 'node:test';
@@ -88,9 +88,11 @@ test('usage counts what was sent, per key and reason, in /api/usage, `kiln usage
   await send('ok-foreign', 'upload', K.foreign, { n: 11 }, 200);
   count('us-foreign', 'accepted', 11);
 
-  // too_large: 10,001 rows (the row limit), one type
+  // too_large: 10,001 rows (the row limit), one type. A request that could
+  // not be decoded has no known sample count and counts as 1
+  // (docs/OPERATIONS.md "Usage").
   await send('too-large', 'upload', K.main, { body: manyRows(10001) }, 413);
-  count('us-main', 'too_large', 10001);
+  count('us-main', 'too_large', 1);
 
   // invalid: 4 rows, one with a location id that does not exist
   const bad = buildProfile({
@@ -99,7 +101,7 @@ test('usage counts what was sent, per key and reason, in /api/usage, `kiln usage
   }).tables;
   bad.samples[0].locationIds = [999];
   await send('invalid', 'upload', K.main, { body: encodeProfile(bad) }, 400);
-  count('us-main', 'invalid', 4);
+  count('us-main', 'invalid', 1); // not decoded: counts as 1 (docs/OPERATIONS.md)
 
   // out_of_window: a pprof dated 20 days ago (retention 14 days)
   const from = nowS() - 20 * DAY;
