@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/buf.h"
 #include "base/slice.h"
@@ -68,9 +69,21 @@ static inline int pb_read_le(pb_reader *r, unsigned n, uint64_t *v)
 {
 	if (r->end - r->p < (ptrdiff_t)n)
 		return -1;
-	uint64_t x = 0;
-	for (unsigned i = n; i-- > 0;)
-		x = (x << 8) | r->p[i];
+	uint64_t x;
+	if (n == 8) {
+		memcpy(&x, r->p, 8);
+	} else {
+		uint32_t y;
+		memcpy(&y, r->p, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		y = __builtin_bswap32(y);
+#endif
+		x = y;
+	}
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	if (n == 8)
+		x = __builtin_bswap64(x);
+#endif
 	r->p += n;
 	*v = x;
 	return 0;
