@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/timeutil.h"
 
 const char *const listener_names[LISTENER_COUNT] = {"upload", "otlp_http", "otlp_grpc", "ui"};
+const char *const config_scrape_type_names[CONFIG_SCRAPE_TYPES] = {"cpu", "memory", "goroutine", "block", "mutex"};
 static const char *const default_addrs[LISTENER_COUNT] = {":8028", ":4318", ":4317", ":4040"};
 
 void config_set(char **field, const char *value)
@@ -27,6 +29,7 @@ void config_defaults(kiln_config *c)
 	c->samples_per_second = 20000;
 	c->retention_days = 14;
 	c->retention_max_days = 14;
+	c->scrape.interval_ns = 60 * 1000000000LL;
 }
 
 int config_retention_days(const kiln_config *c, const char *project)
@@ -48,6 +51,19 @@ void config_free(kiln_config *c)
 		free(c->listeners[i].addr);
 		free(c->listeners[i].tls_cert);
 		free(c->listeners[i].tls_key);
+	}
+	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
+		free(c->scrape.prefixes[i]);
+	for (uint32_t i = 0; i < c->scrape.n_statics; i++) {
+		static_target_config *t = &c->scrape.statics[i];
+		char *strs[] = {t->name, t->url, t->host, t->service, t->namespace_, t->pod, t->container, t->workload};
+		for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
+			free(strs[k]);
+		for (int k = 0; k < CONFIG_SCRAPE_TYPES; k++) {
+			free(t->types[k].path);
+			free(t->types[k].scheme);
+			free(t->types[k].sample_types);
+		}
 	}
 	memset(c, 0, sizeof *c);
 }
@@ -95,6 +111,132 @@ static int read_number(struct fy_node *root, const char *path, double min, doubl
 		return err_set(err, 400, "config %s must be a number from %g to %g", path, min, max);
 	*out = d;
 	return 1;
+}
+
+/* A boolean at path: 1/0 into *out when set; -1 if not true/false. */
+static int read_bool(struct fy_node *root, const char *path, int *out, kn_err *err)
+{
+	char *v;
+	if (scalar_at(root, path, &v, err) < 0)
+		return -1;
+	if (!v)
+		return 0;
+	int t = !strcmp(v, "true"), f = !strcmp(v, "false");
+	free(v);
+	if (!t && !f)
+		return err_set(err, 400, "config %s must be true or false", path);
+	*out = t;
+	return 0;
+}
+
+/* One entry of receivers.profiles.scrape.static (a mapping). */
+static int load_static_target(struct fy_node *n, uint32_t i, static_target_config *t, kn_err *err)
+{
+	if (!fy_node_is_mapping(n))
+		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] must be a mapping", i);
+	static const char *const fields[] = {"name", "url", "host", "service", "namespace", "pod", "container",
+	                                     "workload"};
+	char **dst[] = {&t->name, &t->url, &t->host, &t->service, &t->namespace_, &t->pod, &t->container, &t->workload};
+	for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+		if (read_string(n, fields[k], dst[k], err) < 0)
+			return -1;
+	double port = 0;
+	if (read_number(n, "port", 1, 65535, &port, err) < 0)
+		return -1;
+	t->port = (int)port;
+	if (!t->name || !*t->name)
+		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] needs a name", i);
+	if (!t->url == !t->host)
+		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] (%s) needs either url or host + port",
+		               i, t->name);
+	if (t->host && !t->port)
+		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] (%s): host needs a port", i, t->name);
+	struct fy_node *types = fy_node_by_path(n, "types", (size_t)-1, FYNWF_DONT_FOLLOW);
+	if (!types || !fy_node_is_mapping(types))
+		return err_set(err, 400,
+		               "config receivers.profiles.scrape.static[%u] (%s) needs types: {cpu: {scrape: true}, ...}", i,
+		               t->name);
+	void *it = NULL;
+	struct fy_node_pair *pair;
+	while ((pair = fy_node_mapping_iterate(types, &it))) {
+		size_t kl;
+		const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &kl);
+		int type = -1;
+		for (int ty = 0; k && ty < CONFIG_SCRAPE_TYPES; ty++)
+			if (strlen(config_scrape_type_names[ty]) == kl && !memcmp(k, config_scrape_type_names[ty], kl))
+				type = ty;
+		struct fy_node *v = fy_node_pair_value(pair);
+		if (type < 0 || !v || !fy_node_is_mapping(v))
+			return err_set(err, 400,
+			               "config receivers.profiles.scrape.static[%u].types: each key is one of cpu, memory, "
+			               "goroutine, block, mutex with a mapping {scrape, path, scheme, sample_types}",
+			               i);
+		scrape_type_config *tc = &t->types[type];
+		if (read_bool(v, "scrape", &tc->scrape, err) < 0 || read_string(v, "path", &tc->path, err) < 0 ||
+		    read_string(v, "scheme", &tc->scheme, err) < 0 ||
+		    read_string(v, "sample_types", &tc->sample_types, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* receivers.profiles.scrape (SPEC S3.1, S3.2). */
+static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
+{
+	if (read_bool(root, "/receivers/profiles/scrape/enabled", &sc->enabled, err) < 0)
+		return -1;
+	char *v = NULL;
+	if (scalar_at(root, "/receivers/profiles/scrape/interval", &v, err) < 0)
+		return -1;
+	if (v) {
+		int bad = time_parse_duration(v, &sc->interval_ns) < 0;
+		free(v);
+		if (bad)
+			return err_set(err, 400, "config receivers.profiles.scrape.interval must be a duration such as 1m or 30s");
+	}
+	double port;
+	int rc = read_number(root, "/receivers/profiles/scrape/defaultPort", 0, 65535, &port, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 1)
+		sc->default_port = (int)port;
+	struct fy_node *pre = fy_node_by_path(root, "/receivers/profiles/scrape/extraAnnotationPrefixes", (size_t)-1,
+	                                      FYNWF_DONT_FOLLOW);
+	if (pre) {
+		if (!fy_node_is_sequence(pre))
+			return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes must be a list");
+		void *it = NULL;
+		struct fy_node *n;
+		while ((n = fy_node_sequence_iterate(pre, &it))) {
+			size_t len;
+			const char *s = fy_node_is_scalar(n) ? fy_node_get_scalar(n, &len) : NULL;
+			if (!s)
+				return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes: each item is a "
+				                         "prefix such as example.com/profiles");
+			if (sc->n_prefixes == CONFIG_PREFIXES_MAX)
+				return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes: at most %d",
+				               CONFIG_PREFIXES_MAX);
+			sc->prefixes[sc->n_prefixes++] = xstrndup(s, len);
+		}
+	}
+	struct fy_node *st = fy_node_by_path(root, "/receivers/profiles/scrape/static", (size_t)-1, FYNWF_DONT_FOLLOW);
+	if (st) {
+		if (!fy_node_is_sequence(st))
+			return err_set(err, 400, "config receivers.profiles.scrape.static must be a list of targets");
+		void *it = NULL;
+		struct fy_node *n;
+		while ((n = fy_node_sequence_iterate(st, &it))) {
+			if (sc->n_statics == CONFIG_STATIC_TARGETS_MAX)
+				return err_set(err, 400, "config receivers.profiles.scrape.static: at most %d targets",
+				               CONFIG_STATIC_TARGETS_MAX);
+			if (load_static_target(n, sc->n_statics, &sc->statics[sc->n_statics], err) < 0) {
+				sc->n_statics++; /* freed by config_free */
+				return -1;
+			}
+			sc->n_statics++;
+		}
+	}
+	return 0;
 }
 
 int config_load_file(kiln_config *c, const char *path, kn_err *err)
@@ -193,6 +335,8 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 		}
 		c->max_rows = (uint32_t)v;
 	}
+	if (load_scrape(root, &c->scrape, err) < 0)
+		goto out;
 	rc = 0;
 out:
 	fy_document_destroy(doc);

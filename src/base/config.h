@@ -15,6 +15,38 @@ typedef struct {
 	char *tls_cert, *tls_key;
 } listener_config;
 
+/* One profile type of a static scrape target (SPEC S3.2, S3.3): the same
+ * settings as the pod annotations. NULL strings take the type's default. */
+typedef struct {
+	int scrape; /* scrape: true */
+	char *path, *scheme, *sample_types;
+} scrape_type_config;
+
+#define CONFIG_SCRAPE_TYPES 5 /* cpu, memory, goroutine, block, mutex (enum scrape_type order) */
+#define CONFIG_STATIC_TARGETS_MAX 256
+#define CONFIG_PREFIXES_MAX 16
+
+/* receivers.profiles.scrape.static[i]: a host outside Kubernetes. Either url
+ * ("http://host:port", no path) or host + port. */
+typedef struct {
+	char *name, *url, *host;
+	int port;
+	char *service, *namespace_, *pod, *container, *workload;
+	scrape_type_config types[CONFIG_SCRAPE_TYPES];
+} static_target_config;
+
+/* receivers.profiles.scrape (SPEC S3.1). Values are kept as given; the
+ * scraper checks them (interval, prefixes) and logs what it refuses. */
+typedef struct {
+	int enabled;
+	int64_t interval_ns; /* default 1m */
+	int default_port;
+	char *prefixes[CONFIG_PREFIXES_MAX]; /* extraAnnotationPrefixes */
+	uint32_t n_prefixes;
+	static_target_config statics[CONFIG_STATIC_TARGETS_MAX]; /* static */
+	uint32_t n_statics;
+} scrape_config;
+
 typedef struct {
 	char *data_dir;
 	char *role; /* all | sensor | ingestor | query */
@@ -29,7 +61,11 @@ typedef struct {
 		char *project;
 		int days;
 	} project_retention[64];
+	scrape_config scrape; /* receivers.profiles.scrape */
 } kiln_config;
+
+/* The names of CONFIG_SCRAPE_TYPES in order ("cpu", "memory", ...). */
+extern const char *const config_scrape_type_names[CONFIG_SCRAPE_TYPES];
 
 /* The retention of project (its own setting, else the default), capped. */
 int config_retention_days(const kiln_config *c, const char *project);
