@@ -1,0 +1,38 @@
+/* The delta rule of SPEC S5.2 for scraped Go heap profiles: their alloc_*
+ * values are cumulative since the process started, so the store gets the
+ * growth between two consecutive scrapes of one target instead. inuse_*
+ * (snapshots) pass through untouched. Knows batches, not HTTP or targets. */
+#ifndef KILN_SCRAPE_DELTA_H
+#define KILN_SCRAPE_DELTA_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+
+/* Previous cumulative values of one target key: (alloc sample type, stack
+ * node id, attribute set id, sample time) → value. Holds at most
+ * max_entries values (one scrape's alloc rows); a scrape with more resets it.
+ * Not thread-safe: one user at a time (the target's scrape in progress). */
+typedef struct scrape_delta scrape_delta;
+
+enum scrape_delta_outcome {
+	SCRAPE_DELTA_NO_ALLOC, /* the batch has no alloc_* profile: nothing to do, the state is dropped */
+	SCRAPE_DELTA_FIRST,    /* no previous scrape: alloc_* profiles removed, values remembered */
+	SCRAPE_DELTA_APPLIED,  /* alloc_* values replaced by their growth (zero rows dropped) */
+	SCRAPE_DELTA_RESET,    /* a value went down (restart) or too many rows: alloc_* removed, values
+	                          remembered as the new baseline (or forgotten when too many) */
+};
+
+scrape_delta *scrape_delta_new(uint32_t max_entries);
+void scrape_delta_free(scrape_delta *d); /* NULL is a no-op */
+
+/* Applies the rule to the finished batch b in place (profiles whose sample
+ * type starts with "alloc_") and remembers b's cumulative values for the
+ * next call. Returns an enum scrape_delta_outcome. */
+int scrape_delta_apply(scrape_delta *d, model_batch *b);
+
+/* Removes the profiles i of b with drop[i] != 0, keeping the others in
+ * order (their samples stay where they are). */
+void scrape_drop_profiles(model_batch *b, const uint8_t *drop);
+
+#endif

@@ -1,0 +1,137 @@
+/* The scrape loop of the sensor (SPEC S3.1, S3.6-S3.8): fetches each target's
+ * pprof endpoint on a schedule spread over the interval (libcurl multi on the
+ * event loop, never blocking it), hands the body to the worker pool for the
+ * push path (bounded gunzip, pprof decode, .sample_types, heap deltas of
+ * S5.2), submits to the store under project `default`, and keeps per-target
+ * state for /api/targets and /metrics. Discovery (k8s, static config) only
+ * hands it target sets; it never finds targets itself. */
+#ifndef KILN_SCRAPE_SCRAPER_H
+#define KILN_SCRAPE_SCRAPER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/config.h"
+#include "base/err.h"
+#include "ingest/usage.h"
+#include "model/model.h"
+#include "net/loop.h"
+#include "net/pool.h"
+#include "scrape/target.h"
+#include "store/store.h"
+
+#define SCRAPE_MAX_INFLIGHT 64                   /* S3.6: more at once → skipped_concurrency */
+#define SCRAPE_MAX_COMPRESSED (8u << 20)         /* S3.7: response body as received */
+#define SCRAPE_MAX_DECOMPRESSED (32u << 20)      /* S3.7: after gunzip */
+#define SCRAPE_MIN_INTERVAL_NS (10LL * 1000000000LL) /* S3.1 */
+#define SCRAPE_PROJECT "default"                 /* scraped data's project and usage key (S1) */
+
+/* Results of one scrape (S3.8), in this order in /metrics and /api/targets.
+ * http_5xx is a 5xx other than Go's busy CPU profiler (the spec has no code
+ * for it). */
+enum scrape_result {
+	SCRAPE_OK,
+	SCRAPE_CONNECTION_ERROR,
+	SCRAPE_TIMEOUT,
+	SCRAPE_HTTP_4XX,
+	SCRAPE_HTTP_3XX,
+	SCRAPE_HTTP_5XX,
+	SCRAPE_TARGET_BUSY,
+	SCRAPE_VALIDATION_ERROR,
+	SCRAPE_TOO_LARGE,
+	SCRAPE_SKIPPED_CONCURRENCY,
+	SCRAPE_RESULTS
+};
+/* "ok", "connection_error", ...; "unknown" out of range. */
+const char *scrape_result_name(int result);
+
+/* ---- The loop. Every function here runs on the loop thread. ---------- */
+
+typedef struct scraper scraper;
+
+typedef struct {
+	kn_loop *loop;
+	kn_pool *pool;
+	store_t *store;
+	usage_t *usage;        /* may be NULL */
+	int64_t interval_ns;   /* checked already (scrape_check_settings) */
+	uint32_t max_rows;     /* maxDecodedSampleRows, after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
+} scraper_opts;
+
+/* A scraper with no targets. NULL if libcurl cannot be set up. */
+scraper *scraper_new(const scraper_opts *o);
+
+/* Replaces the target set with t[0..n) (copied). State (schedule offset,
+ * results, heap delta baseline) is kept for keys already present; removed
+ * targets stop (a scrape in flight finishes first, its result is dropped).
+ * A target whose timeout exceeds the interval, or repeating a key, is left
+ * out. */
+void scraper_set_targets(scraper *s, const scrape_target *t, size_t n);
+
+/* The S3.8 `profile scrape targets skipped` line, called by discovery after
+ * each rebuild of the target set with the number of targets skipped for
+ * reason (no_port, invalid_port, invalid_target) and one example. Logs when
+ * the reason appears (count > 0 after a rebuild where it was 0 or on the
+ * first call); count 0 clears it. */
+void scraper_report_skipped(scraper *s, const char *reason, const char *namespace_, const char *pod,
+                            const char *type, uint32_t count);
+
+/* {"targets":[{key,type,url (masked),namespace,pod,container,service,
+ * last_result,last_scrape,last_success,consecutive_failures,results:{…}}]}
+ * sorted by key; times RFC 3339 UTC or null. */
+void scraper_write_targets(scraper *s, buf_t *out);
+/* kiln_scrape_results_total{type,result}, kiln_scrape_targets, kiln_scrape_inflight. */
+void scraper_write_metrics(scraper *s, buf_t *out);
+
+/* Shutdown, part 1 (before freeing the loop): stops timers and aborts
+ * transfers. Scrapes already on the pool still finish (their completions,
+ * posted to the loop, only update state). */
+void scraper_stop(scraper *s);
+/* Part 2, after loop_free ran the last posted completions. NULL is a no-op. */
+void scraper_free(scraper *s);
+
+/* From kiln serve's config: checks the settings (logging the S3.1 lines),
+ * builds the static targets (logging skips) and starts scraping them.
+ * NULL when scraping is off (not enabled, or disabled by a bad setting). */
+scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store, usage_t *usage);
+
+/* ---- Pure rules (scraper_rules.c): no I/O, any thread. ---------------- */
+
+/* S3.4 per type: timeout, default window (0 for snapshots), default path. */
+int64_t scrape_type_timeout_ns(int type);
+int64_t scrape_type_window_ns(int type);
+const char *scrape_type_default_path(int type);
+
+/* Copies url into out (size n, NUL-terminated, truncated) with every query
+ * value except `seconds` replaced by *** and a userinfo password too
+ * (S3.6): "/x?seconds=2&token=abc" → "/x?seconds=2&token=***". */
+void scrape_mask_url(const char *url, char *out, size_t n);
+
+/* The target's stable place in the interval: a hash of key, whole ms. */
+int64_t scrape_offset_ns(const char *key, int64_t interval_ns);
+/* The first time after now that is offset modulo interval. */
+int64_t scrape_next_due(int64_t now_ns, int64_t interval_ns, int64_t offset_ns);
+
+/* S3.1: 0 when scraping can run; -1 with a reason ("interval 5s is below
+ * the minimum of 10s", "extraAnnotationPrefixes[1] \"Bad_Prefix\" is not a
+ * DNS subdomain") otherwise. type_ok[type] = 1 for types whose timeout fits
+ * the interval; invalid gets their names ("cpu,block,mutex"; "" when none). */
+int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n_prefixes, int type_ok[SCRAPE_TYPES],
+                          char *invalid, size_t invalid_n, char *reason, size_t reason_n);
+
+/* Fills t from one static target's type settings (S3.2-S3.4): url from
+ * url or host+port plus path (default per type; `seconds` added or checked),
+ * scheme, timeouts, attribution, key "static/NAME/TYPE". 0, or -1 with the
+ * skip reason ("invalid_target", "invalid_port") and a message. */
+int scrape_static_target(const static_target_config *c, int type, scrape_target *t, const char **reason,
+                         char *msg, size_t msg_n);
+
+/* Keeps the profiles whose sample type is in list (comma separated, spaces
+ * ignored; "" keeps all). -1 with err (a validation_error) when a listed
+ * type is missing from the profile. */
+int scrape_filter_sample_types(model_batch *b, const char *list, kn_err *err);
+/* -1 with err when a profile of b has more than max_rows rows (S3.7). */
+int scrape_check_rows(const model_batch *b, uint32_t max_rows, kn_err *err);
+
+#endif
