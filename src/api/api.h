@@ -17,6 +17,7 @@
 #include "net/http.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "scrape/scraper.h"
 #include "store/store.h"
 
 /* Operational counters for /metrics (all atomics; no lock). */
@@ -34,6 +35,7 @@ typedef struct {
 	ratelimit_t *limiter;
 	usage_t *usage;
 	const kiln_config *cfg;
+	scraper *scraper;      /* NULL when this process does not scrape (role, settings) */
 	api_metrics metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
 } api_ctx;

@@ -183,4 +183,6 @@ void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out)
 	           "kiln_inflight_requests %u\n",
 	           store_queue_depth(a->store), st.commit_ns_sum / 1e9, (unsigned long long)st.commits,
 	           st.commit_ns_max / 1e9, st.partitions, api_inflight(a));
+	if (a->scraper)
+		scraper_write_metrics(a->scraper, out);
 }

@@ -14,7 +14,7 @@
 #include "base/timeutil.h"
 #include "query/query.h"
 
-enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_METRICS };
+enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_METRICS, R_TARGETS };
 
 static const struct {
 	const char *path;
@@ -116,6 +116,7 @@ static void query_work(void *arg)
 		rc = query_span(s, j->q.project, j->trace_id, j->span_id, &j->span, &j->out, &j->err);
 		break;
 	case R_METRICS: /* written on the loop thread */
+	case R_TARGETS:
 		rc = 0;
 		break;
 	case R_USAGE:
@@ -310,7 +311,8 @@ void api_ui_on_request(http_req *r, void *ctx)
 		if (slice_eq_cstr(r->path, routes[i].path))
 			found = (int)i;
 	int metrics = slice_eq_cstr(r->path, "/metrics");
-	if (found < 0 && !metrics) {
+	int targets = slice_eq_cstr(r->path, "/api/targets");
+	if (found < 0 && !metrics && !targets) {
 		const ui_asset *a = ui_asset_find(r->path);
 		api_count(api, LISTENER_UI, a ? 200 : 404, 0);
 		if (a) {
@@ -338,6 +340,15 @@ void api_ui_on_request(http_req *r, void *ctx)
 	if (metrics) {
 		api_metrics_write(api, &j->caller, &j->out);
 		j->route = R_METRICS;
+		query_reply(j);
+		return;
+	}
+	if (targets) { /* scrape state lives on this thread; scraped data belongs to project default */
+		if (api->scraper && !strcmp(j->caller.project, SCRAPE_PROJECT))
+			scraper_write_targets(api->scraper, &j->out);
+		else
+			buf_puts(&j->out, "{\"targets\":[]}\n");
+		j->route = R_TARGETS;
 		query_reply(j);
 		return;
 	}

@@ -31,6 +31,7 @@ typedef struct {
 	api_listener listeners[LISTENER_COUNT];
 	http_server *servers[LISTENER_COUNT]; /* HTTP/1.1 listeners */
 	grpc_server *grpc;                    /* the OTLP/gRPC listener */
+	scraper *scraper;                     /* roles all and sensor, when scraping is enabled */
 	struct event *sig_term, *sig_int, *drain_timer;
 	int draining_ms;
 	struct event *keys_timer, *usage_timer, *retention_timer;
@@ -342,6 +343,9 @@ int cli_serve(int argc, char **argv)
 	log_info("starting", "role=%s data=%s workers=%ld", s.cfg.role, s.cfg.data_dir, cores > 0 ? cores : 2);
 	if (start_listeners(&s) < 0)
 		goto out;
+	/* S1: only the roles all and sensor ever scrape. */
+	if (!strcmp(s.cfg.role, "all") || !strcmp(s.cfg.role, "sensor"))
+		s.scraper = s.api.scraper = scraper_from_config(&s.cfg, s.loop, s.pool, s.store, s.api.usage);
 	s.keys_timer = periodic(&s, KEYS_REFRESH_MS, on_keys_timer);
 	s.usage_timer = periodic(&s, USAGE_FLUSH_MS, on_usage_timer);
 	s.retention_timer = periodic(&s, RETENTION_SWEEP_MS, on_retention_timer);
@@ -370,6 +374,7 @@ out:
 	for (size_t i = 0; i < 3; i++)
 		if (timers[i])
 			event_free(timers[i]);
+	scraper_stop(s.scraper); /* scrapes already decoding finish on the pool below */
 	if (s.pool)
 		pool_free(s.pool); /* runs queued jobs: their batches reach the store */
 	if (s.store)
@@ -382,6 +387,7 @@ out:
 		ratelimit_free(s.api.limiter);
 	if (s.loop)
 		loop_free(s.loop);
+	scraper_free(s.scraper); /* after loop_free ran the scrapes' last completions */
 	if (rc == 0)
 		log_info("stopped", NULL);
 	config_free(&s.cfg);
