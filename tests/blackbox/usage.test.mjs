@@ -18,7 +18,7 @@ import { todoUnless, stopAll, startTracked, createKey, startS6, configYaml, apiA
 import { pushTo } from './lib/s6-push.mjs';
 
 const R = 2000;
-const todo = await todoUnless('keys', 'auth', 'ratelimit', 'usage', 'retention');
+const todo = await todoUnless('keys', 'auth', 'ratelimit', 'usage', 'retention', 'usageExact');
 const dataDir = mkTemp('usage');
 const config = configYaml({ limits: { samplesPerSecond: R } });
 const K = {};
