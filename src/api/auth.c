@@ -79,7 +79,10 @@ void api_account(api_ctx *a, const api_caller *c, uint64_t samples, const kn_err
 	if (err && (err->status == 503 || err->status == 500 || err->status == 401 || err->status == 403))
 		return; /* not the sender's data's fault, or not the key's */
 	int reason = reason_of(err);
-	api_account_reason(a, c, reason == USAGE_ACCEPTED ? samples : 0, reason, samples);
+	if (reason == USAGE_ACCEPTED)
+		api_account_reason(a, c, samples, USAGE_ACCEPTED, 0); /* usage_add counts accepted once */
+	else
+		api_account_reason(a, c, 0, reason, samples);
 }
 
 void api_account_reason(api_ctx *a, const api_caller *c, uint64_t accepted, int reason, uint64_t samples)
