@@ -54,6 +54,10 @@ void config_free(kiln_config *c)
 	}
 	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
 		free(c->scrape.prefixes[i]);
+	free(c->kubernetes.api_server);
+	free(c->kubernetes.token_file);
+	free(c->kubernetes.ca_file);
+	free(c->kubernetes.node);
 	for (uint32_t i = 0; i < c->scrape.n_statics; i++) {
 		static_target_config *t = &c->scrape.statics[i];
 		char *strs[] = {t->name, t->url, t->host, t->service, t->namespace_, t->pod, t->container, t->workload};
@@ -239,6 +243,25 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 	return 0;
 }
 
+/* kubernetes: {apiServer, tokenFile, caFile, node} (SPEC S3.2). */
+static int load_kubernetes(struct fy_node *root, kube_config *k, kn_err *err)
+{
+	struct fy_node *n = fy_node_by_path(root, "/kubernetes", (size_t)-1, FYNWF_DONT_FOLLOW);
+	if (!n)
+		return 0;
+	if (!fy_node_is_mapping(n))
+		return err_set(err, 400, "config kubernetes must be a mapping {apiServer, tokenFile, caFile, node}");
+	if (read_string(root, "/kubernetes/apiServer", &k->api_server, err) < 0 ||
+	    read_string(root, "/kubernetes/tokenFile", &k->token_file, err) < 0 ||
+	    read_string(root, "/kubernetes/caFile", &k->ca_file, err) < 0 ||
+	    read_string(root, "/kubernetes/node", &k->node, err) < 0)
+		return -1;
+	if (k->api_server && strncmp(k->api_server, "http://", 7) && strncmp(k->api_server, "https://", 8))
+		return err_set(err, 400, "config kubernetes.apiServer %.200s must start with https:// (or http://)",
+		               k->api_server);
+	return 0;
+}
+
 int config_load_file(kiln_config *c, const char *path, kn_err *err)
 {
 	struct fy_document *doc = fy_document_build_from_file(NULL, path);
@@ -335,7 +358,7 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 		}
 		c->max_rows = (uint32_t)v;
 	}
-	if (load_scrape(root, &c->scrape, err) < 0)
+	if (load_scrape(root, &c->scrape, err) < 0 || load_kubernetes(root, &c->kubernetes, err) < 0)
 		goto out;
 	rc = 0;
 out:

@@ -47,6 +47,13 @@ typedef struct {
 	uint32_t n_statics;
 } scrape_config;
 
+/* kubernetes (SPEC S3.2): overrides of the sensor's in-cluster defaults; NULL
+ * keeps the default (k8s_config). node: the config value; kiln serve puts
+ * --node, else this, else $NODE_NAME here. */
+typedef struct {
+	char *api_server, *token_file, *ca_file, *node;
+} kube_config;
+
 typedef struct {
 	char *data_dir;
 	char *role; /* all | sensor | ingestor | query */
@@ -62,6 +69,7 @@ typedef struct {
 		int days;
 	} project_retention[64];
 	scrape_config scrape; /* receivers.profiles.scrape */
+	kube_config kubernetes; /* kubernetes */
 } kiln_config;
 
 /* The names of CONFIG_SCRAPE_TYPES in order ("cpu", "memory", ...). */

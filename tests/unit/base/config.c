@@ -31,6 +31,8 @@ static void test_defaults(void **state)
 	assert_string_equal(c.listeners[LISTENER_UI].addr, ":4040");
 	assert_true(c.samples_per_second == 20000);
 	assert_int_equal(config_retention_days(&c, "default"), 14);
+	assert_null(c.kubernetes.api_server);
+	assert_null(c.kubernetes.node);
 	config_free(&c);
 }
 
@@ -45,7 +47,8 @@ static void test_file(void **state)
 	              "  upload: {addr: ':9000', auth: required, tls: {cert: c.pem, key: k.pem}}\n"
 	              "limits: {samplesPerSecond: 500}\n"
 	              "retention: {days: 7, maxDays: 30, projects: {team-a: 30, team-b: 3}}\n"
-	              "receivers: {profiles: {maxDecodedSampleRows: 20000}}\n",
+	              "receivers: {profiles: {maxDecodedSampleRows: 20000}}\n"
+	              "kubernetes: {apiServer: 'http://127.0.0.1:6443', tokenFile: /t, caFile: /ca.crt, node: n1}\n",
 	              &e);
 	assert_int_equal(rc, 0);
 	assert_string_equal(c.data_dir, "/var/lib/kiln");
@@ -59,6 +62,10 @@ static void test_file(void **state)
 	assert_int_equal(config_retention_days(&c, "team-a"), 30);
 	assert_int_equal(config_retention_days(&c, "team-b"), 3);
 	assert_int_equal(config_retention_days(&c, "other"), 7);
+	assert_string_equal(c.kubernetes.api_server, "http://127.0.0.1:6443");
+	assert_string_equal(c.kubernetes.token_file, "/t");
+	assert_string_equal(c.kubernetes.ca_file, "/ca.crt");
+	assert_string_equal(c.kubernetes.node, "n1");
 	config_free(&c);
 }
 
@@ -75,6 +82,9 @@ static void test_invalid(void **state)
 	    {"listeners: {upload: {tls: {cert: c.pem}}}\n", "listeners.upload.tls needs both cert and key"},
 	    {"listeners: {upload: {addr: nowhere}}\n", "listener upload: address nowhere must be host:port, :port or off"},
 	    {"- a\n- b\n", "the top level must be a mapping"},
+	    {"kubernetes: [a]\n", "config kubernetes must be a mapping {apiServer, tokenFile, caFile, node}"},
+	    {"kubernetes: {node: [a]}\n", "config /kubernetes/node must be a single value"},
+	    {"kubernetes: {apiServer: 'ftp://x'}\n", "config kubernetes.apiServer ftp://x must start with https://"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		kiln_config c;
