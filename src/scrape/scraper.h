@@ -77,6 +77,21 @@ void scraper_set_targets(scraper *s, const scrape_target *t, size_t n);
 void scraper_report_skipped(scraper *s, const char *reason, const char *namespace_, const char *pod,
                             const char *type, uint32_t count);
 
+/* Targets skipped by one rebuild, per reason (enum annot_skip_reason: no_port,
+ * invalid_port, invalid_target), with the first example of each. */
+#define SCRAPE_SKIP_REASONS 3
+typedef struct {
+	uint32_t count[SCRAPE_SKIP_REASONS];
+	int type[SCRAPE_SKIP_REASONS];
+	char namespace_[SCRAPE_SKIP_REASONS][SCRAPE_NAME_MAX];
+	char pod[SCRAPE_SKIP_REASONS][SCRAPE_NAME_MAX];
+} scrape_skips;
+
+/* Counts one skip (the first of a reason is its example). Out-of-range reasons are ignored. */
+void scrape_skips_add(scrape_skips *sk, int reason, const char *namespace_, const char *pod, int type);
+/* scraper_report_skipped for every reason (count 0 clears it). */
+void scraper_report_skips(scraper *s, const scrape_skips *sk);
+
 /* {"targets":[{key,type,url (masked),namespace,pod,container,service,
  * last_result,last_scrape,last_success,consecutive_failures,results:{…}}]}
  * sorted by key; times RFC 3339 UTC or null. */
@@ -91,17 +106,17 @@ void scraper_stop(scraper *s);
 /* Part 2, after loop_free ran the last posted completions. NULL is a no-op. */
 void scraper_free(scraper *s);
 
+/* The static targets of c (receivers.profiles.scrape.static) into a fresh
+ * array (*out, caller frees; count returned); skips are added to sk and, when
+ * log, logged as `static scrape target is invalid`. */
+size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **out, scrape_skips *sk);
+
 /* From kiln serve's config: checks the settings (logging the S3.1 lines),
  * builds the static targets (logging skips) and starts scraping them.
  * NULL when scraping is off (not enabled, or disabled by a bad setting). */
 scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store, usage_t *usage);
 
 /* ---- Pure rules (scraper_rules.c): no I/O, any thread. ---------------- */
-
-/* S3.4 per type: timeout, default window (0 for snapshots), default path. */
-int64_t scrape_type_timeout_ns(int type);
-int64_t scrape_type_window_ns(int type);
-const char *scrape_type_default_path(int type);
 
 /* Copies url into out (size n, NUL-terminated, truncated) with every query
  * value except `seconds` replaced by *** and a userinfo password too

@@ -1,5 +1,5 @@
 /* The pure rules of the scrape loop (SPEC S3.1, S3.4, S3.6, S3.7): settings
- * checks, per-type defaults for static targets, URL masking, the schedule,
+ * checks, static targets (per-type defaults from target.c), URL masking, the schedule,
  * .sample_types and the row limit. No I/O, no state. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,17 +13,6 @@
 
 #define SEC 1000000000LL
 
-static const struct {
-	int64_t timeout_s, window_s;
-	const char *path;
-} type_rules[SCRAPE_TYPES] = {
-    [SCRAPE_CPU] = {20, 10, "/debug/pprof/profile"},
-    [SCRAPE_MEMORY] = {10, 0, "/debug/pprof/heap"},
-    [SCRAPE_GOROUTINE] = {10, 0, "/debug/pprof/goroutine"},
-    [SCRAPE_BLOCK] = {40, 30, "/debug/pprof/block"},
-    [SCRAPE_MUTEX] = {40, 30, "/debug/pprof/mutex"},
-};
-
 static const char *const result_names[SCRAPE_RESULTS] = {
     "ok",       "connection_error", "timeout",          "http_4xx",  "http_3xx",
     "http_5xx", "target_busy",      "validation_error", "too_large", "skipped_concurrency",
@@ -32,21 +21,6 @@ static const char *const result_names[SCRAPE_RESULTS] = {
 const char *scrape_result_name(int result)
 {
 	return result >= 0 && result < SCRAPE_RESULTS ? result_names[result] : "unknown";
-}
-
-int64_t scrape_type_timeout_ns(int type)
-{
-	return type >= 0 && type < SCRAPE_TYPES ? type_rules[type].timeout_s * SEC : 0;
-}
-
-int64_t scrape_type_window_ns(int type)
-{
-	return type >= 0 && type < SCRAPE_TYPES ? type_rules[type].window_s * SEC : 0;
-}
-
-const char *scrape_type_default_path(int type)
-{
-	return type >= 0 && type < SCRAPE_TYPES ? type_rules[type].path : "";
 }
 
 void scrape_mask_url(const char *url, char *out, size_t n)
@@ -153,7 +127,7 @@ int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n
 		}
 	size_t o = 0;
 	for (int t = 0; t < SCRAPE_TYPES; t++) {
-		type_ok[t] = scrape_type_timeout_ns(t) <= interval_ns;
+		type_ok[t] = scrape_type_get(t)->timeout_ns <= interval_ns;
 		if (!type_ok[t] && o < invalid_n)
 			o += (size_t)snprintf(invalid + o, invalid_n - o, "%s%s", o ? "," : "", config_scrape_type_names[t]);
 	}
@@ -221,12 +195,13 @@ int scrape_static_target(const static_target_config *c, int type, scrape_target 
 		snprintf(msg, msg_n, "%s.scheme %.32s must be http or https", config_scrape_type_names[type], scheme);
 		return -1;
 	}
-	const char *path = tc->path && *tc->path ? tc->path : scrape_type_default_path(type);
+	const scrape_type_info *ti = scrape_type_get(type);
+	const char *path = tc->path && *tc->path ? tc->path : ti->default_path;
 	if (path[0] != '/') {
 		snprintf(msg, msg_n, "%s.path %.200s must start with /", config_scrape_type_names[type], path);
 		return -1;
 	}
-	int64_t window = scrape_type_window_ns(type), timeout = scrape_type_timeout_ns(type);
+	int64_t window = (int64_t)ti->default_seconds * SEC, timeout = ti->timeout_ns;
 	char extra[32] = "";
 	if (window) {
 		long secs = 0;
@@ -234,9 +209,8 @@ int scrape_static_target(const static_target_config *c, int type, scrape_target 
 		if (has == 0) {
 			secs = (long)(window / SEC);
 			snprintf(extra, sizeof extra, "%cseconds=%ld", strchr(path, '?') ? '&' : '?', secs);
-		} else if (has < 0 || secs < 1 || secs > timeout / SEC - 5) {
-			snprintf(msg, msg_n, "%s.path %.200s: seconds must be from 1 to %lld", config_scrape_type_names[type],
-			         path, (long long)(timeout / SEC - 5));
+		} else if (has < 0 || secs < 1 || secs > ti->max_seconds) {
+			snprintf(msg, msg_n, "%s.path %.200s: seconds must be from 1 to %d", ti->name, path, ti->max_seconds);
 			return -1;
 		}
 		window = (int64_t)secs * SEC;

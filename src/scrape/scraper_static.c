@@ -3,13 +3,41 @@
  * receivers.profiles.scrape.static (hosts outside Kubernetes). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "scrape/annotations.h"
 #include "scrape/scraper.h"
 
-/* Static targets into a fresh array (*out, caller frees); skips are logged. */
-static size_t static_targets(scraper *s, const scrape_config *c, scrape_target **out)
+void scrape_skips_add(scrape_skips *sk, int reason, const char *namespace_, const char *pod, int type)
+{
+	if (reason < 0 || reason >= SCRAPE_SKIP_REASONS)
+		return;
+	if (sk->count[reason]++ == 0) {
+		sk->type[reason] = type;
+		snprintf(sk->namespace_[reason], SCRAPE_NAME_MAX, "%s", namespace_ ? namespace_ : "");
+		snprintf(sk->pod[reason], SCRAPE_NAME_MAX, "%s", pod ? pod : "");
+	}
+}
+
+void scraper_report_skips(scraper *s, const scrape_skips *sk)
+{
+	for (int r = 0; r < SCRAPE_SKIP_REASONS; r++)
+		scraper_report_skipped(s, annot_skip_reason_name(r), sk->namespace_[r], sk->pod[r],
+		                       sk->count[r] ? scrape_type_name(sk->type[r]) : "", sk->count[r]);
+}
+
+/* The enum annot_skip_reason of a reason name; -1 when unknown. */
+static int skip_reason(const char *name)
+{
+	for (int r = 0; r < SCRAPE_SKIP_REASONS; r++)
+		if (!strcmp(annot_skip_reason_name(r), name))
+			return r;
+	return -1;
+}
+
+size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **out, scrape_skips *sk)
 {
 	scrape_target *t = xcalloc((size_t)c->n_statics * SCRAPE_TYPES + 1, sizeof *t);
 	size_t n = 0;
@@ -23,10 +51,10 @@ static size_t static_targets(scraper *s, const scrape_config *c, scrape_target *
 				n++;
 				continue;
 			}
-			log_warn("static scrape target is invalid", "target=\"%s\" type=%s error=\"%s\"", c->statics[i].name,
-			         config_scrape_type_names[type], msg);
-			scraper_report_skipped(s, reason, c->statics[i].namespace_, c->statics[i].name,
-			                       config_scrape_type_names[type], 1);
+			if (log)
+				log_warn("static scrape target is invalid", "target=\"%s\" type=%s error=\"%s\"",
+				         c->statics[i].name, scrape_type_name(type), msg);
+			scrape_skips_add(sk, skip_reason(reason), c->statics[i].namespace_, c->statics[i].name, type);
 		}
 	*out = t;
 	return n;
@@ -59,7 +87,9 @@ scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool,
 		return NULL;
 	}
 	scrape_target *t;
-	size_t n = static_targets(s, sc, &t);
+	scrape_skips sk = {0};
+	size_t n = scrape_static_targets(sc, 1, &t, &sk);
+	scraper_report_skips(s, &sk);
 	size_t kept = 0;
 	for (size_t i = 0; i < n; i++)
 		if (type_ok[t[i].type])
