@@ -17,6 +17,7 @@
 #include "net/http.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "scrape/k8s.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
 
@@ -36,6 +37,7 @@ typedef struct {
 	usage_t *usage;
 	const kiln_config *cfg;
 	scraper *scraper;      /* NULL when this process does not scrape (role, settings) */
+	k8s_watcher *k8s;      /* the pod watch for push attribution (S2.1a); NULL when not watching */
 	api_metrics metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
 } api_ctx;
@@ -78,6 +80,16 @@ int api_retention_days(const api_ctx *a, const char *project);
 
 /* Requests being worked on (for a graceful shutdown). */
 uint32_t api_inflight(api_ctx *a);
+
+/* Push attribution (SPEC S2.1a; api/attribution.c, any thread). The pod the
+ * watch knows at peer's IP ("ip:port" or "[v6]:port"): 1 found, 0 not (or
+ * no watch). */
+int api_peer_pod(const api_ctx *a, slice_t peer, k8s_pod_info *out);
+/* Adds the peer pod's k8s.namespace.name, k8s.pod.name, workload and (one
+ * container) k8s.container.name to every profile of b that names neither
+ * namespace nor pod, where the profile lacks them; finished profiles are
+ * finished again (new series id). */
+void api_attribute_batch(const api_ctx *a, slice_t peer, model_batch *b);
 
 /* Upload listener (SPEC S2.1). */
 int api_upload_on_headers(http_req *r, void *ctx);

@@ -73,6 +73,7 @@ static void grpc_job_work(void *arg)
 		loop_post(j->api->loop, grpc_job_reply, j);
 		return;
 	}
+	api_attribute_batch(j->api, j->call->peer, b); /* S2.1a */
 	if (api_admit(j->api, &j->caller, j->res.samples, &j->err) < 0) {
 		model_batch_free(b);
 		j->failed = 1;

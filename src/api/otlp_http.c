@@ -120,6 +120,7 @@ static void otlp_work(void *arg)
 		loop_post(j->api->loop, otlp_reply, j);
 		return;
 	}
+	api_attribute_batch(j->api, j->req->peer, b); /* S2.1a */
 	if (api_admit(j->api, &j->caller, j->res.samples, &j->err) < 0) {
 		model_batch_free(b);
 		j->failed = 1;

@@ -128,6 +128,23 @@ static int set_label(upload_job *j, model_label *labels, uint32_t *n, const char
 	return 1;
 }
 
+/* S2.1a: a push without namespace and pod from a pod IP the watch knows takes
+ * that pod's namespace, pod, workload and (one container) container, each
+ * only where the request gives none. */
+static void attribute_pod(upload_job *j, http_req *r, const char **ns, const char **pod, const char **workload,
+                          const char **container)
+{
+	k8s_pod_info info;
+	if ((*ns && **ns) || (*pod && **pod) || !api_peer_pod(j->api, r->peer, &info))
+		return;
+	*ns = arena_strndup(j->arena, info.namespace_, strlen(info.namespace_));
+	*pod = arena_strndup(j->arena, info.name, strlen(info.name));
+	if ((!*workload || !**workload) && info.workload[0])
+		*workload = arena_strndup(j->arena, info.workload, strlen(info.workload));
+	if ((!*container || !**container) && info.containers == 1 && info.container[0])
+		*container = arena_strndup(j->arena, info.container, strlen(info.container));
+}
+
 static int parse_upload(upload_job *j, http_req *r)
 {
 	api_ctx *api = j->api;
@@ -137,6 +154,9 @@ static int parse_upload(upload_job *j, http_req *r)
 		return -1;
 	const char *service = params_get(&p, "serviceName");
 	const char *workload = params_get(&p, "workload");
+	const char *ns = params_get(&p, "namespace"), *pod = params_get(&p, "pod");
+	const char *container = params_get(&p, "container");
+	attribute_pod(j, r, &ns, &pod, &workload, &container);
 	if ((!service || !*service) && (!workload || !*workload))
 		return err_set(err, 400, "missing service: give serviceName=NAME or workload=NAME in the query string");
 
@@ -146,9 +166,9 @@ static int parse_upload(upload_job *j, http_req *r)
 		return -1;
 	model_label *labels = arena_alloc(j->arena, (n_extra + 4) * sizeof *labels);
 	uint32_t n = 0;
-	set_label(j, labels, &n, "k8s.namespace.name", params_get(&p, "namespace"));
-	set_label(j, labels, &n, "k8s.pod.name", params_get(&p, "pod"));
-	set_label(j, labels, &n, "k8s.container.name", params_get(&p, "container"));
+	set_label(j, labels, &n, "k8s.namespace.name", ns);
+	set_label(j, labels, &n, "k8s.pod.name", pod);
+	set_label(j, labels, &n, "k8s.container.name", container);
 	set_label(j, labels, &n, "workload", workload);
 	for (uint32_t i = 0; i < n_extra; i++) {
 		/* Explicit parameters win over label.* of the same key. */

@@ -10,7 +10,7 @@ static void usage(FILE *f)
 	fputs("usage: kiln <command> [options]\n"
 	      "\n"
 	      "  serve   [--config FILE] [--data DIR] [--ui ADDR] [--upload ADDR] [--otlp-http ADDR]\n"
-	      "          [--otlp-grpc ADDR] [--role all|sensor|ingestor|query]\n"
+	      "          [--otlp-grpc ADDR] [--role all|sensor|ingestor|query] [--node NAME]\n"
 	      "          run the server (ADDR = host:port, :port or off)\n"
 	      "  upload  FILE --service NAME [--url http://HOST:8028] [--label K=V ...]\n"
 	      "          push a pprof file (raw or gzip)\n"

@@ -16,6 +16,7 @@
 #include "base/timeutil.h"
 #include "cli/cli.h"
 #include "net/tls.h"
+#include "scrape/discovery.h"
 
 #define SHUTDOWN_GRACE_MS 10000
 #define KEYS_REFRESH_MS 250      /* a created/revoked key takes effect within a second */
@@ -32,6 +33,7 @@ typedef struct {
 	http_server *servers[LISTENER_COUNT]; /* HTTP/1.1 listeners */
 	grpc_server *grpc;                    /* the OTLP/gRPC listener */
 	scraper *scraper;                     /* roles all and sensor, when scraping is enabled */
+	discovery *discovery;                 /* the pod watch, when scraping and a node is known */
 	struct event *sig_term, *sig_int, *drain_timer;
 	int draining_ms;
 	struct event *keys_timer, *usage_timer, *retention_timer;
@@ -133,7 +135,8 @@ static int parse_flags(int argc, char **argv, kiln_config *c, const char **confi
 		for (int i = 1; i < argc; i++) {
 			const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 			int known = 0;
-			if (!strcmp(a, "--config") || !strcmp(a, "--data") || !strcmp(a, "--role") || !strcmp(a, "--auth"))
+			if (!strcmp(a, "--config") || !strcmp(a, "--data") || !strcmp(a, "--role") || !strcmp(a, "--auth") ||
+			    !strcmp(a, "--node"))
 				known = 1;
 			for (size_t k = 0; k < sizeof addr_flags / sizeof *addr_flags; k++)
 				known |= !strcmp(a, addr_flags[k].flag);
@@ -155,6 +158,8 @@ static int parse_flags(int argc, char **argv, kiln_config *c, const char **confi
 				config_set(&c->data_dir, v);
 			else if (!strcmp(a, "--role"))
 				config_set(&c->role, v);
+			else if (!strcmp(a, "--node"))
+				config_set(&c->kubernetes.node, v);
 			else if (!strcmp(a, "--auth")) {
 				if (strcmp(v, "none") && strcmp(v, "required")) {
 					fprintf(stderr, "kiln serve: --auth must be none or required\n");
@@ -175,6 +180,10 @@ static int parse_flags(int argc, char **argv, kiln_config *c, const char **confi
 			}
 		}
 	}
+	/* S3.2: the node is --node, else kubernetes.node, else $NODE_NAME. */
+	const char *env_node = getenv("NODE_NAME");
+	if (!c->kubernetes.node && env_node && *env_node)
+		config_set(&c->kubernetes.node, env_node);
 	return 0;
 }
 
@@ -346,6 +355,12 @@ int cli_serve(int argc, char **argv)
 	/* S1: only the roles all and sensor ever scrape. */
 	if (!strcmp(s.cfg.role, "all") || !strcmp(s.cfg.role, "sensor"))
 		s.scraper = s.api.scraper = scraper_from_config(&s.cfg, s.loop, s.pool, s.store, s.api.usage);
+	if (s.scraper && s.cfg.kubernetes.node && *s.cfg.kubernetes.node) {
+		s.discovery = discovery_start(&s.cfg, s.cfg.kubernetes.node, s.loop, s.scraper);
+		s.api.k8s = discovery_watcher(s.discovery);
+	} else if (s.scraper) {
+		log_info("pod discovery is off", "reason=\"no node name: set --node, kubernetes.node or NODE_NAME\"");
+	}
 	s.keys_timer = periodic(&s, KEYS_REFRESH_MS, on_keys_timer);
 	s.usage_timer = periodic(&s, USAGE_FLUSH_MS, on_usage_timer);
 	s.retention_timer = periodic(&s, RETENTION_SWEEP_MS, on_retention_timer);
@@ -374,6 +389,7 @@ out:
 	for (size_t i = 0; i < 3; i++)
 		if (timers[i])
 			event_free(timers[i]);
+	discovery_stop(s.discovery);
 	scraper_stop(s.scraper); /* scrapes already decoding finish on the pool below */
 	if (s.pool)
 		pool_free(s.pool); /* runs queued jobs: their batches reach the store */
@@ -385,6 +401,8 @@ out:
 		keys_close(s.api.keys);
 	if (s.api.limiter)
 		ratelimit_free(s.api.limiter);
+	s.api.k8s = NULL;
+	discovery_free(s.discovery); /* after the pool: workers look pods up (S2.1a) */
 	if (s.loop)
 		loop_free(s.loop);
 	scraper_free(s.scraper); /* after loop_free ran the scrapes' last completions */

@@ -1,0 +1,30 @@
+/* Pod discovery wired to the scrape loop (SPEC S3.2, S3.3, S3.8): the pods of
+ * the sensor's node from the Kubernetes watch (scrape/k8s.c), each turned into
+ * targets by its annotations (scrape/annotations.c), together with the static
+ * targets, become the scraper's target set after every change (debounced). */
+#ifndef KILN_SCRAPE_DISCOVERY_H
+#define KILN_SCRAPE_DISCOVERY_H
+
+#include "base/config.h"
+#include "net/loop.h"
+#include "scrape/k8s.h"
+#include "scrape/scraper.h"
+
+#define DISCOVERY_DEBOUNCE_MS 100 /* changes within this time make one rebuild */
+
+typedef struct discovery discovery;
+
+/* Loop thread. Starts watching the pods of node (required) with the
+ * kubernetes settings of c, feeding scraper s (not NULL). NULL (logged) when
+ * an extraAnnotationPrefixes entry is invalid or the watch cannot start. */
+discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop, scraper *s);
+
+/* The watcher, for push attribution (k8s_pod_by_ip); NULL for NULL. */
+k8s_watcher *discovery_watcher(discovery *d);
+
+/* Loop thread: stops the watch and the pending rebuild. NULL is a no-op. */
+void discovery_stop(discovery *d);
+/* After loop_free (pushes may look pods up until then). NULL is a no-op. */
+void discovery_free(discovery *d);
+
+#endif
