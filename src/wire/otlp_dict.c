@@ -62,22 +62,6 @@ static size_t off(const ot_dec *d, const uint8_t *at)
 	return (size_t)(at - d->base);
 }
 
-static const char *wire_name(int wt)
-{
-	switch (wt) {
-	case PB_VARINT:
-		return "varint";
-	case PB_I64:
-		return "fixed64";
-	case PB_LEN:
-		return "length-delimited";
-	case PB_I32:
-		return "fixed32";
-	default:
-		return "group";
-	}
-}
-
 static const char *kind_name(uint8_t kind)
 {
 	switch (kind) {
@@ -124,7 +108,7 @@ int ot_next_field_slow(const ot_dec *d, pb_reader *r, const ot_field *spec, size
 		if (!ok)
 			return ot_fail(err, 400, p, s->name,
 			               "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
-			               wire_name(w), kind_name(s->kind), num, off(d, at));
+			               pb_wire_type_name(w), kind_name(s->kind), num, off(d, at));
 		*f = s;
 		*wt = w;
 		return 1;

@@ -146,3 +146,19 @@ void pb_end(buf_t *b, size_t mark)
 	}
 	memcpy(b->p + mark, tmp, k);
 }
+
+const char *pb_wire_type_name(int wt)
+{
+	switch (wt) {
+	case PB_VARINT:
+		return "varint";
+	case PB_I64:
+		return "fixed64";
+	case PB_LEN:
+		return "length-delimited";
+	case PB_I32:
+		return "fixed32";
+	default:
+		return "group";
+	}
+}

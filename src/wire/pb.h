@@ -137,6 +137,8 @@ static inline int pb_skip(pb_reader *r, int wire_type)
 	}
 }
 
+/* "varint", "fixed64", "length-delimited", "fixed32" or "group", for messages. */
+const char *pb_wire_type_name(int wire_type);
 /* Iterates a packed repeated varint field's payload. */
 static inline int pb_packed_varint_next(pb_reader *packed, uint64_t *v)
 {

@@ -136,22 +136,6 @@ static size_t off(const pp_dec *d, const uint8_t *at)
 	return (size_t)(at - d->base);
 }
 
-static const char *wire_name(int wt)
-{
-	switch (wt) {
-	case PB_VARINT:
-		return "varint";
-	case PB_I64:
-		return "fixed64";
-	case PB_LEN:
-		return "length-delimited";
-	case PB_I32:
-		return "fixed32";
-	default:
-		return "group";
-	}
-}
-
 /* Advances to the next known field of a message, skipping unknown ones.
  * 1: *f and *wt are set and the value is next; 0: end of message; -1: err.
  * The general case of next_field below. */
@@ -184,7 +168,7 @@ static int next_field_slow(const pp_dec *d, pb_reader *r, const pp_field *spec, 
 		if (!ok)
 			return fail(err, 400, p, s->name,
 			            "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
-			            wire_name(w),
+			            pb_wire_type_name(w),
 			            s->kind == K_VARINT ? "varint"
 			            : s->kind == K_LEN  ? "length-delimited"
 			                                : "varint or packed",
