@@ -10,6 +10,7 @@ pkgs=(
   libcmocka-dev
   clang libclang-rt-14-dev
   golang-go nodejs npm curl ca-certificates nghttp2-client
+  kubernetes-client
 )
 
 missing=()
@@ -24,6 +25,16 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   filtered=()
   for p in "${missing[@]}"; do
     case "$p" in nodejs|npm) ;; *) filtered+=("$p") ;; esac
+  done
+  missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+
+# kubectl may come from elsewhere too (Google's "kubectl" package owns
+# /usr/bin/kubectl and conflicts with Debian's kubernetes-client): accept it.
+if command -v kubectl >/dev/null; then
+  filtered=()
+  for p in "${missing[@]+"${missing[@]}"}"; do
+    [ "$p" = kubernetes-client ] || filtered+=("$p")
   done
   missing=("${filtered[@]+"${filtered[@]}"}")
 fi
