@@ -94,6 +94,7 @@ typedef struct {
 
 struct store {
 	char *dir;
+	int lock_fd; /* DIR/LOCK, flock()ed: one kiln process per data directory */
 	int interval_ms, max_batches, sync;
 
 	/* Retention per project, guarded by ret_mu (views and the writer read it). */

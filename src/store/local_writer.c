@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 #include <zstd.h>
 
@@ -54,7 +57,23 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 	}
 	if (mkdir_p(cfg->dir, err) < 0)
 		return NULL;
+	/* Two processes writing one embedded store would each cache ids and open
+	 * partitions as if alone: refuse the second. The lock dies with the
+	 * process (kill -9 included). */
+	char lock_path[4096];
+	snprintf(lock_path, sizeof lock_path, "%s/LOCK", cfg->dir);
+	int lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lock_fd < 0) {
+		err_set(err, 500, "store: cannot open %s: %s", lock_path, strerror(errno));
+		return NULL;
+	}
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		err_set(err, 503, "store: data directory %s is in use by another kiln process", cfg->dir);
+		close(lock_fd);
+		return NULL;
+	}
 	store_t *s = xcalloc(1, sizeof *s);
+	s->lock_fd = lock_fd;
 	s->dir = xstrdup(cfg->dir);
 	s->interval_ms = cfg->commit_interval_ms == 0 ? 2 : cfg->commit_interval_ms < 0 ? 0 : cfg->commit_interval_ms;
 	s->max_batches = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256;
@@ -75,6 +94,7 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 		pthread_cond_destroy(&s->cv);
 		pthread_mutex_destroy(&s->mu);
 		ZSTD_freeCCtx(s->sc.zc);
+		close(s->lock_fd);
 		free(s->dir);
 		free(s);
 		return NULL;
@@ -107,6 +127,7 @@ void store_close(store_t *s)
 	local_retention_free(s);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
+	close(s->lock_fd);
 	free(s->dir);
 	free(s);
 }

@@ -545,6 +545,21 @@ static void test_huge_values_saturate(void **state)
 	store_view_close(v);
 }
 
+/* One kiln process per data directory: a second store_open is refused while
+ * the first is open, and allowed again once it is closed. */
+static void test_data_dir_is_locked(void **state)
+{
+	store_fix *f = *state;
+	store_config cfg = {.dir = f->dir};
+	kn_err err = {0};
+	assert_null(store_open(&cfg, &err));
+	assert_int_equal(err.status, 503);
+	assert_non_null(strstr(err.msg, "is in use by another kiln process"));
+	store_close(f->s);
+	f->s = store_open(&cfg, &err);
+	assert_non_null(f->s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +572,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_batch_fails_alone, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_project_names, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_huge_values_saturate, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_data_dir_is_locked, store_fix_setup, store_fix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
