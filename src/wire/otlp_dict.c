@@ -718,15 +718,7 @@ static void resolve_location(ot_dec *d, uint32_t li)
 		}
 		if (pb_bytes(&r, &s) < 0)
 			break;
-		pb_reader lr = pb_reader_make(s);
-		uint64_t fn = 0, v;
-		while (!pb_done(&lr)) {
-			if (pb_key(&lr, &num, &wt) < 0 ||
-			    (wt == PB_VARINT ? pb_varint(&lr, &v) : pb_skip(&lr, wt)) < 0)
-				break;
-			if (num == 1 && wt == PB_VARINT)
-				fn = v;
-		}
+		uint64_t fn = pb_find_varint(s, 1); /* Line.function_index / function_id */
 		if (fn >= d->n[T_FUNCTION])
 			continue;
 		slice_t name = d->tbl[T_STRING][d->functions[fn].name];

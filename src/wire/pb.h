@@ -137,6 +137,24 @@ static inline int pb_skip(pb_reader *r, int wire_type)
 	}
 }
 
+/* The last value of varint field `field` in message msg (0 when absent);
+ * stops quietly at malformed bytes (callers have validated msg or accept
+ * the value read so far). For small sub-messages such as pprof/OTLP Line. */
+static inline uint64_t pb_find_varint(slice_t msg, uint32_t field)
+{
+	pb_reader r = pb_reader_make(msg);
+	uint64_t found = 0, v;
+	uint32_t num;
+	int wt;
+	while (!pb_done(&r)) {
+		if (pb_key(&r, &num, &wt) < 0 || (wt == PB_VARINT ? pb_varint(&r, &v) : pb_skip(&r, wt)) < 0)
+			break;
+		if (num == field && wt == PB_VARINT)
+			found = v;
+	}
+	return found;
+}
+
 /* "varint", "fixed64", "length-delimited", "fixed32" or "group", for messages. */
 const char *pb_wire_type_name(int wire_type);
 /* Iterates a packed repeated varint field's payload. */

@@ -623,15 +623,7 @@ static void resolve_location(pp_dec *d, uint32_t li)
 		}
 		if (pb_bytes(&r, &s) < 0)
 			break;
-		pb_reader lr = pb_reader_make(s);
-		uint64_t id = 0, v;
-		while (!pb_done(&lr)) {
-			if (pb_key(&lr, &num, &wt) < 0 ||
-			    (wt == PB_VARINT ? pb_varint(&lr, &v) : pb_skip(&lr, wt)) < 0)
-				break;
-			if (num == 1 && wt == PB_VARINT)
-				id = v;
-		}
+		uint64_t id = pb_find_varint(s, 1); /* Line.function_index / function_id */
 		uint32_t fn;
 		if (!id || !idtab_get(&d->function_ix, id, &fn))
 			continue;
