@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "bench_file.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
 #include "model/model.h"
@@ -24,18 +25,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double seconds = argc > 2 ? atof(argv[2]) : 3.0;
-	FILE *f = fopen(argv[1], "rb");
-	if (!f) {
-		perror(argv[1]);
-		return 1;
-	}
 	buf_t raw;
-	buf_init(&raw, LIMIT_BODY_BYTES);
-	uint8_t tmp[65536];
-	size_t n;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		buf_append(&raw, tmp, n);
-	fclose(f);
+	if (bench_read_file(argv[1], &raw) < 0)
+		return 1;
 	slice_t body = buf_slice(&raw);
 	int gz = gz_is_gzip(body);
 

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "base/buf.h"
+#include "bench_file.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
 #include "model/model.h"
@@ -25,21 +26,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double seconds = argc > 2 ? atof(argv[2]) : 3.0;
-	FILE *f = fopen(argv[1], "rb");
-	if (!f) {
-		perror(argv[1]);
-		return 1;
-	}
 	buf_t raw;
-	buf_init(&raw, LIMIT_BODY_BYTES);
-	uint8_t tmp[65536];
-	size_t n;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		if (buf_append(&raw, tmp, n) < 0) {
-			fprintf(stderr, "%s: larger than %u bytes\n", argv[1], LIMIT_BODY_BYTES);
-			return 1;
-		}
-	fclose(f);
+	if (bench_read_file(argv[1], &raw) < 0)
+		return 1;
 	size_t len = strlen(argv[1]);
 	int is_json = len > 5 && strcmp(argv[1] + len - 5, ".json") == 0;
 	otlp_decode_opts o = {.now_ns = 1};

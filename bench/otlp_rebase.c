@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "bench_file.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
 #include "wire/pb.h"
@@ -137,21 +138,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int64_t ago = argc > 3 ? atoll(argv[3]) : 60;
-	FILE *f = fopen(argv[1], "rb");
-	if (!f) {
-		perror(argv[1]);
-		return 1;
-	}
 	buf_t raw;
-	buf_init(&raw, LIMIT_BODY_BYTES);
-	uint8_t tmp[65536];
-	size_t n;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		if (buf_append(&raw, tmp, n) < 0) {
-			fprintf(stderr, "%s: larger than %u bytes\n", argv[1], LIMIT_BODY_BYTES);
-			return 1;
-		}
-	fclose(f);
+	if (bench_read_file(argv[1], &raw) < 0)
+		return 1;
 	rebase rb = {.base = raw.p};
 	slice_t req = buf_slice(&raw);
 	if (each(&rb, req, 1, on_resource) < 0 || rb.count == 0) {
