@@ -63,6 +63,16 @@ static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct soc
                       void *arg)
 {
 	kn_listener *l = arg;
+	if (l->n_conns >= l->o.max_conns && l->o.evict && l->o.evict(l->o.ctx)) {
+		uint64_t k = ++l->_evicted;
+		if ((k & (k - 1)) == 0) { /* the 1st, 2nd, 4th, 8th... */
+			char m[96];
+			snprintf(m, sizeof m, "%s connection limit reached; closing the oldest idle connections",
+			         l->o.kind);
+			log_warn(m, "listener=%s max_conns=%u evicted=%llu", l->o.name, l->o.max_conns,
+			         (unsigned long long)k);
+		}
+	}
 	if (l->n_conns >= l->o.max_conns) {
 		evutil_closesocket(fd);
 		uint64_t k = ++l->_rejected;
