@@ -24,9 +24,11 @@
 # Environment: TARGETS (1000), INTERVAL (10, seconds), TYPES ("memory
 #   goroutine" at 10 s; cpu needs INTERVAL >= 20, SPEC S3.1), DURATION (90),
 #   CPU_HOLD (1: the cpu endpoint answers after `seconds` as Go does; 0:
-#   at once), PORT (16060), PERF (1: perf record -g the server for 20 s
-#   after the window, flat profile in $TMPD/perf-scrape-*.txt), NAME (label
-#   of the result rows, default "INTERVALs TYPES").
+#   at once), REFRESH (1s: how often the targets take the heap/goroutine
+#   profiles they serve; 0 = one per request, see bench/go/pprofserve),
+#   PORT (16060), PERF (1: perf record -g the server for 20 s after the
+#   window, flat profile in $TMPD/perf-scrape-*.txt), NAME (label of the
+#   result rows, default "INTERVALs TYPES").
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_bins decode
@@ -58,7 +60,7 @@ GOBIN=$TMPD/pprofserve
 (cd "$BENCH_DIR/go/pprofserve" && GOFLAGS=-mod=mod GOPROXY=off go build -o "$GOBIN" .) || die "go build pprofserve failed"
 hold=true
 [ "$CPU_HOLD" = 1 ] || hold=false
-"$GOBIN" -n "$TARGETS" -port "$PORT" -cpu-hold="$hold" >"$TMPD/scrape-pprofserve.out" 2>"$TMPD/scrape-pprofserve.log" &
+"$GOBIN" -n "$TARGETS" -port "$PORT" -cpu-hold="$hold" -refresh "${REFRESH:-1s}" >"$TMPD/scrape-pprofserve.out" 2>"$TMPD/scrape-pprofserve.log" &
 PS_PID=$!
 CTL=
 for _ in $(seq 1 300); do
@@ -162,11 +164,10 @@ all=$(awk '{s += $2} END {print s + 0}' "$TMPD/scrape-rdelta.txt")
 skipped=$(awk '$1 == "skipped_concurrency" {print $2}' "$TMPD/scrape-rdelta.txt")
 notok=$(awk '$1 != "ok" && $2 > 0 {printf "%s%s=%d", sep, $1, $2; sep = " "}' "$TMPD/scrape-rdelta.txt")
 log "scrape $NAME: results in the window: $(tr '\n' ' ' <"$TMPD/scrape-rdelta.txt")"
-# Per type (ok only): the mix for the decode weighting.
-for t in cpu memory goroutine; do
-	eval "ok_$t=\$(awk -v t=$t '/^kiln_scrape_results_total\\{/ && index(\$0, \"type=\\\"\" t \"\\\"\") && index(\$0, \"result=\\\"ok\\\"\") {print \$2}' \"\$TMPD/scrape-metrics1.txt\")"
-	eval "ok0_$t=\$(awk -v t=$t '/^kiln_scrape_results_total\\{/ && index(\$0, \"type=\\\"\" t \"\\\"\") && index(\$0, \"result=\\\"ok\\\"\") {print \$2}' \"\$TMPD/scrape-metrics0.txt\")"
-done
+# ok_of FILE TYPE: the ok count of one type (for the decode weighting).
+ok_of() {
+	awk -v t="$2" '/^kiln_scrape_results_total\{/ && index($0, "type=\"" t "\"") && index($0, "result=\"ok\"") {print $2}' "$1"
+}
 
 # Decode cost of the same payloads (the first pod's), one thread.
 dec_sum=0
@@ -176,7 +177,7 @@ for t in cpu memory goroutine; do
 	curl -sf "http://127.1.0.1:$PORT/debug/pprof/$p" -o "$TMPD/scrape-payload-$t.pb" || die "payload $t"
 	"$BENCH_BIN/decode" "$TMPD/scrape-payload-$t.pb" 2 >"$TMPD/scrape-decode-$t.json"
 	us=$(json_get "$TMPD/scrape-decode-$t.json" 'j.total_us')
-	eval "n=\$((ok_$t - ok0_$t))"
+	n=$(($(ok_of "$TMPD/scrape-metrics1.txt" $t) - $(ok_of "$TMPD/scrape-metrics0.txt" $t)))
 	dec_sum=$(calc "$dec_sum + $n * $us")
 	dec_line="$dec_line $t $(json_get "$TMPD/scrape-decode-$t.json" 'j.gz_bytes')B ${us}us;"
 done

@@ -4,13 +4,16 @@
 // of this process, and recording when every request arrived so that the
 // benchmark measures scrape lateness outside Kiln. Standard library only.
 //
-//	pprofserve -n 1000 -port 6060 [-cpu-hold=true] [-cpu-capture 2s]
+//	pprofserve -n 1000 -port 6060 [-refresh 1s] [-cpu-hold=true] [-cpu-capture 2s]
 //
 // Prints "ready n=N port=P control=C" on stdout once every address listens.
 //
-//   - /debug/pprof/heap, /debug/pprof/goroutine: net/http/pprof's live
-//     handlers. A few goroutines allocate and keep buffers from several call
-//     sites (a heap profile with some content) and -parked goroutines block.
+//   - /debug/pprof/heap, /debug/pprof/goroutine: the profiles of this
+//     process (runtime/pprof, the bytes net/http/pprof serves), taken anew
+//     every -refresh (see cached; -refresh 0: net/http/pprof's live handlers,
+//     one profile per request). A goroutine allocates and keeps buffers from
+//     several call sites (a heap profile with some content) and -parked
+//     goroutines block.
 //   - /debug/pprof/profile: Go's own handler allows one CPU profile per
 //     process at a time (1,000 pods are 1,000 processes), so this serves a
 //     real CPU profile of this process captured once at startup
@@ -35,6 +38,7 @@ import (
 	rpprof "runtime/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,7 +99,7 @@ func deep(d int, f func()) {
 }
 
 // allocator keeps the last 512 buffers from three call sites at 32 stack
-// depths each, a few per ms.
+// depths each, ~400 allocations per second.
 func allocator() {
 	fs := []func() []byte{allocSmall, allocSmall, allocMedium, allocLarge}
 	for i := 0; ; i++ {
@@ -108,8 +112,8 @@ func allocator() {
 			kept[i%512] = b
 		}
 		keptMu.Unlock()
-		if i%16 == 0 {
-			time.Sleep(5 * time.Millisecond)
+		if i%4 == 0 {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
@@ -139,12 +143,40 @@ func captureCPU(d time.Duration) []byte {
 	return b.Bytes()
 }
 
+// cached serves the profile name of this process as taken at most every d
+// ago: real bytes, without the per-request cost (a goroutine profile stops
+// the world and walks every goroutine, 1,000 of which are this program's
+// listeners, so one process answering for 1,000 pods would spend both cores
+// on it; each real pod pays that for its own few goroutines).
+func cached(name string, d time.Duration) http.Handler {
+	var cur atomic.Value
+	take := func() {
+		var b bytes.Buffer
+		if err := rpprof.Lookup(name).WriteTo(&b, 0); err != nil {
+			log.Fatal(err)
+		}
+		cur.Store(b.Bytes())
+	}
+	take()
+	go func() {
+		for range time.Tick(d) {
+			take()
+		}
+	}()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+		w.Write(cur.Load().([]byte))
+	})
+}
+
 func main() {
 	n := flag.Int("n", 1000, "listen addresses (pods)")
 	port := flag.Int("port", 6060, "port on every address")
 	hold := flag.Bool("cpu-hold", true, "answer /debug/pprof/profile after `seconds`, as Go does")
 	capture := flag.Duration("cpu-capture", 2*time.Second, "length of the CPU profile served")
 	nParked := flag.Int("parked", 50, "goroutines blocked forever")
+	refresh := flag.Duration("refresh", time.Second, "serve heap/goroutine profiles taken this often (0: take one per request)")
 	flag.Parse()
 
 	cpuProf = captureCPU(*capture)
@@ -154,8 +186,10 @@ func main() {
 	}
 	go allocator()
 
-	heap := pprof.Handler("heap")
-	gor := pprof.Handler("goroutine")
+	heap, gor := http.Handler(pprof.Handler("heap")), http.Handler(pprof.Handler("goroutine"))
+	if *refresh > 0 {
+		heap, gor = cached("heap", *refresh), cached("goroutine", *refresh)
+	}
 	for i := 0; i < *n; i++ {
 		idx := i
 		addr := fmt.Sprintf("%s:%d", Addr(i), *port)
