@@ -10,8 +10,8 @@
 #   - sensor CPU per scrape: utime+stime of kiln serve (/proc/PID/stat) over
 #     the window ÷ scrapes finished in it (/metrics kiln_scrape_results_total);
 #     "excluding decode" subtracts the decode cost of the same payloads
-#     (build/bench/decode: gunzip + pprof_decode, one thread), weighted by the
-#     type mix;
+#     (build/bench/decode: gunzip + pprof_decode, one thread; its CPU time ÷
+#     iterations), weighted by the type mix of the window's ok scrapes;
 #   - lateness, measured at the targets: per (pod, type) the k-th request
 #     should arrive at phase + k·INTERVAL; phase = the earliest
 #     arrival − k·INTERVAL seen for that pair (warm-up included), lateness =
@@ -175,13 +175,17 @@ dec_line=
 for t in cpu memory goroutine; do
 	case $t in cpu) p="profile?seconds=1" ;; memory) p=heap ;; goroutine) p=goroutine ;; esac
 	curl -sf "http://127.1.0.1:$PORT/debug/pprof/$p" -o "$TMPD/scrape-payload-$t.pb" || die "payload $t"
-	"$BENCH_BIN/decode" "$TMPD/scrape-payload-$t.pb" 2 >"$TMPD/scrape-decode-$t.json"
-	us=$(json_get "$TMPD/scrape-decode-$t.json" 'j.total_us')
+	# CPU time (user + sys) ÷ iterations, not decode's own wall-clock µs: on
+	# a busy machine the latter counts the time other processes ran.
+	/usr/bin/time -f '%U %S' -o "$TMPD/scrape-decode-$t.time" \
+		"$BENCH_BIN/decode" "$TMPD/scrape-payload-$t.pb" 2 >"$TMPD/scrape-decode-$t.json"
+	us=$(awk -v it="$(json_get "$TMPD/scrape-decode-$t.json" 'j.iterations')" '{printf "%.1f", 1e6 * ($1 + $2) / it}' \
+		"$TMPD/scrape-decode-$t.time")
 	n=$(($(ok_of "$TMPD/scrape-metrics1.txt" $t) - $(ok_of "$TMPD/scrape-metrics0.txt" $t)))
 	dec_sum=$(calc "$dec_sum + $n * $us")
 	dec_line="$dec_line $t $(json_get "$TMPD/scrape-decode-$t.json" 'j.gz_bytes')B ${us}us;"
 done
-log "scrape: decode per payload (gz bytes, µs):$dec_line"
+log "scrape: decode per payload (gz bytes, CPU µs):$dec_line"
 
 # Lateness at the targets.
 node -e '
