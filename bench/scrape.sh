@@ -109,9 +109,9 @@ receivers: {profiles: {scrape: {enabled: true, interval: ${INTERVAL}s}}}
 kubernetes: {apiServer: "http://127.0.0.1:$API", tokenFile: "$TMPD/scrape-token", node: $NODE}
 YAML
 
-# metric NAME: the sum of a /metrics family (optionally filtered by a regex on the labels).
+# metrics: the server's /metrics text; results_by FILE: "result count" per result, summed over types.
 metrics() { curl -sf "http://127.0.0.1:$UI_PORT/metrics"; }
-results_by() { # FILE -> "result count" lines, summed over types
+results_by() {
 	awk '/^kiln_scrape_results_total\{/ { match($0, /result="[a-z0-9_]*"/); r = substr($0, RSTART + 8, RLENGTH - 9); s[r] += $2 }
 		END { for (r in s) print r, s[r] }' "$1" | sort
 }
