@@ -32,25 +32,45 @@ need_bins() {
 BENCH_CONFIG=$TMPD/bench-config.yaml
 printf 'limits:\n  samplesPerSecond: 1000000000\n' >"$BENCH_CONFIG"
 
-# start_server DATA_DIR LOG_FILE: starts kiln serve on ephemeral ports and
-# waits until both listeners accept (sets SERVER_PID, UPLOAD_PORT, UI_PORT).
-start_server() {
-	local data=$1 logf=$2
+# start_kiln CONFIG DATA_DIR LOG_FILE LISTENER...: kiln serve with the named
+# listeners (upload, ui, otlp_http, otlp_grpc) on ephemeral ports and the
+# others off; waits until each logged its address. Sets SERVER_PID,
+# UPLOAD_PORT, UI_PORT, OTLP_HTTP_PORT, OTLP_GRPC_PORT (empty when off).
+# SERVER_ENV (e.g. "MALLOC_TRIM_THRESHOLD_=16777216") is kiln's environment.
+start_kiln() {
+	local config=$1 data=$2 logf=$3 l
+	shift 3
+	local -A addr=([upload]=off [ui]=off [otlp_http]=off [otlp_grpc]=off)
+	for l in "$@"; do addr[$l]=127.0.0.1:0; done
 	mkdir -p "$data"
-	"$KILN" serve --config "$BENCH_CONFIG" --data "$data" --ui 127.0.0.1:0 --upload 127.0.0.1:0 \
-		--otlp-http off --otlp-grpc off 2>"$logf" >/dev/null &
+	env ${SERVER_ENV:-} "$KILN" serve --config "$config" --data "$data" --ui "${addr[ui]}" --upload "${addr[upload]}" \
+		--otlp-http "${addr[otlp_http]}" --otlp-grpc "${addr[otlp_grpc]}" 2>"$logf" >/dev/null &
 	SERVER_PID=$!
-	UPLOAD_PORT= UI_PORT=
+	UPLOAD_PORT= UI_PORT= OTLP_HTTP_PORT= OTLP_GRPC_PORT=
+	local port_of missing
+	port_of() { sed -n "s/.*msg=listening.*listener=$1 .*addr=[0-9.]*:\([0-9]*\).*/\1/p" "$logf" | head -1; }
 	for _ in $(seq 1 200); do
-		UPLOAD_PORT=$(sed -n 's/.*msg=listening.*listener=upload.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		UI_PORT=$(sed -n 's/.*msg=listening.*listener=ui.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		[ -n "$UPLOAD_PORT" ] && [ -n "$UI_PORT" ] && return 0
+		UPLOAD_PORT=$(port_of upload) UI_PORT=$(port_of ui)
+		OTLP_HTTP_PORT=$(port_of otlp_http) OTLP_GRPC_PORT=$(port_of otlp_grpc)
+		missing=0
+		for l in "$@"; do
+			case $l in
+			upload) [ -n "$UPLOAD_PORT" ] || missing=1 ;;
+			ui) [ -n "$UI_PORT" ] || missing=1 ;;
+			otlp_http) [ -n "$OTLP_HTTP_PORT" ] || missing=1 ;;
+			otlp_grpc) [ -n "$OTLP_GRPC_PORT" ] || missing=1 ;;
+			esac
+		done
+		[ $missing = 0 ] && return 0
 		kill -0 "$SERVER_PID" 2>/dev/null || { cat "$logf" >&2; die "kiln serve exited"; }
 		sleep 0.05
 	done
 	cat "$logf" >&2
-	die "kiln serve did not log both listeners within 10 s"
+	die "kiln serve did not log its listeners ($*) within 10 s"
 }
+
+# start_server DATA_DIR LOG_FILE: the upload and UI listeners with the bench config.
+start_server() { start_kiln "$BENCH_CONFIG" "$1" "$2" upload ui; }
 
 # stop_server: SIGTERM (the store checkpoints its WAL) and wait for exit.
 stop_server() {

@@ -21,23 +21,10 @@ CONFIG=$TMPD/load-config.yaml
 printf 'limits:\n  samplesPerSecond: 20000\n' >"$CONFIG"
 ulimit -n 20000 2>/dev/null || true
 
-GRPC_PORT=
 start_load_server() {
-	local data=$1 logf=$2
-	rm -rf "$data"
-	mkdir -p "$data"
-	"$KILN" serve --config "$CONFIG" --data "$data" --ui 127.0.0.1:0 --upload 127.0.0.1:0 \
-		--otlp-http off --otlp-grpc 127.0.0.1:0 2>"$logf" >/dev/null &
-	SERVER_PID=$!
-	for _ in $(seq 1 200); do
-		UPLOAD_PORT=$(sed -n 's/.*msg=listening.*listener=upload.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		UI_PORT=$(sed -n 's/.*msg=listening.*listener=ui.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		GRPC_PORT=$(sed -n 's/.*msg=listening.*listener=otlp_grpc.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		[ -n "$UPLOAD_PORT" ] && [ -n "$UI_PORT" ] && [ -n "$GRPC_PORT" ] && return 0
-		kill -0 "$SERVER_PID" 2>/dev/null || { cat "$logf" >&2; die "kiln serve exited"; }
-		sleep 0.05
-	done
-	die "kiln serve did not log its listeners"
+	rm -rf "$1"
+	start_kiln "$CONFIG" "$1" "$2" upload ui otlp_grpc
+	GRPC_PORT=$OTLP_GRPC_PORT
 }
 
 # metric NAME_AND_LABELS: its value on /metrics (0 when absent).
@@ -99,6 +86,7 @@ run_grpc() {
 	"$BENCH_BIN/otlp_rebase" "$OTLP_FIXTURE" "$TMPD/load-req.pb" 60 "$TMPD/load-req.grpc" >/dev/null
 	start_load_server "$TMPD/load-grpc-data" "$TMPD/load-grpc.log"
 	local lf=$TMPD/load-grpc-requests.log
+	rm -f "$lf"
 	log "load grpc: h2load -c$CONNS -m1 -D$DURATION (OTLP fixture, one gRPC frame per request)"
 	K0=$(cpu_ticks "$SERVER_PID") T0=$(now_s)
 	h2load -t2 -c"$CONNS" -m1 -D"$DURATION" -d "$TMPD/load-req.grpc" -H 'content-type: application/grpc' \

@@ -31,27 +31,10 @@ GRPC_PATH=/opentelemetry.proto.collector.profiles.v1development.ProfilesService/
 REQ=$TMPD/otlp-req.pb
 REQ_GRPC=$TMPD/otlp-req.grpc
 
-OTLP_HTTP_PORT=
-OTLP_GRPC_PORT=
-
-# Like start_server, with both OTLP listeners on.
+# Like start_server, with both OTLP listeners on (a fresh data dir each time).
 start_otlp_server() {
-	local data=$1 logf=$2
-	rm -rf "$data"
-	mkdir -p "$data"
-	env ${SERVER_ENV:-} "$KILN" serve --config "$BENCH_CONFIG" --data "$data" --ui 127.0.0.1:0 --upload 127.0.0.1:0 \
-		--otlp-http 127.0.0.1:0 --otlp-grpc 127.0.0.1:0 2>"$logf" >/dev/null &
-	SERVER_PID=$!
-	for _ in $(seq 1 200); do
-		UI_PORT=$(sed -n 's/.*msg=listening.*listener=ui.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		OTLP_HTTP_PORT=$(sed -n 's/.*msg=listening.*listener=otlp_http.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		OTLP_GRPC_PORT=$(sed -n 's/.*msg=listening.*listener=otlp_grpc.*addr=[0-9.]*:\([0-9]*\).*/\1/p' "$logf" | head -1)
-		[ -n "$UI_PORT" ] && [ -n "$OTLP_HTTP_PORT" ] && [ -n "$OTLP_GRPC_PORT" ] && return 0
-		kill -0 "$SERVER_PID" 2>/dev/null || { cat "$logf" >&2; die "kiln serve exited"; }
-		sleep 0.05
-	done
-	cat "$logf" >&2
-	die "kiln serve did not log its listeners within 10 s"
+	rm -rf "$1"
+	start_kiln "$BENCH_CONFIG" "$1" "$2" ui otlp_http otlp_grpc
 }
 
 # store_total FROM UNTIL: the sum of the flame graph totals of every service
