@@ -27,6 +27,7 @@ void config_defaults(kiln_config *c)
 		config_set(&c->listeners[i].addr, default_addrs[i]);
 	c->max_rows = 10000;
 	c->samples_per_second = 20000;
+	c->bodies_mib = 512;
 	c->retention_days = 14;
 	c->retention_max_days = 14;
 	c->scrape.interval_ns = 60 * 1000000000LL;
@@ -305,6 +306,8 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 			goto out;
 	}
 	if (read_number(root, "/limits/samplesPerSecond", 1, 1e9, &c->samples_per_second, err) < 0)
+		goto out;
+	if (read_number(root, "/limits/requestBodiesMiB", 64, 1 << 20, &c->bodies_mib, err) < 0)
 		goto out;
 	double d;
 	if ((rc = read_number(root, "/retention/days", 1, 3650, &d, err)) < 0)

@@ -61,6 +61,8 @@ typedef struct {
 	uint32_t max_rows; /* receivers.profiles.maxDecodedSampleRows */
 	int workers;       /* 0 = one per core */
 	double samples_per_second; /* limits.samplesPerSecond: per key (S6.2), default 20000 */
+	double bodies_mib;         /* limits.requestBodiesMiB: request bodies held at once, all
+	                              listeners together (net/budget.h), default 512 */
 	int retention_days;        /* retention.days: default for every project, default 14 */
 	int retention_max_days;    /* retention.maxDays: the cap, default 14 (S6.4) */
 	uint32_t n_project_retention; /* retention.projects: {NAME: days} */

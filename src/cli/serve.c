@@ -38,6 +38,7 @@ typedef struct {
 	int draining_ms;
 	struct event *keys_timer, *usage_timer, *retention_timer;
 	struct ssl_ctx_st *tls[LISTENER_COUNT]; /* per listener, when tls: {cert, key} */
+	net_budget bodies;                      /* request bodies of every listener (limits.requestBodiesMiB) */
 	_Atomic int keys_busy, usage_busy, retention_busy; /* a periodic job is on the pool */
 } serve_state;
 
@@ -238,7 +239,8 @@ static void log_listening(const char *name, const char *addr, int port)
 static int start_grpc(serve_state *s, const char *addr, kn_err *err)
 {
 	grpc_opts o = {
-	    .h2 = {.name = listener_names[LISTENER_OTLP_GRPC], .ssl_ctx = s->tls[LISTENER_OTLP_GRPC]},
+	    .h2 = {.name = listener_names[LISTENER_OTLP_GRPC], .ssl_ctx = s->tls[LISTENER_OTLP_GRPC],
+	           .budget = &s->bodies},
 	    .methods = api_grpc_methods,
 	    .n_methods = api_grpc_n_methods,
 	    .ctx = &s->listeners[LISTENER_OTLP_GRPC],
@@ -280,6 +282,7 @@ static int start_listeners(serve_state *s)
 		    .max_body = i == LISTENER_UI ? 64 << 10 : LIMIT_BODY_BYTES,
 		    .format_error = api_format_error,
 		    .ssl_ctx = s->tls[i],
+		    .budget = &s->bodies,
 		    .ctx = &s->listeners[i],
 		};
 		if (i == LISTENER_UPLOAD) {
@@ -318,6 +321,7 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	s.bodies.limit = (size_t)s.cfg.bodies_mib << 20;
 
 	store_config sc = {.dir = s.cfg.data_dir, .retention_days = config_retention_days(&s.cfg, "")};
 	s.store = store_open(&sc, &err);

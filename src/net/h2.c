@@ -83,6 +83,7 @@ const slice_t *h2_header_get(const h2_req *r, const char *lowercase_name)
 
 static void req_free(h2_req *r)
 {
+	net_budget_give(r->_budget, r->_taken);
 	buf_free(&r->body);
 	buf_free(&r->_hdr);
 	free(r->_hdr_off);
@@ -298,6 +299,14 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 		stream_reset(st, NGHTTP2_REFUSED_STREAM);
 		return 0;
 	}
+	if (net_budget_take(s->o.budget, len) < 0) {
+		log_msg(LOG_DEBUG, "h2 stream refused: request bodies in flight over the budget",
+		        "listener=%s peer=%s limit=%zu", s->o.name, c->peer, s->o.budget->limit);
+		stream_reset(st, NGHTTP2_REFUSED_STREAM);
+		return 0;
+	}
+	r->_budget = s->o.budget;
+	r->_taken += len;
 	if (buf_append(&r->body, data, len) < 0) {
 		log_msg(LOG_DEBUG, "h2 stream reset: body over the limit", "listener=%s peer=%s max_body=%zu",
 		        s->o.name, c->peer, s->o.max_body);

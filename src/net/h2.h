@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/slice.h"
+#include "net/budget.h"
 
 struct event_base;
 struct ssl_ctx_st;
@@ -42,6 +43,8 @@ struct h2_req {
 	uint32_t *_hdr_off;    /* offsets while headers arrive: name, name len, value, value len */
 	size_t _hdr_cap;
 	size_t _counted; /* body bytes counted against the connection's buffer budget */
+	net_budget *_budget; /* the server's; _taken bytes of it are this body's */
+	size_t _taken;
 	int _state;
 	char _peer[64];
 };
@@ -62,6 +65,7 @@ typedef struct {
 	 * passes it (and was not answered by on_data) is reset with RST_STREAM
 	 * ENHANCE_YOUR_CALM. */
 	size_t max_body;
+	net_budget *budget; /* bodies of all servers together (budget.h); NULL = none */
 	/* Ceiling of request body bytes one connection holds at once (bodies being
 	 * read and those handlers own); 0 = 2 * max_body. A stream whose data
 	 * would pass it is reset with REFUSED_STREAM (clients may retry it). */

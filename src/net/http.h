@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/slice.h"
+#include "net/budget.h"
 
 struct event_base;
 struct http_conn;
@@ -37,6 +38,8 @@ struct http_req {
 	uint8_t *_head;          /* owned copy of the request line and headers */
 	int _keep_alive;
 	char _peer[64];
+	net_budget *_budget; /* the server's; _taken bytes of it are this body's */
+	size_t _taken;
 };
 
 /* First value of a header, or NULL. lowercase_name must be lowercase. */
@@ -45,6 +48,7 @@ const slice_t *http_header(const http_req *r, const char *lowercase_name);
 typedef struct {
 	const char *name; /* listener name for logs ("upload", "ui"); copied */
 	size_t max_body;  /* 0 = LIMIT_BODY_BYTES */
+	net_budget *budget; /* bodies of all servers together (budget.h); NULL = none */
 	/* 0 = default. header: from the first byte of a request (or from accept) to
 	 * the end of its headers (10 s); body: longest pause between body bytes
 	 * (60 s); idle: keep-alive wait for the next request (60 s); write: longest

@@ -137,6 +137,7 @@ const slice_t *http_header(const http_req *r, const char *lowercase_name)
 
 static void req_free(http_req *r)
 {
+	net_budget_give(r->_budget, r->_taken);
 	buf_free(&r->body);
 	free(r->hdr_names);
 	free(r->_head);
@@ -201,8 +202,9 @@ static void format_error_body(const http_server *s, int status, const char *msg,
 	buf_puts(body, "}\n");
 }
 
-/* Answers with a server-made error and closes; drops a request being read. */
-static void conn_error(struct http_conn *c, int status, const char *msg)
+/* Answers with a server-made error (extra: more header lines or NULL) and
+ * closes; drops a request being read. */
+static void conn_error_extra(struct http_conn *c, int status, const char *msg, const char *extra)
 {
 	if (c->req) {
 		req_free(c->req);
@@ -212,10 +214,15 @@ static void conn_error(struct http_conn *c, int status, const char *msg)
 	buf_init(&body, SIZE_MAX);
 	const char *ctype;
 	format_error_body(c->srv, status, msg, &body, &ctype);
-	conn_write_response(c, status, ctype, NULL, body.p, body.n, 1, 0);
+	conn_write_response(c, status, ctype, extra, body.p, body.n, 1, 0);
 	buf_free(&body);
 	log_msg(LOG_DEBUG, "http request rejected", "listener=%s peer=%s status=%d error=\"%s\"",
 	        c->srv->o.name, c->peer, status, msg);
+}
+
+static void conn_error(struct http_conn *c, int status, const char *msg)
+{
+	conn_error_extra(c, status, msg, NULL);
 }
 
 void http_respond(http_req *r, int status, const char *content_type, const char *extra_headers,
@@ -406,6 +413,23 @@ static void body_too_big(struct http_conn *c)
 	conn_error(c, 413, m);
 }
 
+/* Counts n more body bytes of c's request against the process's budget;
+ * -1 after answering 503 when that would cross it. */
+static int body_take(struct http_conn *c, size_t n)
+{
+	http_req *r = c->req;
+	if (net_budget_take(c->srv->o.budget, n) == 0) {
+		r->_budget = c->srv->o.budget;
+		r->_taken += n;
+		return 0;
+	}
+	char lim[32], m[160];
+	format_size(c->srv->o.budget->limit, lim, sizeof lim);
+	snprintf(m, sizeof m, "the server holds %s of request bodies already; retry shortly", lim);
+	conn_error_extra(c, 503, m, "Retry-After: 1\r\n");
+	return -1;
+}
+
 static int read_body(struct http_conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
@@ -420,6 +444,8 @@ static int read_body(struct http_conn *c)
 				body_too_big(c);
 				return STEP_STOP;
 			}
+			if (body_take(c, k) < 0)
+				return STEP_STOP;
 			evbuffer_remove(in, body->p + body->n, k);
 			body->n += k;
 			c->body_left -= k;
@@ -435,10 +461,13 @@ static int read_body(struct http_conn *c)
 			break;
 		size_t used = 0;
 		const char *msg = NULL;
+		size_t before = body->n;
 		int rc =
 		    h1_chunked_feed(&c->chunk, v.iov_base, v.iov_len, body, c->srv->o.max_body, &used, &msg);
 		evbuffer_drain(in, used);
 		avail -= used;
+		if (body->n > before && body_take(c, body->n - before) < 0)
+			return STEP_STOP;
 		if (rc == H1_DONE) {
 			dispatch(c);
 			return STEP_STOP;

@@ -84,3 +84,45 @@ test('a client that stops reading a large answer does not stall the others', asy
   }
   s.destroy();
 });
+
+// Opens a connection that announces a 32 MiB body and sends `bytes` of it.
+async function partialUpload(port, bytes) {
+  const s = net.connect(port, '127.0.0.1');
+  sockets.push(s);
+  let text = '';
+  s.on('data', (d) => { text += d; });
+  s.on('error', () => {});
+  await new Promise((res) => s.on('connect', res));
+  s.write(`POST /profiling/upload?serviceName=held HTTP/1.1\r\nHost: x\r\nContent-Length: ${32 << 20}\r\n\r\n`);
+  const chunk = Buffer.alloc(1 << 20, 0x61);
+  for (let i = 0; i < bytes >> 20; i++) {
+    if (!s.write(chunk)) await new Promise((res) => s.once('drain', res));
+  }
+  return { s, text: () => text };
+}
+
+test('limits.requestBodiesMiB bounds the bodies held at once: the body that crosses it gets 503 + Retry-After, space comes back', async () => {
+  const srv = await startServer({ config: 'limits: {samplesPerSecond: 1000000000, requestBodiesMiB: 64}\n' });
+  try {
+    const port = Number(new URL(srv.uploadUrl).port);
+    const a = await partialUpload(port, 30 << 20);
+    const b = await partialUpload(port, 30 << 20);
+    await sleep(300);
+    const c = await partialUpload(port, 8 << 20);
+    const end = Date.now() + 5000;
+    while (!c.text().includes('\r\n\r\n') && Date.now() < end) await sleep(50);
+    assert.match(c.text(), /^HTTP\/1\.1 503 /, c.text().slice(0, 200));
+    assert.match(c.text(), /\r\nRetry-After: 1\r\n/);
+    assert.match(c.text(), /"error":"the server holds 64 MiB of request bodies already; retry shortly"/);
+    assert.equal(a.text(), '', 'the bodies under the ceiling are not cut');
+    // A closed connection gives its body's bytes back.
+    a.s.destroy();
+    b.s.destroy();
+    await sleep(300);
+    const body = fs.readFileSync(path.join(TESTDATA, 'pprof', 'go-cpu-fib.pb.gz'));
+    const r = await upload(srv, body, { serviceName: uniqueName('after-budget') });
+    assert.equal(r.status, 200, r.text);
+  } finally {
+    await srv.stop();
+  }
+});
