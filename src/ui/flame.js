@@ -60,7 +60,8 @@ export class FlameGraph {
     canvas.addEventListener('mouseleave', (e) => this.opts.onHover?.(-1, e));
     canvas.addEventListener('click', (e) => { const i = this.at(e); if (i >= 0) this.opts.onClick?.(i); });
     canvas.addEventListener('keydown', (e) => this.key(e));
-    canvas.addEventListener('focus', () => { if (this.focus < 0 && this.tree) this.setFocus(this.zoom); });
+    canvas.addEventListener('focus', () => { if (this.tree) this.setFocus(this.focus < 0 ? this.zoom : this.focus); });
+    canvas.addEventListener('blur', () => { if (this.tree) this.draw(); });
   }
 
   setTree(tree) {
@@ -149,24 +150,22 @@ export class FlameGraph {
     }
     for (const d of [...pend.keys()]) flush(d);
     g.globalAlpha = 1;
-    this.outline(g, scale, x0, y);
+    this.outline(g, y);
     this.lastDrawMs = performance.now() - t0;
     return this.lastDrawMs;
   }
 
   // Outlines the selected function's frames and the keyboard focus.
-  outline(g, scale, x0, y) {
+  outline(g, y) {
     const t = this.tree;
     const box = (i, color, lw) => {
-      const anc = t.x[i] <= t.x[this.zoom] && t.depth[i] <= t.depth[this.zoom];
-      const px = anc ? 0 : (t.x[i] - x0) * scale;
-      const w = anc ? this.width : t.total[i] * scale;
+      const [px, w] = this.box(i);
       g.strokeStyle = color;
       g.lineWidth = lw;
       g.strokeRect(px + lw / 2, y(t.depth[i]) + lw / 2, Math.max(w - lw - 1, 1), ROW - 1 - lw);
     };
     if (this.selected) for (const i of this.drawn) if (t.names[i] === this.selected) box(i, '#0b57d0', 2);
-    if (this.focus >= 0 && this.drawn.includes(this.focus)) box(this.focus, getComputedStyle(this.canvas).color, 2);
+    if (this.focus >= 0 && document.activeElement === this.canvas && this.drawn.includes(this.focus)) box(this.focus, getComputedStyle(this.canvas).color, 2);
   }
 
   hatch(g) {
@@ -230,11 +229,22 @@ export class FlameGraph {
     this.setFocus(f);
   }
 
-  // The drawn frames (test hook and accessibility): name, self, total, depth.
+  // Left edge and width in CSS pixels of drawn node i.
+  box(i) {
+    const t = this.tree;
+    const z = this.zoom;
+    if (t.depth[i] <= t.depth[z]) return [0, this.width];
+    const scale = this.width / t.total[z];
+    return [(t.x[i] - t.x[z]) * scale, t.total[i] * scale];
+  }
+
+  // The drawn frames (test hook): name, self, total, depth, and where they
+  // are (x, y of the top-left corner and w, in CSS pixels).
   nodes() {
     const t = this.tree;
     return this.drawn.map((i) => ({
       name: t.names[i], self: t.self[i], total: t.total[i], depth: t.depth[i],
+      x: this.box(i)[0], w: this.box(i)[1], y: (this.opts.inverted ? t.maxDepth - t.depth[i] : t.depth[i]) * ROW, h: ROW,
       ...(t.diff ? { a: t.a[i], b: t.b[i] } : {}), ...(t.unsym[i] ? { unsymbolized: true } : {}),
     }));
   }

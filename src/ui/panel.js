@@ -53,7 +53,7 @@ export class FlamePanel {
     const t = this.tree;
     if (!t) return;
     const zoomKey = (state.zoom ?? []).join('\n');
-    if (zoomKey !== this.zoomPath) { this.zoomPath = zoomKey; this.graph.zoom = t.find(state.zoom ?? []); }
+    if (zoomKey !== this.zoomPath) { this.zoomPath = zoomKey; this.graph.zoom = this.graph.focus = t.find(state.zoom ?? []); }
     if (this.search && state.q !== this.q) {
       this.q = state.q;
       if (document.activeElement !== this.search) this.search.value = state.q ?? '';

@@ -1,0 +1,270 @@
+// The Profiles screen in a real browser (issue 6, SPEC S7): real profiles are
+// uploaded through /profiling/upload, then every figure the page shows is
+// checked against the JSON API it is built from: services order, type picker,
+// flame graph nodes and totals, zoom and breadcrumbs, search share, share
+// URL, top table, sandwich and diff. Screenshots go to $KILN_SCREENSHOTS;
+// KILN_UPDATE_DOCS_IMG=1 also rewrites docs/img/profiles.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { TESTDATA, REPO, nowS } from './lib/env.mjs';
+import { startServer } from './lib/server.mjs';
+import { upload, getJson } from './lib/http.mjs';
+import { buildProfile } from './lib/pb.mjs';
+import { launch, open, settle, screenshot, canvasPixels, pixelAt, flameNodes, clickNode } from './lib/browser.mjs';
+
+let server;
+let browser;
+const CPU = 'cpu:nanoseconds';
+const now = nowS();
+// The diff service: a baseline two hours ago and a comparison 30 minutes ago.
+const BASE = { from: now - 7200, until: now - 7190 };
+const COMP = { from: now - 1800, until: now - 1790 };
+
+before(async () => {
+  [server, browser] = await Promise.all([startServer(), launch()]);
+  const send = async (file, params) => {
+    const r = await upload(server, fs.readFileSync(path.join(TESTDATA, 'pprof', file)), params);
+    assert.equal(r.status, 200, `${file}: ${r.text}`);
+  };
+  await send('go-cpu-fib.pb.gz', { serviceName: 'checkout', namespace: 'shop', pod: 'checkout-1' });
+  await send('go-cpu-span-labels.pb.gz', { serviceName: 'payments', namespace: 'shop', pod: 'payments-1' });
+  await send('go-heap-delta.pb.gz', { serviceName: 'cart', namespace: 'shop', pod: 'cart-1' });
+  const diffProfile = (a, b, c) => buildProfile({
+    sampleTypes: [['cpu', 'nanoseconds']],
+    samples: [
+      { stack: ['main.a', 'main.work', 'main.main'], values: [a] },
+      { stack: ['main.b', 'main.work', 'main.main'], values: [b] },
+      ...(c ? [{ stack: ['main.c', 'main.main'], values: [c] }] : []),
+    ],
+  }).bytes;
+  for (const [body, w] of [[diffProfile(100e6, 100e6, 0), BASE], [diffProfile(300e6, 100e6, 100e6), COMP]]) {
+    const r = await upload(server, body, { serviceName: 'diffsvc', ...w });
+    assert.equal(r.status, 200, r.text);
+  }
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+const ui = (q) => `${server.uiUrl}/?${new URLSearchParams(q)}`;
+
+// Every node of an /api/flamegraph tree with its depth and parent.
+function apiNodes(root) {
+  const out = [];
+  const walk = (n, depth, parent) => { out.push({ name: n.name, total: n.total, self: n.self, depth, parent, node: n }); for (const c of n.children) walk(c, depth + 1, n); };
+  walk(root, 0, null);
+  return out;
+}
+
+// Drawn nodes must be API nodes (same name, depth, total, self), and every
+// API node of the zoomed subtree at least half a pixel wide must be drawn.
+function assertNodesMatch(drawn, fg, width, zoomTotal = fg.total, ctx = '') {
+  const key = (n) => `${n.depth}\0${n.name}\0${n.total}\0${n.self}`;
+  const api = new Map();
+  for (const n of apiNodes(fg.root)) api.set(key(n), (api.get(key(n)) ?? 0) + 1);
+  for (const n of drawn) assert.ok(api.has(key(n)), `${ctx}: drawn node ${n.name} (depth ${n.depth}, total ${n.total}) is not in /api/flamegraph`);
+  return drawn.filter((n) => n.total * (width / zoomTotal) >= 0.5).length;
+}
+
+test('services list is busiest first, as /api/services; the filter box narrows it', async () => {
+  const api = await getJson(server.uiUrl, '/api/services', {});
+  assert.deepEqual(api.services.slice(0, 2).map((s) => s.name), ['checkout', 'payments'], 'fib is the busiest upload');
+  const page = await open(browser, `${server.uiUrl}/`);
+  const names = await page.locator('ul.services .name').allTextContents();
+  assert.deepEqual(names, api.services.map((s) => s.name));
+  assert.match(page.url(), /service=checkout/, 'the busiest service is opened by default');
+  await page.fill('input[aria-label="Filter services"]', 'pay');
+  assert.deepEqual(await page.locator('ul.services .name').allTextContents(), ['payments']);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('type picker lists the service\'s types with their units, never mixed', async () => {
+  const types = (await getJson(server.uiUrl, '/api/types', { service: 'cart' })).types;
+  const page = await open(browser, ui({ service: 'cart' }));
+  const opts = await page.locator('select#type option').evaluateAll((os) => os.map((o) => [o.value, o.textContent]));
+  assert.deepEqual(opts.map((o) => o[0]), types);
+  for (const [t, label] of opts) {
+    const unit = t.split(':')[1];
+    assert.ok(label.includes(unit), `${t}: label "${label}" names the unit`);
+    assert.ok(label.includes(unit === 'bytes' ? 'bytes' : 'count'), `${t}: label "${label}" says what it measures`);
+  }
+  await page.selectOption('select#type', 'inuse_space:bytes');
+  await settle(page);
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'cart', type: 'inuse_space:bytes' });
+  const nodes = await flameNodes(page);
+  assert.equal(nodes[0].total, fg.total, 'the graph shows the picked type');
+  await page.context().close();
+});
+
+test('flame graph: drawn nodes and totals equal /api/flamegraph; zoom, breadcrumbs, keyboard, search, share URL', async () => {
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'checkout', type: CPU });
+  const page = await open(browser, ui({ service: 'checkout', type: CPU }));
+  const pixels = await canvasPixels(page, 'canvas.flame');
+  assert.ok(pixels.drawn > 20000, `canvas drawn: ${JSON.stringify(pixels)}`);
+  const width = await page.evaluate(() => window.__kiln.flame.width);
+  let drawn = await flameNodes(page);
+  assert.equal(drawn[0].name, 'total');
+  assert.equal(drawn[0].total, fg.total);
+  const wide = apiNodes(fg.root).filter((n) => n.total * (width / fg.total) >= 0.5).length;
+  assert.equal(assertNodesMatch(drawn, fg, width, fg.total, 'unzoomed'), wide, 'every node ≥ 0.5 px is drawn');
+  await screenshot(page, 'profiles', process.env.KILN_UPDATE_DOCS_IMG ? path.join(REPO, 'docs/img/profiles.png') : undefined);
+
+  // Zoom by clicking a frame: it spans the width, breadcrumbs lead back.
+  const FIB = 'github.com/polarsignals/pprof-example-app-go/fib.Fibonacci';
+  await clickNode(page, FIB, 2);
+  const fib = apiNodes(fg.root).find((n) => n.name === FIB && n.depth === 2).node;
+  assert.deepEqual(new URL(page.url()).searchParams.get('zoom').split('\n'), ['main.calculateFib', FIB]);
+  drawn = await flameNodes(page);
+  const z = drawn.find((n) => n.name === FIB);
+  assert.equal(Math.round(z.w), Math.round(width), 'zoomed frame is full width');
+  const inSub = apiNodes(fib).filter((n) => n.total * (width / fib.total) >= 0.5).length;
+  assert.equal(drawn.filter((n) => n.depth >= 2).length, inSub, 'the zoomed subtree is drawn at the new scale');
+  assert.deepEqual(await page.locator('nav.crumbs button').allTextContents(), ['total', 'main.calculateFib', FIB]);
+  assert.equal(await page.locator('tr[aria-selected] .fn').textContent(), FIB, 'clicking a frame selects its top-table row');
+  await page.click('nav.crumbs button:text-is("total")');
+  await settle(page);
+  assert.equal(new URL(page.url()).searchParams.get('zoom'), null, 'breadcrumb "total" zooms out');
+
+  // Keyboard: focus the graph, ArrowDown to the first child, Enter zooms, Escape zooms out.
+  await page.focus('canvas.flame');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await settle(page);
+  assert.equal(new URL(page.url()).searchParams.get('zoom'), fg.root.children[0].name);
+  await page.keyboard.press('Escape');
+  await settle(page);
+  assert.equal(new URL(page.url()).searchParams.get('zoom'), null);
+
+  // Search: matches are highlighted and their share of the total is shown.
+  await page.fill('input[aria-label="Search frames"]', 'addVV');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('q') === 'addVV');
+  await settle(page);
+  let share = 0;
+  const walk = (n) => { if (n.name.toLowerCase().includes('addvv')) share += n.total; else n.children.forEach(walk); };
+  walk(fg.root);
+  const text = await page.locator('.share').textContent();
+  const pct = Number(/\(([\d.]+)% of total\)/.exec(text)?.[1]);
+  assert.ok(Math.abs(pct - (100 * share) / fg.total) < 0.05, `share "${text}" vs ${(100 * share) / fg.total}%`);
+  const hl = await canvasPixels(page, 'canvas.flame', [0xd6, 0x1f, 0xd6]);
+  assert.ok(hl.colored > 500, `highlighted pixels: ${JSON.stringify(hl)}`);
+  await clickNode(page, FIB, 2);
+  await screenshot(page, 'profiles-zoom-search');
+
+  // The URL restores the same view in a fresh page.
+  const before = await flameNodes(page);
+  const again = await open(browser, page.url());
+  assert.deepEqual(await flameNodes(again), before, 'same drawn nodes');
+  assert.equal(await again.inputValue('input[aria-label="Search frames"]'), 'addVV');
+  assert.deepEqual(await again.locator('nav.crumbs button').allTextContents(), ['total', 'main.calculateFib', FIB]);
+  assert.equal(await again.locator('.share').textContent(), text);
+  assert.deepEqual([...page.errors, ...again.errors], []);
+  await again.context().close();
+  await page.context().close();
+});
+
+test('top table equals /api/top, sorts, and is linked both ways with the graph', async () => {
+  const top = await getJson(server.uiUrl, '/api/top', { service: 'checkout', type: CPU, limit: 0 });
+  const page = await open(browser, ui({ service: 'checkout', type: CPU }));
+  const rows = () => page.locator('.top tbody tr').evaluateAll((trs) => trs.map((tr) => ({
+    name: tr.querySelector('.fn').textContent,
+    self: Number(tr.cells[1].querySelector('[data-value]').dataset.value),
+    total: Number(tr.cells[3].querySelector('[data-value]').dataset.value),
+  })));
+  const got = await rows();
+  assert.equal(got.length, Math.min(300, top.rows.length));
+  const apiRows = new Map(top.rows.map((r) => [r.name, r]));
+  for (const r of got) assert.deepEqual(r, apiRows.get(r.name), `row ${r.name}`);
+  assert.deepEqual(got.map((r) => r.self), top.rows.slice(0, got.length).map((r) => r.self), 'sorted by self like /api/top');
+  await page.click('.top th button[data-sort="total"]');
+  await settle(page);
+  const byTotal = await rows();
+  for (let i = 1; i < byTotal.length; i++) assert.ok(byTotal[i - 1].total >= byTotal[i].total, 'sorted by total');
+  // Row → graph: the function's frames are outlined and its share shown.
+  await page.click('.top tbody tr:has-text("math/big.nat.add") >> nth=0');
+  await settle(page);
+  assert.equal(await page.evaluate(() => window.__kiln.flame.selected), 'math/big.nat.add');
+  assert.match(await page.locator('.selbar').textContent(), /math\/big\.nat\.add/);
+  // Keyboard: rows are focusable, arrows move, Enter picks.
+  await page.focus('.top tbody tr >> nth=0');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await settle(page);
+  assert.equal(new URL(page.url()).searchParams.get('sel'), byTotal[1].name);
+  await page.context().close();
+});
+
+test('sandwich view: callers and callees of one function, computed from the tree', async () => {
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'checkout', type: CPU });
+  const FN = 'math/big.nat.add';
+  // Outermost occurrences of FN: their totals and their callers.
+  let total = 0;
+  const callers = new Map();
+  const walk = (n, parent) => {
+    if (n.name === FN) { total += n.total; callers.set(parent.name, (callers.get(parent.name) ?? 0) + n.total); return; }
+    for (const c of n.children) walk(c, n);
+  };
+  walk(fg.root, null);
+  const page = await open(browser, ui({ service: 'checkout', type: CPU, sel: FN }));
+  await page.click('.selbar button:text-is("Sandwich")');
+  await settle(page);
+  const callees = await flameNodes(page, 'callees');
+  assert.equal(callees[0].name, FN);
+  assert.equal(callees[0].total, total);
+  const up = await flameNodes(page, 'callers');
+  assert.equal(up[0].name, FN);
+  assert.equal(up[0].total, total);
+  const got = new Map(up.filter((n) => n.depth === 1).map((n) => [n.name, n.total]));
+  assert.deepEqual(got, callers, 'direct callers and their totals');
+  assert.ok((await canvasPixels(page, 'canvas.flame')).drawn > 0);
+  await screenshot(page, 'profiles-sandwich');
+  await page.context().close();
+});
+
+test('diff view: two time ranges of one type, coloured by change of share', async () => {
+  const page = await open(browser, ui({
+    service: 'diffsvc', type: CPU, from: COMP.from - 60, until: COMP.until + 60,
+    view: 'diff', cmp_from: BASE.from - 60, cmp_until: BASE.until + 60,
+  }));
+  const nodes = await flameNodes(page);
+  const by = Object.fromEntries(nodes.map((n) => [n.name, n]));
+  assert.equal(by['main.a'].a, 100e6);
+  assert.equal(by['main.a'].b, 300e6);
+  assert.equal(by['main.b'].b, 100e6);
+  assert.equal(by['main.c'].a, 0, 'main.c is new');
+  assert.equal(by['main.c'].b, 100e6);
+  const box = await page.locator('canvas.flame').boundingBox();
+  const color = async (n) => pixelAt(page, 'canvas.flame', n.x + n.w / 2, n.y + 4);
+  const [cr, cg] = await color(by['main.c']);
+  assert.ok(cr > cg + 40, `main.c (new) is red: ${await color(by['main.c'])}`);
+  const [br, bg] = await color(by['main.b']);
+  assert.ok(bg > br + 40, `main.b (50% → 20% of the total) is green: ${await color(by['main.b'])}`);
+  const [ar, ag] = await color(by['main.a']);
+  assert.ok(ar > ag + 20, `main.a (50% → 60%) is red: ${await color(by['main.a'])}`);
+  assert.ok(box.width > 0);
+  await screenshot(page, 'profiles-diff');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('download link is /api/pprof with the same parameters', async () => {
+  const page = await open(browser, ui({ service: 'checkout', type: CPU, 'label.k8s.pod.name': 'checkout-1' }));
+  const href = await page.getAttribute('a[download]', 'href');
+  const u = new URL(href, server.uiUrl);
+  assert.equal(u.pathname, '/api/pprof');
+  assert.equal(u.searchParams.get('service'), 'checkout');
+  assert.equal(u.searchParams.get('type'), CPU);
+  assert.equal(u.searchParams.get('label.k8s.pod.name'), 'checkout-1');
+  const r = await fetch(u);
+  assert.equal(r.status, 200);
+  const buf = Buffer.from(await r.arrayBuffer());
+  assert.equal(buf[0], 0x1f, 'gzip');
+  // The filter applies: the graph's total is the filtered one.
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'checkout', type: CPU, 'label.k8s.pod.name': 'checkout-1' });
+  assert.equal((await flameNodes(page))[0].total, fg.total);
+  assert.ok(fg.total > 0);
+  await page.context().close();
+});
