@@ -288,6 +288,11 @@ export class ProfilesScreen {
       limit: TOP_ROWS,
     }));
     const row = this.top.querySelector('tr[aria-selected]');
-    if (row && this.top.dataset.scrolledTo !== s.sel) { row.scrollIntoView({ block: 'nearest' }); this.top.dataset.scrolledTo = s.sel; }
+    // Bring the selected row into the table's own scroll box (not the page).
+    const box = row?.closest('table, div');
+    if (row && box && this.top.dataset.scrolledTo !== s.sel) {
+      if (row.offsetTop < box.scrollTop || row.offsetTop > box.scrollTop + box.clientHeight - row.offsetHeight) box.scrollTop = row.offsetTop - box.clientHeight / 2;
+      this.top.dataset.scrolledTo = s.sel;
+    }
   }
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { TESTDATA, REPO, nowS } from './lib/env.mjs';
 import { startServer } from './lib/server.mjs';
 import { upload, getJson } from './lib/http.mjs';
-import { buildProfile } from './lib/pb.mjs';
+import { buildProfile, encodeProfile } from './lib/pb.mjs';
 import { launch, open, settle, screenshot, canvasPixels, pixelAt, flameNodes, clickNode } from './lib/browser.mjs';
 
 let server;
@@ -39,6 +39,14 @@ before(async () => {
       ...(c ? [{ stack: ['main.c', 'main.main'], values: [c] }] : []),
     ],
   }).bytes;
+  // A native frame without symbols: a location with no lines in libc's mapping.
+  const nat = buildProfile({ sampleTypes: [['cpu', 'nanoseconds']], samples: [
+    { stack: ['main.f', 'main.main'], values: [10e6] }, { stack: ['LIBC', 'main.main'], values: [30e6] }] });
+  const t = nat.tables;
+  const loc = t.locations.find((l) => t.stringTable[t.functions[l.lines[0].functionId - 1].name] === 'LIBC');
+  Object.assign(loc, { lines: [], mappingId: 2, address: 0x7f0000001000 });
+  t.mappings.push({ id: 2, filename: nat.str('/usr/lib/x86_64-linux-gnu/libc.so.6'), memoryStart: 0x7f0000000000, memoryLimit: 0x7f0000100000 });
+  assert.equal((await upload(server, encodeProfile(t), { serviceName: 'native' })).status, 200);
   for (const [body, w] of [[diffProfile(100e6, 100e6, 0), BASE], [diffProfile(300e6, 100e6, 100e6), COMP]]) {
     const r = await upload(server, body, { serviceName: 'diffsvc', ...w });
     assert.equal(r.status, 200, r.text);
@@ -266,5 +274,26 @@ test('download link is /api/pprof with the same parameters', async () => {
   const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'checkout', type: CPU, 'label.k8s.pod.name': 'checkout-1' });
   assert.equal((await flameNodes(page))[0].total, fg.total);
   assert.ok(fg.total > 0);
+  await page.context().close();
+});
+
+test('unsymbolized frames are marked: grey and hatched, with a legend entry', async () => {
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'native', type: CPU });
+  const libc = fg.root.children[0].children.find((n) => n.unsymbolized);
+  assert.ok(libc, `an unsymbolized frame: ${JSON.stringify(fg)}`);
+  const page = await open(browser, ui({ service: 'native', type: CPU }));
+  const n = (await flameNodes(page)).find((x) => x.name === libc.name);
+  assert.equal(n.unsymbolized, true);
+  const colors = new Set();
+  for (let dx = 10; dx < 40; dx++) colors.add(String(await pixelAt(page, 'canvas.flame', n.x + dx, n.y + 8)));
+  assert.ok(colors.size >= 2, `hatched: ${[...colors]}`);
+  for (const c of colors) {
+    const [r, g, b] = c.split(',').map(Number);
+    assert.ok(Math.max(r, g, b) - Math.min(r, g, b) < 12, `grey: ${c}`);
+  }
+  const m = (await flameNodes(page)).find((x) => x.name === 'main.f');
+  const [r, g, b] = await pixelAt(page, 'canvas.flame', m.x + m.w / 2, m.y + 8);
+  assert.ok(Math.max(r, g, b) - Math.min(r, g, b) > 40, 'symbolized frames are coloured');
+  assert.match(await page.locator('ul.legend').textContent(), /unsymbolized/);
   await page.context().close();
 });
