@@ -69,13 +69,18 @@ export class FlameGraph {
     this.zoom = 0;
     this.focus = -1;
     this.hit = null;
-    const colors = new Array(tree.n);
+    this.colors = new Array(tree.n); // filled as nodes are first drawn
+  }
+
+  color(i) {
+    let c = this.colors[i];
+    if (c) return c;
+    const t = this.tree;
     const [ta, tb] = this.opts.totals ?? [0, 0];
-    for (let i = 0; i < tree.n; i++) {
-      colors[i] = this.opts.colors === 'diff' ? diffColor(tree.a[i], tree.b[i], ta, tb)
-        : tree.unsym[i] ? 'hsl(0 0% 70%)' : frameColor(tree.names[i], tree.kinds[i]);
-    }
-    this.colors = colors;
+    c = this.opts.colors === 'diff' ? diffColor(t.a[i], t.b[i], ta, tb)
+      : t.unsym[i] ? 'hsl(0 0% 70%)' : frameColor(t.names[i], t.kinds[i]);
+    this.colors[i] = c;
+    return c;
   }
 
   // Draws at the canvas's CSS width; returns the milliseconds it took.
@@ -110,7 +115,7 @@ export class FlameGraph {
     const rect = (i, px, w) => {
       const top = y(t.depth[i]);
       g.globalAlpha = this.hit && !this.hit[i] ? 0.35 : 1;
-      g.fillStyle = this.hit && this.hit[i] ? '#d61fd6' : this.colors[i];
+      g.fillStyle = this.hit && this.hit[i] ? '#d61fd6' : this.color(i);
       g.fillRect(px, top, w - (w > 2 ? 1 : 0), ROW - 1);
       if (t.unsym[i] && hatch) { g.fillStyle = hatch; g.fillRect(px, top, w - 1, ROW - 1); }
       if (w >= LABEL_PX) {
