@@ -14,7 +14,7 @@
 #include "base/timeutil.h"
 #include "query/query.h"
 
-enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_METRICS, R_TARGETS };
+enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_LABELS, R_METRICS, R_TARGETS };
 
 static const struct {
 	const char *path;
@@ -23,7 +23,7 @@ static const struct {
 } routes[] = {
     {"/api/services", R_SERVICES, 0, 0}, {"/api/types", R_TYPES, 1, 0},   {"/api/flamegraph", R_FLAME, 1, 1},
     {"/api/top", R_TOP, 1, 1},           {"/api/timeline", R_TIMELINE, 1, 1}, {"/api/pprof", R_PPROF, 1, 1},
-    {"/api/span", R_SPAN, 0, 0},         {"/api/usage", R_USAGE, 0, 0},
+    {"/api/span", R_SPAN, 0, 0},         {"/api/usage", R_USAGE, 0, 0},       {"/api/labels", R_LABELS, 1, 1},
 };
 
 typedef struct {
@@ -111,6 +111,9 @@ static void query_work(void *arg)
 		break;
 	case R_PPROF:
 		rc = query_pprof(s, &j->q, &j->out, &j->err);
+		break;
+	case R_LABELS:
+		rc = query_labels(s, &j->q, &j->out, &j->err);
 		break;
 	case R_SPAN:
 		rc = query_span(s, j->q.project, j->trace_id, j->span_id, &j->span, &j->out, &j->err);
@@ -239,6 +242,17 @@ static int parse_query(query_job *j, const params_t *p, int needs_service, int n
 	return 0;
 }
 
+/* The UI's screens have URLs of their own (shareable, S7) that serve the
+ * single page, which reads its state from the URL. */
+static int is_ui_screen(slice_t path)
+{
+	static const char *screens[] = {"/profiles", "/span", "/usage", "/targets"};
+	for (size_t i = 0; i < sizeof screens / sizeof *screens; i++)
+		if (slice_eq_cstr(path, screens[i]))
+			return 1;
+	return 0;
+}
+
 int api_ui_on_headers(http_req *r, void *ctx)
 {
 	int get = slice_eq_cstr(r->method, "GET") || slice_eq_cstr(r->method, "HEAD");
@@ -313,7 +327,7 @@ void api_ui_on_request(http_req *r, void *ctx)
 	int metrics = slice_eq_cstr(r->path, "/metrics");
 	int targets = slice_eq_cstr(r->path, "/api/targets");
 	if (found < 0 && !metrics && !targets) {
-		const ui_asset *a = ui_asset_find(r->path);
+		const ui_asset *a = ui_asset_find(is_ui_screen(r->path) ? slice_make("/", 1) : r->path);
 		api_count(api, LISTENER_UI, a ? 200 : 404, 0);
 		if (a) {
 			http_respond(r, 200, a->content_type, "Cache-Control: no-cache\r\n", a->data, a->size);

@@ -35,6 +35,11 @@ int query_flamegraph(store_t *s, const query_params *q, buf_t *json, kn_err *err
 int query_top(store_t *s, const query_params *q, uint32_t limit, buf_t *json, kn_err *err);
 /* {"type","unit","step","points":[[unix_s,value],…]}; step_s 0 = automatic. */
 int query_timeline(store_t *s, const query_params *q, int64_t step_s, buf_t *json, kn_err *err);
+/* {"labels":[{"name","source":"series"|"sample","values":[…][,"truncated":true]}]}:
+ * the label names and values of q's service and type over its range (with
+ * q's filters applied), sorted; sample attributes span_id, trace_id and
+ * profile_id are left out. For the UI's filter suggestions. */
+int query_labels(store_t *s, const query_params *q, buf_t *json, kn_err *err);
 /* gzip-compressed pprof of the merged result. */
 int query_pprof(store_t *s, const query_params *q, buf_t *out, kn_err *err);
 

@@ -22,6 +22,7 @@ struct discovery {
 	scrape_target *statics;
 	size_t n_statics;
 	scrape_skips static_skips;
+	int64_t interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
 	int full_logged; /* the K8S_PODS_MAX warning was logged */
 };
 
@@ -93,8 +94,9 @@ static void rebuild(evutil_socket_t fd, short what, void *arg)
 			continue;
 		n += got;
 		for (size_t i = 0; i < n_skips; i++)
-			scrape_skips_add(&sk, skips[i].reason, skips[i].namespace_, skips[i].pod,
-			                 skips[i].type);
+			if (scrape_type_scraped(skips[i].type, d->interval_ns))
+				scrape_skips_add(&sk, skips[i].reason, skips[i].namespace_, skips[i].pod,
+				                 skips[i].type);
 	}
 	scraper_set_targets(d->scraper, t, n);
 	scraper_report_skips(d->scraper, &sk);
@@ -114,6 +116,7 @@ discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop
 	d->pods = json_object();
 	d->settings = (annot_settings){(const char *const *)c->scrape.prefixes, c->scrape.n_prefixes,
 	                               c->scrape.default_port};
+	d->interval_ns = c->scrape.interval_ns;
 	d->n_statics = scrape_static_targets(&c->scrape, 0, &d->statics, &d->static_skips);
 	d->rebuild = evtimer_new(loop_base(loop), rebuild, d);
 	k8s_config kc = {.api_server = c->kubernetes.api_server,

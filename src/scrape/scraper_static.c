@@ -43,7 +43,9 @@ size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **ou
 	size_t n = 0;
 	for (uint32_t i = 0; i < c->n_statics; i++)
 		for (int type = 0; type < SCRAPE_TYPES; type++) {
-			if (!c->statics[i].types[type].scrape)
+			/* A type whose timeout exceeds the interval is named by the
+			 * S3.1 log line and not scraped: not a target, not a skip. */
+			if (!c->statics[i].types[type].scrape || !scrape_type_scraped(type, c->interval_ns))
 				continue;
 			const char *reason;
 			char msg[320];

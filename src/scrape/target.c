@@ -33,3 +33,9 @@ int scrape_type_parse(const char *s)
 			return i;
 	return -1;
 }
+
+int scrape_type_scraped(int type, int64_t interval_ns)
+{
+	const scrape_type_info *t = scrape_type_get(type);
+	return t && t->timeout_ns <= interval_ns;
+}

@@ -44,5 +44,7 @@ typedef struct {
 
 /* The S3.4 row of type; NULL when type is not an enum scrape_type. Static data. */
 const scrape_type_info *scrape_type_get(int type);
+/* 1 when type is scraped at interval_ns: its timeout fits in it (S3.1). */
+int scrape_type_scraped(int type, int64_t interval_ns);
 
 #endif

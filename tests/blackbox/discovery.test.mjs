@@ -7,10 +7,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { REPO, mkTemp } from './lib/env.mjs';
-import { startServer, tail, parseLogfmt } from './lib/server.mjs';
-import { getJson, get, upload, sleep } from './lib/http.mjs';
+import { mkTemp } from './lib/env.mjs';
+import { startServer, tail } from './lib/server.mjs';
+import { getJson, get, upload } from './lib/http.mjs';
+import { startStandin, targets as scrapeTargets, logLines as scrapeLogLines, until as untilOf } from './lib/scrape.mjs';
 import { goBuild, startGoServer } from './lib/goprog.mjs';
 import { buildRequest, nowNs, encodeRequest } from './lib/otlp-build.mjs';
 import { HTTP_PATH } from './lib/otlp.mjs';
@@ -20,24 +20,10 @@ const NS = 'shop';
 const POD = 'web-7d4b9c-x2x9z';
 const KEY = `${NS}/${POD}/memory`;
 let go, standin, kiln;
-
-function startStandin(token) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn('node', [path.join(REPO, 'tests/k8s-standin/server.mjs'), '--token', token], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening (\d+)/.exec(out);
-      if (m) resolve({ proc, url: `http://127.0.0.1:${m[1]}`, stop: () => { proc.kill('SIGTERM'); } });
-    });
-    proc.on('exit', (c) => reject(new Error(`k8s stand-in exited ${c}`)));
-  });
-}
-
-async function control(method, p, body) {
-  const res = await fetch(`${standin.url}${p}`, { method, body: body && JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  assert.equal(res.status, 200, `${method} ${p}: ${await res.text()}`);
-}
+const logLines = (msg) => scrapeLogLines(kiln, msg);
+const targets = () => scrapeTargets(kiln);
+const until = (pred, what, ms) => untilOf(kiln, pred, what, ms);
+const control = (...a) => standin.control(...a);
 
 const pod = (annotations) => ({
   namespace: NS, name: POD, node: NODE, ip: '127.0.0.1', phase: 'Running', annotations,
@@ -72,19 +58,6 @@ after(async () => {
   if (go) await go.stop();
 });
 
-const logLines = (msg) => kiln.stderr().split('\n').filter((l) => l.includes(`msg="${msg}"`)).map(parseLogfmt);
-async function targets() {
-  return (await getJson(kiln.uiUrl, '/api/targets')).targets;
-}
-async function until(pred, what, ms = 25000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const v = await pred();
-    if (v) return v;
-    await sleep(200);
-  }
-  assert.fail(`${what} within ${ms} ms\n${tail(kiln.stderr())}`);
-}
 const win = () => ({ from: 'now-1h' });
 async function total(service, type, labels) {
   const r = await getJson(kiln.uiUrl, '/api/flamegraph', { service, type, ...win(), ...labels });

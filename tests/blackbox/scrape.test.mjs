@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import http from 'node:http';
 import { uniqueName } from './lib/env.mjs';
-import { startServer, tail, parseLogfmt } from './lib/server.mjs';
+import { startServer, tail } from './lib/server.mjs';
+import { targets, target, waitTarget, waitLog, logLines, staticScrapeConfig } from './lib/scrape.mjs';
 import { getJson, get, sleep } from './lib/http.mjs';
 import { goBuild, startGoServer } from './lib/goprog.mjs';
 
@@ -49,14 +50,7 @@ function startOdd() {
 }
 
 function configA(goPort, proxyPort, oddPort) {
-  return `limits: {samplesPerSecond: 1000000000}
-receivers:
-  profiles:
-    scrape:
-      enabled: true
-      interval: 10s
-      static:
-        - name: go
+  return staticScrapeConfig('10s', `        - name: go
           url: http://127.0.0.1:${proxyPort}
           service: ${svc}
           namespace: ns-a
@@ -86,7 +80,7 @@ receivers:
           url: http://127.0.0.1:${oddPort}
           types:
             goroutine: {scrape: true, path: "/slow?token=abc"}
-`;
+`);
 }
 
 before(async () => {
@@ -110,32 +104,6 @@ after(async () => {
   if (go) await go.stop();
 });
 
-async function targets(server) {
-  return (await getJson(server.uiUrl, '/api/targets')).targets;
-}
-async function target(server, key) {
-  const t = (await targets(server)).find((x) => x.key === key);
-  assert.ok(t, `target ${key} in /api/targets`);
-  return t;
-}
-// Polls /api/targets until pred(target) holds.
-async function waitTarget(server, key, pred, what, ms = 40000) {
-  const end = Date.now() + ms;
-  let t;
-  while (Date.now() < end) {
-    t = await target(server, key);
-    if (pred(t)) return t;
-    await sleep(200);
-  }
-  assert.fail(`${key}: ${what} within ${ms} ms; last ${JSON.stringify(t)}\n${tail(server.stderr())}`);
-}
-// The lines with msg, once at least one is there (they may follow the listening lines).
-async function waitLog(server, msg, ms = 5000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end && !logLines(server, msg).length) await sleep(50);
-  return logLines(server, msg);
-}
-const logLines = (server, msg) => server.stderr().split('\n').filter((l) => l.includes(`msg="${msg}"`)).map(parseLogfmt);
 async function types(server, service) {
   return (await getJson(server.uiUrl, '/api/types', { service, from: 'now-1h' })).types;
 }

@@ -69,7 +69,7 @@ function makePod(o) {
 			nodeName: o.node || 'node-a',
 			containers,
 			initContainers: o.initContainers
-				? o.initContainers.map((c) => ({ name: c.name, image: 'registry.example/side:1.0', restartPolicy: c.restartPolicy, ports: c.ports || [] }))
+				? o.initContainers.map((c) => ({ name: c.name, image: 'registry.example/side:1.0', restartPolicy: c.restartPolicy, ports: (c.ports || []).map((p) => ({ name: p.name, containerPort: p.containerPort, protocol: 'TCP' })) }))
 				: undefined,
 			restartPolicy: 'Always',
 			serviceAccountName: 'default',
@@ -81,6 +81,15 @@ function makePod(o) {
 			hostIP: '192.168.1.10',
 			startTime: '2024-05-01T10:00:01Z',
 			containerStatuses: containers.map((c) => ({ name: c.name, ready: true, restartCount: 0, state: { running: { startedAt: '2024-05-01T10:00:02Z' } } })),
+			// Native sidecars (restartPolicy Always) keep running; other init containers have completed.
+			initContainerStatuses: o.initContainers
+				? o.initContainers.map((c) => ({
+					name: c.name, ready: c.restartPolicy === 'Always', restartCount: 0,
+					state: c.restartPolicy === 'Always'
+						? { running: { startedAt: '2024-05-01T10:00:01Z' } }
+						: { terminated: { exitCode: 0, reason: 'Completed', startedAt: '2024-05-01T10:00:01Z', finishedAt: '2024-05-01T10:00:01Z' } },
+				}))
+				: undefined,
 		},
 	};
 	if (o.padBytes) pod.metadata.annotations['example.com/padding'] = 'x'.repeat(o.padBytes);

@@ -1,7 +1,9 @@
 // cpusplit is a workload with known shape for Kiln's black-box tests
-// (tests/blackbox/gosplit.test.mjs). It serves net/http/pprof on
-// 127.0.0.1:0 and prints "port=N" on stdout once it listens. Standard
-// library only (the test machines reach no module proxy).
+// (tests/blackbox/gosplit.test.mjs, scrape*.test.mjs). It serves
+// net/http/pprof on -addr (default 127.0.0.1:0; the scrape tests give each
+// program its own loopback address, 127.0.0.2 …, as a pod IP) and prints
+// "port=N" on stdout once it listens. Standard library only (the test
+// machines reach no module proxy).
 //
 //   - CPU: one goroutine calls main.hot three times and main.cold once per
 //     round; both do the same work unit, so hot:cold CPU is about 3:1. The
@@ -115,6 +117,7 @@ func chanReceiver(ch chan int) {
 func main() {
 	nParked := flag.Int("parked", 37, "goroutines to park forever")
 	nMutex := flag.Int("mutexers", 4, "goroutines contending on one mutex")
+	addr := flag.String("addr", "127.0.0.1:0", "address to serve net/http/pprof on")
 	flag.Parse()
 
 	runtime.SetBlockProfileRate(1)
@@ -137,7 +140,7 @@ func main() {
 	go allocator()
 	go burn()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
