@@ -297,3 +297,34 @@ test('unsymbolized frames are marked: grey and hatched, with a legend entry', as
   assert.match(await page.locator('ul.legend').textContent(), /unsymbolized/);
   await page.context().close();
 });
+
+test('label filters: suggestions from /api/labels, and a filter narrows the graph', async () => {
+  const q = { service: 'checkout', type: CPU };
+  const labels = (await getJson(server.uiUrl, '/api/labels', q)).labels;
+  const pod = labels.find((l) => l.name === 'k8s.pod.name');
+  assert.deepEqual(pod?.values, ['checkout-1'], JSON.stringify(labels));
+  const page = await open(browser, ui(q));
+  const form = page.locator('form[aria-label="Filters"]');
+  const names = await form.locator('datalist >> nth=0').locator('option').evaluateAll((os) => os.map((o) => o.value));
+  assert.deepEqual(names, labels.map((l) => l.name));
+  await form.locator('input[aria-label="Filters label name"]').fill('k8s.pod.name');
+  const values = await form.locator('datalist >> nth=1').locator('option').evaluateAll((os) => os.map((o) => o.value));
+  assert.deepEqual(values, pod.values);
+  await form.locator('input[aria-label="Filters label value"]').fill('checkout-1');
+  await form.locator('button[type=submit]').click();
+  await settle(page);
+  assert.equal(new URL(page.url()).searchParams.get('label.k8s.pod.name'), 'checkout-1');
+  assert.match(await page.locator('.chip').textContent(), /k8s\.pod\.name=checkout-1/);
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { ...q, 'label.k8s.pod.name': 'checkout-1' });
+  assert.equal((await flameNodes(page))[0].total, fg.total);
+  // A value no profile has: the graph is empty, and says so.
+  await page.click('.chip button');
+  await settle(page);
+  await form.locator('input[aria-label="Filters label name"]').fill('k8s.pod.name');
+  await form.locator('input[aria-label="Filters label value"]').fill('nope');
+  await form.locator('button[type=submit]').click();
+  await settle(page);
+  assert.match(await page.locator('.view').textContent(), /No samples match/);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
