@@ -328,3 +328,35 @@ test('label filters: suggestions from /api/labels, and a filter narrows the grap
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });
+
+test('time range: presets and dragging across the timeline set from/until', async () => {
+  const page = await open(browser, ui({ service: 'diffsvc', type: CPU, from: 'now-6h' }));
+  const tl = await getJson(server.uiUrl, '/api/timeline', { service: 'diffsvc', type: CPU, from: 'now-6h' });
+  assert.ok(tl.points.filter((p) => p[1] > 0).length >= 2, 'both uploads are on the timeline');
+  assert.equal(await page.inputValue('select.range'), 'now-6h');
+  // Drag over the last fifth (the last 72 minutes): only the comparison
+  // upload (30 minutes ago) is in it, not the baseline (2 hours ago).
+  const box = await page.locator('canvas.timeline').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.8, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.up();
+  await settle(page);
+  const u = new URL(page.url()).searchParams;
+  const t0 = tl.points[0][0];
+  const t1 = tl.points[tl.points.length - 1][0] + tl.step;
+  const from = Number(u.get('from'));
+  const until = Number(u.get('until'));
+  assert.ok(Math.abs(from - (t0 + (t1 - t0) * 0.8)) <= (t1 - t0) / 50, `from ${from} is 80% into ${t0}..${t1}`);
+  assert.ok(until <= t1 && until >= t1 - (t1 - t0) / 50, `until ${until} is the end of ${t0}..${t1}`);
+  assert.equal(await page.inputValue('select.range'), 'custom');
+  const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'diffsvc', type: CPU, from, until });
+  assert.equal(fg.total, 500e6, 'only the comparison upload');
+  assert.equal((await flameNodes(page))[0].total, fg.total);
+  await page.selectOption('select.range', 'now-15m');
+  await settle(page);
+  assert.equal(new URL(page.url()).searchParams.get('from'), 'now-15m');
+  assert.equal(new URL(page.url()).searchParams.get('until'), null);
+  await page.context().close();
+});

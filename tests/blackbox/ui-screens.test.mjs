@@ -10,6 +10,7 @@ import { startServer } from './lib/server.mjs';
 import { upload, getJson, sleep } from './lib/http.mjs';
 import { buildProfile } from './lib/pb.mjs';
 import { createKey } from './lib/s6.mjs';
+import { staticScrapeConfig } from './lib/scrape.mjs';
 import { launch, open, settle, screenshot, canvasPixels, flameNodes } from './lib/browser.mjs';
 
 const TRACE = 'aa000000000000000000000000000042';
@@ -121,8 +122,7 @@ test('usage screen shows /api/usage per day and key, rejected by reason', async 
 
 test('targets screen shows /api/targets: type, last result, last success, failures, url', async () => {
   const server = await start({
-    config: 'limits: {samplesPerSecond: 1000000000}\nreceivers: {profiles: {scrape: {enabled: true, interval: 10s, static: [\n'
-      + '  {name: down, url: "http://127.0.0.1:9", service: billing, types: {memory: {scrape: true}, goroutine: {scrape: true}}}]}}}\n',
+    config: staticScrapeConfig('10s', '        - {name: down, url: "http://127.0.0.1:9", service: billing, types: {memory: {scrape: true}, goroutine: {scrape: true}}}\n'),
   });
   let api;
   for (let i = 0; i < 50; i++) {
