@@ -121,6 +121,18 @@ test('flame graph: drawn nodes and totals equal /api/flamegraph; zoom, breadcrum
   assert.equal(assertNodesMatch(drawn, fg, width, fg.total, 'unzoomed'), wide, 'every node ≥ 0.5 px is drawn');
   await screenshot(page, 'profiles', process.env.KILN_UPDATE_DOCS_IMG ? path.join(REPO, 'docs/img/profiles.png') : undefined);
 
+  // Tooltip: name, total and self in the type's unit and as a share.
+  const calc = fg.root.children[0];
+  const cn = drawn.find((n) => n.name === calc.name);
+  const cbox = await page.locator('canvas.flame').boundingBox();
+  await page.mouse.move(cbox.x + cn.x + 30, cbox.y + cn.y + 8);
+  const tip = await page.locator('.tooltip').textContent();
+  const sec = (ns) => `${new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 }).format(ns / 1e9)} s`;
+  assert.ok(tip.includes(calc.name), tip);
+  assert.ok(tip.includes(`Total${sec(calc.total)} (${((100 * calc.total) / fg.total).toFixed(1)}%)`), `tooltip "${tip}" vs total ${calc.total}`);
+  assert.ok(tip.includes(`Self${calc.self ? sec(calc.self) : '0 ns'}`), tip);
+  await page.mouse.move(0, 0);
+
   // Zoom by clicking a frame: it spans the width, breadcrumbs lead back.
   const FIB = 'github.com/polarsignals/pprof-example-app-go/fib.Fibonacci';
   await clickNode(page, FIB, 2);
@@ -170,6 +182,9 @@ test('flame graph: drawn nodes and totals equal /api/flamegraph; zoom, breadcrum
   assert.deepEqual(await again.locator('nav.crumbs button').allTextContents(), ['total', 'main.calculateFib', FIB]);
   assert.equal(await again.locator('.share').textContent(), text);
   assert.deepEqual([...page.errors, ...again.errors], []);
+  const away = [...page.requests, ...again.requests].filter((u) => !u.startsWith(`${server.uiUrl}/`));
+  assert.deepEqual(away, [], 'no request leaves the server (no CDN, no web font)');
+  assert.ok(page.requests.some((u) => u.includes('/api/flamegraph?')), 'requests were recorded');
   await again.context().close();
   await page.context().close();
 });

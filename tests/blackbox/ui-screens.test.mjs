@@ -118,6 +118,14 @@ test('usage screen shows /api/usage per day and key, rejected by reason', async 
   });
   await screenshot(page, 'usage');
   await page.context().close();
+  // Dark: the page follows prefers-color-scheme.
+  const dark = await open(browser, `${server.uiUrl}/usage`, { colorScheme: 'dark' });
+  const bg = await dark.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const fg = await dark.evaluate(() => getComputedStyle(document.body).color);
+  const lum = (c) => c.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
+  assert.ok(lum(bg) < 60 && lum(fg) > 180, `dark theme: background ${bg}, text ${fg}`);
+  await screenshot(dark, 'usage-dark');
+  await dark.context().close();
 });
 
 test('targets screen shows /api/targets: type, last result, last success, failures, url', async () => {

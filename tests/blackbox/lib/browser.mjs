@@ -21,12 +21,15 @@ export async function settle(page) {
 }
 
 // A fresh page (own context: no shared history) at url, settled. Page errors
-// are collected in page.errors so tests can assert there were none.
+// are collected in page.errors and requested URLs in page.requests, so tests
+// can assert there were no errors and no request left the server.
 export async function open(browser, url, opts = {}) {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: opts.colorScheme ?? 'light' });
   const page = await ctx.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
+  page.requests = [];
+  page.on('request', (r) => page.requests.push(r.url()));
   await page.goto(url);
   if (opts.settle !== false) await settle(page);
   return page;
