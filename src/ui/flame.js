@@ -28,10 +28,31 @@ export function packageOf(name) {
   return dot > 0 ? name.slice(0, dot) : name;
 }
 
-export function frameColor(name, kind) {
+// hsl → '#rrggbb' (the canvas parses hex colours fastest).
+function hex(hue, sat, light) {
+  const a = sat * Math.min(light, 1 - light);
+  const f = (n) => {
+    const k = (n + hue / 30) % 12;
+    return Math.round(255 * (light - a * Math.max(-1, Math.min(k - 3, 9 - k, 1)))).toString(16).padStart(2, '0');
+  };
+  return `#${f(0)}${f(8)}${f(4)}`;
+}
+
+// 32 shades per band, computed once: a frame's colour is a palette entry
+// picked by a hash of its package.
+const SHADES = 32;
+const PALETTES = {};
+function palette(kind) {
   const band = BANDS[kind] ?? BANDS[''];
-  const hue = band[0] + hash(packageOf(name)) * (band[1] - band[0]);
-  return `hsl(${hue.toFixed(0)} 75% ${(58 + hash(name) * 10).toFixed(0)}%)`;
+  const key = band.join();
+  if (!PALETTES[key]) {
+    PALETTES[key] = Array.from({ length: SHADES }, (_, k) => hex(band[0] + (k / SHADES) * (band[1] - band[0]), 0.75, 0.58 + (k % 4) * 0.03));
+  }
+  return PALETTES[key];
+}
+
+export function frameColor(name, kind) {
+  return palette(kind)[Math.floor(hash(packageOf(name)) * SHADES)];
 }
 
 // Diff colour: red grew, green shrank, by the change of the node's share.
@@ -39,9 +60,9 @@ export function diffColor(a, b, ta, tb) {
   const sa = ta ? a / ta : 0;
   const sb = tb ? b / tb : 0;
   const rel = (sb - sa) / Math.max(sa, sb, 1e-12);
-  if (Math.abs(rel) < 0.02) return 'hsl(0 0% 78%)';
+  if (Math.abs(rel) < 0.02) return '#c7c7c7';
   const l = 88 - Math.min(1, Math.abs(rel)) * 40;
-  return rel > 0 ? `hsl(0 80% ${l.toFixed(0)}%)` : `hsl(130 60% ${l.toFixed(0)}%)`;
+  return rel > 0 ? hex(0, 0.8, l / 100) : hex(130, 0.6, l / 100);
 }
 
 export class FlameGraph {
@@ -78,7 +99,7 @@ export class FlameGraph {
     const t = this.tree;
     const [ta, tb] = this.opts.totals ?? [0, 0];
     c = this.opts.colors === 'diff' ? diffColor(t.a[i], t.b[i], ta, tb)
-      : t.unsym[i] ? 'hsl(0 0% 70%)' : frameColor(t.names[i], t.kinds[i]);
+      : t.unsym[i] ? '#b3b3b3' : frameColor(t.names[i], t.kinds[i]);
     this.colors[i] = c;
     return c;
   }
