@@ -73,8 +73,10 @@ function labelSuggestions(s) {
   });
 }
 
-// The default baseline of a diff: the range of the same length just before.
+// The default baseline of a diff: the same range when it compares label
+// sets, else the range of the same length just before.
 function defaultBaseline(s) {
+  if (s.cmpLabels.length) return [s.from ?? 'now-1h', s.until ?? 'now'];
   const now = Math.floor(Date.now() / 1000);
   const f = resolveTime(s.from ?? 'now-1h', now);
   const u = resolveTime(s.until ?? 'now', now);
@@ -170,7 +172,7 @@ export class ProfilesScreen {
     const apply = h('button', { type: 'button' }, 'Compare');
     apply.addEventListener('click', () => this.go({ cmp_from: from.value, cmp_until: until.value }, true));
     return h('div', { class: 'diffbar' },
-      h('p', {}, 'Diff: the baseline below against the selected range and filters above. ',
+      h('p', {}, 'Diff: the baseline below against the selected range and filters above (baseline filters compare two label sets; the baseline range then defaults to the same range). ',
         h('span', { class: 'swatch', style: 'background:hsl(0 80% 55%)' }), ' grew, ',
         h('span', { class: 'swatch', style: 'background:hsl(130 60% 55%)' }), ' shrank (share of each side\'s total).'),
       h('div', {}, 'Baseline: ', from, ' – ', until, ' (unix seconds or now-2h) ', apply),

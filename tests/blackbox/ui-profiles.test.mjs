@@ -47,6 +47,9 @@ before(async () => {
   Object.assign(loc, { lines: [], mappingId: 2, address: 0x7f0000001000 });
   t.mappings.push({ id: 2, filename: nat.str('/usr/lib/x86_64-linux-gnu/libc.so.6'), memoryStart: 0x7f0000000000, memoryLimit: 0x7f0000100000 });
   assert.equal((await upload(server, encodeProfile(t), { serviceName: 'native' })).status, 200);
+  for (const [pod, body] of [['pod-a', diffProfile(100e6, 100e6, 0)], ['pod-b', diffProfile(100e6, 0, 200e6)]]) {
+    assert.equal((await upload(server, body, { serviceName: 'pods', pod })).status, 200);
+  }
   for (const [body, w] of [[diffProfile(100e6, 100e6, 0), BASE], [diffProfile(300e6, 100e6, 100e6), COMP]]) {
     const r = await upload(server, body, { serviceName: 'diffsvc', ...w });
     assert.equal(r.status, 200, r.text);
@@ -373,5 +376,18 @@ test('time range: presets and dragging across the timeline set from/until', asyn
   await settle(page);
   assert.equal(new URL(page.url()).searchParams.get('from'), 'now-15m');
   assert.equal(new URL(page.url()).searchParams.get('until'), null);
+  await page.context().close();
+});
+
+test('diff view: two label sets over the same range', async () => {
+  const page = await open(browser, ui({ service: 'pods', type: CPU, view: 'diff', 'label.k8s.pod.name': 'pod-b', 'cmp_label.k8s.pod.name': 'pod-a' }));
+  const by = Object.fromEntries((await flameNodes(page)).map((n) => [n.name, n]));
+  const [a, b] = await Promise.all(['pod-a', 'pod-b'].map((pod) => getJson(server.uiUrl, '/api/flamegraph', { service: 'pods', type: CPU, 'label.k8s.pod.name': pod })));
+  assert.equal(by.total.a, a.total);
+  assert.equal(by.total.b, b.total);
+  assert.deepEqual([by['main.a'].a, by['main.a'].b], [100e6, 100e6]);
+  assert.equal(by['main.b']?.b ?? 0, 0, 'main.b is only in pod-a');
+  assert.equal(by['main.b'].a, 100e6);
+  assert.deepEqual([by['main.c'].a, by['main.c'].b], [0, 200e6]);
   await page.context().close();
 });
