@@ -6,7 +6,7 @@ import { ProfilesScreen } from './profiles.js';
 import { spanScreen, usageScreen, targetsScreen } from './screens.js';
 
 const main = document.getElementById('main');
-const hooks = {};
+const hooks = {}; // the span screen's panel (test hook)
 let profiles = null;
 
 // Merges patch into the URL state; push adds a history entry. `redirect`
@@ -34,16 +34,16 @@ function render() {
   const screen = SCREENS[path];
   if (screen) { profiles = null; return track(screen(s)); }
   if (!profiles) { profiles = new ProfilesScreen(main, go); main.replaceChildren(); }
-  return track(profiles.update(s).then(() => Object.assign(hooks, profiles.hooks)));
+  return track(profiles.update(s));
 }
 
 window.addEventListener('popstate', render);
 document.getElementById('refresh').addEventListener('click', () => { refresh(); if (profiles) profiles.layoutKey = null; render(); });
 window.__kiln = {
   settled,
-  hooks,
-  get flame() { return hooks.flame; },
-  get sandwich() { return hooks.sandwich; },
+  // The drawn graph of the current screen (nodes(), draw(), zoom …).
+  get flame() { return (profiles ? profiles.hooks : hooks).flame; },
+  get sandwich() { return profiles?.hooks.sandwich; },
   state: readState,
 };
 render();

@@ -99,24 +99,22 @@ export class ProfilesScreen {
     const services = (await api('/api/services', { from: s.from ?? 'now-1h', until: s.until ?? 'now' })).services;
     if (stale()) return;
     if (!services.length && !s.service) { this.root.replaceChildren(firstRun(s, (f, u) => this.go({ from: f, until: u }, true))); return; }
-    let svc = services.find((x) => x.name === s.service);
+    const svc = services.find((x) => x.name === s.service);
     if (!s.service) { this.go({ service: services[0].name }, false, true); return; }
     const types = svc ? svc.types : (await api('/api/types', { service: s.service, from: s.from ?? 'now-1h', until: s.until ?? 'now' })).types;
     if (stale()) return;
     if (!s.type || !types.includes(s.type)) {
       if (types.length) { this.go({ type: types.includes('cpu:nanoseconds') ? 'cpu:nanoseconds' : types[0] }, false, true); return; }
     }
-    svc = svc ?? { name: s.service, types, cpu_nanoseconds: 0 };
-    this.layout(s, services, svc, types);
+    this.layout(s, services, types);
     if (!s.type) { this.view.replaceChildren(h('p', {}, `No profiles of ${s.service} in this range.`)); return; }
     const unit = unitOf(s.type);
     const qp = queryParams(s);
-    const jobs = [this.timeline(s, qp, unit, stale), this.showView(s, qp, unit, stale), this.topTable(s, qp, unit, stale)];
-    await Promise.all(jobs);
+    await Promise.all([this.timeline(s, qp, unit, stale), this.showView(s, qp, unit, stale), this.topTable(s, qp, unit, stale)]);
   }
 
   // The static parts, rebuilt when the service list, type or filters change.
-  layout(s, services, svc, types) {
+  layout(s, services, types) {
     const key = JSON.stringify([services.map((x) => x.name), s.service, s.type, s.from, s.until, s.labels, s.view, s.cmp_from, s.cmp_until, s.cmpLabels]);
     if (key === this.layoutKey) { this.sideList(s, services); return; }
     this.layoutKey = key;
