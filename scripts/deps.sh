@@ -7,7 +7,7 @@ pkgs=(
   build-essential pkg-config
   libevent-dev libnghttp2-dev libcurl4-openssl-dev libsqlite3-dev sqlite3
   libdeflate-dev libzstd-dev libjansson-dev libfyaml-dev libxxhash-dev libssl-dev
-  libcmocka-dev
+  libcmocka-dev strace
   clang libclang-rt-14-dev
   golang-go nodejs npm curl ca-certificates nghttp2-client
   kubernetes-client

@@ -181,11 +181,15 @@ void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out)
 	           "# HELP kiln_store_partitions Day partitions on disk.\n"
 	           "# TYPE kiln_store_partitions gauge\n"
 	           "kiln_store_partitions %u\n"
+	           "# HELP kiln_store_partitions_damaged_total Damaged partition files found (skipped by queries, moved "
+	           "aside by the writer).\n"
+	           "# TYPE kiln_store_partitions_damaged_total counter\n"
+	           "kiln_store_partitions_damaged_total %llu\n"
 	           "# HELP kiln_inflight_requests Requests being worked on.\n"
 	           "# TYPE kiln_inflight_requests gauge\n"
 	           "kiln_inflight_requests %u\n",
 	           store_queue_depth(a->store), st.commit_ns_sum / 1e9, (unsigned long long)st.commits,
-	           st.commit_ns_max / 1e9, st.partitions, api_inflight(a));
+	           st.commit_ns_max / 1e9, st.partitions, (unsigned long long)st.damaged, api_inflight(a));
 	if (a->scraper)
 		scraper_write_metrics(a->scraper, out);
 }

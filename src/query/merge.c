@@ -175,14 +175,19 @@ static int map_partition(merge_ctx *c, const query_part *qp, int last, kn_err *e
 	if (store_view_nodes(c->v, qp->p, &nodes, err) < 0 ||
 	    store_view_frames(c->v, qp->p, &frames, &n_frames, err) < 0)
 		return -1;
-	if (c->max_node > nodes.n)
-		return err_set(err, 500, "partition %u: chunk names node %u of %u", qp->p, c->max_node,
-		               nodes.n);
 	/* 0 = not needed, else the global index; local frame -> global frame. */
-	uint32_t *loc2g = xcalloc((size_t)c->max_node + 1, sizeof *loc2g);
-	uint32_t *frame_g = xmalloc(((size_t)n_frames + 1) * sizeof *frame_g);
-	memset(frame_g, 0xff, ((size_t)n_frames + 1) * sizeof *frame_g);
+	uint32_t *loc2g = NULL, *frame_g = NULL;
 	int rc = 0;
+	/* Found damaged on the way (the store reported it): none of its values count. */
+	if (store_view_skipped(c->v, qp->p))
+		goto out;
+	if (c->max_node > nodes.n) {
+		rc = err_set(err, 500, "partition %u: chunk names node %u of %u", qp->p, c->max_node, nodes.n);
+		goto out;
+	}
+	loc2g = xcalloc((size_t)c->max_node + 1, sizeof *loc2g);
+	frame_g = xmalloc(((size_t)n_frames + 1) * sizeof *frame_g);
+	memset(frame_g, 0xff, ((size_t)n_frames + 1) * sizeof *frame_g);
 	for (uint32_t i = 1; i <= c->max_node; i++)
 		if (c->acc_i[i] != 0 || (c->acc_d && c->acc_d[i] != 0))
 			loc2g[i] = 1;

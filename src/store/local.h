@@ -38,6 +38,7 @@ typedef struct local_part {
 	uint32_t next[LT_COUNT];  /* next local id to assign */
 	int complete[LT_COUNT];   /* 1: cache holds every row, a miss means "new" */
 	int in_txn;
+	int damaged; /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
 	int64_t first_chunk, last_chunk; /* chunk rowids written by the open transaction */
 	uint64_t last_use;
 } local_part;
@@ -116,6 +117,13 @@ struct store {
 	pthread_t thread;
 	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max; /* store_get_stats */
 
+	/* Damaged partitions reported so far (local_damage.c), any thread. */
+	pthread_mutex_t damage_mu;
+	char **damaged;
+	uint32_t n_damaged;
+	size_t cap_damaged;
+	_Atomic uint64_t damaged_count;
+
 	/* Writer thread only. */
 	local_part **parts;
 	uint32_t n_parts;
@@ -168,6 +176,10 @@ local_part *local_part_get(store_t *s, const char *proj, int64_t day, kn_err *er
 /* Closes least-recently-used partitions beyond LOCAL_MAX_OPEN_PARTS (none in a transaction). */
 void local_parts_trim(store_t *s, uint32_t keep);
 void local_parts_close_all(store_t *s);
+/* Closes the partitions whose last SQLite call found the file corrupt (none
+ * in a transaction) and moves their files aside (local_quarantine): the next
+ * write to that day starts a fresh file. */
+void local_parts_drop_damaged(store_t *s);
 int local_part_begin(store_t *s, local_part *p, kn_err *err);
 int local_part_commit(store_t *s, local_part *p, kn_err *err);
 /* Rolls back the open transaction and forgets everything cached since. */
@@ -188,6 +200,19 @@ void local_fsync_dir(const char *dir);
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v);
 /* Sets err from a SQLite failure: 503 + retry for full disk / I/O / busy, 500 otherwise. */
 int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what);
+
+/* ---- local_damage.c: partitions SQLite calls corrupt ---- */
+/* 1 for SQLITE_CORRUPT / SQLITE_NOTADB (and their extended codes). */
+int local_is_damage(int sqlite_rc);
+void local_damage_init(store_t *s);
+void local_damage_free(store_t *s);
+/* Logs `store partition is damaged` (file, action, error) once per file and
+ * counts it (store_stats.damaged). Thread-safe. */
+void local_report_damaged(store_t *s, const char *path, const char *why, const char *action);
+/* Reports path and renames it (and its -wal, -shm) to path.damaged-UNIXSECONDS
+ * so that a fresh partition can take its place. Writer thread, with no
+ * connection of the writer open on it. 0, or -1 when a rename failed. */
+int local_quarantine(store_t *s, const char *path, const char *why);
 
 /* ---- local_retention.c: retention state, the sweep, the project list ---- */
 void local_retention_init(store_t *s, int default_days);

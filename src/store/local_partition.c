@@ -55,6 +55,8 @@ int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const c
 	case SQLITE_LOCKED:
 	case SQLITE_CANTOPEN:
 	case SQLITE_NOMEM:
+	case SQLITE_CORRUPT: /* the writer moves the file aside: a retry goes to a fresh one */
+	case SQLITE_NOTADB:
 		st = 503;
 		break;
 	default:
@@ -310,18 +312,29 @@ static int part_check_format(local_part *p, kn_err *err)
 	return 0;
 }
 
-static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, kn_err *err)
+/* DIR/PROJ/YYYY-MM-DD.db, malloc'd. */
+static char *part_path(const store_t *s, const char *proj_dir, int64_t day)
 {
 	char day_s[11];
 	time_day_str(day, day_s);
+	size_t n = strlen(s->dir) + strlen(proj_dir) + 24;
+	char *path = xmalloc(n);
+	snprintf(path, n, "%s/%s/%s.db", s->dir, proj_dir, day_s);
+	return path;
+}
+
+/* Opens (creating when missing) the partition of (proj_dir, day). NULL with
+ * err on failure; *damage is then 1 when SQLite found the file corrupt. */
+static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, int *damage, kn_err *err)
+{
+	*damage = 0;
 	local_part *p = xcalloc(1, sizeof *p);
 	p->proj = xstrdup(proj_dir);
 	p->day = day;
-	size_t n = strlen(s->dir) + strlen(proj_dir) + 24;
+	size_t n = strlen(s->dir) + strlen(proj_dir) + 2;
 	char *pdir = xmalloc(n);
 	snprintf(pdir, n, "%s/%s", s->dir, proj_dir);
-	p->path = xmalloc(n);
-	snprintf(p->path, n, "%s/%s.db", pdir, day_s);
+	p->path = part_path(s, proj_dir, day);
 
 	if (mkdir(pdir, 0755) == 0) {
 		local_fsync_dir(s->dir);
@@ -351,6 +364,7 @@ static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, kn_e
 	return p;
 fail:
 	free(pdir);
+	*damage = p->db && local_is_damage(sqlite3_extended_errcode(p->db));
 	part_close(s, p);
 	return NULL;
 }
@@ -362,7 +376,15 @@ local_part *local_part_get(store_t *s, const char *proj_dir, int64_t day, kn_err
 			s->parts[i]->last_use = ++s->tick;
 			return s->parts[i];
 		}
-	local_part *p = part_open(s, proj_dir, day, err);
+	int damage;
+	local_part *p = part_open(s, proj_dir, day, &damage, err);
+	if (!p && damage) {
+		/* Ingestion goes on in a fresh file; the damaged one is kept aside. */
+		char *path = part_path(s, proj_dir, day);
+		if (local_quarantine(s, path, err->msg) == 0)
+			p = part_open(s, proj_dir, day, &damage, err);
+		free(path);
+	}
 	if (!p)
 		return NULL;
 	p->last_use = ++s->tick;
@@ -396,6 +418,24 @@ void local_parts_close_before(store_t *s, const char *proj, int64_t day)
 		} else {
 			i++;
 		}
+	}
+}
+
+void local_parts_drop_damaged(store_t *s)
+{
+	for (uint32_t i = 0; i < s->n_parts;) {
+		local_part *p = s->parts[i];
+		if (!p->damaged || p->in_txn) {
+			i++;
+			continue;
+		}
+		char why[300];
+		snprintf(why, sizeof why, "a write found it damaged: %s", sqlite3_errmsg(p->db));
+		char *path = xstrdup(p->path);
+		part_close(s, p);
+		s->parts[i] = s->parts[--s->n_parts];
+		local_quarantine(s, path, why);
+		free(path);
 	}
 }
 

@@ -35,6 +35,8 @@ typedef struct {
 	model_label *attr_labels;
 	uint32_t n_attrsets;
 	uint32_t max_node, max_attrset, max_frame; /* largest local ids in the snapshot */
+	int damage; /* the last failure was damage (corrupt file, impossible values, another format) */
+	int bad;    /* reported; reads as empty for the rest of the view */
 } view_part;
 
 struct store_view {
@@ -59,12 +61,28 @@ struct store_view {
 
 static int part_err(kn_err *err, view_part *vp, int rc, const char *what)
 {
+	vp->damage = local_is_damage(rc);
 	return local_sqlite_err(err, vp->db, rc, vp->path, what);
 }
 
 static int damaged(kn_err *err, view_part *vp, const char *why)
 {
+	vp->damage = 1;
 	return err_set(err, 500, "store: %s is damaged: %s", vp->path, why);
+}
+
+/* After a failure on vp: when it was damage, vp is reported (once per file,
+ * local_report_damaged) and reads as empty from now on, so the query answers
+ * from the other partitions; 1 then. 0 for any other failure (err stands). */
+static int part_skip(store_view *v, view_part *vp, const kn_err *err)
+{
+	if (!vp->damage)
+		return 0;
+	if (!vp->bad) {
+		vp->bad = 1;
+		local_report_damaged(v->s, vp->path, err->msg, "skipped");
+	}
+	return 1;
 }
 
 static int name_is_day(const char *n)
@@ -134,9 +152,11 @@ static int part_open_ro(view_part *vp, kn_err *err)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return part_err(err, vp, rc, "reading the format");
-	if (v != LOCAL_FORMAT)
+	if (v != LOCAL_FORMAT) {
+		vp->damage = 1; /* unreadable here, as good as damaged: skipped, reported */
 		return err_set(err, 500, "store: %s has partition format %lld, this Kiln reads %d", vp->path,
 		               (long long)v, LOCAL_FORMAT);
+	}
 	rc = sqlite3_prepare_v3(vp->db,
 	                        "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
 	                        " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns",
@@ -251,7 +271,7 @@ static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
 		return NULL;
 	}
 	view_part *vp = &v->parts[p];
-	if (!vp->arena) {
+	if (!vp->arena && !vp->bad) {
 		/* Not while the retention sweep unlinks: once open (and its read
 		 * transaction begun) every file is held, and unlinking no longer matters. */
 		pthread_rwlock_rdlock(&v->s->files_lock);
@@ -259,7 +279,7 @@ static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
 		pthread_rwlock_unlock(&v->s->files_lock);
 		if (rc < 0) {
 			part_disconnect(vp);
-			return NULL;
+			return part_skip(v, vp, err) ? vp : NULL;
 		}
 	}
 	return vp;
@@ -312,11 +332,8 @@ static int dense_rows(view_part *vp, sqlite3_stmt *st, uint32_t i, kn_err *err)
 	return 0;
 }
 
-int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+static int series_read(store_view *v, uint32_t p, view_part *vp, const store_series **out, uint32_t *n, kn_err *err)
 {
-	view_part *vp = get_part(v, p, err);
-	if (!vp)
-		return -1;
 	if (!vp->have_series) {
 		sqlite3_stmt *st;
 		int rc = sqlite3_prepare_v2(vp->db,
@@ -392,12 +409,9 @@ static int read_head(view_part *vp, sqlite3_stmt *st, int c, store_chunk_head *h
 	return 0;
 }
 
-int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+static int heads_read(store_view *v, uint32_t p, view_part *vp, const uint32_t *series, uint32_t n_series,
                      const store_chunk_head **out, uint32_t *n, kn_err *err)
 {
-	view_part *vp = get_part(v, p, err);
-	if (!vp)
-		return -1;
 	size_t k = 0;
 	sqlite3_stmt *st = vp->heads;
 	for (uint32_t i = 0; i < n_series; i++) {
@@ -423,11 +437,10 @@ int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t
 	return 0;
 }
 
-int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_chunk_head *h, const store_entry **out,
                        uint32_t *n, kn_err *err)
 {
-	view_part *vp = get_part(v, p, err);
-	if (!vp || load_counts(vp, err) < 0)
+	if (load_counts(vp, err) < 0)
 		return -1;
 	if (v->last_part == p && v->last_payload == h->_payload && v->last_scale == h->_scale &&
 	    v->last_t == h->t_ns && v->last_n == h->n_entries) {
@@ -450,8 +463,10 @@ int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, con
 	rc = local_payload_decode(data, h->t_ns, h->_scale, h->n_entries, h->total, vp->max_node, vp->max_attrset,
 	                          v->zd, &v->tmp, &v->cap_tmp, &v->entries, &v->cap_entries, &why);
 	sqlite3_reset(st);
-	if (rc < 0)
+	if (rc < 0) {
+		vp->damage = 1;
 		return err_set(err, 500, "store: %s is damaged: chunk %lld: %s", vp->path, (long long)h->_rowid, why);
+	}
 	v->last_part = p;
 	v->last_payload = h->_payload;
 	v->last_scale = h->_scale;
@@ -462,10 +477,9 @@ int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, con
 	return 0;
 }
 
-int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+static int nodes_read(store_view *v, uint32_t p, view_part *vp, store_nodes *out, kn_err *err)
 {
-	view_part *vp = get_part(v, p, err);
-	if (!vp || load_counts(vp, err) < 0)
+	if (load_counts(vp, err) < 0)
 		return -1;
 	if (!vp->have_nodes) {
 		uint32_t n = vp->max_node;
@@ -508,10 +522,9 @@ int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
 	return 0;
 }
 
-int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_frame **out, uint32_t *n, kn_err *err)
 {
-	view_part *vp = get_part(v, p, err);
-	if (!vp || load_counts(vp, err) < 0)
+	if (load_counts(vp, err) < 0)
 		return -1;
 	if (!vp->have_frames) {
 		uint32_t max = vp->max_frame;
@@ -549,11 +562,10 @@ int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32
 	return 0;
 }
 
-int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_attrset **sets, const model_label **labels,
                         uint32_t *n, kn_err *err)
 {
-	view_part *vp = get_part(v, p, err);
-	if (!vp || load_counts(vp, err) < 0)
+	if (load_counts(vp, err) < 0)
 		return -1;
 	if (!vp->have_attrsets) {
 		uint32_t max = vp->max_attrset;
@@ -658,14 +670,13 @@ static int hit_cmp(const void *a, const void *b)
 	return x->attrset < y->attrset ? -1 : x->attrset > y->attrset;
 }
 
-int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t span_id, slice_t trace_id,
                            const store_span_hit **out, uint32_t *n, kn_err *err)
 {
 	*out = v->hits;
 	*n = 0;
-	view_part *vp = get_part(v, p, err);
 	int absent;
-	if (!vp || load_counts(vp, err) < 0 || prepare_spans(vp, &absent, err) < 0)
+	if (load_counts(vp, err) < 0 || prepare_spans(vp, &absent, err) < 0)
 		return -1;
 	if (absent)
 		return 0;
@@ -703,5 +714,115 @@ int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t t
 		qsort(v->hits, k, sizeof *v->hits, hit_cmp);
 	*out = v->hits;
 	*n = (uint32_t)k;
+	return 0;
+}
+
+/* ---- the interface: a damaged partition reads as empty (part_skip) ---- */
+
+int store_view_skipped(const store_view *v, uint32_t p)
+{
+	return p < v->n_parts && v->parts[p].bad;
+}
+
+int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && series_read(v, p, vp, out, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*out = NULL;
+	*n = 0;
+	return 0;
+}
+
+int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && heads_read(v, p, vp, series, n_series, out, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*out = v->heads;
+	*n = 0;
+	return 0;
+}
+
+int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                       uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && entries_read(v, p, vp, h, out, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*out = v->entries;
+	*n = 0;
+	return 0;
+}
+
+int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && nodes_read(v, p, vp, out, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	memset(out, 0, sizeof *out);
+	return 0;
+}
+
+int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && frames_read(v, p, vp, out, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*out = NULL;
+	*n = 0;
+	return 0;
+}
+
+int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+                        uint32_t *n, kn_err *err)
+{
+	static const model_attrset empty_set;
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && attrsets_read(v, p, vp, sets, labels, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*sets = &empty_set; /* attrsets[0], the empty set, stays valid */
+	*labels = NULL;
+	*n = 0;
+	return 0;
+}
+
+int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit **out, uint32_t *n, kn_err *err)
+{
+	view_part *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && span_chunks_read(v, p, vp, span_id, trace_id, out, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*out = v->hits;
+	*n = 0;
 	return 0;
 }

@@ -87,10 +87,12 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 	s->sc.zc = ZSTD_createCCtx();
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	local_damage_init(s);
 	int rc = pthread_create(&s->thread, NULL, writer_main, s);
 	if (rc != 0) {
 		err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
 		local_retention_free(s);
+		local_damage_free(s);
 		pthread_cond_destroy(&s->cv);
 		pthread_mutex_destroy(&s->mu);
 		ZSTD_freeCCtx(s->sc.zc);
@@ -125,6 +127,7 @@ void store_close(store_t *s)
 	buf_free(&sc->labels);
 	ZSTD_freeCCtx(sc->zc);
 	local_retention_free(s);
+	local_damage_free(s);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	close(s->lock_fd);
@@ -309,6 +312,9 @@ static int write_group(store_t *s, local_job **jobs, size_t n, kn_err *err)
 	rc = 0;
 	goto out;
 fail:
+	for (size_t i = 0; i < l.n; i++)
+		if (local_is_damage(sqlite3_extended_errcode(l.p[i]->db)))
+			l.p[i]->damaged = 1;
 	for (size_t i = committed; i < begun; i++)
 		if (l.p[i]->in_txn)
 			local_part_rollback(s, l.p[i]);
@@ -361,6 +367,8 @@ static void process(store_t *s, local_job **jobs, size_t n)
 			}
 		}
 	}
+	if (rc < 0)
+		local_parts_drop_damaged(s);
 	local_parts_trim(s, LOCAL_MAX_OPEN_PARTS);
 	for (size_t k = 0; k < n; k++) {
 		local_job *j = jobs[k];
@@ -453,4 +461,5 @@ void store_get_stats(store_t *s, store_stats *out)
 	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
 	out->commit_ns_max = atomic_load(&s->commit_ns_max);
 	out->partitions = count_partitions(s->dir);
+	out->damaged = atomic_load(&s->damaged_count);
 }

@@ -95,6 +95,8 @@ typedef struct {
 	uint64_t commit_ns_sum; /* time spent in them */
 	uint64_t commit_ns_max; /* the longest */
 	uint32_t partitions;    /* day partition files on disk (all projects) */
+	uint64_t damaged;       /* damaged partition files found since open (skipped by reads, moved aside
+	                           by the writer; docs/OPERATIONS.md) */
 } store_stats;
 void store_get_stats(store_t *s, store_stats *out);
 
@@ -159,10 +161,17 @@ int store_view_series(store_view *v, uint32_t p, const store_series **out, uint3
 int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
                      const store_chunk_head **out, uint32_t *n, kn_err *err);
 /* Decodes one chunk. Entries valid until the next call on v. A damaged chunk
- * is an error (status 500, message names the partition), never a crash. */
+ * makes its partition skipped (below), never a crash. */
 int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
                        uint32_t *n, kn_err *err);
 int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
+/* Damaged partitions (SQLite finds the file corrupt, a value out of range, a
+ * partition format this Kiln cannot read): the first call that meets the
+ * damage reports it (log `store partition is damaged`, store_stats.damaged)
+ * and, instead of failing, answers empty; so does every later call on that
+ * partition in the view. A query over several partitions answers from the
+ * others. 1 when partition p of v is being skipped so. */
+int store_view_skipped(const store_view *v, uint32_t p);
 /* frames[1..n]; frames[0] unused. Valid for the view's lifetime. */
 int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
 /* attrsets[1..n] as label ranges; attrsets[0] is the empty set. */
