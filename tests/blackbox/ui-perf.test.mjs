@@ -10,7 +10,7 @@ import os from 'node:os';
 import { startServer } from './lib/server.mjs';
 import { upload, getJson } from './lib/http.mjs';
 import { buildProfile } from './lib/pb.mjs';
-import { launch, open, screenshot } from './lib/browser.mjs';
+import { launch, open, close, screenshot } from './lib/browser.mjs';
 
 const ROWS = 10_000; // the upload limit on sample rows
 let server;
@@ -79,5 +79,5 @@ test('a 50,000-node flame graph: layout, draw and zoom times (printed, not asser
     + `load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} CPUs`;
   console.log(line);
   t.diagnostic(line);
-  await page.context().close();
+  await close(page);
 });

@@ -12,7 +12,7 @@ import { TESTDATA, REPO, nowS } from './lib/env.mjs';
 import { startServer } from './lib/server.mjs';
 import { upload, getJson } from './lib/http.mjs';
 import { buildProfile, encodeProfile } from './lib/pb.mjs';
-import { launch, open, settle, screenshot, canvasPixels, pixelAt, flameNodes, clickNode } from './lib/browser.mjs';
+import { launch, open, close, settle, screenshot, canvasPixels, pixelAt, flameNodes, clickNode } from './lib/browser.mjs';
 
 let server;
 let browser;
@@ -90,7 +90,7 @@ test('services list is busiest first, as /api/services; the filter box narrows i
   await page.fill('input[aria-label="Filter services"]', 'pay');
   assert.deepEqual(await page.locator('ul.services .name').allTextContents(), ['payments']);
   assert.deepEqual(page.errors, []);
-  await page.context().close();
+  await close(page);
 });
 
 test('type picker lists the service\'s types with their units, never mixed', async () => {
@@ -108,7 +108,7 @@ test('type picker lists the service\'s types with their units, never mixed', asy
   const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'cart', type: 'inuse_space:bytes' });
   const nodes = await flameNodes(page);
   assert.equal(nodes[0].total, fg.total, 'the graph shows the picked type');
-  await page.context().close();
+  await close(page);
 });
 
 test('flame graph: drawn nodes and totals equal /api/flamegraph; zoom, breadcrumbs, keyboard, search, share URL', async () => {
@@ -179,7 +179,7 @@ test('flame graph: drawn nodes and totals equal /api/flamegraph; zoom, breadcrum
 
   // The URL restores the same view in a fresh page.
   const before = await flameNodes(page);
-  const again = await open(browser, page.url());
+  const again = await open(browser, page.url(), { fresh: true });
   assert.deepEqual(await flameNodes(again), before, 'same drawn nodes');
   assert.equal(await again.inputValue('input[aria-label="Search frames"]'), 'addVV');
   assert.deepEqual(await again.locator('nav.crumbs button').allTextContents(), ['total', 'main.calculateFib', FIB]);
@@ -188,8 +188,8 @@ test('flame graph: drawn nodes and totals equal /api/flamegraph; zoom, breadcrum
   const away = [...page.requests, ...again.requests].filter((u) => !u.startsWith(`${server.uiUrl}/`));
   assert.deepEqual(away, [], 'no request leaves the server (no CDN, no web font)');
   assert.ok(page.requests.some((u) => u.includes('/api/flamegraph?')), 'requests were recorded');
-  await again.context().close();
-  await page.context().close();
+  await close(again);
+  await close(page);
 });
 
 test('top table equals /api/top, sorts, and is linked both ways with the graph', async () => {
@@ -220,7 +220,7 @@ test('top table equals /api/top, sorts, and is linked both ways with the graph',
   await page.keyboard.press('Enter');
   await settle(page);
   assert.equal(new URL(page.url()).searchParams.get('sel'), byTotal[1].name);
-  await page.context().close();
+  await close(page);
 });
 
 test('sandwich view: callers and callees of one function, computed from the tree', async () => {
@@ -247,7 +247,7 @@ test('sandwich view: callers and callees of one function, computed from the tree
   assert.deepEqual(got, callers, 'direct callers and their totals');
   assert.ok((await canvasPixels(page, 'canvas.flame')).drawn > 0);
   await screenshot(page, 'profiles-sandwich');
-  await page.context().close();
+  await close(page);
 });
 
 test('diff view: two time ranges of one type, coloured by change of share', async () => {
@@ -273,7 +273,7 @@ test('diff view: two time ranges of one type, coloured by change of share', asyn
   assert.ok(box.width > 0);
   await screenshot(page, 'profiles-diff');
   assert.deepEqual(page.errors, []);
-  await page.context().close();
+  await close(page);
 });
 
 test('download link is /api/pprof with the same parameters', async () => {
@@ -292,7 +292,7 @@ test('download link is /api/pprof with the same parameters', async () => {
   const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'checkout', type: CPU, 'label.k8s.pod.name': 'checkout-1' });
   assert.equal((await flameNodes(page))[0].total, fg.total);
   assert.ok(fg.total > 0);
-  await page.context().close();
+  await close(page);
 });
 
 test('unsymbolized frames are marked: grey and hatched, with a legend entry', async () => {
@@ -313,7 +313,7 @@ test('unsymbolized frames are marked: grey and hatched, with a legend entry', as
   const [r, g, b] = await pixelAt(page, 'canvas.flame', m.x + m.w / 2, m.y + 8);
   assert.ok(Math.max(r, g, b) - Math.min(r, g, b) > 40, 'symbolized frames are coloured');
   assert.match(await page.locator('ul.legend').textContent(), /unsymbolized/);
-  await page.context().close();
+  await close(page);
 });
 
 test('label filters: suggestions from /api/labels, and a filter narrows the graph', async () => {
@@ -344,7 +344,7 @@ test('label filters: suggestions from /api/labels, and a filter narrows the grap
   await settle(page);
   assert.match(await page.locator('.view').textContent(), /No samples match/);
   assert.deepEqual(page.errors, []);
-  await page.context().close();
+  await close(page);
 });
 
 test('time range: presets and dragging across the timeline set from/until', async () => {
@@ -376,7 +376,7 @@ test('time range: presets and dragging across the timeline set from/until', asyn
   await settle(page);
   assert.equal(new URL(page.url()).searchParams.get('from'), 'now-15m');
   assert.equal(new URL(page.url()).searchParams.get('until'), null);
-  await page.context().close();
+  await close(page);
 });
 
 test('diff view: two label sets over the same range', async () => {
@@ -389,5 +389,5 @@ test('diff view: two label sets over the same range', async () => {
   assert.equal(by['main.b']?.b ?? 0, 0, 'main.b is only in pod-a');
   assert.equal(by['main.b'].a, 100e6);
   assert.deepEqual([by['main.c'].a, by['main.c'].b], [0, 200e6]);
-  await page.context().close();
+  await close(page);
 });

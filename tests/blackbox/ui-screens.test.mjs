@@ -11,7 +11,7 @@ import { upload, getJson, sleep } from './lib/http.mjs';
 import { buildProfile } from './lib/pb.mjs';
 import { createKey } from './lib/s6.mjs';
 import { staticScrapeConfig } from './lib/scrape.mjs';
-import { launch, open, settle, screenshot, canvasPixels, flameNodes } from './lib/browser.mjs';
+import { launch, open, close, settle, screenshot, canvasPixels, flameNodes } from './lib/browser.mjs';
 
 const TRACE = 'aa000000000000000000000000000042';
 const SPAN = 'bb00000000000042';
@@ -38,7 +38,7 @@ test('empty store: the Profiles screen shows how to send data', async () => {
   assert.equal(await page.locator('.copyblock button.copy').count(), 3, 'each block can be copied');
   await screenshot(page, 'first-run');
   assert.deepEqual(page.errors, []);
-  await page.context().close();
+  await close(page);
 });
 
 test('span screen: the flame graph of a span\'s samples, and the link when it has none', async () => {
@@ -69,7 +69,7 @@ test('span screen: the flame graph of a span\'s samples, and the link when it ha
   assert.ok((await canvasPixels(page, 'canvas.flame')).drawn > 1000);
   assert.match(await page.locator('main').textContent(), new RegExp(`${api.samples} samples of orders`));
   await screenshot(page, 'span');
-  await page.context().close();
+  await close(page);
 
   const none = await getJson(server.uiUrl, '/api/span', { trace_id: TRACE, span_id: SPAN_NONE, service: 'orders' });
   assert.equal(none.samples, 0);
@@ -87,7 +87,7 @@ test('span screen: the flame graph of a span\'s samples, and the link when it ha
   const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'orders', type: 'cpu:nanoseconds', from: none.from, until: none.until });
   assert.equal((await flameNodes(empty))[0].total, fg.total, 'over the span\'s minutes');
   assert.deepEqual(empty.errors, []);
-  await empty.context().close();
+  await close(empty);
 });
 
 test('usage screen shows /api/usage per day and key, rejected by reason', async () => {
@@ -117,7 +117,7 @@ test('usage screen shows /api/usage per day and key, rejected by reason', async 
     for (const [reason, n] of Object.entries(d.rejected_by_reason ?? {})) assert.equal(rows[i][col(reason.replace(/_/g, ' '))], fmt(n), reason);
   });
   await screenshot(page, 'usage');
-  await page.context().close();
+  await close(page);
   // Dark: the page follows prefers-color-scheme.
   const dark = await open(browser, `${server.uiUrl}/usage`, { colorScheme: 'dark' });
   const bg = await dark.evaluate(() => getComputedStyle(document.body).backgroundColor);
@@ -125,7 +125,7 @@ test('usage screen shows /api/usage per day and key, rejected by reason', async 
   const lum = (c) => c.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
   assert.ok(lum(bg) < 60 && lum(fg) > 180, `dark theme: background ${bg}, text ${fg}`);
   await screenshot(dark, 'usage-dark');
-  await dark.context().close();
+  await close(dark);
 });
 
 test('targets screen shows /api/targets: type, last result, last success, failures, url', async () => {
@@ -153,7 +153,7 @@ test('targets screen shows /api/targets: type, last result, last success, failur
     assert.equal(rows[i][col('last success')], t.last_success ? t.last_success.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : 'never');
   });
   await screenshot(page, 'targets');
-  await page.context().close();
+  await close(page);
 });
 
 test('with auth on, the UI sends a 401 to /login, and signing in opens the UI', async () => {
@@ -162,11 +162,11 @@ test('with auth on, the UI sends a 401 to /login, and signing in opens the UI', 
   const server = await start({ dataDir, extraArgs: ['--auth', 'required'] });
   const { bytes } = buildProfile({ sampleTypes: [['cpu', 'nanoseconds']], samples: [{ stack: ['main.f'], values: [10e6] }] });
   assert.equal((await upload(server, bytes, { serviceName: 'secret' }, { 'x-kiln-key': key })).status, 200);
-  const page = await open(browser, `${server.uiUrl}/`, { settle: false });
+  const page = await open(browser, `${server.uiUrl}/`, { settle: false, fresh: true });
   await page.waitForURL(/\/login$/);
   await page.fill('#key', key);
   await Promise.all([page.waitForURL(/\/(\?.*)?$/), page.click('button[type=submit]')]);
   await settle(page);
   assert.deepEqual(await page.locator('ul.services .name').allTextContents(), ['secret']);
-  await page.context().close();
+  await close(page);
 });

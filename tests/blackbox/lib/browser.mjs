@@ -20,19 +20,36 @@ export async function settle(page) {
   await page.evaluate(() => window.__kiln.settled());
 }
 
-// A fresh page (own context: no shared history) at url, settled. Page errors
-// are collected in page.errors and requested URLs in page.requests, so tests
-// can assert there were no errors and no request left the server.
+// A page at url, settled. Pages are reused per browser and colour scheme
+// (a new context costs a renderer process: seconds on a busy 2-core
+// machine); fresh: true gives one of its own (no shared history or cookies).
+// Page errors are collected in page.errors and requested URLs in
+// page.requests (both reset by each open), so tests can assert there were no
+// errors and no request left the server. Hand the page back with close().
+const reused = new WeakMap(); // browser → {colorScheme: page}
 export async function open(browser, url, opts = {}) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: opts.colorScheme ?? 'light' });
-  const page = await ctx.newPage();
+  const scheme = opts.colorScheme ?? 'light';
+  const mine = reused.get(browser) ?? {};
+  reused.set(browser, mine);
+  let page = opts.fresh ? null : mine[scheme];
+  if (!page || page.isClosed()) {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme });
+    page = await ctx.newPage();
+    page.on('pageerror', (e) => page.errors.push(e.message));
+    page.on('request', (r) => page.requests.push(r.url()));
+    page.fresh = !!opts.fresh;
+    if (!opts.fresh) mine[scheme] = page;
+  }
   page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(e.message));
   page.requests = [];
-  page.on('request', (r) => page.requests.push(r.url()));
   await page.goto(url);
   if (opts.settle !== false) await settle(page);
   return page;
+}
+
+// Closes a fresh page's context; a reused page stays for the next open().
+export async function close(page) {
+  if (page.fresh) await page.context().close();
 }
 
 export async function screenshot(page, name, extraPath) {
