@@ -4,6 +4,7 @@
 import { readState, stateQuery, settled, track, refresh } from './api.js';
 import { ProfilesScreen } from './profiles.js';
 import { spanScreen, usageScreen, targetsScreen } from './screens.js';
+import { h } from './dom.js';
 
 const main = document.getElementById('main');
 const hooks = {}; // the span screen's panel (test hook)
@@ -34,7 +35,10 @@ function render() {
   const screen = SCREENS[path];
   if (screen) { profiles = null; return track(screen(s)); }
   if (!profiles) { profiles = new ProfilesScreen(main, go); main.replaceChildren(); }
-  return track(profiles.update(s));
+  return track(profiles.update(s).catch((e) => {
+    main.replaceChildren(h('p', { class: 'error', role: 'alert' }, e.message), h('p', {}, h('a', { href: '/' }, 'Start over: all services, last hour')));
+    profiles = null; // rebuild the screen on the next change
+  }));
 }
 
 window.addEventListener('popstate', render);

@@ -15,7 +15,7 @@ export const PRESETS = [['now-15m', '15 minutes'], ['now-1h', '1 hour'], ['now-6
 const TOP_ROWS = 300;
 
 // datetime-local value ↔ unix seconds (local time).
-const toLocal = (s) => { const d = new Date(s * 1000); d.setMinutes(d.getMinutes() - d.getTimezoneOffset()); return d.toISOString().slice(0, 19); };
+const toLocal = (s) => { const d = new Date((s ?? Date.now() / 1000) * 1000); d.setMinutes(d.getMinutes() - d.getTimezoneOffset()); return d.toISOString().slice(0, 19); };
 const fromLocal = (v) => Math.floor(new Date(v).getTime() / 1000);
 
 // The time-range picker: presets and an absolute from/until. onRange(from, until).

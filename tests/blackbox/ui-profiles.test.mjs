@@ -391,3 +391,14 @@ test('diff view: two label sets over the same range', async () => {
   assert.deepEqual([by['main.c'].a, by['main.c'].b], [0, 200e6]);
   await close(page);
 });
+
+test('a bad parameter in the URL shows the API\'s 400 message, not a blank page', async () => {
+  const r = await fetch(`${server.uiUrl}/api/services?from=bogus&until=now`);
+  assert.equal(r.status, 400);
+  const { error } = await r.json();
+  const page = await open(browser, ui({ service: 'checkout', type: CPU, from: 'bogus' }));
+  assert.equal(await page.locator('main [role=alert]').textContent(), error);
+  assert.equal(await page.getAttribute('main a', 'href'), '/');
+  assert.deepEqual(page.errors, []);
+  await close(page);
+});
