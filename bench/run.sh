@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark (or those named) and prints a summary table.
 #
-#   bench/run.sh [ingest] [otlp] [query] [storage] [memory]
+#   bench/run.sh [ingest] [otlp] [query] [storage] [memory] [scrape]
 # Installs wrk and hyperfine with apt-get when they are missing, builds
 # build/kiln and build/bench/* (NO_BUILD=1 skips that), writes everything it
 # generates under $KILN_BENCH_TMP (default /tmp/kiln-bench). Each script's
@@ -28,7 +28,7 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
 fi
 
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(ingest otlp query storage memory)
+[ ${#benches[@]} -gt 0 ] || benches=(ingest otlp query storage memory scrape)
 : >"$RESULTS"
 failed=()
 for b in "${benches[@]}"; do

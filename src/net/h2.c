@@ -31,7 +31,7 @@ struct h2_server {
 	struct event_base *base;
 	kn_listener lis;
 	h2_opts o;
-	struct h2_conn *conns;
+	struct h2_conn *conns, *oldest; /* newest first; oldest = the list's tail */
 	int draining; /* stop_accepting called */
 };
 
@@ -573,6 +573,8 @@ static void conn_free(struct h2_conn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		s->oldest = c->prev;
 	listener_conn_closed(&s->lis);
 	while (c->streams)
 		stream_free(c->streams); /* handler-owned requests move to detached */
@@ -598,6 +600,20 @@ static nghttp2_session_callbacks *callbacks_new(void)
 	return cb;
 }
 
+/* At the connection cap (listen.h): closes the oldest connection without
+ * a stream (new, idle, or one that never sent its preface); connections
+ * with requests in flight are never cut. 1 when one was closed. */
+static int conn_evict(void *arg)
+{
+	h2_server *s = arg;
+	for (struct h2_conn *c = s->oldest; c; c = c->prev)
+		if (!c->streams && !c->detached && !c->closing) {
+			conn_free(c);
+			return 1;
+		}
+	return 0;
+}
+
 /* The listener's on_conn: starts HTTP/2 on a new connection (the server
  * preface goes out at once). arg is the h2_server. */
 static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
@@ -615,6 +631,8 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
+	else
+		s->oldest = c;
 	s->conns = c;
 	nghttp2_settings_entry iv[] = {
 	    {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.max_streams},
@@ -660,6 +678,7 @@ h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opt
 	                    .max_conns = o->max_conns,
 	                    .ssl_ctx = o->ssl_ctx,
 	                    .on_conn = conn_start,
+	                    .evict = conn_evict,
 	                    .ctx = s};
 	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
 		free(s);

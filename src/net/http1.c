@@ -56,7 +56,7 @@ struct http_server {
 	struct event_base *base;
 	kn_listener lis;
 	http_opts o;
-	struct http_conn *conns;
+	struct http_conn *conns, *oldest; /* newest first; oldest = the list's tail */
 	int draining; /* stop_accepting called: answer what is in flight, then close */
 };
 
@@ -584,6 +584,8 @@ static void conn_free(struct http_conn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		s->oldest = c->prev;
 	listener_conn_closed(&s->lis);
 	if (c->req) {
 		if (c->st == ST_HANDLING)
@@ -595,6 +597,21 @@ static void conn_free(struct http_conn *c)
 	tls_close_notify(c->bev);
 	bufferevent_free(c->bev);
 	free(c);
+}
+
+/* At the connection cap (listen.h): closes the oldest connection that is
+ * waiting for a request head (new and never spoke, slowly sending one, or
+ * idle between requests). Requests being read, handled or answered are
+ * never cut. 1 when one was closed. */
+static int conn_evict(void *arg)
+{
+	http_server *s = arg;
+	for (struct http_conn *c = s->oldest; c; c = c->prev)
+		if (c->st == ST_HEAD) {
+			conn_free(c);
+			return 1;
+		}
+	return 0;
 }
 
 /* A new connection from the listener (listen.h). */
@@ -609,6 +626,8 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
+	else
+		s->oldest = c;
 	s->conns = c;
 	bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
 	/* reads stop while this much is buffered: a head at most, or pipelined
@@ -644,6 +663,7 @@ http_server *http_server_new(struct event_base *base, const char *addr, const ht
 	                    .max_conns = o->max_conns,
 	                    .ssl_ctx = o->ssl_ctx,
 	                    .on_conn = conn_start,
+	                    .evict = conn_evict,
 	                    .ctx = s};
 	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
 		free(s);

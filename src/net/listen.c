@@ -59,20 +59,27 @@ static struct bufferevent *wrap_socket(kn_listener *l, evutil_socket_t fd)
 	return bev;
 }
 
+/* Counts one event at the cap and logs the 1st, 2nd, 4th, 8th … of them. */
+static void log_at_cap(const kn_listener *l, uint64_t *counter, const char *what, const char *field)
+{
+	uint64_t k = ++*counter;
+	if ((k & (k - 1)) != 0)
+		return;
+	char m[96], f[96];
+	snprintf(m, sizeof m, "%s connection limit reached; %s", l->o.kind, what);
+	snprintf(f, sizeof f, "listener=%%s max_conns=%%u %s=%%llu", field);
+	log_warn(m, f, l->o.name, l->o.max_conns, (unsigned long long)k);
+}
+
 static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
 	kn_listener *l = arg;
+	if (l->n_conns >= l->o.max_conns && l->o.evict && l->o.evict(l->o.ctx))
+		log_at_cap(l, &l->_evicted, "closing the oldest idle connections", "evicted");
 	if (l->n_conns >= l->o.max_conns) {
 		evutil_closesocket(fd);
-		uint64_t k = ++l->_rejected;
-		if ((k & (k - 1)) == 0) { /* the 1st, 2nd, 4th, 8th... */
-			char m[96];
-			snprintf(m, sizeof m, "%s connection limit reached; closing new connections",
-			         l->o.kind);
-			log_warn(m, "listener=%s max_conns=%u rejected=%llu", l->o.name, l->o.max_conns,
-			         (unsigned long long)k);
-		}
+		log_at_cap(l, &l->_rejected, "closing new connections", "rejected");
 		return;
 	}
 	int one = 1;

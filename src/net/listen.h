@@ -24,9 +24,16 @@ typedef void (*listener_conn_fn)(void *ctx, struct bufferevent *bev, const char 
 typedef struct {
 	const char *kind;           /* "http", "h2": first word of log messages (static) */
 	const char *name;           /* listener name for logs; copied; NULL = kind */
-	uint32_t max_conns;         /* 0 = 4096; connections accepted past it are closed at once */
+	uint32_t max_conns;         /* 0 = 4096; at the cap, evict (if set) makes room, else the new
+	                               connection is closed at once */
 	struct ssl_ctx_st *ssl_ctx; /* borrowed; NULL = plain TCP. Each connection gets SSL_new(ssl_ctx) */
 	listener_conn_fn on_conn;   /* required */
+	/* Called at the cap: closes the server's least valuable connection (one
+	 * that has not sent a whole request head for the longest time) and
+	 * returns 1, or returns 0 when every connection is busy. A flood of idle
+	 * or slow (slowloris) connections then costs its own oldest members, not
+	 * the clients that send requests. */
+	int (*evict)(void *ctx);
 	void *ctx;
 } listener_opts;
 
@@ -38,6 +45,7 @@ typedef struct {
 	struct evconnlistener *_lis; /* NULL once stopped */
 	struct event *_retry;        /* re-enables accepting after an accept error */
 	uint64_t _rejected;          /* connections closed at the cap */
+	uint64_t _evicted;           /* idle connections closed to make room */
 } kn_listener;
 
 /* Binds and listens on addr: "host:port", ":port" (every interface, IPv6 and

@@ -361,21 +361,32 @@ static void test_read_timeout(void **state)
 	stop(t);
 }
 
+/* At the cap, an idle connection makes room for a new one; a connection
+ * with a request in flight is never cut, so then the newcomer is closed. */
 static void test_connection_cap(void **state)
 {
 	tsrv *t = start((h2_opts){.max_conns = 1});
-	tc_conn a, b;
+	t->slow_ms = 1500;
+	tc_conn a, b, c;
 	assert_int_equal(tc_connect(&a, t->port), 0);
 	tc_pump(&a, 50);
 	assert_int_equal(tc_connect(&b, t->port), 0);
-	assert_true(tc_wait_eof(&b, 2000)); /* closed at once */
+	assert_true(tc_wait_eof(&a, 2000)); /* idle a evicted for b */
 	tc_stream st;
-	tc_submit(&a, &st, NULL, "/echo", NULL, "a", 1);
-	assert_int_equal(tc_wait1(&a, &st, 5000), 0);
+	tc_submit(&b, &st, NULL, "/echo", NULL, "b", 1);
+	assert_int_equal(tc_wait1(&b, &st, 5000), 0);
+	assert_int_equal(st.status, 200);
+	tc_stream_free(&st);
+	tc_submit(&b, &st, NULL, "/slow", NULL, NULL, 0);
+	tc_pump(&b, 100);
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	assert_true(tc_wait_eof(&c, 2000)); /* b is busy: c is closed at once */
+	assert_int_equal(tc_wait1(&b, &st, 5000), 0);
 	assert_int_equal(st.status, 200);
 	tc_stream_free(&st);
 	tc_close(&a);
 	tc_close(&b);
+	tc_close(&c);
 	stop(t);
 }
 

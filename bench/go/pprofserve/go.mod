@@ -1,0 +1,3 @@
+module kiln.bench/pprofserve
+
+go 1.19
