@@ -11,6 +11,7 @@ pkgs=(
   clang libclang-rt-14-dev
   golang-go nodejs npm curl ca-certificates nghttp2-client
   kubernetes-client
+  chromium                  # the web UI tests (tests/blackbox/ui-*.test.mjs) drive it with playwright-core
 )
 
 missing=()

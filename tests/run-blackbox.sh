@@ -4,6 +4,8 @@
 #   blackbox: N tests, P passed, F failed
 # Env: KILN_BIN (default build/kiln), KILN_TESTDATA (default ../shared/testdata),
 #      KILN_BB_CONCURRENCY (test files run at once, default 2).
+# The web UI tests (ui-*.test.mjs) drive KILN_CHROMIUM (default /usr/bin/chromium)
+# and save screenshots in KILN_SCREENSHOTS (default tests/blackbox/screenshots/).
 # Args: optional test files (default: all).
 set -u
 cd "$(dirname "$0")/.."
