@@ -115,10 +115,12 @@ test('usage counts what was sent, per key and reason, in /api/usage, `kiln usage
   count('us-main', 'accepted', 3);
   count('us-main', 'out_of_window', 2);
 
-  // rate_limited: with a full bucket (R), R*3/4 passes, the next R*3/4 cannot
+  // rate_limited: with a full bucket (R), a request of 2R passes and leaves a
+  // debt of R, so the next R*3/4 needs 1.75 s of refill: refused however
+  // slowly this machine sends it
   await sleep(1100);
-  await send('rate-ok', 'upload', K.other, { n: 1500 }, 200);
-  count('us-other', 'accepted', 1500);
+  await send('rate-ok', 'upload', K.other, { n: 2 * R }, 200);
+  count('us-other', 'accepted', 2 * R);
   await send('rate-429', 'upload', K.other, { n: 1500 }, 429);
   count('us-other', 'rate_limited', 1500);
 
