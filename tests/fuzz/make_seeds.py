@@ -53,6 +53,39 @@ def seeds_decompress():
     write("decompress", "seed-unsupported", bytes([7]) + text)
 
 
+# ---- query_params: a URL query string ----
+def seeds_query_params():
+    write("query_params", "seed-flame", "service=checkout&type=cpu&from=now-1h&until=now")
+    write("query_params", "seed-labels", "service=api&label.pod=api-7d9f%2Dx&label.region=eu+west&from=1760000000")
+    write("query_params", "seed-absolute", "from=1759990000&until=1760000000&limit=50")
+    write("query_params", "seed-from-only", "from=now-2d")
+    write("query_params", "seed-bad-order", "from=now&until=now-1h")
+    write("query_params", "seed-bad-escape", "service=a%2&label.x=%zz")
+    write("query_params", "seed-empty-label", "label.=v&&&=&a")
+    write("query_params", "seed-nul", "label.k=%00")
+    write("query_params", "seed-many", "&".join("p%d=%d" % (i, i) for i in range(130)))
+
+
+# ---- http1_request: first byte = piece size (>= 0xc0: all at once), then requests ----
+def seeds_http1_request():
+    get = b"GET /api/flame?service=x&from=now-1h HTTP/1.1\r\nHost: kiln\r\nAccept: */*\r\n\r\n"
+    post = (b"POST /ingest?name=app.cpu&format=pprof HTTP/1.1\r\nHost: kiln\r\n"
+            b"Content-Type: application/octet-stream\r\nContent-Length: 5\r\n\r\nhello")
+    chunked = (b"POST /v1development/profiles HTTP/1.1\r\nHost: kiln\r\nTransfer-Encoding: chunked\r\n"
+               b"Content-Encoding: gzip\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n")
+    write("http1_request", "seed-get", b"\xff" + get)
+    write("http1_request", "seed-get-bytewise", b"\x00" + get)
+    write("http1_request", "seed-pipelined", b"\x07" + get + post + chunked + get)
+    write("http1_request", "seed-chunked-pieces", b"\x02" + chunked)
+    write("http1_request", "seed-lf-only", b"\xff" + get.replace(b"\r\n", b"\n"))
+    write("http1_request", "seed-absolute-form", b"\xff" + b"GET http://kiln:4040/ready?x=1 HTTP/1.0\r\n\r\n")
+    write("http1_request", "seed-expect", b"\xff" + post.replace(b"Host: kiln", b"Expect: 100-continue"))
+    write("http1_request", "seed-both-framings", b"\xff" + chunked.replace(b"Host: kiln", b"Content-Length: 3"))
+    write("http1_request", "seed-bad-version", b"\xff" + b"GET / HTTP/2.0\r\n\r\n")
+    write("http1_request", "seed-bad-chunk", b"\x03" + chunked.replace(b"5;ext", b"5g;ext"))
+    write("http1_request", "seed-big-chunk", b"\xff" + chunked.replace(b"5;ext=1", b"fffffffffffffffff"))
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
