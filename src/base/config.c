@@ -262,11 +262,9 @@ static int load_kubernetes(struct fy_node *root, kube_config *k, kn_err *err)
 	return 0;
 }
 
-int config_load_file(kiln_config *c, const char *path, kn_err *err)
+/* The settings in doc over c (path names it in messages); destroys doc. */
+static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, kn_err *err)
 {
-	struct fy_document *doc = fy_document_build_from_file(NULL, path);
-	if (!doc)
-		return err_set(err, 400, "cannot read config %s: not a readable YAML file", path);
 	int rc = -1;
 	struct fy_node *root = fy_document_root(doc);
 	if (!root) {
@@ -364,6 +362,23 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 out:
 	fy_document_destroy(doc);
 	return rc;
+}
+
+int config_load_file(kiln_config *c, const char *path, kn_err *err)
+{
+	struct fy_document *doc = fy_document_build_from_file(NULL, path);
+	if (!doc)
+		return err_set(err, 400, "cannot read config %s: not a readable YAML file", path);
+	return load_doc(c, doc, path, err);
+}
+
+int config_load_yaml(kiln_config *c, const char *yaml, size_t n, kn_err *err)
+{
+	static const struct fy_parse_cfg quiet = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG};
+	struct fy_document *doc = fy_document_build_from_string(&quiet, yaml, n);
+	if (!doc)
+		return err_set(err, 400, "cannot read config (in memory): not a readable YAML file");
+	return load_doc(c, doc, "(in memory)", err);
 }
 
 int config_validate(const kiln_config *c, kn_err *err)

@@ -96,12 +96,28 @@ static void test_invalid(void **state)
 	}
 }
 
+/* From memory: the same settings as from a file; not NUL-terminated; bad YAML is a 400. */
+static void test_yaml(void **state)
+{
+	static const char yaml[] = "role: sensor\nretention: {days: 7}\nXX";
+	kiln_config c;
+	kn_err e = {0};
+	config_defaults(&c);
+	assert_int_equal(config_load_yaml(&c, yaml, sizeof yaml - 3, &e), 0);
+	assert_string_equal(c.role, "sensor");
+	assert_int_equal(c.retention_days, 7);
+	assert_int_equal(config_load_yaml(&c, "a: [b", 5, &e), -1);
+	assert_int_equal(e.status, 400);
+	config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_file),
 	    cmocka_unit_test(test_invalid),
+	    cmocka_unit_test(test_yaml),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
