@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const encodings[] = {"gzip", "x-gzip", "zstd", "deflate", "identity", "", "GZip", "br"};
+	static const char *const encodings[] = {"gzip",     "x-gzip", "zstd", "deflate",
+	                                        "identity", "",       "GZip", "br"};
 	if (size < 1)
 		return 0;
 	slice_t enc = slice_cstr(encodings[data[0] % (sizeof encodings / sizeof encodings[0])]);

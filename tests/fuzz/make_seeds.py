@@ -86,6 +86,56 @@ def seeds_http1_request():
     write("http1_request", "seed-big-chunk", b"\xff" + chunked.replace(b"5;ext=1", b"fffffffffffffffff"))
 
 
+# ---- config: a kiln.yaml ----
+def seeds_config():
+    write("config", "seed-sensor.yaml", """role: sensor
+data: /var/lib/kiln
+listeners:
+  upload:    {addr: ":8028"}
+  otlp_http: {addr: ":4318"}
+  otlp_grpc: {addr: ":4317"}
+receivers:
+  profiles:
+    scrape:
+      enabled: true
+      interval: 1m
+kubernetes: {}
+""")
+    write("config", "seed-all.yaml", """role: all
+data: ./kiln-data
+listeners:
+  ui: {addr: "127.0.0.1:4040", auth: required, tls: {cert: c.pem, key: k.pem}}
+limits: {samplesPerSecond: 5000}
+retention: {days: 7, maxDays: 30, projects: {checkout: 30, batch: 3}}
+receivers:
+  profiles:
+    maxDecodedSampleRows: 20000
+    scrape:
+      enabled: true
+      interval: 30s
+      defaultPort: 6060
+      extraAnnotationPrefixes: [profiles.example.com, pyroscope.io]
+      static:
+        - name: db
+          url: http://10.0.0.5:6060
+          service: postgres-exporter
+          types: {cpu: {scrape: true}, memory: {scrape: true, path: /debug/pprof/allocs}}
+        - name: edge
+          host: edge.internal
+          port: 9090
+          types: {goroutine: {scrape: true, scheme: https, sample_types: goroutine}}
+kubernetes: {apiServer: "https://10.96.0.1:443", tokenFile: /t, caFile: /ca, node: n1}
+""")
+    write("config", "seed-empty.yaml", "")
+    write("config", "seed-not-mapping.yaml", "- a\n- b\n")
+    write("config", "seed-bad-auth.yaml", "listeners: {ui: {auth: maybe}}\n")
+    write("config", "seed-bad-retention.yaml", "retention: {days: 30, projects: {a: 100, b: x}}\n")
+    write("config", "seed-bad-static.yaml",
+          "receivers: {profiles: {scrape: {static: [{name: x, url: u, host: h}, 3]}}}\n")
+    write("config", "seed-anchors.yaml", "a: &x {addr: ':1'}\nlisteners: {upload: *x, ui: *x}\nrole: *x\n")
+    write("config", "seed-broken.yaml", "role: [sensor\n  data: {\n")
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
