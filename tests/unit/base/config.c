@@ -108,6 +108,9 @@ static void test_yaml(void **state)
 	assert_int_equal(c.retention_days, 7);
 	assert_int_equal(config_load_yaml(&c, "a: [b", 5, &e), -1);
 	assert_int_equal(e.status, 400);
+	/* libfyaml 0.7.12 never returns on this: refused as not UTF-8 first */
+	assert_int_equal(config_load_yaml(&c, "%\x84" "e\n", 4, &e), -1);
+	assert_string_equal(e.msg, "config (in memory) is not UTF-8 text: invalid byte at offset 1");
 	config_free(&c);
 }
 
