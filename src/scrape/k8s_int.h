@@ -38,4 +38,14 @@ int k8s_pod_lookup_ip(k8s_pod_table *t, const char *ip, k8s_pod_info *out);
 /* Number of pods known. */
 size_t k8s_pods_count(k8s_pod_table *t);
 
+/* Tests and fuzzing: a watcher with no loop, API server, token or timers.
+ * It "requests" as a started one does, and k8s_watch_feed plays the answers.
+ * Free it with k8s_watch_free; callbacks run inside k8s_watch_feed. */
+k8s_watcher *k8s_watch_detached(const k8s_callbacks *cb, void *ctx);
+/* As if n bytes of a 200 answer arrived for the request in flight (a list page
+ * until one ends a full list, then the watch stream; a retry that was due
+ * starts first), in any pieces; end: the answer is complete (curl finished
+ * it). Returns 1 when the request now in flight is the watch, else 0. */
+int k8s_watch_feed(k8s_watcher *w, const char *p, size_t n, int end);
+
 #endif
