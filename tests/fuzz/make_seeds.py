@@ -136,6 +136,46 @@ kubernetes: {apiServer: "https://10.96.0.1:443", tokenFile: /t, caFile: /ca, nod
     write("config", "seed-broken.yaml", "role: [sensor\n  data: {\n")
 
 
+# ---- k8s_watch: cut byte, pod list page, NUL, watch event lines ----
+def pod(name, ip, phase="Running", rs="api-7d9f8c", extra=None):
+    p = {"metadata": {"name": name, "namespace": "shop", "resourceVersion": "100",
+                      "ownerReferences": [{"kind": "ReplicaSet", "name": rs, "controller": True}],
+                      "annotations": {"profiles.kiln.dev/cpu.scrape": "true"}},
+         "spec": {"nodeName": "n1", "containers": [{"name": "app"}],
+                  "initContainers": [{"name": "proxy", "restartPolicy": "Always"}]},
+         "status": {"phase": phase, "podIP": ip}}
+    if extra:
+        p.update(extra)
+    return p
+
+
+def seeds_k8s_watch():
+    import json
+    def listp(items, rv="100", cont=None):
+        meta = {"resourceVersion": rv}
+        if cont:
+            meta["continue"] = cont
+        return json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": items}).encode()
+    def ev(t, obj):
+        return json.dumps({"type": t, "object": obj}).encode() + b"\n"
+    a, b = pod("api-7d9f8c-x2k4p", "10.1.0.7"), pod("db-0", "10.1.0.9", rs="db")
+    b["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+    pending = pod("api-7d9f8c-zzzzz", "", phase="Pending")
+    watch = (ev("ADDED", pod("web-5f6b7-abcde", "10.1.0.12", rs="web-5f6b7")) + ev("MODIFIED", a) +
+             ev("DELETED", b) + ev("BOOKMARK", {"metadata": {"resourceVersion": "130"}}))
+    write("k8s_watch", "seed-list-only", b"\x80" + listp([a, b, pending]))
+    write("k8s_watch", "seed-list-watch", b"\x40" + listp([a, b]) + b"\0" + watch)
+    write("k8s_watch", "seed-list-continue", b"\x10" + listp([a], cont="eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ") + b"\0" + listp([b]))
+    write("k8s_watch", "seed-watch-expired", b"\x20" + listp([a]) + b"\0" + watch +
+          ev("ERROR", {"kind": "Status", "code": 410, "message": "too old resource version"}))
+    write("k8s_watch", "seed-watch-error", b"\xc0" + listp([]) + b"\0" + ev("ERROR", {"code": 500, "message": "boom"}))
+    write("k8s_watch", "seed-watch-garbage", b"\x7f" + listp([a]) + b"\0" + b"{not json}\n" + watch)
+    write("k8s_watch", "seed-watch-crlf-split", b"\x03" + listp([a]) + b"\0" + watch.replace(b"\n", b"\r\n"))
+    write("k8s_watch", "seed-list-bad", b"\x80" + b'{"items": {}, "metadata": {"resourceVersion": 5}}')
+    write("k8s_watch", "seed-pod-odd", b"\x80" + listp([pod("x", "fd00::3", extra={"spec": {"containers": []}}),
+                                                        pod("", "10.0.0.1"), {"metadata": []}]))
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
