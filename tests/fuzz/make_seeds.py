@@ -176,6 +176,27 @@ def seeds_k8s_watch():
                                                         pod("", "10.0.0.1"), {"metadata": []}]))
 
 
+# ---- grpc_frame: byte 0 = DATA frame size (bits 0-5), small limit (0x40), gzip (0x80); then the body ----
+def frame(msg, flag=0, length=None):
+    n = len(msg) if length is None else length
+    return bytes([flag]) + n.to_bytes(4, "big") + msg
+
+
+def seeds_grpc_frame():
+    msg = b"\x0a\x1c\x0a\x1a\x0a\x0cservice.name\x12\x0a\x0a\x08checkout"  # a small OTLP-ish message
+    write("grpc_frame", "seed-identity", b"\x3f" + frame(msg))
+    write("grpc_frame", "seed-identity-bytewise", b"\x00" + frame(msg))
+    write("grpc_frame", "seed-gzip", b"\x87" + frame(gz(msg), 1))
+    write("grpc_frame", "seed-zstd", b"\x07" + frame(zstd(msg), 1))
+    write("grpc_frame", "seed-zstd-bomb-small-limit", b"\x4f" + frame(zstd(b"\0" * 4096), 1))
+    write("grpc_frame", "seed-empty-message", b"\x01" + frame(b""))
+    write("grpc_frame", "seed-short-prefix", b"\x01" + b"\0\0\0")
+    write("grpc_frame", "seed-truncated", b"\x02" + frame(msg, length=100))
+    write("grpc_frame", "seed-two-messages", b"\x3f" + frame(msg) + frame(msg))
+    write("grpc_frame", "seed-over-limit", b"\x45" + frame(msg, length=1 << 30))
+    write("grpc_frame", "seed-flag-2", b"\x3f" + frame(msg, 2))
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
