@@ -197,6 +197,50 @@ def seeds_grpc_frame():
     write("grpc_frame", "seed-flag-2", b"\x3f" + frame(msg, 2))
 
 
+# ---- h2_request: byte 0 = read size / small body limit (0x80); then client frames after the preface ----
+def h2frame(ftype, flags, sid, payload):
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+
+
+def hpack(headers):  # literal header fields without indexing, no Huffman coding
+    out = b""
+    for k, v in headers:
+        out += b"\x00" + bytes([len(k)]) + k.encode() + bytes([len(v)]) + v.encode()
+    return out
+
+
+def seeds_h2_request():
+    settings = h2frame(4, 0, 0, b"")
+    ack = h2frame(4, 1, 0, b"")
+    def req(path, method="POST", extra=()):
+        return hpack([(":method", method), (":scheme", "http"), (":path", path), (":authority", "kiln")] +
+                     list(extra))
+    grpc = [("content-type", "application/grpc"), ("te", "trailers"), ("grpc-encoding", "gzip")]
+    body = b"\0\0\0\0\x05hello"
+    export = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+    one = settings + h2frame(1, 4, 1, req(export, extra=grpc)) + h2frame(0, 1, 1, body)
+    write("h2_request", "seed-grpc-unary", b"\x7f" + one)
+    write("h2_request", "seed-grpc-bytewise", b"\x00" + one)
+    write("h2_request", "seed-get-end-stream", b"\x7f" + settings + ack + h2frame(1, 5, 1, req("/ready", "GET")))
+    write("h2_request", "seed-kept-then-closed", b"\x7f" + settings + h2frame(1, 4, 1, req("/ask")) +
+          h2frame(0, 1, 1, b"x") + h2frame(1, 5, 3, req("/ask")) + h2frame(7, 0, 0, b"\0\0\0\x03\0\0\0\0"))
+    write("h2_request", "seed-refused-early", b"\x7f" + settings + h2frame(1, 4, 1, req("/", extra=[("x-refuse", "1")])) +
+          h2frame(0, 0, 1, b"a" * 100) + h2frame(0, 1, 1, b"b"))
+    write("h2_request", "seed-body-over-limit", b"\x80" + settings + h2frame(1, 4, 1, req("/big")) +
+          h2frame(0, 0, 1, b"z" * 200) + h2frame(0, 1, 1, b""))
+    write("h2_request", "seed-continuation", b"\x7f" + settings + h2frame(1, 0, 1, req("/c")[:20]) +
+          h2frame(9, 4, 1, req("/c")[20:]) + h2frame(0, 1, 1, b"q"))
+    write("h2_request", "seed-trailers", b"\x7f" + settings + h2frame(1, 4, 1, req("/t")) + h2frame(0, 0, 1, b"d") +
+          h2frame(1, 5, 1, hpack([("x-trailer", "1")])))
+    write("h2_request", "seed-misc-frames", b"\x10" + settings + h2frame(6, 0, 0, b"12345678") +
+          h2frame(8, 0, 0, (1 << 20).to_bytes(4, "big")) + h2frame(2, 0, 5, b"\0\0\0\x03\x10") +
+          h2frame(1, 4, 5, req("/p")) + h2frame(3, 0, 5, b"\0\0\0\x08") + h2frame(0, 1, 5, b"late"))
+    write("h2_request", "seed-many-streams", b"\x7f" + settings +
+          b"".join(h2frame(1, 5, i, req("/s%d" % i, "GET")) for i in range(1, 40, 2)))
+    write("h2_request", "seed-bad-frame", b"\x7f" + settings + h2frame(0, 1, 0, b"data on stream 0"))
+    write("h2_request", "seed-bad-hpack", b"\x7f" + settings + h2frame(1, 5, 1, b"\xff\xff\xff\xff"))
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
