@@ -37,7 +37,7 @@ for name in $targets; do
   "$out/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$out/crashes/$name/" -print_final_stats=1 "$out/corpus/$name" \
     >"$out/logs/$name.log" 2>&1 || rc=$?
-  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::average_exec_per_sec|SUMMARY)' "$out/logs/$name.log" || true
+  grep -aE '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::average_exec_per_sec|SUMMARY)' "$out/logs/$name.log" || true
   if [ $rc -ne 0 ]; then
     echo "fuzz: $name found a crash: see $out/crashes/$name/ and $out/logs/$name.log"; status=1
   fi
