@@ -93,10 +93,11 @@ test-asan: deps
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 		all test-unit test-fuzz-replay test-blackbox
 
-# libFuzzer (clang) for a bounded time per target: FUZZ_SECONDS (default 60).
+# libFuzzer (clang) for a bounded time per target: FUZZ_SECONDS (default 60);
+# FUZZ_TARGETS="decompress config" runs only those (default: all).
 FUZZ_SECONDS ?= 60
 fuzz: deps
-	@bash tests/run-fuzz.sh $(FUZZ_SECONDS)
+	@FUZZ_TARGETS="$(FUZZ_TARGETS)" bash tests/run-fuzz.sh $(FUZZ_SECONDS)
 
 bench: $(BUILD)/kiln $(BENCH_BIN)
 

@@ -129,6 +129,14 @@ static size_t utf8_len(const uint8_t *p, size_t n)
 	return len;
 }
 
+size_t utf8_valid_prefix(slice_t s)
+{
+	size_t i = 0, l;
+	while (i < s.n && (l = utf8_len(s.p + i, s.n - i)) != 0)
+		i += l;
+	return i;
+}
+
 int buf_json_str(buf_t *b, slice_t s)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -30,6 +30,8 @@ int buf_vprintf(buf_t *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included (UTF-8 passed through,
  * invalid bytes and control characters escaped). */
 int buf_json_str(buf_t *b, slice_t s);
+/* Length of the longest valid UTF-8 prefix of s (s.n when all of it is). */
+size_t utf8_valid_prefix(slice_t s);
 static inline slice_t buf_slice(const buf_t *b)
 {
 	return slice_make(b->p, b->n);

@@ -3,6 +3,7 @@
 #ifndef KILN_BASE_CONFIG_H
 #define KILN_BASE_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -85,6 +86,9 @@ extern const char *const listener_names[LISTENER_COUNT]; /* "upload", "otlp_http
 void config_defaults(kiln_config *c);
 /* Reads the YAML file over the current values. 400-style err on bad content. */
 int config_load_file(kiln_config *c, const char *path, kn_err *err);
+/* The same from n bytes of YAML in memory (tests, fuzzing); parse errors are
+ * not printed, only reported in err. yaml need not be NUL-terminated. */
+int config_load_yaml(kiln_config *c, const char *yaml, size_t n, kn_err *err);
 /* Checks values (role, addresses). */
 int config_validate(const kiln_config *c, kn_err *err);
 /* Replaces a string setting (frees the old value). */

@@ -78,7 +78,7 @@ int time_parse(const char *s, int64_t now_ns, int64_t *out_ns)
 	}
 	char *end;
 	long long v = strtoll(s, &end, 10);
-	if (*end || v < 0 || v > 100000000000LL)
+	if (*end || v < 0 || v > TIME_PARSE_MAX_SECONDS)
 		return -1;
 	*out_ns = (int64_t)v * NS_PER_SEC;
 	return 0;

@@ -9,8 +9,10 @@
 
 int64_t time_now_ns(void);     /* CLOCK_REALTIME */
 int64_t time_mono_ns(void);    /* CLOCK_MONOTONIC */
-/* Parses unix seconds ("1700000000"), "now", or "now-1h"/"now-15m"/"now-30s"/"now-7d"
- * relative to now_ns. Returns 0 and sets *out_ns, or -1. */
+/* Parses unix seconds ("1700000000", at most TIME_PARSE_MAX_SECONDS), "now", or
+ * "now-1h"/"now-15m"/"now-30s"/"now-7d" relative to now_ns. Returns 0 and sets
+ * *out_ns, or -1. */
+#define TIME_PARSE_MAX_SECONDS 7258118400LL /* 2200-01-01: ns, plus days of slack, fit int64 */
 int time_parse(const char *s, int64_t now_ns, int64_t *out_ns);
 /* Parses a duration like "10s", "1m", "1h30m", "2d" (or plain seconds). -1 on error. */
 int time_parse_duration(const char *s, int64_t *out_ns);

@@ -203,12 +203,43 @@ static int on_headers(h2_req *r, void *ctx)
 	return 0;
 }
 
-static void too_large(h2_req *r, uint64_t n, size_t max)
+int grpc_frame_check(slice_t body, int complete, size_t max, grpc_frame *f, char *m, size_t cap)
 {
-	char lim[32], m[128];
-	format_limit(max, lim, sizeof lim);
-	snprintf(m, sizeof m, "grpc message is %" PRIu64 " bytes; the limit is %s", n, lim);
-	fail_req(r, GRPC_RESOURCE_EXHAUSTED, m);
+	*f = (grpc_frame){0};
+	if (body.n < PREFIX_BYTES) {
+		if (!complete)
+			return GRPC_OK;
+		snprintf(m, cap, "the request has %zu bytes; a gRPC message needs a 5-byte prefix", body.n);
+		return GRPC_INVALID_ARGUMENT;
+	}
+	uint8_t flag = body.p[0];
+	uint32_t len = prefix_len(body.p);
+	f->len = len;
+	if (len > max) {
+		char lim[32];
+		format_limit(max, lim, sizeof lim);
+		snprintf(m, cap, "grpc message is %" PRIu32 " bytes; the limit is %s", len, lim);
+		return GRPC_RESOURCE_EXHAUSTED;
+	}
+	if (body.n > PREFIX_BYTES + (size_t)len) {
+		snprintf(m, cap, "a unary call carries one message; more data followed it");
+		return GRPC_INVALID_ARGUMENT;
+	}
+	if (!complete)
+		return GRPC_OK;
+	if (body.n != PREFIX_BYTES + (size_t)len) {
+		snprintf(m, cap, "grpc message truncated: its prefix says %" PRIu32 " bytes, %zu arrived", len,
+		         body.n - PREFIX_BYTES);
+		return GRPC_INVALID_ARGUMENT;
+	}
+	if (flag > 1) {
+		snprintf(m, cap, "grpc message compressed-flag is %u; only 0 and 1 exist", flag);
+		return GRPC_INVALID_ARGUMENT;
+	}
+	f->compressed = flag;
+	f->msg = slice_make(body.p + PREFIX_BYTES, len);
+	f->whole = 1;
+	return GRPC_OK;
 }
 
 /* Checks the prefix as soon as it is there: a message over the limit is
@@ -216,20 +247,16 @@ static void too_large(h2_req *r, uint64_t n, size_t max)
 static int on_data(h2_req *r, void *ctx)
 {
 	grpc_server *s = ctx;
-	if (r->body.n < PREFIX_BYTES)
-		return 0;
-	uint32_t len = prefix_len(r->body.p);
-	if (len > s->o.max_message) {
-		too_large(r, len, s->o.max_message);
+	grpc_frame f;
+	char m[160];
+	int code = grpc_frame_check(buf_slice(&r->body), 0, s->o.max_message, &f, m, sizeof m);
+	if (code != GRPC_OK) {
+		fail_req(r, code, m);
 		return 1;
 	}
-	if (r->body.n > PREFIX_BYTES + (size_t)len) {
-		fail_req(r, GRPC_INVALID_ARGUMENT, "a unary call carries one message; more data followed it");
-		return 1;
-	}
-	if (r->body.cap < PREFIX_BYTES + (size_t)len)
-		buf_reserve(&r->body,
-		            PREFIX_BYTES + (size_t)len - r->body.n); /* one allocation, not doublings */
+	size_t len = f.len;
+	if (r->body.n >= PREFIX_BYTES && r->body.cap < PREFIX_BYTES + len)
+		buf_reserve(&r->body, PREFIX_BYTES + len - r->body.n); /* one allocation, not doublings */
 	return 0;
 }
 
@@ -237,28 +264,14 @@ static void on_request(h2_req *r, void *ctx)
 {
 	grpc_server *s = ctx;
 	char m[160];
-	if (r->body.n < PREFIX_BYTES) {
-		snprintf(m, sizeof m, "the request has %zu bytes; a gRPC message needs a 5-byte prefix",
-		         r->body.n);
-		fail_req(r, GRPC_INVALID_ARGUMENT, m);
-		return;
-	}
-	uint8_t flag = r->body.p[0];
-	uint32_t len = prefix_len(r->body.p);
-	if (r->body.n != PREFIX_BYTES + (size_t)len) {
-		snprintf(m, sizeof m,
-		         "grpc message truncated: its prefix says %" PRIu32 " bytes, %zu arrived", len,
-		         r->body.n - PREFIX_BYTES);
-		fail_req(r, GRPC_INVALID_ARGUMENT, m);
+	grpc_frame f;
+	int code = grpc_frame_check(buf_slice(&r->body), 1, s->o.max_message, &f, m, sizeof m);
+	if (code != GRPC_OK) {
+		fail_req(r, code, m);
 		return;
 	}
 	const slice_t *enc = h2_header_get(r, "grpc-encoding");
-	if (flag > 1) {
-		snprintf(m, sizeof m, "grpc message compressed-flag is %u; only 0 and 1 exist", flag);
-		fail_req(r, GRPC_INVALID_ARGUMENT, m);
-		return;
-	}
-	if (flag == 1 && (!enc || slice_eq_cstr(*enc, "identity"))) {
+	if (f.compressed && (!enc || slice_eq_cstr(*enc, "identity"))) {
 		fail_req(r, GRPC_INTERNAL,
 		         "grpc message is marked compressed but grpc-encoding names no compression");
 		return;
@@ -270,9 +283,9 @@ static void on_request(h2_req *r, void *ctx)
 	c->method = r->path;
 	c->peer = r->peer;
 	c->encoding = enc ? *enc : slice_cstr("identity");
-	c->compressed = flag;
-	c->wire = slice_make(r->body.p + PREFIX_BYTES, len);
-	c->msg = flag ? slice_make(NULL, 0) : c->wire;
+	c->compressed = f.compressed;
+	c->wire = f.msg;
+	c->msg = f.compressed ? slice_make(NULL, 0) : c->wire;
 	c->deadline_ms = deadline_of(h2_header_get(r, "grpc-timeout"));
 	r->user = c;
 	find_method(s, r->path)->handler(c, s->o.ctx);

@@ -93,6 +93,23 @@ void grpc_reply(grpc_call *c, const void *msg, size_t n);
  * Loop thread only. If the client has gone, only frees c. */
 void grpc_fail(grpc_call *c, int code, const char *message, const void *details, size_t n);
 
+/* A unary call's request body: one length-prefixed message (1-byte
+ * compressed flag, 4-byte big-endian length, the message). */
+typedef struct {
+	uint32_t len;   /* the length the prefix announces (0 before it is there) */
+	int whole;      /* complete and well formed: compressed and msg are set */
+	int compressed; /* the flag: 0 or 1 */
+	slice_t msg;    /* the message, pointing into the body */
+} grpc_frame;
+
+/* Checks body, all of a request body so far (complete: it has ended), as the
+ * server does while DATA arrives and at the end. Pure: no I/O, no allocation.
+ * Returns GRPC_OK (while incomplete: nothing wrong yet), else a code with a
+ * message in m (cap bytes): RESOURCE_EXHAUSTED when the prefix announces more
+ * than max bytes, INVALID_ARGUMENT for a short prefix, a truncated message,
+ * data after the message, or a flag other than 0 and 1. */
+int grpc_frame_check(slice_t body, int complete, size_t max, grpc_frame *f, char *m, size_t cap);
+
 /* grpc-message encoding: bytes outside 0x20..0x7e and '%' become %XX. */
 void grpc_percent_encode(slice_t in, buf_t *out);
 

@@ -661,12 +661,9 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	conn_flush(c); /* the server preface; enables reading and the idle timer */
 }
 
-h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opts *o, kn_err *err)
+/* A server with o's settings (defaults filled in), not listening yet. */
+static h2_server *server_alloc(struct event_base *base, const h2_opts *o)
 {
-	if (!o->on_request) {
-		err_set(err, 500, "h2 server %s: no on_request handler", o->name ? o->name : "");
-		return NULL;
-	}
 	h2_server *s = xcalloc(1, sizeof *s);
 	s->base = base;
 	s->o = *o;
@@ -682,6 +679,16 @@ h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opt
 		s->o.write_timeout_ms = 30000;
 	if (!s->o.max_streams)
 		s->o.max_streams = 256;
+	return s;
+}
+
+h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opts *o, kn_err *err)
+{
+	if (!o->on_request) {
+		err_set(err, 500, "h2 server %s: no on_request handler", o->name ? o->name : "");
+		return NULL;
+	}
+	h2_server *s = server_alloc(base, o);
 	listener_opts lo = {.kind = "h2",
 	                    .name = o->name,
 	                    .max_conns = o->max_conns,
@@ -695,6 +702,20 @@ h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opt
 	}
 	s->o.name = s->lis.o.name; /* the listener's copy */
 	return s;
+}
+
+h2_server *h2_server_detached(struct event_base *base, const h2_opts *o)
+{
+	h2_server *s = server_alloc(base, o);
+	s->lis.o.name = xstrdup(o->name ? o->name : "h2"); /* freed by listener_close */
+	s->o.name = s->lis.o.name;
+	return s;
+}
+
+void h2_server_adopt(h2_server *s, struct bufferevent *bev, const char *peer)
+{
+	s->lis.n_conns++; /* as the listener counts an accepted connection */
+	conn_start(s, bev, peer);
 }
 
 int h2_server_port(const h2_server *s)

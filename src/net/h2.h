@@ -12,6 +12,7 @@
 #include "base/slice.h"
 #include "net/budget.h"
 
+struct bufferevent;
 struct event_base;
 struct ssl_ctx_st;
 struct h2_stream;
@@ -115,6 +116,13 @@ void h2_server_stop_accepting(h2_server *s);
  * own are detached, not freed: h2_respond then only frees them. Loop thread,
  * or while the loop is not running. NULL is a no-op. */
 void h2_server_free(h2_server *s);
+
+/* Tests and fuzzing: a server that listens nowhere (o as for h2_server_new,
+ * on_request required), and h2_server_adopt to run HTTP/2 over any
+ * bufferevent, e.g. one end of bufferevent_pair_new: the connection is then
+ * the server's exactly as an accepted one (h2_server_free closes it). */
+h2_server *h2_server_detached(struct event_base *base, const h2_opts *o);
+void h2_server_adopt(h2_server *s, struct bufferevent *bev, const char *peer);
 
 /* Answers r and frees it (r must not be used afterwards). Loop thread only,
  * exactly once per request (also from on_headers / on_data, see there).

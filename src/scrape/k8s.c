@@ -352,6 +352,10 @@ static void start_request(k8s_watcher *w, enum req_kind kind)
 	w->started_ms = now_ms();
 	buf_reset(&w->body);
 	buf_reset(&w->line);
+	if (!w->multi) { /* detached: k8s_watch_feed plays the answer */
+		buf_free(&url);
+		return;
+	}
 
 	curl_slist_free_all(w->headers);
 	w->headers = curl_slist_append(NULL, "Accept: application/json");
@@ -394,7 +398,8 @@ static void retry_later(k8s_watcher *w, int relist)
 	if (w->backoff_ms < w->backoff_max_ms)
 		w->backoff_ms = w->backoff_ms * 2 < w->backoff_max_ms ? w->backoff_ms * 2 : w->backoff_max_ms;
 	struct timeval tv = {(time_t)(d / 1000), (suseconds_t)(d % 1000) * 1000};
-	evtimer_add(w->retry_timer, &tv);
+	if (w->retry_timer) /* else detached: the next k8s_watch_feed starts it */
+		evtimer_add(w->retry_timer, &tv);
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -454,11 +459,13 @@ static void finish_request(k8s_watcher *w, CURLcode rc)
 {
 	enum req_kind kind = w->kind;
 	long status = w->status;
-	if (!status)
-		curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_multi_remove_handle(w->multi, w->easy);
-	curl_easy_cleanup(w->easy);
-	w->easy = NULL;
+	if (w->easy) {
+		if (!status)
+			curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
+		curl_multi_remove_handle(w->multi, w->easy);
+		curl_easy_cleanup(w->easy);
+		w->easy = NULL;
+	}
 	w->kind = REQ_NONE;
 
 	if (w->abort == ABORT_RELIST || status == 410) {
@@ -513,8 +520,8 @@ static char *default_api_server(void)
 	return (char *)buf_steal(&b, &n);
 }
 
-k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const k8s_callbacks *cb, void *ctx,
-                             kn_err *err)
+/* A watcher with c's settings and no I/O yet; NULL with err when c is unusable. */
+static k8s_watcher *watcher_new(const k8s_config *c, const k8s_callbacks *cb, void *ctx, kn_err *err)
 {
 	const char *node = c->node && c->node[0] ? c->node : getenv("NODE_NAME");
 	if (!node || !node[0]) {
@@ -539,7 +546,6 @@ k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const
 		api[--n] = '\0';
 
 	k8s_watcher *w = xcalloc(1, sizeof *w);
-	w->base = base;
 	w->cb = *cb;
 	w->ctx = ctx;
 	w->api = api;
@@ -559,7 +565,16 @@ k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const
 	buf_init(&w->body, K8S_LIST_MAX_BYTES);
 	buf_init(&w->line, K8S_EVENT_MAX_BYTES);
 	k8s_pods_init(&w->pods);
+	return w;
+}
 
+k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const k8s_callbacks *cb, void *ctx,
+                             kn_err *err)
+{
+	k8s_watcher *w = watcher_new(c, cb, ctx, err);
+	if (!w)
+		return NULL;
+	w->base = base;
 	w->multi = curl_multi_init();
 	curl_multi_setopt(w->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
 	curl_multi_setopt(w->multi, CURLMOPT_SOCKETDATA, w);
@@ -618,6 +633,27 @@ void k8s_watch_free(k8s_watcher *w)
 	free(w->token_file);
 	free(w->ca_file);
 	free(w);
+}
+
+k8s_watcher *k8s_watch_detached(const k8s_callbacks *cb, void *ctx)
+{
+	k8s_config c = {.api_server = "http://detached.invalid", .token_file = "", .node = "detached"};
+	kn_err err;
+	k8s_watcher *w = watcher_new(&c, cb, ctx, &err);
+	w->stopped = 1; /* no request, socket or timer to stop */
+	start_request(w, REQ_LIST);
+	return w;
+}
+
+int k8s_watch_feed(k8s_watcher *w, const char *p, size_t n, int end)
+{
+	if (w->kind == REQ_NONE) /* a retry was due */
+		start_request(w, w->next_is_list ? REQ_LIST : REQ_WATCH);
+	w->status = 200;
+	int ok = on_write((char *)p, 1, n, w) == n;
+	if (!ok || end)
+		finish_request(w, ok ? CURLE_OK : CURLE_WRITE_ERROR);
+	return w->kind == REQ_WATCH;
 }
 
 int k8s_pod_by_ip(k8s_watcher *w, const char *ip, k8s_pod_info *out)

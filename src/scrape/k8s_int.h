@@ -26,7 +26,8 @@ const char *k8s_json_str(const json_t *obj, const char *a, const char *b);
 void k8s_pods_init(k8s_pod_table *t);
 void k8s_pods_free(k8s_pod_table *t);
 /* Records a live pod (k8s_pod_is_live) seen in list generation gen. 0 ok,
- * -1 when the pod lacks namespace/name or the table holds K8S_PODS_MAX others. */
+ * -1 when the pod lacks namespace/name, a field is too long for k8s_pod_info
+ * (or the podIP for its 64 bytes), or the table holds K8S_PODS_MAX others. */
 int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen);
 /* Forgets ns/name; 1 when it was known. */
 int k8s_pods_remove(k8s_pod_table *t, const char *ns, const char *name);
@@ -37,5 +38,15 @@ int k8s_pods_take_stale(k8s_pod_table *t, unsigned gen, char *ns, char *name);
 int k8s_pod_lookup_ip(k8s_pod_table *t, const char *ip, k8s_pod_info *out);
 /* Number of pods known. */
 size_t k8s_pods_count(k8s_pod_table *t);
+
+/* Tests and fuzzing: a watcher with no loop, API server, token or timers.
+ * It "requests" as a started one does, and k8s_watch_feed plays the answers.
+ * Free it with k8s_watch_free; callbacks run inside k8s_watch_feed. */
+k8s_watcher *k8s_watch_detached(const k8s_callbacks *cb, void *ctx);
+/* As if n bytes of a 200 answer arrived for the request in flight (a list page
+ * until one ends a full list, then the watch stream; a retry that was due
+ * starts first), in any pieces; end: the answer is complete (curl finished
+ * it). Returns 1 when the request now in flight is the watch, else 0. */
+int k8s_watch_feed(k8s_watcher *w, const char *p, size_t n, int end);
 
 #endif

@@ -145,7 +145,7 @@ int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen)
 	const char *ip = k8s_json_str(pod, "status", "podIP");
 	k8s_pod_entry e = {.gen = gen};
 	if (!ns || !name || !ip || strlen(ns) >= sizeof e.info.namespace_ ||
-	    strlen(name) >= sizeof e.info.name)
+	    strlen(name) >= sizeof e.info.name || strlen(ip) >= sizeof e.ip)
 		return -1;
 	copy_str(e.ip, sizeof e.ip, ip, strlen(ip));
 	copy_str(e.info.namespace_, sizeof e.info.namespace_, ns, strlen(ns));

@@ -89,6 +89,8 @@ static void test_time_parse(void **state)
 	assert_int_equal(time_parse("now+1h", now, &t), -1);
 	assert_int_equal(time_parse("-5", now, &t), -1);
 	assert_int_equal(time_parse("12x", now, &t), -1);
+	assert_int_equal(time_parse("7258118400", now, &t), 0);
+	assert_int_equal(time_parse("17210000000", now, &t), -1); /* past int64 ns */
 	int64_t d;
 	assert_int_equal(time_parse_duration("10s", &d), 0);
 	assert_true(d == 10 * NS_PER_SEC);

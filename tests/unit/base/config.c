@@ -96,12 +96,31 @@ static void test_invalid(void **state)
 	}
 }
 
+/* From memory: the same settings as from a file; not NUL-terminated; bad YAML is a 400. */
+static void test_yaml(void **state)
+{
+	static const char yaml[] = "role: sensor\nretention: {days: 7}\nXX";
+	kiln_config c;
+	kn_err e = {0};
+	config_defaults(&c);
+	assert_int_equal(config_load_yaml(&c, yaml, sizeof yaml - 3, &e), 0);
+	assert_string_equal(c.role, "sensor");
+	assert_int_equal(c.retention_days, 7);
+	assert_int_equal(config_load_yaml(&c, "a: [b", 5, &e), -1);
+	assert_int_equal(e.status, 400);
+	/* libfyaml 0.7.12 never returns on this: refused as not UTF-8 first */
+	assert_int_equal(config_load_yaml(&c, "%\x84" "e\n", 4, &e), -1);
+	assert_string_equal(e.msg, "config (in memory) is not UTF-8 text: invalid byte at offset 1");
+	config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_file),
 	    cmocka_unit_test(test_invalid),
+	    cmocka_unit_test(test_yaml),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

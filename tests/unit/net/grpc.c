@@ -419,9 +419,35 @@ static void test_h2load(void **state)
 	stop(t);
 }
 
+/* The framing rules without a server: prefix, limit, one message, flag. */
+static void test_frame_check(void **state)
+{
+	static const uint8_t ok[] = {1, 0, 0, 0, 2, 'h', 'i'};
+	grpc_frame f;
+	char m[160];
+	assert_int_equal(grpc_frame_check(slice_make(ok, 3), 0, 100, &f, m, sizeof m), GRPC_OK);
+	assert_false(f.whole);
+	assert_int_equal(grpc_frame_check(slice_make(ok, 6), 0, 100, &f, m, sizeof m), GRPC_OK);
+	assert_int_equal(f.len, 2);
+	assert_int_equal(grpc_frame_check(slice_make(ok, 7), 1, 100, &f, m, sizeof m), GRPC_OK);
+	assert_true(f.whole && f.compressed && f.msg.n == 2 && f.msg.p == ok + 5);
+	assert_int_equal(grpc_frame_check(slice_make(ok, 7), 0, 1, &f, m, sizeof m), GRPC_RESOURCE_EXHAUSTED);
+	assert_string_equal(m, "grpc message is 2 bytes; the limit is 1 bytes");
+	assert_int_equal(grpc_frame_check(slice_make(ok, 6), 1, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
+	assert_string_equal(m, "grpc message truncated: its prefix says 2 bytes, 1 arrived");
+	assert_int_equal(grpc_frame_check(slice_make(ok, 4), 1, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
+	static const uint8_t two[] = {0, 0, 0, 0, 0, 0};
+	assert_int_equal(grpc_frame_check(slice_make(two, 6), 0, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
+	assert_string_equal(m, "a unary call carries one message; more data followed it");
+	static const uint8_t flag2[] = {2, 0, 0, 0, 0};
+	assert_int_equal(grpc_frame_check(slice_make(flag2, 5), 1, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
+	assert_false(f.whole);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_frame_check),
 	    cmocka_unit_test(test_unary_ok),
 	    cmocka_unit_test(test_gzip_and_zstd),
 	    cmocka_unit_test(test_refusals),

@@ -5,6 +5,10 @@
 
 #include <pthread.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
 #include "h2_client.h"
 #include "net/h2.h"
 #include "net/loop.h"
@@ -434,9 +438,46 @@ static void test_nghttp_tool_and_tls(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* h2_server_detached + h2_server_adopt: a request over a bufferevent pair,
+ * no socket; the server's answer (SETTINGS, then HEADERS :status 204) comes
+ * back on the other end. */
+static void adopt_on_request(h2_req *r, void *ctx)
+{
+	(*(int *)ctx)++;
+	h2_respond(r, 204, NULL, 0, NULL, 0, NULL, 0);
+}
+
+static void test_adopt_bufferevent_pair(void **state)
+{
+	static const uint8_t req[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	                             "\0\0\0\x04\0\0\0\0\0"                   /* SETTINGS */
+	                             "\0\0\x35\x01\x05\0\0\0\x01"             /* HEADERS, END_STREAM|END_HEADERS */
+	                             "\x00\x07:method\x03GET\x00\x05:path\x01/" /* literal fields */
+	                             "\x00\x07:scheme\x04http\x00\x0a:authority\x04kiln";
+	struct event_base *base = event_base_new();
+	int requests = 0;
+	h2_opts o = {.name = "pair", .on_request = adopt_on_request, .ctx = &requests};
+	h2_server *s = h2_server_detached(base, &o);
+	struct bufferevent *pair[2];
+	assert_int_equal(bufferevent_pair_new(base, 0, pair), 0);
+	bufferevent_enable(pair[1], EV_READ | EV_WRITE);
+	h2_server_adopt(s, pair[0], "192.0.2.1:1");
+	assert_int_equal(h2_server_conns(s), 1);
+	bufferevent_write(pair[1], req, sizeof req - 1);
+	for (int i = 0; i < 16; i++) /* pairs defer their callbacks to the loop */
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	assert_int_equal(requests, 1);
+	struct evbuffer *in = bufferevent_get_input(pair[1]);
+	assert_true(evbuffer_get_length(in) > 9);
+	h2_server_free(s);
+	bufferevent_free(pair[1]);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_adopt_bufferevent_pair),
 	    cmocka_unit_test(test_echo_with_trailers),
 	    cmocka_unit_test(test_many_streams_one_connection),
 	    cmocka_unit_test(test_body_limit_resets_stream),

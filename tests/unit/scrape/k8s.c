@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "scrape/k8s.h"
+#include "scrape/k8s_int.h"
 
 extern char **environ;
 
@@ -512,11 +513,52 @@ static void test_workload_names(void **state)
 	}
 }
 
+/* The detached watcher (k8s_int.h): list page, then watch lines cut mid-line. */
+static void detached_upsert(void *ctx, const json_t *pod)
+{
+	((int *)ctx)[0]++;
+}
+
+static void detached_delete(void *ctx, const char *ns, const char *name)
+{
+	((int *)ctx)[1]++;
+}
+
+static void detached_synced(void *ctx)
+{
+	((int *)ctx)[2]++;
+}
+
+static void test_detached_feed(void **state)
+{
+	static const char list[] = "{\"metadata\": {\"resourceVersion\": \"5\"}, \"items\": [{\"metadata\": "
+	                           "{\"namespace\": \"ns\", \"name\": \"a\"}, \"status\": {\"phase\": "
+	                           "\"Running\", \"podIP\": \"10.0.0.1\"}}]}";
+	static const char watch[] = "{\"type\": \"DELETED\", \"object\": {\"metadata\": {\"namespace\": "
+	                            "\"ns\", \"name\": \"a\"}}}\n";
+	int seen[3] = {0};
+	k8s_callbacks cb = {detached_upsert, detached_delete, detached_synced};
+	k8s_watcher *w = k8s_watch_detached(&cb, seen);
+	assert_int_equal(k8s_watch_feed(w, list, 10, 0), 0);
+	assert_int_equal(k8s_watch_feed(w, list + 10, sizeof list - 11, 1), 1); /* now watching */
+	assert_int_equal(seen[0], 1);
+	assert_int_equal(seen[2], 1);
+	k8s_pod_info info;
+	assert_int_equal(k8s_pod_by_ip(w, "10.0.0.1", &info), 1);
+	assert_int_equal(k8s_watch_feed(w, watch, 20, 0), 1);
+	assert_int_equal(seen[1], 0); /* half a line: nothing yet */
+	assert_int_equal(k8s_watch_feed(w, watch + 20, sizeof watch - 21, 0), 1);
+	assert_int_equal(seen[1], 1);
+	assert_int_equal(k8s_pod_by_ip(w, "10.0.0.1", &info), 0);
+	k8s_watch_free(w);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_workload_names),
+	    cmocka_unit_test(test_detached_feed),
 	    cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_initial_list_paged, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),

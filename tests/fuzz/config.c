@@ -1,0 +1,33 @@
+/* libFuzzer target for base/config.c: the input is a config file's YAML,
+ * read from memory over the defaults (config_load_yaml, the same reading as
+ * --config), then validated, as kiln serve does. It checks for crashes, leaks
+ * and UB, that failures carry a 400, and that counted arrays stay in bounds. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 64 * 1024) /* configs are small; libfyaml's cost grows with nesting */
+		return 0;
+	kiln_config c;
+	kn_err err = {0};
+	config_defaults(&c);
+	if (config_load_yaml(&c, (const char *)data, size, &err) == 0) {
+		if (c.n_project_retention > 64 || c.scrape.n_prefixes > CONFIG_PREFIXES_MAX ||
+		    c.scrape.n_statics > CONFIG_STATIC_TARGETS_MAX)
+			abort();
+		if (config_validate(&c, &err) == 0)
+			(void)config_retention_days(&c, "default");
+		else if (err.status != 400)
+			abort();
+	} else if (err.status != 400) {
+		abort();
+	}
+	config_free(&c);
+	return 0;
+}
