@@ -65,6 +65,8 @@ before(async () => {
   const sl = http.createServer((req) => {
     open.add(req);
     peak = Math.max(peak, open.size);
+    // kiln's FIN ('end') is the moment it let go; 'close' comes a tick later.
+    req.socket.on('end', () => open.delete(req));
     req.socket.on('close', () => open.delete(req));
   });
   const slowPort = await listen(sl);

@@ -234,10 +234,27 @@ test('a push from 127.0.0.2 is attributed to the pod with that IP, one from 127.
   assert.deepEqual(labels.labels.filter((l) => l.source === 'series'), []);
 });
 
+// Holds the Go target's CPU profiler with a 60 s profile of our own. Go
+// answers at once (500) when a profile is already running — kiln's own
+// 2 s scrape may be — so try until the request stays open.
+async function holdCpuProfile(url) {
+  for (let i = 0; i < 20; i++) {
+    const ctl = new AbortController();
+    let settled = false;
+    const done = fetch(url, { signal: ctl.signal })
+      .then((r) => r.arrayBuffer())
+      .catch(() => {})
+      .finally(() => { settled = true; });
+    await sleep(500);
+    if (!settled) return { stop: async () => { ctl.abort(); await done; } };
+    await sleep(1000);
+  }
+  assert.fail(`could not start a CPU profile at ${url}`);
+}
+
 test('target_busy: a cpu scrape while another CPU profile is running (Go answers 500)', async () => {
   const key = `${NS}/${WEB}/cpu`;
-  const hold = new AbortController();
-  const holding = fetch(`http://127.0.0.2:${P}/debug/pprof/profile?seconds=60`, { signal: hold.signal }).catch(() => {});
+  const hold = await holdCpuProfile(`http://127.0.0.2:${P}/debug/pprof/profile?seconds=60`);
   try {
     const t = await waitTarget(B, key, (x) => x.last_result === 'target_busy', 'target_busy', 45000);
     assert.equal(t.results.target_busy >= 1, true);
@@ -245,8 +262,7 @@ test('target_busy: a cpu scrape while another CPU profile is running (Go answers
     assert.ok(line, tail(B.stderr()));
     assert.deepEqual([line.result, line.namespace, line.pod, line.type, line.consecutive], ['target_busy', NS, WEB, 'cpu', '1']);
   } finally {
-    hold.abort();
-    await holding;
+    await hold.stop();
   }
   assert.ok(!logLines(A, 'profile scrape failed').some((l) => l.type === 'cpu'), 'A does not scrape cpu at 10s');
 });
@@ -261,7 +277,12 @@ test('heap deltas across a restart of the target: the first scrape after the res
   go1 = await startGoServer(goBin, ['-parked=3', `-addr=127.0.0.2:${P}`]);
   const okBefore = (await target(A, key)).results.ok;
   await waitTarget(A, key, (t) => t.results.ok >= okBefore + 2, 'two heap scrapes after the restart', 40000);
-  await sleep(500); // the second one committed
+  // A scrape of the old process may have been in flight at the kill: wait
+  // for a delta of the new one (it comes with the second scrape after it).
+  await until(A, async () => {
+    const tl = await getJson(A.uiUrl, '/api/timeline', { ...q, type: 'alloc_space:bytes', step: '1s' });
+    return tl.points.some(([t, v]) => t >= restartedAt && v > 0);
+  }, 'an alloc_space delta after the restart', 25000);
   for (const type of ['alloc_space:bytes', 'alloc_objects:count']) {
     const tl = await getJson(A.uiUrl, '/api/timeline', { ...q, type, step: '1s' });
     const neg = tl.points.filter(([, v]) => v < 0);
