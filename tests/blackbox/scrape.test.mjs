@@ -132,8 +132,13 @@ test('settings: interval below 10s or a bad prefix disables scraping; types whos
 test('heap and goroutine arrive with the function split; alloc_* only as the delta of two scrapes', async () => {
   const key = 'static/go/memory';
   await waitTarget(a, key, (t) => t.results.ok >= 1, 'a first successful heap scrape');
-  // First scrape: inuse only, no alloc delta yet (S5.2).
+  // First scrape: inuse only, no alloc delta yet (S5.2). "ok" is counted
+  // when the profile is queued for the store; its commit follows.
   let ty = await types(a, svc);
+  for (let i = 0; i < 50 && !ty.includes('inuse_space:bytes'); i++) {
+    await sleep(100);
+    ty = await types(a, svc);
+  }
   if ((await target(a, key)).results.ok === 1) {
     assert.ok(ty.includes('inuse_space:bytes'), `types after the first heap scrape: ${ty}`);
     assert.ok(!ty.includes('alloc_space:bytes'), `no alloc after the first heap scrape: ${ty}`);
