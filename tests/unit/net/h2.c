@@ -249,6 +249,34 @@ static void test_body_limit_resets_stream(void **state)
 	stop(t);
 }
 
+/* The process-wide body budget (net/budget.h): a body that would cross it
+ * is refused with REFUSED_STREAM (gRPC retries it); its bytes and those of
+ * finished requests come back. */
+static void test_body_budget_refuses_stream(void **state)
+{
+	net_budget budget = {.limit = 2u << 20};
+	tsrv *t = start((h2_opts){.budget = &budget});
+	tc_conn c;
+	assert_int_equal(tc_connect(&c, t->port), 0);
+	size_t n = 3u << 20;
+	uint8_t *big = calloc(1, n);
+	tc_stream st;
+	tc_submit(&c, &st, NULL, "/echo", NULL, big, n);
+	assert_int_equal(tc_wait1(&c, &st, 5000), 0);
+	assert_int_equal(st.close_code, NGHTTP2_REFUSED_STREAM);
+	assert_int_equal(st.status, 0);
+	tc_stream ok;
+	tc_submit(&c, &ok, NULL, "/echo", NULL, big, 1u << 20);
+	assert_int_equal(tc_wait1(&c, &ok, 5000), 0);
+	assert_int_equal(ok.status, 200);
+	tc_stream_free(&ok);
+	tc_stream_free(&st);
+	free(big);
+	tc_close(&c);
+	stop(t);
+	assert_int_equal(atomic_load(&budget.used), 0);
+}
+
 static void test_client_reset_before_reply(void **state)
 {
 	tsrv *t = start((h2_opts){0});
@@ -481,6 +509,7 @@ int main(void)
 	    cmocka_unit_test(test_echo_with_trailers),
 	    cmocka_unit_test(test_many_streams_one_connection),
 	    cmocka_unit_test(test_body_limit_resets_stream),
+	    cmocka_unit_test(test_body_budget_refuses_stream),
 	    cmocka_unit_test(test_client_reset_before_reply),
 	    cmocka_unit_test(test_client_disconnect_before_reply),
 	    cmocka_unit_test(test_stop_accepting_goaway),
