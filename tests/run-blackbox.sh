@@ -33,7 +33,7 @@ files=("$@")
 tap=$(mktemp)
 trap 'rm -f "$tap"' EXIT
 start=$(date +%s)
-node --test --test-concurrency="${KILN_BB_CONCURRENCY:-2}" \
+node --test --test-concurrency="${KILN_BB_CONCURRENCY:-2}" --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$tap" \
   "${files[@]}"
