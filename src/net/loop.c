@@ -128,6 +128,9 @@ void loop_free(kn_loop *l)
 	if (!l)
 		return;
 	run_posts(l);
+	/* Freed bufferevents (TLS ones above all) finish in deferred callbacks:
+	 * let those run, or event_base_free drops them and their memory. */
+	event_base_loop(l->base, EVLOOP_NONBLOCK);
 	event_free(l->wake);
 	event_base_free(l->base);
 	pthread_mutex_destroy(&l->mu);
