@@ -28,6 +28,7 @@ void config_defaults(kiln_config *c)
 	memset(c, 0, sizeof *c);
 	config_set(&c->data_dir, "./kiln-data");
 	config_set(&c->role, "all");
+	config_set(&c->store.engine, "local");
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		config_set(&c->listeners[i].addr, default_addrs[i]);
 	c->max_rows = 10000;
@@ -60,6 +61,10 @@ void config_free(kiln_config *c)
 	}
 	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
 		free(c->scrape.prefixes[i]);
+	char *store_strs[] = {c->store.engine, c->store.url, c->store.database, c->store.user,
+	                      c->store.password, c->store.cluster, c->store.password_file};
+	for (size_t k = 0; k < sizeof store_strs / sizeof *store_strs; k++)
+		free(store_strs[k]);
 	free(c->kubernetes.api_server);
 	free(c->kubernetes.token_file);
 	free(c->kubernetes.ca_file);
@@ -268,6 +273,26 @@ static int load_kubernetes(struct fy_node *root, kube_config *k, kn_err *err)
 	return 0;
 }
 
+static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
+{
+	struct fy_node *n = fy_node_by_path(root, "/store", (size_t)-1, FYNWF_DONT_FOLLOW);
+	if (!n)
+		return 0;
+	if (!fy_node_is_mapping(n))
+		return err_set(err, 400,
+		               "config store must be a mapping {engine, url, database, user, password, cluster}");
+	if (read_string(root, "/store/engine", &c->store.engine, err) < 0 ||
+	    read_string(root, "/store/url", &c->store.url, err) < 0 ||
+	    read_string(root, "/store/database", &c->store.database, err) < 0 ||
+	    read_string(root, "/store/user", &c->store.user, err) < 0 ||
+	    read_string(root, "/store/password", &c->store.password, err) < 0 ||
+	    read_string(root, "/store/passwordFile", &c->store.password_file, err) < 0 ||
+	    read_string(root, "/store/cluster", &c->store.cluster, err) < 0 ||
+	    read_bool(root, "/store/replicated", &c->store.replicated, err) < 0)
+		return -1;
+	return 0;
+}
+
 /* The settings in doc over c (path names it in messages); destroys doc. */
 static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, kn_err *err)
 {
@@ -364,7 +389,8 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 		}
 		c->max_rows = (uint32_t)v;
 	}
-	if (load_scrape(root, &c->scrape, err) < 0 || load_kubernetes(root, &c->kubernetes, err) < 0)
+	if (load_scrape(root, &c->scrape, err) < 0 || load_kubernetes(root, &c->kubernetes, err) < 0 ||
+	    load_store(root, c, err) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -442,5 +468,12 @@ int config_validate(const kiln_config *c, kn_err *err)
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		if (!c->listeners[i].tls_cert != !c->listeners[i].tls_key)
 			return err_set(err, 400, "listeners.%s.tls needs both cert and key", listener_names[i]);
+	if (strcmp(c->store.engine, "local") && strcmp(c->store.engine, "clickhouse"))
+		return err_set(err, 400, "store.engine %.100s is not one of local, clickhouse", c->store.engine);
+	if (!strcmp(c->store.engine, "clickhouse") &&
+	    (!c->store.url || (strncmp(c->store.url, "http://", 7) && strncmp(c->store.url, "https://", 8))))
+		return err_set(err, 400, "store.url must be the ClickHouse HTTP interface, http://host:8123");
+	if (c->store.password && c->store.password_file)
+		return err_set(err, 400, "store: set password or passwordFile, not both");
 	return 0;
 }

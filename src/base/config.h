@@ -71,6 +71,13 @@ typedef struct {
 		char *project;
 		int days;
 	} project_retention[64];
+	/* store (SPEC S8): engine local (default, under data_dir) or clickhouse. */
+	struct {
+		char *engine;   /* "local" | "clickhouse" */
+		char *url, *database, *user, *password, *cluster;
+		char *password_file; /* passwordFile: read at start (a mounted Secret) */
+		int replicated;
+	} store;
 	scrape_config scrape; /* receivers.profiles.scrape */
 	kube_config kubernetes; /* kubernetes */
 } kiln_config;

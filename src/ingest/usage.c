@@ -11,6 +11,7 @@
 #include "base/u64map.h"
 #include "ingest/keys.h"
 #include "ingest/usage.h"
+#include "store/store.h"
 
 #define USAGE_NAME_MAX 128 /* longer project or key names are truncated (keys allow 64) */
 
@@ -46,6 +47,7 @@ struct usage {
 	usage_map _totals;   /* since open, per (project, key); day = 0 */
 	pthread_mutex_t _db_mu; /* guards _db; held across a flush or a read so none sees a half-moved delta */
 	sqlite3 *_db;
+	store_t *_store; /* instead of _db: the engine keeps the counters (ClickHouse) */
 };
 
 static void map_init(usage_map *m)
@@ -132,11 +134,22 @@ usage_t *usage_open(const char *data_dir, kn_err *err)
 	return u;
 }
 
+usage_t *usage_open_store(store_t *s)
+{
+	usage_t *u = xcalloc(1, sizeof *u);
+	pthread_mutex_init(&u->_mu, NULL);
+	pthread_mutex_init(&u->_db_mu, NULL);
+	map_init(&u->_pending);
+	map_init(&u->_totals);
+	u->_store = s;
+	return u;
+}
+
 void usage_close(usage_t *u)
 {
 	if (!u)
 		return;
-	if (u->_db) {
+	if (u->_db || u->_store) {
 		kn_err err;
 		usage_flush(u, &err);
 		sqlite3_close(u->_db);
@@ -202,6 +215,20 @@ out:
 	return rc;
 }
 
+static int store_write_all(store_t *s, const usage_map *m, kn_err *err)
+{
+	store_usage_row *rows = xmalloc((m->n + 1) * sizeof *rows);
+	for (size_t i = 0; i < m->n; i++) {
+		rows[i].day = m->v[i]->day;
+		rows[i].project = entry_project(m->v[i]);
+		rows[i].key = entry_key(m->v[i]);
+		memcpy(rows[i].counts, m->v[i]->counts, sizeof rows[i].counts);
+	}
+	int rc = store_usage_write(s, rows, (uint32_t)m->n, err);
+	free(rows);
+	return rc;
+}
+
 int usage_flush(usage_t *u, kn_err *err)
 {
 	pthread_mutex_lock(&u->_db_mu);
@@ -210,7 +237,7 @@ int usage_flush(usage_t *u, kn_err *err)
 	map_init(&u->_pending);
 	pthread_mutex_unlock(&u->_mu);
 
-	int rc = moving.n ? upsert_all(u->_db, &moving, err) : 0;
+	int rc = moving.n ? (u->_store ? store_write_all(u->_store, &moving, err) : upsert_all(u->_db, &moving, err)) : 0;
 	if (rc < 0) { /* put the counts back for the next flush */
 		pthread_mutex_lock(&u->_mu);
 		for (size_t i = 0; i < moving.n; i++) {
@@ -233,9 +260,16 @@ static int entry_order(const void *a, const void *b)
 	return c ? c : slice_cmp(entry_key(x), entry_key(y));
 }
 
+static void store_row(const store_usage_row *r, void *ctx)
+{
+	entry_add(map_get(ctx, r->day, r->project, r->key, SIZE_MAX), r->counts);
+}
+
 /* Reads the matching db rows into m. Caller holds _db_mu. */
 static int read_db(usage_t *u, slice_t project, int64_t from_day, int64_t until_day, usage_map *m, kn_err *err)
 {
+	if (u->_store)
+		return store_usage_read(u->_store, project, from_day, until_day, store_row, m, err);
 	sqlite3_stmt *st = NULL;
 	int rc = -1, step = SQLITE_ERROR;
 	if (sqlite3_prepare_v2(u->_db,

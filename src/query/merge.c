@@ -25,6 +25,7 @@ typedef struct {
 	/* The global tree under construction; index 0 is the root. */
 	uint32_t n, cap;
 	uint32_t *parent, *frame;
+	uint64_t *gid; /* global node id (the order of the result, whatever the engine's local ids) */
 	int64_t *self_i;
 	double *self_d; /* averaged snapshot values, rounded at the end */
 	u64map_t node_ix, frame_ix;
@@ -45,6 +46,7 @@ static void merge_ctx_free(merge_ctx *c)
 	free(c->snap_count);
 	free(c->parent);
 	free(c->frame);
+	free(c->gid);
 	free(c->self_i);
 	free(c->self_d);
 	u64map_free(&c->node_ix);
@@ -97,41 +99,72 @@ static void acc_reserve(merge_ctx *c, uint32_t node, int snapshot)
 		c->acc_d = xcalloc(c->cap_acc, sizeof *c->acc_d);
 }
 
+/* Adds one (node, attrset) value of selected series sel into acc_*. */
+static int add_value(merge_ctx *c, const query_part *qp, const query_sel *sel, double weight, uint32_t node,
+                     uint32_t a, int64_t value, kn_err *err)
+{
+	if (node == 0)
+		return err_set(err, 500, "partition %u: chunk entry has node 0", qp->p);
+	/* attr_mask may stop short of the partition's last attrset
+	 * (span queries size it by the linked sets): beyond, none match. */
+	if (sel->attr_mask && (a > qp->n_attrsets || (qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask))
+		return 0;
+	acc_reserve(c, node, sel->snapshot);
+	if (node > c->max_node)
+		c->max_node = node;
+	if (sel->snapshot)
+		c->acc_d[node] += (double)value * weight;
+	else
+		c->acc_i[node] = query_sat_add(c->acc_i[node], query_sat_mul(value, sel->scale));
+	return 0;
+}
+
+static double snapshot_weight(merge_ctx *c, const query_sel *sel)
+{
+	if (!sel->snapshot)
+		return 0;
+	uint32_t ix = 0;
+	if (!u64map_get(&c->snap_ix, sel->id, &ix) || !c->snap_count[ix])
+		return 0; /* no chunk of it in range: no value either */
+	return 1.0 / c->snap_count[ix];
+}
+
+/* The engine sums the chunks itself: one row per (series, node, attrset). */
+static int accumulate_sums(merge_ctx *c, const query_part *qp, kn_err *err)
+{
+	uint32_t *locals = xmalloc((size_t)qp->n_sel * sizeof *locals);
+	for (uint32_t i = 0; i < qp->n_sel; i++)
+		locals[i] = qp->sel[i].local;
+	const store_sum *sum;
+	uint32_t n;
+	int rc = store_view_sums(c->v, qp->p, locals, qp->n_sel, &sum, &n, err);
+	free(locals);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		if (sum[i].series == 0 || sum[i].series > qp->n_series || !qp->sel_of[sum[i].series])
+			return err_set(err, 500, "partition %u: a sum names series %u", qp->p, sum[i].series);
+		const query_sel *sel = &qp->sel[qp->sel_of[sum[i].series] - 1];
+		rc = add_value(c, qp, sel, snapshot_weight(c, sel), sum[i].node, sum[i].attrset, sum[i].value, err);
+	}
+	return rc;
+}
+
 /* Adds the matching entries of every chunk of partition qp into acc_*. */
 static int accumulate(merge_ctx *c, const query_part *qp, kn_err *err)
 {
 	c->max_node = 0;
+	if (qp->all_heads && store_view_can_sum(c->v))
+		return accumulate_sums(c, qp, err);
 	for (uint32_t k = 0; k < qp->n_heads; k++) {
 		const store_chunk_head *h = &qp->heads[k];
 		const query_sel *sel = query_part_sel(qp, h);
-		double weight = 0;
-		if (sel->snapshot) {
-			uint32_t ix = 0;
-			u64map_get(&c->snap_ix, sel->id, &ix);
-			weight = 1.0 / c->snap_count[ix];
-		}
+		double weight = snapshot_weight(c, sel);
 		const store_entry *e;
 		uint32_t n;
 		if (store_view_entries(c->v, qp->p, h, &e, &n, err) < 0)
 			return -1;
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t node = e[i].node, a = e[i].attrset;
-			if (node == 0)
-				return err_set(err, 500, "partition %u: chunk entry has node 0", qp->p);
-			/* attr_mask may stop short of the partition's last attrset
-			 * (span queries size it by the linked sets): beyond, none match. */
-			if (sel->attr_mask &&
-			    (a > qp->n_attrsets || (qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask))
-				continue;
-			acc_reserve(c, node, sel->snapshot);
-			if (node > c->max_node)
-				c->max_node = node;
-			if (sel->snapshot)
-				c->acc_d[node] += (double)e[i].value * weight;
-			else
-				c->acc_i[node] =
-				    query_sat_add(c->acc_i[node], query_sat_mul(e[i].value, sel->scale));
-		}
+		for (uint32_t i = 0; i < n; i++)
+			if (add_value(c, qp, sel, weight, e[i].node, e[i].attrset, e[i].value, err) < 0)
+				return -1;
 	}
 	return 0;
 }
@@ -147,18 +180,20 @@ static uint32_t global_frame(merge_ctx *c, const model_frame *f)
 	return ix;
 }
 
-static uint32_t global_node_add(merge_ctx *c, uint32_t parent, uint32_t frame)
+static uint32_t global_node_add(merge_ctx *c, uint32_t parent, uint32_t frame, uint64_t gid)
 {
 	if (c->n == c->cap) {
 		uint32_t cap = c->cap ? c->cap * 2 : 1024;
 		c->parent = xrealloc(c->parent, cap * sizeof *c->parent);
 		c->frame = xrealloc(c->frame, cap * sizeof *c->frame);
+		c->gid = xrealloc(c->gid, cap * sizeof *c->gid);
 		c->self_i = xrealloc(c->self_i, cap * sizeof *c->self_i);
 		c->self_d = xrealloc(c->self_d, cap * sizeof *c->self_d);
 		c->cap = cap;
 	}
 	c->parent[c->n] = parent;
 	c->frame[c->n] = frame;
+	c->gid[c->n] = gid;
 	c->self_i[c->n] = 0;
 	c->self_d[c->n] = 0;
 	return c->n++;
@@ -228,7 +263,7 @@ static int map_partition(merge_ctx *c, const query_part *qp, int last, kn_err *e
 			uint32_t *fg = &frame_g[nodes.frame[i]];
 			if (*fg == UINT32_MAX)
 				*fg = global_frame(c, &frames[nodes.frame[i]]);
-			global_node_add(c, parent, *fg);
+			global_node_add(c, parent, *fg, nodes.id[i]);
 		}
 		loc2g[i] = g;
 		c->self_i[g] = query_sat_add(c->self_i[g], c->acc_i[i]);
@@ -256,6 +291,54 @@ static slice_t copy_slice(arena_t *a, slice_t s)
 	return s.n ? arena_slice(a, s) : slice_make("", 0);
 }
 
+typedef struct {
+	uint64_t gid;
+	uint32_t i;
+} gid_ix;
+
+static int gid_cmp(const void *a, const void *b)
+{
+	const gid_ix *x = a, *y = b;
+	if (x->gid != y->gid)
+		return x->gid < y->gid ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Numbers the kept nodes (keep[i] != 0) 1.. in preorder with children by
+ * global node id, so the result's order depends only on the data, not on
+ * the order an engine handed it out (the embedded and the ClickHouse
+ * engines give identical answers, pprof included). Returns their count. */
+static uint32_t canonical_order(merge_ctx *c, uint32_t *keep)
+{
+	uint32_t n = c->n;
+	gid_ix *by = xmalloc(((size_t)n + 1) * sizeof *by);
+	for (uint32_t i = 1; i < n; i++)
+		by[i - 1] = (gid_ix){c->gid[i], i};
+	qsort(by, n > 0 ? n - 1 : 0, sizeof *by, gid_cmp);
+	uint32_t *order = xmalloc(((size_t)n + 1) * sizeof *order);
+	for (uint32_t k = 0; k + 1 < n; k++)
+		order[k] = by[k].i;
+	free(by);
+	uint32_t *start, *kids;
+	query_children(c->parent, n, order, &start, &kids);
+	/* Preorder walk; a stack of the nodes still to visit. */
+	uint32_t *stack = xmalloc(((size_t)n + 1) * sizeof *stack);
+	uint32_t top = 0, m = 0;
+	stack[top++] = 0;
+	while (top) {
+		uint32_t i = stack[--top];
+		keep[i] = ++m;
+		for (uint32_t j = start[i + 1]; j-- > start[i];)
+			if (keep[kids[j]])
+				stack[top++] = kids[j];
+	}
+	free(stack);
+	free(start);
+	free(kids);
+	free(order);
+	return m;
+}
+
 /* Totals, pruning of zero nodes, and the copy of the result into arena a. */
 static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 {
@@ -270,11 +353,7 @@ static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 		if (total[i] != 0 || keep[i])
 			keep[i] = keep[c->parent[i]] = 1;
 	}
-	uint32_t m = 1;
-	keep[0] = 1;
-	for (uint32_t i = 1; i < n; i++)
-		if (keep[i])
-			keep[i] = ++m;
+	uint32_t m = canonical_order(c, keep);
 
 	memset(t, 0, sizeof *t);
 	t->n_nodes = m;
@@ -289,10 +368,13 @@ static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 	t->frame[0] = 0;
 	t->self[0] = self[0];
 	t->total[0] = total[0];
-	for (uint32_t i = 1; i < n; i++) {
-		if (!keep[i])
-			continue;
-		uint32_t j = keep[i] - 1, f = c->frame[i];
+	/* In the new order, so that frames are numbered by it too. */
+	uint32_t *at = xmalloc((size_t)m * sizeof *at);
+	for (uint32_t i = 1; i < n; i++)
+		if (keep[i])
+			at[keep[i] - 1] = i;
+	for (uint32_t j = 1; j < m; j++) {
+		uint32_t i = at[j], f = c->frame[i];
 		if (frame_new[f] == UINT32_MAX) {
 			const model_frame *src = c->frames[f];
 			model_frame *dst = &t->frames[t->n_frames];
@@ -309,6 +391,7 @@ static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 		t->self[j] = self[i];
 		t->total[j] = total[i];
 	}
+	free(at);
 	free(frame_new);
 	free(self);
 	free(total);
@@ -352,7 +435,7 @@ int query_merge_parts(store_view *v, const query_part *parts, uint32_t n_parts, 
 		last = p;
 	}
 	count_snapshots(&c);
-	global_node_add(&c, 0, 0); /* the root */
+	global_node_add(&c, 0, 0, 0); /* the root */
 	int rc = -1;
 	for (uint32_t p = 0; p < n_parts; p++) {
 		if (!parts[p].n_heads)

@@ -42,6 +42,8 @@ typedef struct {
 	uint32_t *sel_of;        /* local series id -> index in sel + 1 (0 = not selected) */
 	store_chunk_head *heads; /* heads of the selected series, sorted by (series, t_ns) */
 	uint32_t n_heads;
+	int all_heads;       /* heads are every chunk of the selected series in the view's range
+	                        (query_part_load): the engine may sum them itself (store_view_sums) */
 	uint64_t *attr_mask; /* attrset local id -> filters it satisfies; NULL when unused */
 	uint32_t n_attrsets;
 } query_part;

@@ -153,6 +153,7 @@ int query_part_load(store_view *v, uint32_t p, const query_params *q, const quer
 		if (heads[i].series <= qp->n_series && qp->sel_of[heads[i].series])
 			qp->heads[qp->n_heads++] = heads[i];
 	qsort(qp->heads, qp->n_heads, sizeof *qp->heads, head_cmp);
+	qp->all_heads = 1;
 	if (any_attr && qp->n_heads && load_attr_masks(v, qp, q, err) < 0)
 		return -1;
 	return 0;

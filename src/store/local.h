@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/u64map.h"
+#include "store/engine.h"
 #include "store/store.h"
 
 #define LOCAL_MAX_OPEN_PARTS 8        /* writer connections kept open (LRU) */
@@ -94,6 +95,7 @@ typedef struct {
 } local_retention;
 
 struct store {
+	store_head head_; /* first: store.c dispatches through it */
 	char *dir;
 	int lock_fd; /* DIR/LOCK, flock()ed: one kiln process per data directory */
 	int interval_ms, max_batches, sync;
@@ -224,5 +226,32 @@ int local_retention_days(store_t *s, const char *proj);
 int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn_err *err);
 /* The sweep of job j (writer thread, between groups). */
 int local_retention_run(store_t *s, local_job *j, kn_err *err);
+
+/* ---- the engine's entry points (store_local_engine, local_writer.c) ---- */
+void local_close(store_t *s);
+void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+uint32_t local_queue_depth(store_t *s);
+int local_set_retention(store_t *s, slice_t project, int days, kn_err *err);
+int64_t local_retention_start(store_t *s, slice_t project, int64_t now_ns);
+int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+                          kn_err *err);
+void local_get_stats(store_t *s, store_stats *out);
+int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+                    kn_err *err);
+void local_view_close(store_view *v);
+uint32_t local_view_partitions(const store_view *v);
+int local_view_skipped(const store_view *v, uint32_t p);
+int local_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
+int local_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head **out, uint32_t *n, kn_err *err);
+int local_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                       uint32_t *n, kn_err *err);
+int local_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
+int local_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
+int local_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+                        uint32_t *n, kn_err *err);
+int local_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit **out, uint32_t *n, kn_err *err);
 
 #endif

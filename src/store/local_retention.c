@@ -52,7 +52,7 @@ static local_retention *ret_find(store_t *s, const char *proj, int add)
 	return r;
 }
 
-int store_set_retention(store_t *s, slice_t project, int days, kn_err *err)
+int local_set_retention(store_t *s, slice_t project, int days, kn_err *err)
 {
 	char proj[3 * LOCAL_PROJECT_MAX + 2];
 	if (local_project_dir(project, proj) < 0)
@@ -74,7 +74,7 @@ int local_retention_days(store_t *s, const char *proj)
 	return days;
 }
 
-int64_t store_retention_start(store_t *s, slice_t project, int64_t now_ns)
+int64_t local_retention_start(store_t *s, slice_t project, int64_t now_ns)
 {
 	char proj[3 * LOCAL_PROJECT_MAX + 2];
 	if (local_project_dir(project, proj) < 0)
@@ -197,7 +197,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err)
+int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err)
 {
 	DIR *d = opendir(s->dir);
 	if (!d)

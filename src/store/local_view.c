@@ -40,6 +40,7 @@ typedef struct {
 } view_part;
 
 struct store_view {
+	store_head head_; /* first: store.c dispatches through it */
 	store_t *s;
 	int64_t from_ns, until_ns;
 	view_part *parts;
@@ -199,7 +200,7 @@ static void part_close_ro(view_part *vp)
 	free(vp->path);
 }
 
-int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
                     kn_err *err)
 {
 	char proj[3 * LOCAL_PROJECT_MAX + 2];
@@ -207,10 +208,11 @@ int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	if (local_project_dir(project, proj) < 0)
 		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
 	/* Expired samples are never returned, whether or not their day is deleted yet. */
-	int64_t start = store_retention_start(s, project, time_now_ns());
+	int64_t start = local_retention_start(s, project, time_now_ns());
 	if (from_ns < start)
 		from_ns = start;
 	store_view *v = xcalloc(1, sizeof *v);
+	v->head_.engine = &store_local_engine;
 	v->s = s;
 	v->from_ns = from_ns;
 	v->until_ns = until_ns;
@@ -244,7 +246,7 @@ int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	return 0;
 }
 
-void store_view_close(store_view *v)
+void local_view_close(store_view *v)
 {
 	if (!v)
 		return;
@@ -259,7 +261,7 @@ void store_view_close(store_view *v)
 	free(v);
 }
 
-uint32_t store_view_partitions(const store_view *v)
+uint32_t local_view_partitions(const store_view *v)
 {
 	return v->n_parts;
 }
@@ -719,12 +721,12 @@ static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t sp
 
 /* ---- the interface: a damaged partition reads as empty (part_skip) ---- */
 
-int store_view_skipped(const store_view *v, uint32_t p)
+int local_view_skipped(const store_view *v, uint32_t p)
 {
 	return p < v->n_parts && v->parts[p].bad;
 }
 
-int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+int local_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
 {
 	view_part *vp = get_part(v, p, err);
 	if (!vp)
@@ -738,7 +740,7 @@ int store_view_series(store_view *v, uint32_t p, const store_series **out, uint3
 	return 0;
 }
 
-int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+int local_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
                      const store_chunk_head **out, uint32_t *n, kn_err *err)
 {
 	view_part *vp = get_part(v, p, err);
@@ -753,7 +755,7 @@ int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t
 	return 0;
 }
 
-int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+int local_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
                        uint32_t *n, kn_err *err)
 {
 	view_part *vp = get_part(v, p, err);
@@ -768,7 +770,7 @@ int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, con
 	return 0;
 }
 
-int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+int local_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
 {
 	view_part *vp = get_part(v, p, err);
 	if (!vp)
@@ -781,7 +783,7 @@ int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
 	return 0;
 }
 
-int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+int local_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
 {
 	view_part *vp = get_part(v, p, err);
 	if (!vp)
@@ -795,7 +797,7 @@ int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32
 	return 0;
 }
 
-int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+int local_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
                         uint32_t *n, kn_err *err)
 {
 	static const model_attrset empty_set;
@@ -812,7 +814,7 @@ int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, c
 	return 0;
 }
 
-int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+int local_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
                            const store_span_hit **out, uint32_t *n, kn_err *err)
 {
 	view_part *vp = get_part(v, p, err);

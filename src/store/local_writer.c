@@ -49,7 +49,7 @@ static int mkdir_p(const char *dir, kn_err *err)
 
 static void *writer_main(void *arg);
 
-store_t *store_open(const store_config *cfg, kn_err *err)
+store_t *local_open(const store_config *cfg, kn_err *err)
 {
 	if (!cfg || !cfg->dir || !*cfg->dir) {
 		err_set(err, 500, "store: no data directory configured");
@@ -73,6 +73,7 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 		return NULL;
 	}
 	store_t *s = xcalloc(1, sizeof *s);
+	s->head_.engine = &store_local_engine;
 	s->lock_fd = lock_fd;
 	s->dir = xstrdup(cfg->dir);
 	s->interval_ms = cfg->commit_interval_ms == 0 ? 2 : cfg->commit_interval_ms < 0 ? 0 : cfg->commit_interval_ms;
@@ -104,7 +105,7 @@ store_t *store_open(const store_config *cfg, kn_err *err)
 	return s;
 }
 
-void store_close(store_t *s)
+void local_close(store_t *s)
 {
 	if (!s)
 		return;
@@ -161,7 +162,7 @@ static void enqueue(store_t *s, local_job *j)
 	pthread_mutex_unlock(&s->mu);
 }
 
-void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
 {
 	local_job *j = xcalloc(1, sizeof *j);
 	j->b = b;
@@ -170,55 +171,18 @@ void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
 	enqueue(s, j);
 }
 
-typedef struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int done;
-	kn_err err;
-} sync_wait;
-
-static void sync_done(void *ctx, const kn_err *err)
-{
-	sync_wait *w = ctx;
-	pthread_mutex_lock(&w->mu);
-	if (err)
-		w->err = *err;
-	w->done = err ? -1 : 1;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
 /* Queues j (done and ctx set here) and waits for the writer to finish it. */
 static int run_sync(store_t *s, local_job *j, kn_err *err)
 {
-	sync_wait w = {.done = 0};
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	j->done = sync_done;
+	store_waiter w;
+	store_waiter_init(&w);
+	j->done = store_waiter_done;
 	j->ctx = &w;
 	enqueue(s, j);
-	pthread_mutex_lock(&w.mu);
-	while (!w.done)
-		pthread_cond_wait(&w.cv, &w.mu);
-	pthread_mutex_unlock(&w.mu);
-	pthread_cond_destroy(&w.cv);
-	pthread_mutex_destroy(&w.mu);
-	if (w.done < 0) {
-		if (err)
-			*err = w.err;
-		return -1;
-	}
-	return 0;
+	return store_waiter_wait(&w, err);
 }
 
-int store_write_sync(store_t *s, model_batch *b, kn_err *err)
-{
-	local_job *j = xcalloc(1, sizeof *j);
-	j->b = b;
-	return run_sync(s, j, err);
-}
-
-int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
                           kn_err *err)
 {
 	uint32_t n = 0;
@@ -240,7 +204,7 @@ int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t no
 	return rc;
 }
 
-uint32_t store_queue_depth(store_t *s)
+uint32_t local_queue_depth(store_t *s)
 {
 	pthread_mutex_lock(&s->mu);
 	uint32_t n = s->queued;
@@ -455,7 +419,7 @@ static uint32_t count_partitions(const char *dir)
 	return n;
 }
 
-void store_get_stats(store_t *s, store_stats *out)
+void local_get_stats(store_t *s, store_stats *out)
 {
 	out->commits = atomic_load(&s->commits);
 	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
@@ -463,3 +427,26 @@ void store_get_stats(store_t *s, store_stats *out)
 	out->partitions = count_partitions(s->dir);
 	out->damaged = atomic_load(&s->damaged_count);
 }
+
+const store_engine store_local_engine = {
+	.name = "local",
+	.close = local_close,
+	.submit = local_submit,
+	.queue_depth = local_queue_depth,
+	.set_retention = local_set_retention,
+	.retention_start = local_retention_start,
+	.projects = local_projects,
+	.retention_sweep = local_retention_sweep,
+	.get_stats = local_get_stats,
+	.view_open = local_view_open,
+	.view_close = local_view_close,
+	.view_partitions = local_view_partitions,
+	.view_skipped = local_view_skipped,
+	.view_series = local_view_series,
+	.view_heads = local_view_heads,
+	.view_entries = local_view_entries,
+	.view_nodes = local_view_nodes,
+	.view_frames = local_view_frames,
+	.view_attrsets = local_view_attrsets,
+	.view_span_chunks = local_view_span_chunks,
+};

@@ -1,7 +1,9 @@
 /* The storage interface. Engines: store/local (embedded, SQLite partitions)
- * and, later, store/clickhouse. Writes go through one writer thread with group
- * commit; a write's completion is reported only after its data is durable.
- * Reads use views that run concurrently with writes. */
+ * and store/clickhouse (ClickHouse over HTTP; docs/STORE.md). Writes go
+ * through one writer thread with group commit; a write's completion is
+ * reported only after its data is durable (local: fsynced; ClickHouse: the
+ * INSERT answered 200). Reads use views that run concurrently with writes.
+ * store.c dispatches every call to the engine chosen at store_open. */
 #ifndef KILN_STORE_STORE_H
 #define KILN_STORE_STORE_H
 
@@ -12,8 +14,16 @@
 
 typedef struct store store_t;
 
+enum { STORE_ENGINE_LOCAL = 0, STORE_ENGINE_CLICKHOUSE = 1 };
+
 typedef struct {
-	const char *dir;          /* data directory (created if missing) */
+	int engine;               /* STORE_ENGINE_* (default local) */
+	const char *dir;          /* local: data directory (created if missing) */
+	/* clickhouse: HTTP interface URL (http://host:8123), database (created if
+	 * missing), credentials, and an optional cluster name (tables created
+	 * ON CLUSTER: Distributed over MergeTree tables on every shard). */
+	const char *ch_url, *ch_database, *ch_user, *ch_password, *ch_cluster;
+	int ch_replicated;        /* with a cluster: Replicated*MergeTree local tables ({shard}, {replica} macros) */
 	int commit_interval_ms;   /* group commit window; default 2 */
 	int max_batches_per_commit; /* default 256 */
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
@@ -99,6 +109,25 @@ typedef struct {
 	                           by the writer; docs/OPERATIONS.md) */
 } store_stats;
 void store_get_stats(store_t *s, store_stats *out);
+/* "local" or "clickhouse". */
+const char *store_engine_name(const store_t *s);
+
+/* ---- Usage counters kept by the engine (SPEC S6.3) -------------------
+ * The ClickHouse engine keeps the usage counters of every Kiln process in
+ * one table, so a query node sees what every ingestor counted; the embedded
+ * engine leaves usage to ingest/usage's own file (store_has_usage 0). */
+typedef struct {
+	int64_t day; /* days since 1970-01-01, UTC */
+	slice_t project, key;
+	uint64_t counts[5]; /* accepted, rejected: rate_limited, too_large, invalid, out_of_window */
+} store_usage_row;
+int store_has_usage(const store_t *s);
+/* Adds rows to the stored counters (one insert). 0, or -1 with err (503 when unreachable). */
+int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+/* Calls cb with the summed rows of project (every project when empty) for
+ * days from_day..until_day inclusive, ordered by day, project, key. */
+int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
+                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
 
 /* ---- Reading ---------------------------------------------------------
  * A view is a read snapshot of one project's partitions overlapping
@@ -177,6 +206,22 @@ int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32
 /* attrsets[1..n] as label ranges; attrsets[0] is the empty set. */
 int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
                         uint32_t *n, kn_err *err);
+
+/* ---- Aggregation pushed into the engine ------------------------------
+ * The values of every chunk of the given local series of partition p whose
+ * t_ns is in the view's range (the chunks store_view_heads lists), summed
+ * per (series, node, attrset) by the engine itself (ClickHouse: GROUP BY),
+ * so a long range moves one row per distinct stack instead of every chunk.
+ * 1 when v's engine can do this (store_view_sums may be called), else 0:
+ * the caller reads the chunks with store_view_entries instead. */
+typedef struct {
+	uint32_t series, node, attrset; /* local ids */
+	int64_t value;
+} store_sum;
+int store_view_can_sum(const store_view *v);
+/* Valid until the next call on v. 0 or -1 with err. */
+int store_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
+                    uint32_t *n, kn_err *err);
 
 /* ---- Span links (SPEC S5.4) ------------------------------------------
  * Every stored chunk entry whose attribute set has a `span_id` label is

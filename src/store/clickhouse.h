@@ -1,0 +1,184 @@
+/* Private to store/clickhouse (the scale-out engine): the structures its
+ * files share. Nothing outside src/store/clickhouse_*.c includes this; the
+ * public contract is store/store.h, the design docs/STORE.md ("ClickHouse").
+ *
+ * Tables (database cfg.ch_database; with a cluster, each is a Distributed
+ * table over a T_local table on every shard), all partitioned by
+ * (project, day) so retention drops whole partitions:
+ *   samples  one row per stored entry: (series, chunk, t_ns, duration_ns,
+ *            node, attrset, value, sample_t, span_id, trace_id). A chunk is
+ *            one profile of one series, as in the embedded engine; all rows
+ *            of one write are one INSERT, so a write is seen whole or not.
+ *   series, nodes, frames, attrsets
+ *            the dictionaries by content hash id (model/model.h), inserted
+ *            before the samples that name them; ReplacingMergeTree, and read
+ *            with GROUP BY id, so a row written twice reads once.
+ *   usage    SummingMergeTree counters per (day, project, key). */
+#ifndef KILN_STORE_CLICKHOUSE_H
+#define KILN_STORE_CLICKHOUSE_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/u64map.h"
+#include "store/engine.h"
+
+#define CH_PROJECT_MAX 64u          /* bytes of a project name (as the embedded engine) */
+#define CH_SEEN_CAP 2000000u        /* dictionary rows the writer remembers as written */
+#define CH_ENTRY_BATCH 256u         /* chunks whose entries one query fetches */
+#define CH_MAX_ROWS (1u << 26)      /* rows one read accepts (a bound on a hostile answer) */
+
+enum { CH_T_FRAMES, CH_T_NODES, CH_T_ATTRSETS, CH_T_SERIES, CH_T_SAMPLES, CH_T_COUNT };
+extern const char *const ch_table_names[CH_T_COUNT];
+
+/* One HTTP connection (a libcurl easy handle) and its answer buffer. */
+typedef struct ch_conn {
+	CURL *curl;
+	buf_t resp;
+	char errbuf[CURL_ERROR_SIZE];
+	struct ch_conn *next; /* the store's free list */
+} ch_conn;
+
+typedef struct ch_job {
+	model_batch *b; /* NULL: a retention sweep */
+	slice_t project;
+	int keep_days;
+	int64_t now_ns;
+	uint32_t *deleted;
+	store_done_fn done;
+	void *ctx;
+	struct ch_job *next;
+	char proj[CH_PROJECT_MAX + 1];
+} ch_job;
+
+typedef struct {
+	char proj[CH_PROJECT_MAX + 1];
+	int days;          /* 0 = the store's default */
+	int64_t floor_day; /* first day the last sweep (of this process) kept; INT64_MIN = none */
+} ch_retention;
+
+typedef struct ch_store {
+	store_head head_; /* first: store.c dispatches through it */
+	char *url;        /* base URL, ending in '/' */
+	char *db, *user, *password, *cluster;
+	int replicated;
+
+	pthread_mutex_t pool_mu;
+	ch_conn *pool; /* idle connections */
+
+	pthread_mutex_t schema_mu;
+	_Atomic int schema_ok;
+
+	pthread_mutex_t ret_mu;
+	ch_retention *ret;
+	uint32_t n_ret;
+	size_t cap_ret;
+	int default_days;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	ch_job *head, *tail;
+	uint32_t queued;
+	int closing, max_batches;
+	pthread_t thread;
+	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max, partitions;
+
+	/* Writer thread only. */
+	ch_conn *wconn;
+	u64map_t seen;     /* dictionary rows known written (hash of table, project, day, id) */
+	u64map_t group;    /* ... and queued in the group being built */
+	buf_t rows[CH_T_COUNT];
+	uint64_t chunk_next;
+} ch_store;
+
+/* ---- clickhouse_http.c: the HTTP interface ---- */
+ch_conn *ch_conn_get(ch_store *s);
+void ch_conn_put(ch_store *s, ch_conn *c);
+void ch_conn_free(ch_conn *c);
+/* Runs sql. With data (an INSERT … FORMAT RowBinary), sql goes in the URL
+ * and data is the body; else sql is the body and the answer lands in
+ * c->resp. settings: extra URL parameters ("a=1&b=2") or NULL. use_db: pass
+ * the database (0 only to create it). 0, or -1 with err: 503 (+ retry) when
+ * ClickHouse is unreachable or answers an error, with its message. */
+int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db, kn_err *err);
+/* Runs the SELECT in sql (FORMAT RowBinary is appended) and points rd at
+ * the answer (in c->resp, valid until c's next call). Creates the schema
+ * first when needed. 0, or -1 with err as ch_exec. */
+typedef struct ch_rd ch_rd;
+int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err);
+/* Makes sure the database and tables exist (once per process, retried after a failure). */
+int ch_schema(ch_store *s, ch_conn *c, kn_err *err);
+
+/* Appends a ClickHouse string literal for v ('…' with \\, \' and bytes < 0x20 escaped). */
+void ch_sql_str(buf_t *b, slice_t v);
+
+/* RowBinary writers. */
+void ch_put_u8(buf_t *b, uint8_t v);
+void ch_put_u32(buf_t *b, uint32_t v);
+void ch_put_u64(buf_t *b, uint64_t v);
+static inline void ch_put_i64(buf_t *b, int64_t v) { ch_put_u64(b, (uint64_t)v); }
+void ch_put_str(buf_t *b, slice_t v);
+void ch_put_varint(buf_t *b, uint64_t v);
+
+/* RowBinary reader over an answer; any overrun sets bad and reads zeros. */
+struct ch_rd {
+	const uint8_t *p, *end;
+	int bad;
+};
+static inline int ch_rd_more(const ch_rd *r) { return !r->bad && r->p < r->end; }
+uint8_t ch_rd_u8(ch_rd *r);
+uint32_t ch_rd_u32(ch_rd *r);
+uint64_t ch_rd_u64(ch_rd *r);
+static inline int64_t ch_rd_i64(ch_rd *r) { return (int64_t)ch_rd_u64(r); }
+uint64_t ch_rd_varint(ch_rd *r);
+slice_t ch_rd_str(ch_rd *r);
+
+/* The span index form of a span_id / trace_id value: even-length hex in
+ * lower case, any other string as is; empty when not indexed (empty or
+ * longer than STORE_SPAN_ID_MAX). out has STORE_SPAN_ID_MAX bytes. */
+slice_t ch_span_key(slice_t v, char *out);
+
+/* ---- clickhouse_writer.c ---- */
+void ch_close(store_t *s);
+void ch_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+uint32_t ch_queue_depth(store_t *s);
+void ch_get_stats(store_t *s, store_stats *out);
+int ch_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+                       kn_err *err);
+
+/* ---- clickhouse_retention.c ---- */
+int ch_set_retention(store_t *s, slice_t project, int days, kn_err *err);
+int64_t ch_retention_start(store_t *s, slice_t project, int64_t now_ns);
+int ch_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+/* 0 when every profile of b may be written, else -1 with a 400 (a day the last sweep deleted). */
+int ch_retention_check(ch_store *s, const model_batch *b, kn_err *err);
+/* The sweep of job j (writer thread). */
+int ch_retention_run(ch_store *s, ch_job *j, kn_err *err);
+int ch_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+int ch_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
+                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+
+/* ---- clickhouse_view.c ---- */
+int ch_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+                 kn_err *err);
+void ch_view_close(store_view *v);
+uint32_t ch_view_partitions(const store_view *v);
+int ch_view_skipped(const store_view *v, uint32_t p);
+int ch_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
+int ch_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                  const store_chunk_head **out, uint32_t *n, kn_err *err);
+int ch_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                    uint32_t *n, kn_err *err);
+int ch_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
+int ch_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
+int ch_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+                     uint32_t *n, kn_err *err);
+int ch_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                        const store_span_hit **out, uint32_t *n, kn_err *err);
+int ch_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
+                 uint32_t *n, kn_err *err);
+
+#endif

@@ -1,0 +1,368 @@
+/* store/clickhouse: talking to ClickHouse's HTTP interface with libcurl
+ * (pooled connections, one POST per statement), the schema, and the
+ * RowBinary encoding both ways. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "store/clickhouse.h"
+
+#define CH_CONNECT_TIMEOUT_MS 3000L
+#define CH_TIMEOUT_MS 120000L
+#define CH_RETRY_AFTER_S 5
+
+const char *const ch_table_names[CH_T_COUNT] = {"frames", "nodes", "attrsets", "series", "samples"};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	ch_conn *c = arg;
+	return buf_append(&c->resp, p, size * n) < 0 ? 0 : size * n;
+}
+
+ch_conn *ch_conn_get(ch_store *s)
+{
+	pthread_mutex_lock(&s->pool_mu);
+	ch_conn *c = s->pool;
+	if (c)
+		s->pool = c->next;
+	pthread_mutex_unlock(&s->pool_mu);
+	if (c)
+		return c;
+	c = xcalloc(1, sizeof *c);
+	c->curl = curl_easy_init();
+	if (!c->curl)
+		abort(); /* out of memory */
+	buf_init(&c->resp, SIZE_MAX);
+	return c;
+}
+
+void ch_conn_free(ch_conn *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->curl);
+	buf_free(&c->resp);
+	free(c);
+}
+
+void ch_conn_put(ch_store *s, ch_conn *c)
+{
+	if (!c)
+		return;
+	/* Keep big answer buffers from living on in the pool. */
+	if (c->resp.cap > (4u << 20)) {
+		buf_free(&c->resp);
+		buf_init(&c->resp, SIZE_MAX);
+	}
+	pthread_mutex_lock(&s->pool_mu);
+	c->next = s->pool;
+	s->pool = c;
+	pthread_mutex_unlock(&s->pool_mu);
+}
+
+static void url_param(buf_t *u, CURL *curl, const char *name, const char *value)
+{
+	char *e = curl_easy_escape(curl, value, 0);
+	buf_printf(u, "%s%s=%s", u->n && u->p[u->n - 1] != '?' ? "&" : "", name, e ? e : "");
+	curl_free(e);
+}
+
+/* The first line of ClickHouse's error text, bounded. */
+static void first_line(const buf_t *b, char *out, size_t n)
+{
+	size_t k = 0;
+	while (k < b->n && k + 1 < n && b->p[k] != '\n' && b->p[k] != '\r') {
+		out[k] = (b->p[k] >= 0x20 && b->p[k] < 0x7f && b->p[k] != '"') ? (char)b->p[k] : '?';
+		k++;
+	}
+	out[k] = 0;
+}
+
+int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db, kn_err *err)
+{
+	CURL *h = c->curl;
+	buf_t url;
+	buf_init(&url, SIZE_MAX);
+	buf_printf(&url, "%s?", s->url);
+	if (use_db)
+		url_param(&url, h, "database", s->db);
+	if (*s->user)
+		url_param(&url, h, "user", s->user);
+	if (*s->password)
+		url_param(&url, h, "password", s->password);
+	if (data.p)
+		url_param(&url, h, "query", sql);
+	else
+		url_param(&url, h, "wait_end_of_query", "1"); /* errors become the HTTP status, not a cut answer */
+	if (settings)
+		buf_printf(&url, "%s%s", url.p[url.n - 1] == '?' ? "" : "&", settings);
+	buf_putc(&url, 0);
+
+	buf_reset(&c->resp);
+	curl_easy_reset(h);
+	struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
+	curl_easy_setopt(h, CURLOPT_URL, (const char *)url.p);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	if (data.p) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)data.p);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)data.n);
+	} else {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(sql));
+	}
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CH_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, CH_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+	c->errbuf[0] = 0;
+	CURLcode rc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(hdr);
+	buf_free(&url);
+	if (rc != CURLE_OK) {
+		err_set(err, 503, "store: ClickHouse at %s is unreachable: %s", s->url,
+		        c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+		if (err)
+			err->retry_after = CH_RETRY_AFTER_S;
+		return -1;
+	}
+	if (status != 200) {
+		char line[320];
+		first_line(&c->resp, line, sizeof line);
+		err_set(err, 503, "store: ClickHouse answered %ld: %s", status, line);
+		if (err)
+			err->retry_after = CH_RETRY_AFTER_S;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- schema ---- */
+
+static const char *const columns[CH_T_COUNT] = {
+    [CH_T_FRAMES] = "project String, day UInt32, id UInt64, name String, file String, bin String, "
+                    "build_id String, kind String, unsymbolized UInt8",
+    [CH_T_NODES] = "project String, day UInt32, id UInt64, parent UInt64, frame UInt64, depth UInt32",
+    [CH_T_ATTRSETS] = "project String, day UInt32, id UInt64, keys Array(String), vals Array(String)",
+    [CH_T_SERIES] = "project String, day UInt32, id UInt64, service String, type String, period_type String, "
+                    "period_unit String, period Int64, aggregation UInt8, cpu_alias UInt8, "
+                    "keys Array(String), vals Array(String)",
+    [CH_T_SAMPLES] = "project String, day UInt32, series UInt64, chunk UInt64, t_ns Int64, duration_ns Int64, "
+                     "node UInt64, attrset UInt64, value Int64, sample_t Int64, span_id String, trace_id String",
+};
+
+static void engine_clause(ch_store *s, buf_t *q, const char *family, const char *table)
+{
+	if (s->replicated)
+		buf_printf(q, "ENGINE = Replicated%s('/clickhouse/tables/{shard}/%s/%s', '{replica}')", family, s->db,
+		           table);
+	else
+		buf_printf(q, "ENGINE = %s", family);
+}
+
+static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, const char *cols,
+                        const char *family, const char *keys, kn_err *err)
+{
+	const char *local = s->cluster ? "_local" : "";
+	buf_reset(q);
+	buf_printf(q, "CREATE TABLE IF NOT EXISTS %s%s", name, local);
+	if (s->cluster)
+		buf_printf(q, " ON CLUSTER %s", s->cluster);
+	buf_printf(q, " (%s) ", cols);
+	char tname[64];
+	snprintf(tname, sizeof tname, "%s%s", name, local);
+	engine_clause(s, q, family, tname);
+	buf_printf(q, " %s", keys);
+	buf_putc(q, 0);
+	if (ch_exec(s, c, (const char *)q->p, (slice_t){0}, NULL, 1, err) < 0)
+		return -1;
+	if (!s->cluster)
+		return 0;
+	buf_reset(q);
+	buf_printf(q, "CREATE TABLE IF NOT EXISTS %s ON CLUSTER %s AS %s_local ENGINE = Distributed(%s, %s, %s_local, rand())",
+	           name, s->cluster, name, s->cluster, s->db, name);
+	buf_putc(q, 0);
+	return ch_exec(s, c, (const char *)q->p, (slice_t){0}, NULL, 1, err);
+}
+
+int ch_schema(ch_store *s, ch_conn *c, kn_err *err)
+{
+	if (atomic_load(&s->schema_ok))
+		return 0;
+	pthread_mutex_lock(&s->schema_mu);
+	int rc = 0;
+	buf_t q;
+	buf_init(&q, SIZE_MAX);
+	if (atomic_load(&s->schema_ok))
+		goto out;
+	buf_printf(&q, "CREATE DATABASE IF NOT EXISTS %s", s->db);
+	if (s->cluster)
+		buf_printf(&q, " ON CLUSTER %s", s->cluster);
+	buf_putc(&q, 0);
+	rc = ch_exec(s, c, (const char *)q.p, (slice_t){0}, NULL, 0, err);
+	for (int t = 0; t < CH_T_COUNT && rc == 0; t++) {
+		const char *family = t == CH_T_SAMPLES ? "MergeTree" : "ReplacingMergeTree";
+		const char *keys = t == CH_T_SAMPLES
+		                       ? "PARTITION BY (project, day) ORDER BY (project, day, series, t_ns, chunk)"
+		                       : "PARTITION BY (project, day) ORDER BY (project, day, id)";
+		rc = create_table(s, c, &q, ch_table_names[t], columns[t], family, keys, err);
+	}
+	if (rc == 0)
+		rc = create_table(s, c, &q, "usage",
+		                  "day UInt32, project String, key String, accepted UInt64, rate_limited UInt64, "
+		                  "too_large UInt64, invalid UInt64, out_of_window UInt64",
+		                  "SummingMergeTree", "ORDER BY (day, project, key)", err);
+	if (rc == 0) {
+		atomic_store(&s->schema_ok, 1);
+		log_info("clickhouse schema ready", "url=%s database=%s cluster=%s", s->url, s->db,
+		         s->cluster ? s->cluster : "");
+	} else {
+		err_prefix(err, "creating the schema");
+	}
+out:
+	buf_free(&q);
+	pthread_mutex_unlock(&s->schema_mu);
+	return rc;
+}
+
+/* ---- encodings ---- */
+
+void ch_sql_str(buf_t *b, slice_t v)
+{
+	buf_putc(b, '\'');
+	for (size_t i = 0; i < v.n; i++) {
+		uint8_t ch = (uint8_t)v.p[i];
+		if (ch == '\\' || ch == '\'')
+			buf_putc(b, '\\'), buf_putc(b, ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			buf_printf(b, "\\x%02x", ch);
+		else
+			buf_putc(b, ch);
+	}
+	buf_putc(b, '\'');
+}
+
+void ch_put_u8(buf_t *b, uint8_t v) { buf_putc(b, v); }
+
+void ch_put_u32(buf_t *b, uint32_t v)
+{
+	uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	buf_append(b, x, 4);
+}
+
+void ch_put_u64(buf_t *b, uint64_t v)
+{
+	uint8_t x[8];
+	for (int i = 0; i < 8; i++)
+		x[i] = (uint8_t)(v >> (8 * i));
+	buf_append(b, x, 8);
+}
+
+void ch_put_varint(buf_t *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		buf_putc(b, (uint8_t)(v | 0x80));
+		v >>= 7;
+	}
+	buf_putc(b, (uint8_t)v);
+}
+
+void ch_put_str(buf_t *b, slice_t v)
+{
+	ch_put_varint(b, v.n);
+	buf_append(b, v.p, v.n);
+}
+
+static int rd_need(ch_rd *r, size_t n)
+{
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return 0;
+	}
+	return 1;
+}
+
+uint8_t ch_rd_u8(ch_rd *r) { return rd_need(r, 1) ? *r->p++ : 0; }
+
+uint32_t ch_rd_u32(ch_rd *r)
+{
+	if (!rd_need(r, 4))
+		return 0;
+	uint32_t v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+	r->p += 4;
+	return v;
+}
+
+uint64_t ch_rd_u64(ch_rd *r)
+{
+	if (!rd_need(r, 8))
+		return 0;
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | r->p[i];
+	r->p += 8;
+	return v;
+}
+
+uint64_t ch_rd_varint(ch_rd *r)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (!rd_need(r, 1))
+			return 0;
+		uint8_t b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+slice_t ch_rd_str(ch_rd *r)
+{
+	uint64_t n = ch_rd_varint(r);
+	if (!rd_need(r, n))
+		return slice_make("", 0);
+	slice_t s = slice_make((const char *)r->p, (size_t)n);
+	r->p += n;
+	return s;
+}
+
+slice_t ch_span_key(slice_t v, char *out)
+{
+	if (v.n == 0 || v.n > STORE_SPAN_ID_MAX)
+		return slice_make("", 0);
+	int hex = v.n % 2 == 0;
+	for (size_t i = 0; i < v.n && hex; i++) {
+		char c = v.p[i];
+		hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+	}
+	if (!hex)
+		return v;
+	for (size_t i = 0; i < v.n; i++)
+		out[i] = (v.p[i] >= 'A' && v.p[i] <= 'F') ? (char)(v.p[i] + 32) : v.p[i];
+	return slice_make(out, v.n);
+}
+
+int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err)
+{
+	if (ch_schema(s, c, err) < 0)
+		return -1;
+	buf_puts(sql, " FORMAT RowBinary");
+	buf_putc(sql, 0);
+	int rc = ch_exec(s, c, (const char *)sql->p, (slice_t){0}, NULL, 1, err);
+	sql->n--; /* callers may append and run again */
+	if (rc < 0)
+		return -1;
+	rd->p = c->resp.p;
+	rd->end = c->resp.p + c->resp.n;
+	rd->bad = 0;
+	return 0;
+}

@@ -1,0 +1,847 @@
+/* store/clickhouse views: the read side of store/store.h over SQL. A view
+ * lists the (project, day) partitions in its range; each partition's
+ * dictionaries are read on first use and given dense local ids (series,
+ * frames and attribute sets in id order, nodes by depth so a parent always
+ * comes first), the same shapes the embedded engine hands out, so every
+ * query in src/query runs unchanged on either engine. The aggregation of a
+ * flame graph is pushed into ClickHouse (store_view_sums: GROUP BY series,
+ * node, attrset); chunk entries, when a query needs them one chunk at a
+ * time, are fetched CH_ENTRY_BATCH chunks per query. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/log.h"
+#include "base/timeutil.h"
+#include "store/clickhouse.h"
+
+typedef struct {
+	uint32_t day;
+	int skipped; /* answers were malformed or named unknown ids: reported, then empty */
+	int have_series, have_nodes, have_frames, have_attrsets;
+	store_series *series; /* [0..n_series) with local = index + 1 */
+	uint32_t n_series;
+	u64map_t series_ix; /* id -> local */
+	uint32_t *node_parent, *node_frame;
+	uint64_t *node_id;
+	uint32_t n_nodes;
+	u64map_t node_ix;
+	model_frame *frames; /* [1..n_frames] */
+	uint32_t n_frames;
+	u64map_t frame_ix;
+	model_attrset *attrsets; /* [0..n_attrsets], 0 the empty set */
+	model_label *attr_labels;
+	uint32_t n_attrsets;
+	u64map_t attr_ix;
+	/* Chunks listed by heads / span hits, in order, for fetching entries in batches. */
+	uint64_t *chunks;
+	uint64_t *chunk_series; /* global series id of chunks[i] */
+	int64_t *chunk_t;
+	uint32_t n_chunks;
+	size_t cap_chunks;
+	u64map_t chunk_ix; /* chunk -> index in chunks */
+} ch_part;
+
+typedef struct {
+	store_head head_; /* first: store.c dispatches through it */
+	ch_store *s;
+	ch_conn *c;
+	char proj[CH_PROJECT_MAX + 1];
+	slice_t project;
+	int64_t from_ns, until_ns;
+	ch_part *parts;
+	uint32_t n_parts;
+	arena_t *a; /* strings of the dictionaries */
+	buf_t q;
+	store_chunk_head *heads;
+	size_t cap_heads;
+	store_span_hit *hits;
+	size_t cap_hits;
+	store_sum *sums;
+	size_t cap_sums;
+	/* The entries of the last batch of chunks fetched (one partition). */
+	uint32_t ent_part;
+	u64map_t ent_ix; /* chunk -> index in ent_range */
+	struct {
+		uint32_t first, n;
+	} *ent_range;
+	size_t cap_range;
+	store_entry *ents;
+	size_t cap_ents;
+	uint64_t *ent_chunk; /* scratch: the chunk of each fetched row */
+	size_t cap_ent_chunk;
+} ch_view;
+
+#define V(v) ((ch_view *)(v))
+
+/* Starts a query on partition p: "... WHERE project = P AND day = D". */
+static void where_part(ch_view *v, uint32_t p)
+{
+	buf_printf(&v->q, " WHERE project = ");
+	ch_sql_str(&v->q, v->project);
+	buf_printf(&v->q, " AND day = %u", v->parts[p].day);
+}
+
+static void where_range(ch_view *v)
+{
+	buf_printf(&v->q, " AND t_ns >= %lld AND t_ns < %lld", (long long)v->from_ns, (long long)v->until_ns);
+}
+
+static int run(ch_view *v, ch_rd *rd, kn_err *err) { return ch_select(v->s, v->c, &v->q, rd, err); }
+
+/* Reports partition p as damaged (once) and answers empty from now on. */
+static int skip(ch_view *v, uint32_t p, const char *why)
+{
+	ch_part *cp = &v->parts[p];
+	if (!cp->skipped) {
+		char day[11];
+		time_day_str(cp->day, day);
+		log_warn("store partition is damaged", "engine=clickhouse project=%s day=%s why=\"%s\" action=skipped",
+		         v->proj, day, why);
+	}
+	cp->skipped = 1;
+	return 0;
+}
+
+int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+                 kn_err *err)
+{
+	ch_store *s = (ch_store *)st;
+	if (project.n == 0 || project.n > CH_PROJECT_MAX)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	int64_t start = ch_retention_start(st, project, time_now_ns());
+	if (from_ns < start)
+		from_ns = start;
+	ch_view *v = xcalloc(1, sizeof *v);
+	v->head_.engine = &store_clickhouse_engine;
+	v->s = s;
+	memcpy(v->proj, project.p, project.n);
+	v->project = slice_make(v->proj, project.n);
+	v->from_ns = from_ns;
+	v->until_ns = until_ns;
+	v->a = arena_new();
+	buf_init(&v->q, SIZE_MAX);
+	u64map_init(&v->ent_ix);
+	v->ent_part = UINT32_MAX;
+	v->c = ch_conn_get(s);
+	*out = (store_view *)v;
+	if (from_ns >= until_ns)
+		return 0;
+	int64_t d0 = time_day(from_ns), d1 = time_day(until_ns - 1);
+	if (d1 < 0)
+		return 0;
+	if (d0 < 0)
+		d0 = 0;
+	buf_puts(&v->q, "SELECT DISTINCT day FROM samples WHERE project = ");
+	ch_sql_str(&v->q, project);
+	buf_printf(&v->q, " AND day >= %lld AND day <= %lld ORDER BY day", (long long)d0,
+	           (long long)(d1 > UINT32_MAX ? UINT32_MAX : d1));
+	ch_rd rd;
+	if (run(v, &rd, err) < 0) {
+		ch_view_close(*out);
+		*out = NULL;
+		return -1;
+	}
+	size_t cap = 0;
+	while (ch_rd_more(&rd)) {
+		uint32_t day = ch_rd_u32(&rd);
+		v->parts = xgrow(v->parts, &cap, (size_t)v->n_parts + 1, sizeof *v->parts);
+		ch_part *cp = &v->parts[v->n_parts++];
+		memset(cp, 0, sizeof *cp);
+		cp->day = day;
+		u64map_init(&cp->series_ix);
+		u64map_init(&cp->node_ix);
+		u64map_init(&cp->frame_ix);
+		u64map_init(&cp->attr_ix);
+		u64map_init(&cp->chunk_ix);
+	}
+	return 0;
+}
+
+void ch_view_close(store_view *sv)
+{
+	ch_view *v = V(sv);
+	if (!v)
+		return;
+	for (uint32_t p = 0; p < v->n_parts; p++) {
+		ch_part *cp = &v->parts[p];
+		free(cp->series);
+		u64map_free(&cp->series_ix);
+		free(cp->node_parent);
+		free(cp->node_frame);
+		free(cp->node_id);
+		u64map_free(&cp->node_ix);
+		free(cp->frames);
+		u64map_free(&cp->frame_ix);
+		free(cp->attrsets);
+		free(cp->attr_labels);
+		u64map_free(&cp->attr_ix);
+		free(cp->chunks);
+		free(cp->chunk_series);
+		free(cp->chunk_t);
+		u64map_free(&cp->chunk_ix);
+	}
+	free(v->parts);
+	ch_conn_put(v->s, v->c);
+	arena_free(v->a);
+	buf_free(&v->q);
+	free(v->heads);
+	free(v->hits);
+	free(v->sums);
+	u64map_free(&v->ent_ix);
+	free(v->ent_range);
+	free(v->ents);
+	free(v->ent_chunk);
+	free(v);
+}
+
+uint32_t ch_view_partitions(const store_view *v) { return V(v)->n_parts; }
+
+int ch_view_skipped(const store_view *v, uint32_t p) { return p < V(v)->n_parts && V(v)->parts[p].skipped; }
+
+static int bad_part(ch_view *v, uint32_t p, kn_err *err)
+{
+	if (p < v->n_parts)
+		return 0;
+	return err_set(err, 500, "store: partition %u of %u", p, v->n_parts);
+}
+
+/* ---- dictionaries ---- */
+
+static slice_t keep(ch_view *v, slice_t s) { return s.n ? arena_slice(v->a, s) : slice_make("", 0); }
+
+/* Reads a pair of Array(String) (keys, values) into labels[*n..]; -1 if malformed. */
+static int read_labels(ch_view *v, ch_rd *rd, model_label **labels, size_t *cap, uint32_t *n)
+{
+	uint64_t nk = ch_rd_varint(rd);
+	if (nk > (uint64_t)(rd->end - rd->p))
+		return -1;
+	*labels = xgrow(*labels, cap, (size_t)*n + nk + 1, sizeof **labels);
+	for (uint64_t i = 0; i < nk; i++)
+		(*labels)[*n + i].key = keep(v, ch_rd_str(rd));
+	if (ch_rd_varint(rd) != nk)
+		return -1;
+	for (uint64_t i = 0; i < nk; i++)
+		(*labels)[*n + i].value = keep(v, ch_rd_str(rd));
+	*n += (uint32_t)nk;
+	return rd->bad ? -1 : 0;
+}
+
+static int load_series(ch_view *v, uint32_t p, kn_err *err)
+{
+	ch_part *cp = &v->parts[p];
+	if (cp->have_series || cp->skipped)
+		return 0;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT id, any(service), any(type), any(period_type), any(period_unit), any(period), "
+	                "any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series");
+	where_part(v, p);
+	buf_puts(&v->q, " AND id IN (SELECT DISTINCT series FROM samples");
+	where_part(v, p);
+	buf_puts(&v->q, ") GROUP BY id ORDER BY id");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	size_t cap = 0;
+	/* Labels first into one array, pointed to once it stops moving. */
+	model_label *labels = NULL;
+	size_t cap_labels = 0;
+	uint32_t n_labels = 0, *first = NULL;
+	size_t cap_first = 0;
+	while (ch_rd_more(&rd)) {
+		cp->series = xgrow(cp->series, &cap, (size_t)cp->n_series + 1, sizeof *cp->series);
+		first = xgrow(first, &cap_first, (size_t)cp->n_series + 1, sizeof *first);
+		store_series *se = &cp->series[cp->n_series];
+		memset(se, 0, sizeof *se);
+		se->local = cp->n_series + 1;
+		se->id = ch_rd_u64(&rd);
+		se->service = keep(v, ch_rd_str(&rd));
+		se->type = keep(v, ch_rd_str(&rd));
+		se->period_type = keep(v, ch_rd_str(&rd));
+		se->period_unit = keep(v, ch_rd_str(&rd));
+		se->period = ch_rd_i64(&rd);
+		se->aggregation = ch_rd_u8(&rd);
+		se->cpu_alias = ch_rd_u8(&rd);
+		first[cp->n_series] = n_labels;
+		if (read_labels(v, &rd, &labels, &cap_labels, &n_labels) < 0 || rd.bad) {
+			free(labels);
+			free(first);
+			return skip(v, p, "malformed series row");
+		}
+		se->n_labels = n_labels - first[cp->n_series];
+		u64map_put(&cp->series_ix, se->id, se->local);
+		cp->n_series++;
+	}
+	model_label *stable = arena_alloc(v->a, ((size_t)n_labels + 1) * sizeof *stable);
+	if (n_labels)
+		memcpy(stable, labels, n_labels * sizeof *labels);
+	for (uint32_t i = 0; i < cp->n_series; i++)
+		cp->series[i].labels = stable + first[i];
+	free(labels);
+	free(first);
+	cp->have_series = 1;
+	return 0;
+}
+
+static int load_frames(ch_view *v, uint32_t p, kn_err *err)
+{
+	ch_part *cp = &v->parts[p];
+	if (cp->have_frames || cp->skipped)
+		return 0;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT id, any(name), any(file), any(bin), any(build_id), any(kind), any(unsymbolized) "
+	                "FROM frames");
+	where_part(v, p);
+	buf_puts(&v->q, " GROUP BY id ORDER BY id");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	size_t cap = 0;
+	cp->frames = xgrow(cp->frames, &cap, 1, sizeof *cp->frames);
+	memset(cp->frames, 0, sizeof *cp->frames);
+	while (ch_rd_more(&rd)) {
+		cp->frames = xgrow(cp->frames, &cap, (size_t)cp->n_frames + 2, sizeof *cp->frames);
+		model_frame *f = &cp->frames[++cp->n_frames];
+		f->id = ch_rd_u64(&rd);
+		f->name = keep(v, ch_rd_str(&rd));
+		f->file = keep(v, ch_rd_str(&rd));
+		f->binary = keep(v, ch_rd_str(&rd));
+		f->build_id = keep(v, ch_rd_str(&rd));
+		f->kind = keep(v, ch_rd_str(&rd));
+		f->unsymbolized = ch_rd_u8(&rd);
+		u64map_put(&cp->frame_ix, f->id, cp->n_frames);
+	}
+	if (rd.bad)
+		return skip(v, p, "malformed frame row");
+	cp->have_frames = 1;
+	return 0;
+}
+
+static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
+{
+	ch_part *cp = &v->parts[p];
+	if (cp->have_nodes || cp->skipped)
+		return 0;
+	if (load_frames(v, p, err) < 0 || cp->skipped)
+		return cp->skipped ? 0 : -1;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT id, any(parent), any(frame), any(depth) AS d FROM nodes");
+	where_part(v, p);
+	buf_puts(&v->q, " GROUP BY id ORDER BY d, id");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	size_t cap = 0, cap2 = 0, cap3 = 0;
+	uint32_t n = 0;
+	while (ch_rd_more(&rd)) {
+		uint64_t id = ch_rd_u64(&rd), parent = ch_rd_u64(&rd), frame = ch_rd_u64(&rd);
+		ch_rd_u32(&rd);
+		cp->node_id = xgrow(cp->node_id, &cap, (size_t)n + 2, sizeof *cp->node_id);
+		cp->node_parent = xgrow(cp->node_parent, &cap2, (size_t)n + 2, sizeof *cp->node_parent);
+		cp->node_frame = xgrow(cp->node_frame, &cap3, (size_t)n + 2, sizeof *cp->node_frame);
+		uint32_t lp = 0, lf = 0;
+		if ((parent && !u64map_get(&cp->node_ix, parent, &lp)) || !u64map_get(&cp->frame_ix, frame, &lf))
+			return skip(v, p, "a node names an unknown parent or frame");
+		n++;
+		cp->node_id[n] = id;
+		cp->node_parent[n] = lp;
+		cp->node_frame[n] = lf;
+		u64map_put(&cp->node_ix, id, n);
+	}
+	if (rd.bad)
+		return skip(v, p, "malformed node row");
+	if (!n) { /* index 0 unused, but the arrays must exist */
+		cp->node_id = xgrow(cp->node_id, &cap, 1, sizeof *cp->node_id);
+		cp->node_parent = xgrow(cp->node_parent, &cap2, 1, sizeof *cp->node_parent);
+		cp->node_frame = xgrow(cp->node_frame, &cap3, 1, sizeof *cp->node_frame);
+	}
+	cp->node_id[0] = 0;
+	cp->node_parent[0] = cp->node_frame[0] = 0;
+	cp->n_nodes = n;
+	cp->have_nodes = 1;
+	return 0;
+}
+
+static int load_attrsets(ch_view *v, uint32_t p, kn_err *err)
+{
+	ch_part *cp = &v->parts[p];
+	if (cp->have_attrsets || cp->skipped)
+		return 0;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT id, any(keys), any(vals) FROM attrsets");
+	where_part(v, p);
+	buf_puts(&v->q, " GROUP BY id ORDER BY id");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	size_t cap = 0, cap_labels = 0;
+	uint32_t n_labels = 0;
+	cp->attrsets = xgrow(cp->attrsets, &cap, 1, sizeof *cp->attrsets);
+	memset(cp->attrsets, 0, sizeof *cp->attrsets);
+	while (ch_rd_more(&rd)) {
+		cp->attrsets = xgrow(cp->attrsets, &cap, (size_t)cp->n_attrsets + 2, sizeof *cp->attrsets);
+		model_attrset *a = &cp->attrsets[++cp->n_attrsets];
+		a->id = ch_rd_u64(&rd);
+		a->first = n_labels;
+		if (read_labels(v, &rd, &cp->attr_labels, &cap_labels, &n_labels) < 0)
+			return skip(v, p, "malformed attribute set row");
+		a->count = n_labels - a->first;
+		u64map_put(&cp->attr_ix, a->id, cp->n_attrsets);
+	}
+	if (rd.bad)
+		return skip(v, p, "malformed attribute set row");
+	cp->have_attrsets = 1;
+	return 0;
+}
+
+int ch_view_series(store_view *sv, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+{
+	ch_view *v = V(sv);
+	*out = NULL;
+	*n = 0;
+	if (bad_part(v, p, err) || load_series(v, p, err) < 0)
+		return -1;
+	if (!v->parts[p].skipped) {
+		*out = v->parts[p].series;
+		*n = v->parts[p].n_series;
+	}
+	return 0;
+}
+
+int ch_view_nodes(store_view *sv, uint32_t p, store_nodes *out, kn_err *err)
+{
+	ch_view *v = V(sv);
+	memset(out, 0, sizeof *out);
+	if (bad_part(v, p, err) || load_nodes(v, p, err) < 0)
+		return -1;
+	ch_part *cp = &v->parts[p];
+	if (!cp->skipped) {
+		out->n = cp->n_nodes;
+		out->parent = cp->node_parent;
+		out->frame = cp->node_frame;
+		out->id = cp->node_id;
+	}
+	return 0;
+}
+
+int ch_view_frames(store_view *sv, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+{
+	ch_view *v = V(sv);
+	*out = NULL;
+	*n = 0;
+	if (bad_part(v, p, err) || load_frames(v, p, err) < 0)
+		return -1;
+	if (!v->parts[p].skipped) {
+		*out = v->parts[p].frames;
+		*n = v->parts[p].n_frames;
+	}
+	return 0;
+}
+
+int ch_view_attrsets(store_view *sv, uint32_t p, const model_attrset **sets, const model_label **labels,
+                     uint32_t *n, kn_err *err)
+{
+	static const model_attrset empty_set;
+	ch_view *v = V(sv);
+	*sets = &empty_set;
+	*labels = NULL;
+	*n = 0;
+	if (bad_part(v, p, err) || load_attrsets(v, p, err) < 0)
+		return -1;
+	if (!v->parts[p].skipped) {
+		*sets = v->parts[p].attrsets;
+		*labels = v->parts[p].attr_labels;
+		*n = v->parts[p].n_attrsets;
+	}
+	return 0;
+}
+
+/* ---- chunks ---- */
+
+/* Appends "(id, id, …)" of the global ids of local series[0..n). -1 when one is unknown. */
+static int series_list(ch_view *v, ch_part *cp, const uint32_t *series, uint32_t n)
+{
+	buf_putc(&v->q, '(');
+	for (uint32_t i = 0; i < n; i++) {
+		if (series[i] == 0 || series[i] > cp->n_series)
+			return -1;
+		buf_printf(&v->q, "%s%llu", i ? "," : "", (unsigned long long)cp->series[series[i] - 1].id);
+	}
+	buf_putc(&v->q, ')');
+	return 0;
+}
+
+static void remember_chunk(ch_part *cp, uint64_t chunk, uint64_t series, int64_t t)
+{
+	int inserted;
+	u64map_get_or_put(&cp->chunk_ix, chunk, cp->n_chunks, &inserted);
+	if (!inserted)
+		return;
+	size_t cap = cp->cap_chunks;
+	cp->chunks = xgrow(cp->chunks, &cap, (size_t)cp->n_chunks + 1, sizeof *cp->chunks);
+	cap = cp->cap_chunks;
+	cp->chunk_series = xgrow(cp->chunk_series, &cap, (size_t)cp->n_chunks + 1, sizeof *cp->chunk_series);
+	cap = cp->cap_chunks;
+	cp->chunk_t = xgrow(cp->chunk_t, &cap, (size_t)cp->n_chunks + 1, sizeof *cp->chunk_t);
+	cp->cap_chunks = cap;
+	cp->chunks[cp->n_chunks] = chunk;
+	cp->chunk_series[cp->n_chunks] = series;
+	cp->chunk_t[cp->n_chunks] = t;
+	cp->n_chunks++;
+}
+
+int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_series,
+                  const store_chunk_head **out, uint32_t *n, kn_err *err)
+{
+	ch_view *v = V(sv);
+	*out = v->heads;
+	*n = 0;
+	if (bad_part(v, p, err) || load_series(v, p, err) < 0)
+		return -1;
+	ch_part *cp = &v->parts[p];
+	if (cp->skipped || !n_series)
+		return 0;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT series, chunk, min(t_ns) AS t, any(duration_ns), count(), sum(value) FROM samples");
+	where_part(v, p);
+	where_range(v);
+	buf_puts(&v->q, " AND series IN ");
+	if (series_list(v, cp, series, n_series) < 0)
+		return err_set(err, 500, "store: unknown local series id");
+	buf_puts(&v->q, " GROUP BY series, chunk ORDER BY series, t, chunk");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	uint32_t k = 0;
+	while (ch_rd_more(&rd)) {
+		uint64_t sid = ch_rd_u64(&rd), chunk = ch_rd_u64(&rd);
+		uint32_t local = 0;
+		v->heads = xgrow(v->heads, &v->cap_heads, (size_t)k + 1, sizeof *v->heads);
+		store_chunk_head *h = &v->heads[k];
+		memset(h, 0, sizeof *h);
+		h->t_ns = ch_rd_i64(&rd);
+		h->duration_ns = ch_rd_i64(&rd);
+		uint64_t count = ch_rd_u64(&rd);
+		h->total = ch_rd_i64(&rd);
+		if (rd.bad || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX) {
+			*out = v->heads;
+			return skip(v, p, "malformed chunk head");
+		}
+		h->series = local;
+		h->n_entries = (uint32_t)count;
+		h->_rowid = (int64_t)chunk;
+		remember_chunk(cp, chunk, sid, h->t_ns);
+		k++;
+	}
+	*out = v->heads;
+	*n = k;
+	return 0;
+}
+
+typedef struct {
+	uint64_t chunk;
+	store_entry e;
+} ent_row;
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const ent_row *x = a, *y = b;
+	if (x->chunk != y->chunk)
+		return x->chunk < y->chunk ? -1 : 1;
+	if (x->e.node != y->e.node)
+		return x->e.node < y->e.node ? -1 : 1;
+	if (x->e.attrset != y->e.attrset)
+		return x->e.attrset < y->e.attrset ? -1 : 1;
+	return (x->e.t_ns > y->e.t_ns) - (x->e.t_ns < y->e.t_ns);
+}
+
+/* Fetches the entries of the chunks k.. (up to CH_ENTRY_BATCH) of partition p. */
+static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
+{
+	ch_part *cp = &v->parts[p];
+	uint32_t end = k + CH_ENTRY_BATCH < cp->n_chunks ? k + CH_ENTRY_BATCH : cp->n_chunks;
+	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT chunk, node, attrset, value, sample_t FROM samples");
+	where_part(v, p);
+	buf_puts(&v->q, " AND chunk IN (");
+	for (uint32_t i = k; i < end; i++) {
+		buf_printf(&v->q, "%s%llu", i > k ? "," : "", (unsigned long long)cp->chunks[i]);
+		if (cp->chunk_t[i] < tmin)
+			tmin = cp->chunk_t[i];
+		if (cp->chunk_t[i] > tmax)
+			tmax = cp->chunk_t[i];
+	}
+	/* The primary key is (project, day, series, t_ns, chunk): let it narrow the scan. */
+	buf_puts(&v->q, ") AND series IN (");
+	for (uint32_t i = k; i < end; i++)
+		buf_printf(&v->q, "%s%llu", i > k ? "," : "", (unsigned long long)cp->chunk_series[i]);
+	buf_printf(&v->q, ") AND t_ns >= %lld AND t_ns <= %lld", (long long)tmin, (long long)tmax);
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	ent_row *rows = NULL;
+	size_t cap = 0, n = 0;
+	int rc = 0;
+	while (ch_rd_more(&rd)) {
+		uint64_t chunk = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
+		int64_t value = ch_rd_i64(&rd), t = ch_rd_i64(&rd);
+		uint32_t ln = 0, la = 0;
+		if (rd.bad || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
+		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la))) {
+			rc = skip(v, p, "an entry names an unknown node or attribute set");
+			cp->skipped = 1;
+			break;
+		}
+		rows = xgrow(rows, &cap, n + 1, sizeof *rows);
+		rows[n++] = (ent_row){chunk, {ln, la, value, t}};
+	}
+	if (!cp->skipped) {
+		qsort(rows, n, sizeof *rows, ent_cmp);
+		u64map_clear(&v->ent_ix);
+		v->ent_part = p;
+		v->ents = xgrow(v->ents, &v->cap_ents, n + 1, sizeof *v->ents);
+		uint32_t nr = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (i == 0 || rows[i].chunk != rows[i - 1].chunk) {
+				v->ent_range = xgrow(v->ent_range, &v->cap_range, (size_t)nr + 1, sizeof *v->ent_range);
+				v->ent_range[nr].first = (uint32_t)i;
+				v->ent_range[nr].n = 0;
+				u64map_put(&v->ent_ix, rows[i].chunk, nr);
+				nr++;
+			}
+			v->ent_range[nr - 1].n++;
+			v->ents[i] = rows[i].e;
+		}
+		/* Chunks of the batch without rows (none are written so) answer empty. */
+		for (uint32_t i = k; i < end; i++) {
+			int inserted;
+			u64map_get_or_put(&v->ent_ix, cp->chunks[i], nr, &inserted);
+			if (inserted) {
+				v->ent_range = xgrow(v->ent_range, &v->cap_range, (size_t)nr + 1, sizeof *v->ent_range);
+				v->ent_range[nr].first = 0;
+				v->ent_range[nr].n = 0;
+				nr++;
+			}
+		}
+	}
+	free(rows);
+	return rc;
+}
+
+int ch_view_entries(store_view *sv, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                    uint32_t *n, kn_err *err)
+{
+	ch_view *v = V(sv);
+	*out = v->ents;
+	*n = 0;
+	if (bad_part(v, p, err) || load_nodes(v, p, err) < 0 || load_attrsets(v, p, err) < 0)
+		return -1;
+	ch_part *cp = &v->parts[p];
+	if (cp->skipped)
+		return 0;
+	uint64_t chunk = (uint64_t)h->_rowid;
+	uint32_t r;
+	if (v->ent_part != p || !u64map_get(&v->ent_ix, chunk, &r)) {
+		uint32_t k;
+		if (!u64map_get(&cp->chunk_ix, chunk, &k))
+			return err_set(err, 500, "store: chunk %llu was not listed by this view", (unsigned long long)chunk);
+		if (fetch_entries(v, p, k, err) < 0)
+			return -1;
+		if (cp->skipped || !u64map_get(&v->ent_ix, chunk, &r))
+			return 0;
+	}
+	*out = v->ents + v->ent_range[r].first;
+	*n = v->ent_range[r].n;
+	return 0;
+}
+
+/* ---- aggregation pushed down ---- */
+
+static int sum_cmp(const void *a, const void *b)
+{
+	const store_sum *x = a, *y = b;
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
+}
+
+int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
+                 uint32_t *n, kn_err *err)
+{
+	ch_view *v = V(sv);
+	*out = v->sums;
+	*n = 0;
+	if (bad_part(v, p, err) || load_series(v, p, err) < 0 || load_nodes(v, p, err) < 0 ||
+	    load_attrsets(v, p, err) < 0)
+		return -1;
+	ch_part *cp = &v->parts[p];
+	if (cp->skipped || !n_series)
+		return 0;
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT series, node, attrset, sum(value) FROM samples");
+	where_part(v, p);
+	where_range(v);
+	buf_puts(&v->q, " AND series IN ");
+	if (series_list(v, cp, series, n_series) < 0)
+		return err_set(err, 500, "store: unknown local series id");
+	buf_puts(&v->q, " GROUP BY series, node, attrset");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	uint32_t k = 0;
+	while (ch_rd_more(&rd)) {
+		uint64_t sid = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
+		int64_t value = ch_rd_i64(&rd);
+		uint32_t ls = 0, ln = 0, la = 0;
+		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		    !u64map_get(&cp->node_ix, node, &ln) || (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
+			return skip(v, p, "a sum names an unknown series, node or attribute set");
+		v->sums = xgrow(v->sums, &v->cap_sums, (size_t)k + 1, sizeof *v->sums);
+		v->sums[k++] = (store_sum){ls, ln, la, value};
+	}
+	qsort(v->sums, k, sizeof *v->sums, sum_cmp);
+	*out = v->sums;
+	*n = k;
+	return 0;
+}
+
+/* ---- span links ---- */
+
+static int hit_cmp(const void *a, const void *b)
+{
+	const store_span_hit *x = a, *y = b;
+	if (x->head.t_ns != y->head.t_ns)
+		return x->head.t_ns < y->head.t_ns ? -1 : 1;
+	if (x->head.series != y->head.series)
+		return x->head.series < y->head.series ? -1 : 1;
+	if (x->head._rowid != y->head._rowid)
+		return (uint64_t)x->head._rowid < (uint64_t)y->head._rowid ? -1 : 1;
+	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
+}
+
+int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t trace_id,
+                        const store_span_hit **out, uint32_t *n, kn_err *err)
+{
+	ch_view *v = V(sv);
+	*out = v->hits;
+	*n = 0;
+	if (bad_part(v, p, err) || load_series(v, p, err) < 0 || load_attrsets(v, p, err) < 0)
+		return -1;
+	ch_part *cp = &v->parts[p];
+	if (cp->skipped)
+		return 0;
+	char sb[STORE_SPAN_ID_MAX], tb[STORE_SPAN_ID_MAX];
+	slice_t span = ch_span_key(span_id, sb), trace = ch_span_key(trace_id, tb);
+	if (span_id.n ? !span.n : !trace.n)
+		return 0;
+	/* The hits, then the whole chunks' counts and totals in a second query. */
+	buf_reset(&v->q);
+	buf_puts(&v->q, "SELECT chunk, any(series), min(t_ns), any(duration_ns), attrset FROM samples");
+	where_part(v, p);
+	where_range(v);
+	if (span_id.n) {
+		buf_puts(&v->q, " AND span_id = ");
+		ch_sql_str(&v->q, span);
+		if (trace_id.n) {
+			buf_puts(&v->q, " AND (trace_id = '' OR trace_id = ");
+			ch_sql_str(&v->q, trace);
+			buf_putc(&v->q, ')');
+		}
+	} else {
+		buf_puts(&v->q, " AND span_id != '' AND trace_id = ");
+		ch_sql_str(&v->q, trace);
+	}
+	buf_puts(&v->q, " GROUP BY chunk, attrset");
+	ch_rd rd;
+	if (run(v, &rd, err) < 0)
+		return -1;
+	uint32_t k = 0;
+	while (ch_rd_more(&rd)) {
+		uint64_t chunk = ch_rd_u64(&rd), sid = ch_rd_u64(&rd);
+		int64_t t = ch_rd_i64(&rd), dur = ch_rd_i64(&rd);
+		uint64_t attrset = ch_rd_u64(&rd);
+		uint32_t ls = 0, la = 0;
+		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		    !u64map_get(&cp->attr_ix, attrset, &la))
+			return skip(v, p, "a span link names an unknown series or attribute set");
+		v->hits = xgrow(v->hits, &v->cap_hits, (size_t)k + 1, sizeof *v->hits);
+		store_span_hit *h = &v->hits[k++];
+		memset(h, 0, sizeof *h);
+		h->head.series = ls;
+		h->head.t_ns = t;
+		h->head.duration_ns = dur;
+		h->head._rowid = (int64_t)chunk;
+		h->attrset = la;
+		remember_chunk(cp, chunk, sid, t);
+	}
+	if (k) {
+		buf_reset(&v->q);
+		buf_puts(&v->q, "SELECT chunk, count(), sum(value) FROM samples");
+		where_part(v, p);
+		buf_puts(&v->q, " AND chunk IN (");
+		for (uint32_t i = 0; i < k; i++)
+			buf_printf(&v->q, "%s%llu", i ? "," : "", (unsigned long long)v->hits[i].head._rowid);
+		buf_puts(&v->q, ") GROUP BY chunk");
+		if (run(v, &rd, err) < 0)
+			return -1;
+		/* chunk -> its first hit; the hits of one chunk (one per attrset) are then updated together */
+		u64map_t ix;
+		u64map_init(&ix);
+		uint32_t *next = xmalloc((size_t)k * sizeof *next);
+		for (uint32_t i = k; i-- > 0;) {
+			uint32_t first;
+			next[i] = u64map_get(&ix, (uint64_t)v->hits[i].head._rowid, &first) ? first : UINT32_MAX;
+			u64map_put(&ix, (uint64_t)v->hits[i].head._rowid, i);
+		}
+		while (ch_rd_more(&rd)) {
+			uint64_t chunk = ch_rd_u64(&rd), count = ch_rd_u64(&rd);
+			int64_t total = ch_rd_i64(&rd);
+			uint32_t i;
+			if (rd.bad || !u64map_get(&ix, chunk, &i))
+				continue;
+			for (; i != UINT32_MAX; i = next[i]) {
+				v->hits[i].head.n_entries = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+				v->hits[i].head.total = total;
+			}
+		}
+		free(next);
+		u64map_free(&ix);
+		if (rd.bad)
+			return skip(v, p, "malformed chunk head");
+	}
+	qsort(v->hits, k, sizeof *v->hits, hit_cmp);
+	*out = v->hits;
+	*n = k;
+	return 0;
+}
+
+const store_engine store_clickhouse_engine = {
+	.name = "clickhouse",
+	.close = ch_close,
+	.submit = ch_submit,
+	.queue_depth = ch_queue_depth,
+	.set_retention = ch_set_retention,
+	.retention_start = ch_retention_start,
+	.projects = ch_projects,
+	.retention_sweep = ch_retention_sweep,
+	.get_stats = ch_get_stats,
+	.usage_write = ch_usage_write,
+	.usage_read = ch_usage_read,
+	.view_open = ch_view_open,
+	.view_close = ch_view_close,
+	.view_partitions = ch_view_partitions,
+	.view_skipped = ch_view_skipped,
+	.view_series = ch_view_series,
+	.view_heads = ch_view_heads,
+	.view_entries = ch_view_entries,
+	.view_nodes = ch_view_nodes,
+	.view_frames = ch_view_frames,
+	.view_attrsets = ch_view_attrsets,
+	.view_span_chunks = ch_view_span_chunks,
+	.view_sums = ch_view_sums,
+};

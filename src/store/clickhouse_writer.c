@@ -1,0 +1,591 @@
+/* store/clickhouse writer: one thread takes the queued writes in groups and
+ * turns each group into one RowBinary INSERT per table: the dictionaries
+ * (frames, nodes, attrsets, series) first, then every sample row of the
+ * group in one INSERT of one block, so a write is seen whole or not at all.
+ * A write is acknowledged when ClickHouse answered that last INSERT 200. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/timeutil.h"
+#include "store/clickhouse.h"
+
+#define CH_GROUP_WINDOW_MS 5  /* gather writes this long after the first */
+#define CH_GROUP_MAX_ROWS (4u << 20)
+
+static void *writer_main(void *arg);
+
+static char *dup_or(const char *s, const char *def) { return xstrdup(s && *s ? s : def); }
+
+/* Database and cluster names go into SQL unquoted: keep them identifiers. */
+static int identifier(const char *s)
+{
+	if (!*s || strlen(s) > 64 || (*s >= '0' && *s <= '9'))
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return 0;
+	return 1;
+}
+
+store_t *ch_open(const store_config *cfg, kn_err *err)
+{
+	const char *db = cfg->ch_database && *cfg->ch_database ? cfg->ch_database : "kiln";
+	if (!cfg->ch_url || strncmp(cfg->ch_url, "http", 4) != 0) {
+		err_set(err, 400, "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
+		return NULL;
+	}
+	if (!identifier(db) || (cfg->ch_cluster && *cfg->ch_cluster && !identifier(cfg->ch_cluster))) {
+		err_set(err, 400, "store: database and cluster names must be [A-Za-z_][A-Za-z0-9_]{0,63}");
+		return NULL;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		err_set(err, 500, "store: libcurl failed to initialize");
+		return NULL;
+	}
+	ch_store *s = xcalloc(1, sizeof *s);
+	s->head_.engine = &store_clickhouse_engine;
+	size_t n = strlen(cfg->ch_url);
+	s->url = xmalloc(n + 2);
+	memcpy(s->url, cfg->ch_url, n + 1);
+	if (n && s->url[n - 1] != '/')
+		strcpy(s->url + n, "/");
+	s->db = xstrdup(db);
+	s->user = dup_or(cfg->ch_user, "");
+	s->password = dup_or(cfg->ch_password, "");
+	s->cluster = cfg->ch_cluster && *cfg->ch_cluster ? xstrdup(cfg->ch_cluster) : NULL;
+	s->replicated = cfg->ch_replicated;
+	s->max_batches = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256;
+	s->default_days =
+	    cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS ? cfg->retention_days : 0;
+	pthread_mutex_init(&s->pool_mu, NULL);
+	pthread_mutex_init(&s->schema_mu, NULL);
+	pthread_mutex_init(&s->ret_mu, NULL);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	u64map_init(&s->seen);
+	u64map_init(&s->group);
+	for (int t = 0; t < CH_T_COUNT; t++)
+		buf_init(&s->rows[t], SIZE_MAX);
+	/* Chunk ids: milliseconds since the epoch above 22 bits of a per-process
+	 * counter with a random start, so ids of one series rarely tie and sort
+	 * in write order, across processes too. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->chunk_next = hash_pair((uint64_t)ts.tv_nsec, (uint64_t)getpid()) & 0x3fffff;
+	s->wconn = ch_conn_get(s);
+	/* Unreachable now is fine: the writer and the views retry the schema. */
+	kn_err e = {0};
+	if (ch_schema(s, s->wconn, &e) < 0)
+		log_warn("clickhouse not ready", "url=%s error=\"%s\"", s->url, e.msg);
+	int rc = pthread_create(&s->thread, NULL, writer_main, s);
+	if (rc != 0) {
+		err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
+		s->closing = 1;
+		ch_close((store_t *)s);
+		return NULL;
+	}
+	return (store_t *)s;
+}
+
+void ch_close(store_t *st)
+{
+	ch_store *s = (ch_store *)st;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	int started = !s->closing;
+	s->closing = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (started)
+		pthread_join(s->thread, NULL);
+	ch_conn_free(s->wconn);
+	for (ch_conn *c = s->pool, *next; c; c = next) {
+		next = c->next;
+		ch_conn_free(c);
+	}
+	u64map_free(&s->seen);
+	u64map_free(&s->group);
+	for (int t = 0; t < CH_T_COUNT; t++)
+		buf_free(&s->rows[t]);
+	free(s->ret);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->ret_mu);
+	pthread_mutex_destroy(&s->schema_mu);
+	pthread_mutex_destroy(&s->pool_mu);
+	free(s->url);
+	free(s->db);
+	free(s->user);
+	free(s->password);
+	free(s->cluster);
+	free(s);
+	curl_global_cleanup();
+}
+
+static void finish(ch_job *j, const kn_err *err)
+{
+	model_batch_free(j->b);
+	if (j->done)
+		j->done(j->ctx, err);
+	free(j);
+}
+
+static void enqueue(ch_store *s, ch_job *j)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		kn_err e = {0};
+		err_set(&e, 503, "store: shutting down");
+		e.retry_after = 5;
+		finish(j, &e);
+		return;
+	}
+	if (s->tail)
+		s->tail->next = j;
+	else
+		s->head = j;
+	s->tail = j;
+	s->queued++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void ch_submit(store_t *st, model_batch *b, store_done_fn done, void *ctx)
+{
+	ch_job *j = xcalloc(1, sizeof *j);
+	j->b = b;
+	j->done = done;
+	j->ctx = ctx;
+	enqueue((ch_store *)st, j);
+}
+
+int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+                       kn_err *err)
+{
+	uint32_t n = 0;
+	if (deleted)
+		*deleted = 0;
+	if (keep_days < 1 || keep_days > STORE_RETENTION_MAX_DAYS)
+		return err_set(err, 400, "store: retention must be 1 to %d days", STORE_RETENTION_MAX_DAYS);
+	if (project.n == 0 || project.n > CH_PROJECT_MAX)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	ch_job *j = xcalloc(1, sizeof *j);
+	memcpy(j->proj, project.p, project.n);
+	j->project = slice_make(j->proj, project.n);
+	j->keep_days = keep_days;
+	j->now_ns = now_ns;
+	j->deleted = &n;
+	store_waiter w;
+	store_waiter_init(&w);
+	j->done = store_waiter_done;
+	j->ctx = &w;
+	enqueue((ch_store *)st, j);
+	int rc = store_waiter_wait(&w, err);
+	if (deleted)
+		*deleted = n;
+	return rc;
+}
+
+uint32_t ch_queue_depth(store_t *st)
+{
+	ch_store *s = (ch_store *)st;
+	pthread_mutex_lock(&s->mu);
+	uint32_t n = s->queued;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+void ch_get_stats(store_t *st, store_stats *out)
+{
+	ch_store *s = (ch_store *)st;
+	memset(out, 0, sizeof *out);
+	out->commits = atomic_load(&s->commits);
+	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
+	out->commit_ns_max = atomic_load(&s->commit_ns_max);
+	out->partitions = (uint32_t)atomic_load(&s->partitions);
+}
+
+/* ---- encoding a batch into rows ---- */
+
+/* Checks every index of b, so that encoding it cannot fail half-way. */
+static int check_batch(const model_batch *b, kn_err *err)
+{
+	if (b->project.n == 0 || b->project.n > CH_PROJECT_MAX)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	for (uint32_t i = 0; i < b->n_nodes; i++) {
+		const model_node *n = &b->nodes[i];
+		if ((n->parent != MODEL_NONE && n->parent >= i) || n->frame >= b->n_frames)
+			return err_set(err, 500, "store: malformed batch (node %u)", i);
+	}
+	for (uint32_t i = 1; i < b->n_attrsets; i++)
+		if ((uint64_t)b->attrsets[i].first + b->attrsets[i].count > b->n_attr_labels)
+			return err_set(err, 500, "store: malformed batch (attribute set %u)", i);
+	for (uint32_t i = 0; i < b->n_profiles; i++) {
+		const model_profile *p = &b->profiles[i];
+		if ((uint64_t)p->samples_first + p->samples_count > b->n_samples ||
+		    (uint64_t)p->labels_first + p->labels_count > b->n_series_labels)
+			return err_set(err, 500, "store: malformed batch (profile %u)", i);
+		for (uint32_t k = p->samples_first; k < p->samples_first + p->samples_count; k++)
+			if (b->samples[k].node >= b->n_nodes || b->samples[k].attrset >= b->n_attrsets)
+				return err_set(err, 500, "store: malformed batch (sample %u)", k);
+	}
+	return 0;
+}
+
+typedef struct {
+	ch_store *s;
+	const model_batch *b;
+	uint64_t proj_hash;
+	int64_t day;
+	uint32_t *depth;      /* per batch node */
+	uint32_t *span, *trace; /* per batch attrset: label index + 1, 0 = none */
+	uint64_t *pending;    /* dictionary keys added to s->group */
+	size_t n_pending, cap_pending;
+} enc;
+
+/* 1 when the dictionary row (t, id) of the current (project, day) must be written; marks it. */
+static int need_row(enc *e, int t, uint64_t id)
+{
+	uint64_t key = hash_pair(hash_pair(e->proj_hash ^ (uint64_t)t, (uint64_t)e->day), id);
+	uint32_t v;
+	if (u64map_get(&e->s->seen, key, &v) || u64map_get(&e->s->group, key, &v))
+		return 0;
+	u64map_put(&e->s->group, key, 1);
+	e->pending = xgrow(e->pending, &e->cap_pending, e->n_pending + 1, sizeof *e->pending);
+	e->pending[e->n_pending++] = key;
+	return 1;
+}
+
+static void row_head(enc *e, int t)
+{
+	buf_t *r = &e->s->rows[t];
+	ch_put_str(r, e->b->project);
+	ch_put_u32(r, (uint32_t)e->day);
+}
+
+static void put_labels(buf_t *r, const model_label *l, uint32_t n)
+{
+	ch_put_varint(r, n);
+	for (uint32_t i = 0; i < n; i++)
+		ch_put_str(r, l[i].key);
+	ch_put_varint(r, n);
+	for (uint32_t i = 0; i < n; i++)
+		ch_put_str(r, l[i].value);
+}
+
+static void put_frame(enc *e, uint32_t i)
+{
+	const model_frame *f = &e->b->frames[i];
+	if (!need_row(e, CH_T_FRAMES, f->id))
+		return;
+	buf_t *r = &e->s->rows[CH_T_FRAMES];
+	row_head(e, CH_T_FRAMES);
+	ch_put_u64(r, f->id);
+	ch_put_str(r, f->name);
+	ch_put_str(r, f->file);
+	ch_put_str(r, f->binary);
+	ch_put_str(r, f->build_id);
+	ch_put_str(r, f->kind);
+	ch_put_u8(r, f->unsymbolized);
+}
+
+/* Node i and its ancestors up to the first one already written. */
+static void put_node(enc *e, uint32_t i)
+{
+	const model_batch *b = e->b;
+	while (i != MODEL_NONE) {
+		const model_node *n = &b->nodes[i];
+		if (!need_row(e, CH_T_NODES, n->id))
+			return;
+		put_frame(e, n->frame);
+		buf_t *r = &e->s->rows[CH_T_NODES];
+		row_head(e, CH_T_NODES);
+		ch_put_u64(r, n->id);
+		ch_put_u64(r, n->parent == MODEL_NONE ? 0 : b->nodes[n->parent].id);
+		ch_put_u64(r, b->frames[n->frame].id);
+		ch_put_u32(r, e->depth[i]);
+		i = n->parent;
+	}
+}
+
+static void put_attrset(enc *e, uint32_t i)
+{
+	const model_attrset *a = &e->b->attrsets[i];
+	if (i == 0 || !need_row(e, CH_T_ATTRSETS, a->id))
+		return;
+	buf_t *r = &e->s->rows[CH_T_ATTRSETS];
+	row_head(e, CH_T_ATTRSETS);
+	ch_put_u64(r, a->id);
+	put_labels(r, e->b->attr_labels + a->first, a->count);
+}
+
+static void put_series(enc *e, const model_profile *p)
+{
+	if (!need_row(e, CH_T_SERIES, p->series_id))
+		return;
+	buf_t *r = &e->s->rows[CH_T_SERIES];
+	char type[2 * 4096 + 2];
+	model_type_name(p, type, sizeof type);
+	row_head(e, CH_T_SERIES);
+	ch_put_u64(r, p->series_id);
+	ch_put_str(r, p->service);
+	ch_put_str(r, slice_cstr(type));
+	ch_put_str(r, p->period_type);
+	ch_put_str(r, p->period_unit);
+	ch_put_i64(r, p->period);
+	ch_put_u8(r, p->aggregation);
+	ch_put_u8(r, p->cpu_alias);
+	put_labels(r, e->b->series_labels + p->labels_first, p->labels_count);
+}
+
+/* The span_id (else profile_id) and trace_id labels of every attribute set
+ * (the embedded engine's rule, store/store.h "Span links"). */
+static void find_spans(enc *e)
+{
+	const model_batch *b = e->b;
+	for (uint32_t i = 1; i < b->n_attrsets; i++) {
+		const model_attrset *a = &b->attrsets[i];
+		uint32_t span = 0, trace = 0, profile_id = 0;
+		for (uint32_t k = a->first; k < a->first + a->count; k++) {
+			slice_t key = b->attr_labels[k].key;
+			if (!span && slice_eq_cstr(key, "span_id"))
+				span = k + 1;
+			else if (!profile_id && slice_eq_cstr(key, "profile_id"))
+				profile_id = k + 1;
+			else if (!trace && slice_eq_cstr(key, "trace_id"))
+				trace = k + 1;
+		}
+		e->span[i] = span ? span : profile_id;
+		e->trace[i] = trace;
+	}
+}
+
+typedef struct {
+	uint32_t node, attrset; /* batch indexes */
+	int64_t t_off;
+	int64_t value;
+} ch_entry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const ch_entry *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->attrset != y->attrset)
+		return x->attrset < y->attrset ? -1 : 1;
+	return (x->t_off > y->t_off) - (x->t_off < y->t_off);
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return a > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* Whole seconds from the profile start (floor); 0 without a sample time. */
+static int64_t second_offset(int64_t sample_ns, int64_t profile_ns)
+{
+	int64_t d;
+	if (!sample_ns || __builtin_sub_overflow(sample_ns, profile_ns, &d))
+		return 0;
+	int64_t q = d / NS_PER_SEC;
+	return (d % NS_PER_SEC < 0) ? q - 1 : q;
+}
+
+static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *cap)
+{
+	const model_batch *b = e->b;
+	e->day = time_day(p->time_ns);
+	put_series(e, p);
+	uint32_t n = p->samples_count;
+	*ent = xgrow(*ent, cap, (size_t)n + 1, sizeof **ent);
+	ch_entry *en = *ent;
+	for (uint32_t i = 0; i < n; i++) {
+		const model_sample *smp = &b->samples[p->samples_first + i];
+		en[i] = (ch_entry){smp->node, smp->attrset, second_offset(smp->time_ns, p->time_ns), smp->value};
+	}
+	qsort(en, n, sizeof *en, entry_cmp);
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (m && entry_cmp(&en[m - 1], &en[i]) == 0)
+			en[m - 1].value = sat_add(en[m - 1].value, en[i].value);
+		else
+			en[m++] = en[i];
+	}
+	uint64_t chunk = (uint64_t)(time_now_ns() / 1000000) << 22 | (e->s->chunk_next++ & 0x3fffff);
+	buf_t *r = &e->s->rows[CH_T_SAMPLES];
+	char span_buf[STORE_SPAN_ID_MAX], trace_buf[STORE_SPAN_ID_MAX];
+	for (uint32_t i = 0; i < m; i++) {
+		if (en[i].value == 0)
+			continue;
+		put_node(e, en[i].node);
+		put_attrset(e, en[i].attrset);
+		slice_t span = slice_make("", 0), trace = slice_make("", 0);
+		uint32_t a = en[i].attrset;
+		if (a && e->span[a]) {
+			span = ch_span_key(b->attr_labels[e->span[a] - 1].value, span_buf);
+			if (span.n && e->trace[a])
+				trace = ch_span_key(b->attr_labels[e->trace[a] - 1].value, trace_buf);
+		}
+		row_head(e, CH_T_SAMPLES);
+		ch_put_u64(r, p->series_id);
+		ch_put_u64(r, chunk);
+		ch_put_i64(r, p->time_ns);
+		ch_put_i64(r, p->duration_ns);
+		ch_put_u64(r, b->nodes[en[i].node].id);
+		ch_put_u64(r, a ? b->attrsets[a].id : 0);
+		ch_put_i64(r, en[i].value);
+		int64_t t;
+		if (__builtin_mul_overflow(en[i].t_off, NS_PER_SEC, &t) || __builtin_add_overflow(t, p->time_ns, &t))
+			t = p->time_ns;
+		ch_put_i64(r, t);
+		ch_put_str(r, span);
+		ch_put_str(r, trace);
+	}
+}
+
+static void encode(ch_store *s, const model_batch *b, enc *e, ch_entry **ent, size_t *cap)
+{
+	e->s = s;
+	e->b = b;
+	e->proj_hash = hash_slice(b->project, 0x6b696c6e);
+	e->depth = xmalloc(((size_t)b->n_nodes + 1) * sizeof *e->depth);
+	for (uint32_t i = 0; i < b->n_nodes; i++)
+		e->depth[i] = b->nodes[i].parent == MODEL_NONE ? 0 : e->depth[b->nodes[i].parent] + 1;
+	e->span = xcalloc((size_t)b->n_attrsets + 1, sizeof *e->span);
+	e->trace = xcalloc((size_t)b->n_attrsets + 1, sizeof *e->trace);
+	find_spans(e);
+	for (uint32_t i = 0; i < b->n_profiles; i++)
+		put_profile(e, &b->profiles[i], ent, cap);
+	free(e->depth);
+	free(e->span);
+	free(e->trace);
+}
+
+/* ---- the writer thread ---- */
+
+static int insert_all(ch_store *s, kn_err *err)
+{
+	if (ch_schema(s, s->wconn, err) < 0)
+		return -1;
+	char sql[128], settings[128];
+	for (int t = 0; t < CH_T_COUNT; t++) {
+		if (!s->rows[t].n)
+			continue;
+		snprintf(sql, sizeof sql, "INSERT INTO %s FORMAT RowBinary", ch_table_names[t]);
+		/* One block per INSERT (atomic on one partition); on a cluster, the
+		 * Distributed table answers only after the shards have the rows. */
+		snprintf(settings, sizeof settings, "max_insert_block_size=%u%s", CH_GROUP_MAX_ROWS * 4,
+		         s->cluster ? "&insert_distributed_sync=1" : "");
+		if (ch_exec(s, s->wconn, sql, buf_slice(&s->rows[t]), settings, 1, err) < 0)
+			return err_prefix(err, "insert into %s", ch_table_names[t]);
+	}
+	return 0;
+}
+
+static void write_group(ch_store *s, ch_job **jobs, size_t n)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int t = 0; t < CH_T_COUNT; t++)
+		buf_reset(&s->rows[t]);
+	u64map_clear(&s->group);
+	enc e = {0};
+	ch_entry *ent = NULL;
+	size_t cap_ent = 0, written = 0;
+	for (size_t k = 0; k < n; k++) {
+		kn_err err = {0};
+		if (check_batch(jobs[k]->b, &err) < 0 || ch_retention_check(s, jobs[k]->b, &err) < 0) {
+			finish(jobs[k], &err);
+			jobs[k] = NULL;
+			continue;
+		}
+		encode(s, jobs[k]->b, &e, &ent, &cap_ent);
+		written++;
+	}
+	free(ent);
+	kn_err err = {0};
+	int rc = written ? insert_all(s, &err) : 0;
+	if (rc == 0) {
+		if (s->seen.len + e.n_pending > CH_SEEN_CAP)
+			u64map_clear(&s->seen);
+		for (size_t i = 0; i < e.n_pending; i++)
+			u64map_put(&s->seen, e.pending[i], 1);
+	} else {
+		/* ClickHouse may have lost what we think it has (a restart without its
+		 * data): forget, and write the dictionaries again. */
+		u64map_clear(&s->seen);
+		log_warn("store write failed", "batches=%zu error=\"%s\"", written, err.msg);
+	}
+	free(e.pending);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+	atomic_fetch_add(&s->commits, 1);
+	atomic_fetch_add(&s->commit_ns_sum, ns);
+	uint64_t max = atomic_load(&s->commit_ns_max);
+	while (ns > max && !atomic_compare_exchange_weak(&s->commit_ns_max, &max, ns))
+		;
+	for (size_t k = 0; k < n; k++)
+		if (jobs[k])
+			finish(jobs[k], rc == 0 ? NULL : &err);
+}
+
+static void *writer_main(void *arg)
+{
+	ch_store *s = arg;
+	ch_job **jobs = xmalloc((size_t)s->max_batches * sizeof *jobs);
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		while (!s->head && !s->closing)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->head) {
+			pthread_mutex_unlock(&s->mu);
+			break;
+		}
+		/* Let a group gather: ClickHouse prefers fewer, larger inserts. */
+		if (s->head->b && !s->closing && s->queued < (uint32_t)s->max_batches) {
+			struct timespec dl;
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += CH_GROUP_WINDOW_MS * 1000000L;
+			if (dl.tv_nsec >= 1000000000L)
+				dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+			pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+		}
+		size_t n = 0;
+		uint64_t rows = 0;
+		if (!s->head->b) { /* a sweep goes alone */
+			jobs[n++] = s->head;
+			s->head = s->head->next;
+		} else {
+			while (s->head && s->head->b && n < (size_t)s->max_batches && rows < CH_GROUP_MAX_ROWS) {
+				rows += s->head->b->n_samples;
+				jobs[n++] = s->head;
+				s->head = s->head->next;
+			}
+		}
+		if (!s->head)
+			s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		if (!jobs[0]->b) {
+			kn_err err = {0};
+			int rc = ch_retention_run(s, jobs[0], &err);
+			finish(jobs[0], rc == 0 ? NULL : &err);
+		} else {
+			write_group(s, jobs, n);
+		}
+		pthread_mutex_lock(&s->mu);
+		s->queued -= (uint32_t)n;
+		pthread_mutex_unlock(&s->mu);
+	}
+	free(jobs);
+	return NULL;
+}

@@ -1,0 +1,72 @@
+/* Private to src/store: the table of functions an engine implements behind
+ * store/store.h. store.c dispatches every public call through it; each
+ * engine's `struct store` and `struct store_view` start with a pointer to
+ * its table. Nothing outside src/store includes this. */
+#ifndef KILN_STORE_ENGINE_H
+#define KILN_STORE_ENGINE_H
+
+#include <pthread.h>
+
+#include "store/store.h"
+
+typedef struct store_engine {
+	const char *name;
+	void (*close)(store_t *s);
+	void (*submit)(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+	uint32_t (*queue_depth)(store_t *s);
+	int (*set_retention)(store_t *s, slice_t project, int days, kn_err *err);
+	int64_t (*retention_start)(store_t *s, slice_t project, int64_t now_ns);
+	int (*projects)(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+	int (*retention_sweep)(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+	                       kn_err *err);
+	void (*get_stats)(store_t *s, store_stats *out);
+	int (*usage_write)(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err); /* NULL: none */
+	int (*usage_read)(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
+	                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+
+	int (*view_open)(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+	                 kn_err *err);
+	void (*view_close)(store_view *v);
+	uint32_t (*view_partitions)(const store_view *v);
+	int (*view_skipped)(const store_view *v, uint32_t p);
+	int (*view_series)(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
+	int (*view_heads)(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+	                  const store_chunk_head **out, uint32_t *n, kn_err *err);
+	int (*view_entries)(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+	                    uint32_t *n, kn_err *err);
+	int (*view_nodes)(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
+	int (*view_frames)(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
+	int (*view_attrsets)(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+	                     uint32_t *n, kn_err *err);
+	int (*view_span_chunks)(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+	                        const store_span_hit **out, uint32_t *n, kn_err *err);
+	/* NULL when the engine cannot aggregate (store_view_sums then says so). */
+	int (*view_sums)(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+	                 const store_sum **out, uint32_t *n, kn_err *err);
+} store_engine;
+
+/* The first member of every engine's struct store and struct store_view. */
+typedef struct {
+	const store_engine *engine;
+} store_head;
+
+extern const store_engine store_local_engine;
+extern const store_engine store_clickhouse_engine;
+
+store_t *local_open(const store_config *cfg, kn_err *err);
+store_t *ch_open(const store_config *cfg, kn_err *err);
+
+/* A caller waiting for one store_done_fn: store_waiter_init, pass
+ * store_waiter_done with the waiter as ctx, then store_waiter_wait. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	kn_err err;
+} store_waiter;
+void store_waiter_init(store_waiter *w);
+void store_waiter_done(void *ctx, const kn_err *err);
+/* Waits, destroys w; 0, or -1 with the done callback's error in err. */
+int store_waiter_wait(store_waiter *w, kn_err *err);
+
+#endif

@@ -1,0 +1,174 @@
+/* store/store.h's calls, dispatched to the engine chosen at store_open
+ * (store/engine.h), and what every engine shares: waiting for a write. */
+#include "store/engine.h"
+
+#define ENGINE(s) (((const store_head *)(s))->engine)
+
+store_t *store_open(const store_config *cfg, kn_err *err)
+{
+	if (cfg->engine == STORE_ENGINE_CLICKHOUSE)
+		return ch_open(cfg, err);
+	return local_open(cfg, err);
+}
+
+void store_close(store_t *s)
+{
+	if (s)
+		ENGINE(s)->close(s);
+}
+
+const char *store_engine_name(const store_t *s) { return ENGINE(s)->name; }
+
+void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+{
+	ENGINE(s)->submit(s, b, done, ctx);
+}
+
+void store_waiter_init(store_waiter *w)
+{
+	w->done = 0;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+}
+
+void store_waiter_done(void *ctx, const kn_err *err)
+{
+	store_waiter *w = ctx;
+	pthread_mutex_lock(&w->mu);
+	if (err)
+		w->err = *err;
+	w->done = err ? -1 : 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+int store_waiter_wait(store_waiter *w, kn_err *err)
+{
+	pthread_mutex_lock(&w->mu);
+	while (!w->done)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	if (w->done < 0) {
+		if (err)
+			*err = w->err;
+		return -1;
+	}
+	return 0;
+}
+
+int store_write_sync(store_t *s, model_batch *b, kn_err *err)
+{
+	store_waiter w;
+	store_waiter_init(&w);
+	store_submit(s, b, store_waiter_done, &w);
+	return store_waiter_wait(&w, err);
+}
+
+uint32_t store_queue_depth(store_t *s) { return ENGINE(s)->queue_depth(s); }
+
+int store_set_retention(store_t *s, slice_t project, int days, kn_err *err)
+{
+	return ENGINE(s)->set_retention(s, project, days, err);
+}
+
+int64_t store_retention_start(store_t *s, slice_t project, int64_t now_ns)
+{
+	return ENGINE(s)->retention_start(s, project, now_ns);
+}
+
+int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err)
+{
+	return ENGINE(s)->projects(s, cb, ctx, err);
+}
+
+int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
+                          kn_err *err)
+{
+	return ENGINE(s)->retention_sweep(s, project, keep_days, now_ns, deleted, err);
+}
+
+void store_get_stats(store_t *s, store_stats *out) { ENGINE(s)->get_stats(s, out); }
+
+int store_has_usage(const store_t *s) { return ENGINE(s)->usage_write != NULL; }
+
+int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err)
+{
+	if (!ENGINE(s)->usage_write)
+		return err_set(err, 500, "store: the %s engine keeps no usage", ENGINE(s)->name);
+	return ENGINE(s)->usage_write(s, rows, n, err);
+}
+
+int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
+                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err)
+{
+	if (!ENGINE(s)->usage_read)
+		return err_set(err, 500, "store: the %s engine keeps no usage", ENGINE(s)->name);
+	return ENGINE(s)->usage_read(s, project, from_day, until_day, cb, ctx, err);
+}
+
+int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
+                    kn_err *err)
+{
+	return ENGINE(s)->view_open(s, project, from_ns, until_ns, out, err);
+}
+
+void store_view_close(store_view *v)
+{
+	if (v)
+		ENGINE(v)->view_close(v);
+}
+
+uint32_t store_view_partitions(const store_view *v) { return ENGINE(v)->view_partitions(v); }
+
+int store_view_skipped(const store_view *v, uint32_t p) { return ENGINE(v)->view_skipped(v, p); }
+
+int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+{
+	return ENGINE(v)->view_series(v, p, out, n, err);
+}
+
+int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head **out, uint32_t *n, kn_err *err)
+{
+	return ENGINE(v)->view_heads(v, p, series, n_series, out, n, err);
+}
+
+int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
+                       uint32_t *n, kn_err *err)
+{
+	return ENGINE(v)->view_entries(v, p, h, out, n, err);
+}
+
+int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+{
+	return ENGINE(v)->view_nodes(v, p, out, err);
+}
+
+int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+{
+	return ENGINE(v)->view_frames(v, p, out, n, err);
+}
+
+int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
+                        uint32_t *n, kn_err *err)
+{
+	return ENGINE(v)->view_attrsets(v, p, sets, labels, n, err);
+}
+
+int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit **out, uint32_t *n, kn_err *err)
+{
+	return ENGINE(v)->view_span_chunks(v, p, span_id, trace_id, out, n, err);
+}
+
+int store_view_can_sum(const store_view *v) { return ENGINE(v)->view_sums != NULL; }
+
+int store_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
+                    uint32_t *n, kn_err *err)
+{
+	if (!ENGINE(v)->view_sums)
+		return err_set(err, 500, "store: the %s engine does not aggregate", ENGINE(v)->name);
+	return ENGINE(v)->view_sums(v, p, series, n_series, out, n, err);
+}
