@@ -55,7 +55,7 @@ typedef struct {
 	char *api_server, *token_file, *ca_file, *node;
 } kube_config;
 
-typedef struct {
+typedef struct kiln_config {
 	char *data_dir;
 	char *role; /* all | sensor | ingestor | query */
 	listener_config listeners[LISTENER_COUNT];

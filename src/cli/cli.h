@@ -2,11 +2,19 @@
 #ifndef KILN_CLI_CLI_H
 #define KILN_CLI_CLI_H
 
+#include "base/err.h"
+
 int cli_serve(int argc, char **argv);
 int cli_upload(int argc, char **argv);
 int cli_top(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_keys(int argc, char **argv);  /* keys create|list|revoke */
 int cli_usage(int argc, char **argv); /* usage table from usage.db */
+
+/* The store the config names (SPEC S8): the embedded one under cfg->data_dir
+ * or ClickHouse (store.*; passwordFile read here). NULL + err. */
+struct store;
+struct kiln_config;
+struct store *cli_store_open(const struct kiln_config *cfg, kn_err *err);
 
 #endif

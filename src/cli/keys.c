@@ -6,23 +6,28 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/config.h"
 #include "base/timeutil.h"
 #include "cli/cli.h"
+#include "store/store.h"
 #include "ingest/keys.h"
 #include "ingest/usage.h"
 
 typedef struct {
-	const char *data, *project, *name, *scope, *from, *until;
+	const char *data, *project, *name, *scope, *from, *until, *config;
 	const char *positional;
+	store_t *store; /* --config naming a shared store (ClickHouse): keys and usage live there */
 } keys_opts;
 
 static void keys_usage(FILE *f)
 {
-	fputs("usage: kiln keys create --project P --name N [--scope ingest|query|both (default ingest)] [--data DIR]\n"
-	      "       kiln keys list [--data DIR]\n"
-	      "       kiln keys revoke NAME [--data DIR]\n"
-	      "       kiln usage [--project P] [--from T] [--until T] [--data DIR]\n"
-	      "DIR defaults to ./kiln-data; names are 1-64 of A-Z a-z 0-9 _ . -; T is unix seconds or now-7d.\n",
+	fputs("usage: kiln keys create --project P --name N [--scope ingest|query|both (default ingest)] [WHERE]\n"
+	      "       kiln keys list [WHERE]\n"
+	      "       kiln keys revoke NAME [WHERE]\n"
+	      "       kiln usage [--project P] [--from T] [--until T] [WHERE]\n"
+	      "WHERE is --data DIR (default ./kiln-data) or --config FILE: the server's config, whose store\n"
+	      "(store.engine clickhouse) then holds the keys and usage of every kiln process on it.\n"
+	      "Names are 1-64 of A-Z a-z 0-9 _ . -; T is unix seconds or now-7d.\n",
 	      f);
 }
 
@@ -34,6 +39,7 @@ static int parse_keys_opts(int argc, char **argv, int first, keys_opts *o)
 	for (int i = first; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		const char **field = !strcmp(a, "--data")      ? &o->data
+		                     : !strcmp(a, "--config")  ? &o->config
 		                     : !strcmp(a, "--project") ? &o->project
 		                     : !strcmp(a, "--name")    ? &o->name
 		                     : !strcmp(a, "--scope")   ? &o->scope
@@ -55,6 +61,32 @@ static int parse_keys_opts(int argc, char **argv, int first, keys_opts *o)
 		}
 	}
 	return 0;
+}
+
+/* With --config: reads it and, when it names a shared store, opens it (o->store). -1 after a message. */
+static int open_config_store(keys_opts *o, const char *cmd)
+{
+	if (!o->config)
+		return 0;
+	kiln_config cfg;
+	config_defaults(&cfg);
+	kn_err err = {0};
+	int rc = -1;
+	if (config_load_file(&cfg, o->config, &err) < 0 || config_validate(&cfg, &err) < 0) {
+		fprintf(stderr, "kiln %s: %s\n", cmd, err.msg);
+		goto out;
+	}
+	static char data[4096];
+	snprintf(data, sizeof data, "%s", cfg.data_dir);
+	o->data = data;
+	if (!strcmp(cfg.store.engine, "clickhouse") && !(o->store = cli_store_open(&cfg, &err))) {
+		fprintf(stderr, "kiln %s: %s\n", cmd, err.msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	config_free(&cfg);
+	return rc;
 }
 
 static void format_time(int64_t ns, char out[32])
@@ -92,14 +124,16 @@ static int keys_create_cmd(const keys_opts *o)
 	}
 	char key[KEY_TEXT_MAX];
 	kn_err err = {0};
-	if (keys_create(o->data, o->project, o->name, scope, key, sizeof key, &err) < 0) {
+	if ((o->store ? keys_create_store(o->store, o->project, o->name, scope, key, sizeof key, &err)
+	              : keys_create(o->data, o->project, o->name, scope, key, sizeof key, &err)) < 0) {
 		fprintf(stderr, "kiln keys create: %s\n", err.msg);
 		return 1;
 	}
 	printf("%s\n", key);
 	fflush(stdout);
-	fprintf(stderr, "created key '%s' for project '%s' (scope %s) in %s/keys.db; it is shown only this once\n",
-	        o->name, o->project, keys_scope_name(scope), o->data);
+	fprintf(stderr, "created key '%s' for project '%s' (scope %s) in %s%s; it is shown only this once\n",
+	        o->name, o->project, keys_scope_name(scope), o->store ? "the ClickHouse store" : o->data,
+	        o->store ? "" : "/keys.db");
 	return 0;
 }
 
@@ -112,7 +146,8 @@ static int keys_list_cmd(const keys_opts *o)
 	printf("%-24s %-20s %-6s %-20s %s\n", "NAME", "PROJECT", "SCOPE", "CREATED", "REVOKED");
 	int n = 0;
 	kn_err err = {0};
-	if (keys_list(o->data, print_key_row, &n, &err) < 0) {
+	if ((o->store ? keys_list_store(o->store, print_key_row, &n, &err)
+	              : keys_list(o->data, print_key_row, &n, &err)) < 0) {
 		fprintf(stderr, "kiln keys list: %s\n", err.msg);
 		return 1;
 	}
@@ -127,7 +162,7 @@ static int keys_revoke_cmd(const keys_opts *o)
 		return 2;
 	}
 	kn_err err = {0};
-	int rc = keys_revoke(o->data, o->positional, &err);
+	int rc = o->store ? keys_revoke_store(o->store, o->positional, &err) : keys_revoke(o->data, o->positional, &err);
 	if (rc < 0) {
 		fprintf(stderr, "kiln keys revoke: %s\n", err.msg);
 		return 1;
@@ -148,15 +183,20 @@ int cli_keys(int argc, char **argv)
 		keys_usage(stderr);
 		return 2;
 	}
-	if (!strcmp(sub, "create"))
-		return keys_create_cmd(&o);
-	if (!strcmp(sub, "list"))
-		return keys_list_cmd(&o);
-	if (!strcmp(sub, "revoke"))
-		return keys_revoke_cmd(&o);
-	fprintf(stderr, "kiln keys: unknown subcommand %s\n", sub);
-	keys_usage(stderr);
-	return 2;
+	int (*cmd)(const keys_opts *) = !strcmp(sub, "create") ? keys_create_cmd
+	                                : !strcmp(sub, "list")   ? keys_list_cmd
+	                                : !strcmp(sub, "revoke") ? keys_revoke_cmd
+	                                                         : NULL;
+	if (!cmd) {
+		fprintf(stderr, "kiln keys: unknown subcommand %s\n", sub);
+		keys_usage(stderr);
+		return 2;
+	}
+	if (open_config_store(&o, "keys") < 0)
+		return 1;
+	int rc = cmd(&o);
+	store_close(o.store);
+	return rc;
 }
 
 static void print_usage_row(const usage_row *r, void *ctx)
@@ -183,8 +223,20 @@ int cli_usage(int argc, char **argv)
 		        o.from && time_parse(o.from, now, &from) < 0 ? o.from : o.until);
 		return 2;
 	}
+	if (open_config_store(&o, "usage") < 0)
+		return 1;
 	printf("%-10s %-20s %-24s %12s %12s %12s %12s %12s\n", "DAY", "PROJECT", "KEY", "ACCEPTED", "RATE_LIMITED",
 	       "TOO_LARGE", "INVALID", "OUT_OF_WINDOW");
+	if (o.store) {
+		kn_err err = {0};
+		usage_t *u = usage_open_store(o.store);
+		int rc = usage_rows(u, slice_cstr(o.project), from, until, print_usage_row, NULL, &err);
+		usage_close(u);
+		store_close(o.store);
+		if (rc < 0)
+			fprintf(stderr, "kiln usage: %s\n", err.msg);
+		return rc < 0 ? 1 : 0;
+	}
 	char path[4096];
 	snprintf(path, sizeof path, "%s/usage.db", o.data);
 	if (access(path, F_OK) != 0) {

@@ -308,48 +308,6 @@ static int start_listeners(serve_state *s)
 	return 0;
 }
 
-/* The contents of a secret file without its trailing newline; NULL + err. */
-static char *read_secret(const char *path, kn_err *err)
-{
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		err_set(err, 400, "store.passwordFile %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	char buf[1024];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = 0;
-	return xstrdup(buf);
-}
-
-/* The store of the config's engine (SPEC S8). */
-static int open_store(serve_state *s, kn_err *err)
-{
-	store_config sc = {.dir = s->cfg.data_dir, .retention_days = config_retention_days(&s->cfg, "")};
-	char *password = NULL;
-	if (!strcmp(s->cfg.store.engine, "clickhouse")) {
-		sc.engine = STORE_ENGINE_CLICKHOUSE;
-		sc.ch_url = s->cfg.store.url;
-		sc.ch_database = s->cfg.store.database;
-		sc.ch_user = s->cfg.store.user;
-		sc.ch_password = s->cfg.store.password;
-		sc.ch_cluster = s->cfg.store.cluster;
-		sc.ch_replicated = s->cfg.store.replicated;
-		if (s->cfg.store.password_file) {
-			password = read_secret(s->cfg.store.password_file, err);
-			if (!password)
-				return -1;
-			sc.ch_password = password;
-		}
-	}
-	s->store = store_open(&sc, err);
-	free(password);
-	return s->store ? 0 : -1;
-}
-
 int cli_serve(int argc, char **argv)
 {
 	serve_state s;
@@ -367,7 +325,7 @@ int cli_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	s.bodies.limit = (size_t)s.cfg.bodies_mib << 20;
 
-	if (open_store(&s, &err) < 0) {
+	if (!(s.store = cli_store_open(&s.cfg, &err))) {
 		log_error("cannot open store", "engine=%s dir=%s error=\"%s\"", s.cfg.store.engine, s.cfg.data_dir,
 		          err.msg);
 		goto out;
@@ -379,9 +337,9 @@ int cli_serve(int argc, char **argv)
 	s.api.loop = s.loop;
 	s.api.pool = s.pool;
 	s.api.cfg = &s.cfg;
-	s.api.keys = keys_open(s.cfg.data_dir, &err);
+	s.api.keys = store_is_shared(s.store) ? keys_open_store(s.store, &err) : keys_open(s.cfg.data_dir, &err);
 	s.api.usage = !s.api.keys ? NULL
-	              : store_has_usage(s.store) ? usage_open_store(s.store)
+	              : store_is_shared(s.store) ? usage_open_store(s.store)
 	                                         : usage_open(s.cfg.data_dir, &err);
 	if (!s.api.keys || !s.api.usage) {
 		log_error("cannot open keys or usage", "dir=%s error=\"%s\"", s.cfg.data_dir, err.msg);

@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/timeutil.h"
 #include "ingest/keys.h"
+#include "store/store.h"
 
 #define KEY_HASH_LEN 32
 #define KEY_PRESENTED_MAX 256 /* longer "keys" are refused before hashing */
@@ -48,7 +49,11 @@ struct keys {
 	sqlite3 *_db;
 	int64_t _data_version;
 	EVP_MD *_sha256; /* fetched once: implicit fetches take a global lock per call */
+	store_t *_store;   /* instead of _db: the keys table every process shares (ClickHouse) */
+	int64_t _loaded_mono; /* when the store's keys were last read */
 };
+
+#define KEYS_STORE_REFRESH_NS (1000 * 1000000LL) /* re-read a shared store's keys every second */
 
 /* mkdir -p: creates the missing parents first, then dir. */
 static int make_dirs(const char *dir, kn_err *err)
@@ -237,6 +242,59 @@ out:
 	return s;
 }
 
+typedef struct {
+	keys_snap *s;
+	size_t n, cap;
+	key_info *info;
+	uint8_t (*hash)[KEY_HASH_LEN];
+} store_load;
+
+static void collect_key(const store_key_row *r, void *ctx)
+{
+	store_load *l = ctx;
+	key_info info;
+	info.scope = 0;
+	for (int sc = KEY_SCOPE_INGEST; sc <= KEY_SCOPE_BOTH; sc++)
+		if (slice_eq_cstr(r->scope, keys_scope_name(sc)))
+			info.scope = sc;
+	/* Shared rows are treated as hostile too: wrong hash length or scope, long names are skipped. */
+	if (r->revoked_ns || r->hash.n != KEY_HASH_LEN || !info.scope || r->name.n > KEY_NAME_MAX ||
+	    r->project.n > KEY_NAME_MAX)
+		return;
+	copy_text(info.name, r->name.p, (int)r->name.n);
+	copy_text(info.project, r->project.p, (int)r->project.n);
+	size_t cap = l->cap;
+	l->info = xgrow(l->info, &cap, l->n + 1, sizeof *l->info);
+	cap = l->cap;
+	l->hash = xgrow(l->hash, &cap, l->n + 1, sizeof *l->hash);
+	l->cap = cap;
+	l->info[l->n] = info;
+	memcpy(l->hash[l->n], r->hash.p, KEY_HASH_LEN);
+	l->n++;
+}
+
+/* Every active key of the shared store. NULL + err on failure. */
+static keys_snap *snap_load_store(store_t *st, kn_err *err)
+{
+	store_load l = {0};
+	if (store_keys_read(st, collect_key, &l, err) < 0) {
+		free(l.info);
+		free(l.hash);
+		return NULL;
+	}
+	size_t cap = 16;
+	while (cap < 2 * l.n)
+		cap *= 2;
+	keys_snap *s = xcalloc(1, sizeof *s);
+	s->slots = xcalloc(cap, sizeof *s->slots);
+	s->mask = cap - 1;
+	for (size_t i = 0; i < l.n; i++)
+		snap_insert(s, l.hash[i], &l.info[i]);
+	free(l.info);
+	free(l.hash);
+	return s;
+}
+
 static int64_t data_version(sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
@@ -247,7 +305,7 @@ static int64_t data_version(sqlite3 *db)
 	return v;
 }
 
-keys_t *keys_open(const char *data_dir, kn_err *err)
+static keys_t *keys_new(kn_err *err)
 {
 	keys_t *k = xcalloc(1, sizeof *k);
 	pthread_rwlockattr_t attr;
@@ -260,8 +318,37 @@ keys_t *keys_open(const char *data_dir, kn_err *err)
 	k->_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	if (!k->_sha256) {
 		err_set(err, 500, "keys: OpenSSL has no SHA-256");
-		goto fail;
+		keys_close(k);
+		return NULL;
 	}
+	return k;
+}
+
+keys_t *keys_open_store(store_t *st, kn_err *err)
+{
+	keys_t *k = keys_new(err);
+	if (!k)
+		return NULL;
+	k->_store = st;
+	k->_loaded_mono = time_mono_ns();
+	/* Unreachable now: start with no keys (every keyed request is refused)
+	 * and read them at the next refresh. */
+	kn_err e = {0};
+	k->_snap = snap_load_store(st, &e);
+	if (!k->_snap) {
+		k->_snap = xcalloc(1, sizeof *k->_snap);
+		k->_snap->slots = xcalloc(16, sizeof *k->_snap->slots);
+		k->_snap->mask = 15;
+	}
+	(void)err;
+	return k;
+}
+
+keys_t *keys_open(const char *data_dir, kn_err *err)
+{
+	keys_t *k = keys_new(err);
+	if (!k)
+		return NULL;
 	if (ingest_db_open(data_dir, "keys.db", KEYS_SCHEMA, 1, &k->_db, err) < 0)
 		goto fail;
 	k->_data_version = data_version(k->_db);
@@ -286,10 +373,32 @@ void keys_close(keys_t *k)
 	free(k);
 }
 
+static void snap_swap(keys_t *k, keys_snap *fresh)
+{
+	pthread_rwlock_wrlock(&k->_snap_lock);
+	keys_snap *old = k->_snap;
+	k->_snap = fresh;
+	pthread_rwlock_unlock(&k->_snap_lock);
+	snap_free(old); /* no reader can hold it: they all left before the swap */
+}
+
 int keys_refresh(keys_t *k)
 {
 	pthread_mutex_lock(&k->_refresh_mu);
 	int rc = 0;
+	if (k->_store) {
+		int64_t now = time_mono_ns();
+		if (now - k->_loaded_mono >= KEYS_STORE_REFRESH_NS) {
+			kn_err err;
+			keys_snap *fresh = snap_load_store(k->_store, &err);
+			k->_loaded_mono = now;
+			if (fresh)
+				snap_swap(k, fresh);
+			rc = fresh ? 1 : -1;
+		}
+		pthread_mutex_unlock(&k->_refresh_mu);
+		return rc;
+	}
 	int64_t v = data_version(k->_db);
 	if (v >= 0 && v != k->_data_version) {
 		kn_err err;
@@ -297,11 +406,7 @@ int keys_refresh(keys_t *k)
 		if (!fresh) {
 			rc = -1;
 		} else {
-			pthread_rwlock_wrlock(&k->_snap_lock);
-			keys_snap *old = k->_snap;
-			k->_snap = fresh;
-			pthread_rwlock_unlock(&k->_snap_lock);
-			snap_free(old); /* no reader can hold it: they all left before the swap */
+			snap_swap(k, fresh);
 			k->_data_version = v;
 			rc = 1;
 		}
@@ -382,8 +487,9 @@ static void base64url(const uint8_t *p, size_t n, char *out)
 	*out = 0;
 }
 
-int keys_create(const char *data_dir, const char *project, const char *name, int scope, char *key_out,
-                size_t n, kn_err *err)
+/* Checks the arguments of a new key and makes it: key (text) and h (its hash). */
+static int new_key(const char *project, const char *name, int scope, size_t n, char key[KEY_TEXT_MAX],
+                   uint8_t h[KEY_HASH_LEN], kn_err *err)
 {
 	if (!keys_name_valid(slice_cstr(project)))
 		return err_set(err, 400, "invalid project name '%s': use 1 to 64 of A-Z a-z 0-9 _ . -",
@@ -394,15 +500,24 @@ int keys_create(const char *data_dir, const char *project, const char *name, int
 		return err_set(err, 400, "invalid scope %d: ingest, query or both", scope);
 	if (n < KEY_TEXT_MAX)
 		return err_set(err, 500, "keys_create: output buffer too small");
-	uint8_t secret[32], h[KEY_HASH_LEN];
-	char key[KEY_TEXT_MAX];
+	uint8_t secret[32];
 	if (random_bytes(secret, sizeof secret) < 0)
 		return err_set(err, 500, "cannot read random bytes from the OS: %s", strerror(errno));
 	memcpy(key, "kiln_", 5);
 	base64url(secret, sizeof secret, key + 5);
+	OPENSSL_cleanse(secret, sizeof secret);
 	if (sha256(EVP_sha256(), slice_cstr(key), h) < 0)
 		return err_set(err, 500, "SHA-256 failed");
+	return 0;
+}
 
+int keys_create(const char *data_dir, const char *project, const char *name, int scope, char *key_out,
+                size_t n, kn_err *err)
+{
+	uint8_t h[KEY_HASH_LEN];
+	char key[KEY_TEXT_MAX];
+	if (new_key(project, name, scope, n, key, h, err) < 0)
+		return -1;
 	sqlite3 *db;
 	if (ingest_db_open(data_dir, "keys.db", KEYS_SCHEMA, 1, &db, err) < 0)
 		return -1;
@@ -431,7 +546,6 @@ int keys_create(const char *data_dir, const char *project, const char *name, int
 	rc = 0;
 out:
 	OPENSSL_cleanse(key, sizeof key);
-	OPENSSL_cleanse(secret, sizeof secret);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc;
@@ -510,4 +624,91 @@ out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc;
+}
+
+/* ---- keys in the shared store (ClickHouse) ---- */
+
+typedef struct {
+	const char *name;
+	int found;
+	store_key_row row; /* of name; strings copied into buf */
+	char buf[3 * (KEY_NAME_MAX + 1) + KEY_HASH_LEN];
+	void (*cb)(const key_row *row, void *ctx);
+	void *ctx;
+} store_find;
+
+static void find_key(const store_key_row *r, void *ctx)
+{
+	store_find *f = ctx;
+	if (f->found || !slice_eq_cstr(r->name, f->name) || r->project.n > KEY_NAME_MAX || r->scope.n > KEY_NAME_MAX ||
+	    r->hash.n > KEY_HASH_LEN)
+		return;
+	f->found = 1;
+	f->row = *r;
+	char *p = f->buf;
+	memcpy(p, r->project.p, r->project.n);
+	f->row.project = slice_make(p, r->project.n);
+	p += r->project.n;
+	memcpy(p, r->scope.p, r->scope.n);
+	f->row.scope = slice_make(p, r->scope.n);
+	p += r->scope.n;
+	memcpy(p, r->hash.p, r->hash.n);
+	f->row.hash = slice_make(p, r->hash.n);
+	f->row.name = slice_cstr(f->name);
+}
+
+int keys_create_store(store_t *st, const char *project, const char *name, int scope, char *key_out, size_t n,
+                      kn_err *err)
+{
+	uint8_t h[KEY_HASH_LEN];
+	char key[KEY_TEXT_MAX];
+	if (new_key(project, name, scope, n, key, h, err) < 0)
+		return -1;
+	/* Names stay taken after revocation, as in keys.db. Two operators creating
+	 * one name at the same instant could both succeed: the newer row wins. */
+	store_find f = {.name = name};
+	int rc = store_keys_read(st, find_key, &f, err);
+	if (rc == 0 && f.found)
+		rc = err_set(err, 400, "a key named '%s' already exists (names are unique across projects)", name);
+	if (rc == 0) {
+		store_key_row r = {slice_cstr(name), slice_cstr(project), slice_cstr(keys_scope_name(scope)),
+		                   slice_make(h, KEY_HASH_LEN), time_now_ns(), 0};
+		rc = store_keys_write(st, &r, err);
+	}
+	if (rc == 0)
+		memcpy(key_out, key, strlen(key) + 1);
+	OPENSSL_cleanse(key, sizeof key);
+	return rc;
+}
+
+int keys_revoke_store(store_t *st, const char *name, kn_err *err)
+{
+	store_find f = {.name = name};
+	if (store_keys_read(st, find_key, &f, err) < 0)
+		return -1;
+	if (!f.found)
+		return err_set(err, 404, "no key named '%s'", name);
+	if (f.row.revoked_ns)
+		return 1;
+	f.row.revoked_ns = time_now_ns();
+	return store_keys_write(st, &f.row, err);
+}
+
+static void list_key(const store_key_row *r, void *ctx)
+{
+	store_find *f = ctx;
+	char name[KEY_NAME_MAX + 1], project[KEY_NAME_MAX + 1], scope[KEY_NAME_MAX + 1];
+	if (r->name.n > KEY_NAME_MAX || r->project.n > KEY_NAME_MAX || r->scope.n > KEY_NAME_MAX)
+		return;
+	copy_text(name, r->name.p, (int)r->name.n);
+	copy_text(project, r->project.p, (int)r->project.n);
+	copy_text(scope, r->scope.p, (int)r->scope.n);
+	key_row row = {name, project, keys_scope_parse(scope), r->created_ns, r->revoked_ns};
+	f->cb(&row, f->ctx);
+}
+
+int keys_list_store(store_t *st, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err)
+{
+	store_find f = {.cb = cb, .ctx = ctx};
+	return store_keys_read(st, list_key, &f, err);
 }

@@ -39,6 +39,17 @@ typedef struct keys keys_t;
 keys_t *keys_open(const char *data_dir, kn_err *err);
 void keys_close(keys_t *k);
 
+/* The same over the keys table of a shared store (ClickHouse: every Kiln
+ * process on it sees the same keys). A store unreachable at open starts with
+ * no keys; keys_refresh re-reads the table at most once a second. */
+struct store;
+keys_t *keys_open_store(struct store *s, kn_err *err);
+/* keys_create, keys_revoke and keys_list on a shared store. */
+int keys_create_store(struct store *s, const char *project, const char *name, int scope, char *key_out, size_t n,
+                      kn_err *err);
+int keys_revoke_store(struct store *s, const char *name, kn_err *err);
+int keys_list_store(struct store *s, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err);
+
 /* Reloads the snapshot if keys.db changed since the last load (PRAGMA
  * data_version: one cheap query when nothing changed). The server calls it
  * every ~250 ms, so a key created or revoked by `kiln keys` in another process

@@ -33,7 +33,7 @@ typedef struct {
  * usage(day, project, key, accepted, rejected_rate_limited, rejected_too_large,
  * rejected_invalid, rejected_out_of_window), primary key (day, project, key). */
 usage_t *usage_open(const char *data_dir, kn_err *err);
-/* The same over the store's own counters (store_has_usage(s): ClickHouse),
+/* The same over the store's own counters (store_is_shared(s): ClickHouse),
  * shared by every Kiln process on that store; no file. */
 struct store;
 usage_t *usage_open_store(struct store *s);

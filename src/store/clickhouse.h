@@ -13,7 +13,8 @@
  *            the dictionaries by content hash id (model/model.h), inserted
  *            before the samples that name them; ReplacingMergeTree, and read
  *            with GROUP BY id, so a row written twice reads once.
- *   usage    SummingMergeTree counters per (day, project, key). */
+ *   usage    SummingMergeTree counters per (day, project, key).
+ *   keys     ingestion keys (hashes), ReplacingMergeTree by name (newest version wins). */
 #ifndef KILN_STORE_CLICKHOUSE_H
 #define KILN_STORE_CLICKHOUSE_H
 
@@ -160,6 +161,9 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err);
 int ch_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
 int ch_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
                   void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+
+int ch_keys_write(store_t *s, const store_key_row *row, kn_err *err);
+int ch_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
 
 /* ---- clickhouse_view.c ---- */
 int ch_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,

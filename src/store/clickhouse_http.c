@@ -157,13 +157,16 @@ static const char *const columns[CH_T_COUNT] = {
                      "node UInt64, attrset UInt64, value Int64, sample_t Int64, span_id String, trace_id String",
 };
 
+/* family may carry a version column after a space: "ReplacingMergeTree version". */
 static void engine_clause(ch_store *s, buf_t *q, const char *family, const char *table)
 {
+	const char *sp = strchr(family, ' ');
+	int fn = sp ? (int)(sp - family) : (int)strlen(family);
 	if (s->replicated)
-		buf_printf(q, "ENGINE = Replicated%s('/clickhouse/tables/{shard}/%s/%s', '{replica}')", family, s->db,
-		           table);
+		buf_printf(q, "ENGINE = Replicated%.*s('/clickhouse/tables/{shard}/%s/%s', '{replica}'%s%s)", fn, family,
+		           s->db, table, sp ? ", " : "", sp ? sp + 1 : "");
 	else
-		buf_printf(q, "ENGINE = %s", family);
+		buf_printf(q, "ENGINE = %.*s%s%s%s", fn, family, sp ? "(" : "", sp ? sp + 1 : "", sp ? ")" : "");
 }
 
 static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, const char *cols,
@@ -218,6 +221,11 @@ int ch_schema(ch_store *s, ch_conn *c, kn_err *err)
 		                  "day UInt32, project String, key String, accepted UInt64, rate_limited UInt64, "
 		                  "too_large UInt64, invalid UInt64, out_of_window UInt64",
 		                  "SummingMergeTree", "ORDER BY (day, project, key)", err);
+	if (rc == 0)
+		rc = create_table(s, c, &q, "keys",
+		                  "name String, project String, scope String, hash String, created_ns Int64, "
+		                  "revoked_ns Int64, version Int64",
+		                  "ReplacingMergeTree version", "ORDER BY name", err);
 	if (rc == 0) {
 		atomic_store(&s->schema_ok, 1);
 		log_info("clickhouse schema ready", "url=%s database=%s cluster=%s", s->url, s->db,

@@ -220,3 +220,56 @@ int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_
 	buf_free(&q);
 	return rc;
 }
+
+/* ---- ingestion keys (SPEC S6.1) ---- */
+
+int ch_keys_write(store_t *st, const store_key_row *row, kn_err *err)
+{
+	ch_store *s = (ch_store *)st;
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	ch_put_str(&b, row->name);
+	ch_put_str(&b, row->project);
+	ch_put_str(&b, row->scope);
+	ch_put_str(&b, row->hash);
+	ch_put_i64(&b, row->created_ns);
+	ch_put_i64(&b, row->revoked_ns);
+	ch_put_i64(&b, time_now_ns()); /* version: the newest row of a name wins */
+	ch_conn *c = ch_conn_get(s);
+	int rc = ch_schema(s, c, err);
+	if (rc == 0)
+		rc = ch_exec(s, c, "INSERT INTO keys FORMAT RowBinary", buf_slice(&b),
+		             s->cluster ? "insert_distributed_sync=1" : NULL, 1, err);
+	ch_conn_put(s, c);
+	buf_free(&b);
+	return rc;
+}
+
+int ch_keys_read(store_t *st, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+{
+	ch_store *s = (ch_store *)st;
+	buf_t q;
+	buf_init(&q, SIZE_MAX);
+	buf_puts(&q, "SELECT name, argMax(project, version) AS p, argMax(scope, version), argMax(hash, version), "
+	             "argMax(created_ns, version), argMax(revoked_ns, version) FROM keys GROUP BY name "
+	             "ORDER BY p, name");
+	ch_conn *c = ch_conn_get(s);
+	ch_rd rd;
+	int rc = ch_select(s, c, &q, &rd, err);
+	while (rc == 0 && ch_rd_more(&rd)) {
+		store_key_row r;
+		r.name = ch_rd_str(&rd);
+		r.project = ch_rd_str(&rd);
+		r.scope = ch_rd_str(&rd);
+		r.hash = ch_rd_str(&rd);
+		r.created_ns = ch_rd_i64(&rd);
+		r.revoked_ns = ch_rd_i64(&rd);
+		if (rd.bad)
+			rc = err_set(err, 500, "store: ClickHouse sent a malformed key row");
+		else
+			cb(&r, ctx);
+	}
+	ch_conn_put(s, c);
+	buf_free(&q);
+	return rc;
+}

@@ -24,6 +24,9 @@ typedef struct store_engine {
 	int (*usage_read)(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
 	                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
 
+	int (*keys_write)(store_t *s, const store_key_row *row, kn_err *err);
+	int (*keys_read)(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
+
 	int (*view_open)(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
 	                 kn_err *err);
 	void (*view_close)(store_view *v);

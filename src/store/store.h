@@ -115,19 +115,36 @@ const char *store_engine_name(const store_t *s);
 /* ---- Usage counters kept by the engine (SPEC S6.3) -------------------
  * The ClickHouse engine keeps the usage counters of every Kiln process in
  * one table, so a query node sees what every ingestor counted; the embedded
- * engine leaves usage to ingest/usage's own file (store_has_usage 0). */
+ * engine leaves usage to ingest/usage's own file (store_is_shared 0). */
 typedef struct {
 	int64_t day; /* days since 1970-01-01, UTC */
 	slice_t project, key;
 	uint64_t counts[5]; /* accepted, rejected: rate_limited, too_large, invalid, out_of_window */
 } store_usage_row;
-int store_has_usage(const store_t *s);
+/* 1 when the engine keeps usage counters and ingestion keys for every Kiln
+ * process on it (ClickHouse), 0 when they stay in the data directory. */
+int store_is_shared(const store_t *s);
 /* Adds rows to the stored counters (one insert). 0, or -1 with err (503 when unreachable). */
 int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
 /* Calls cb with the summed rows of project (every project when empty) for
  * days from_day..until_day inclusive, ordered by day, project, key. */
 int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
                      void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+
+/* ---- Ingestion keys kept by the engine (SPEC S6.1) -------------------
+ * With ClickHouse, keys (their SHA-256 hashes) live in one table that every
+ * Kiln process reads, so a key created once works on every ingestor and
+ * query node; the embedded engine leaves keys to ingest/keys' keys.db
+ * (store_is_shared 0). A row is the
+ * whole state of one key name; writing the name again replaces it. */
+typedef struct {
+	slice_t name, project, scope; /* scope: "ingest" | "query" | "both" */
+	slice_t hash;                 /* 32 bytes */
+	int64_t created_ns, revoked_ns; /* revoked_ns 0: active */
+} store_key_row;
+int store_keys_write(store_t *s, const store_key_row *row, kn_err *err);
+/* Every key name's current row, ordered by project, then name. */
+int store_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
 
 /* ---- Reading ---------------------------------------------------------
  * A view is a read snapshot of one project's partitions overlapping

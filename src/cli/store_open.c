@@ -1,0 +1,51 @@
+/* Opening the store a config names, for kiln serve and the operator
+ * commands (kiln keys, kiln usage) alike. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/config.h"
+#include "cli/cli.h"
+#include "store/store.h"
+
+/* The contents of a secret file without its trailing newline; NULL + err. */
+static char *read_secret(const char *path, kn_err *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		err_set(err, 400, "store.passwordFile %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char buf[1024];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = 0;
+	return xstrdup(buf);
+}
+
+store_t *cli_store_open(const kiln_config *cfg, kn_err *err)
+{
+	store_config sc = {.dir = cfg->data_dir, .retention_days = config_retention_days(cfg, "")};
+	char *password = NULL;
+	if (!strcmp(cfg->store.engine, "clickhouse")) {
+		sc.engine = STORE_ENGINE_CLICKHOUSE;
+		sc.ch_url = cfg->store.url;
+		sc.ch_database = cfg->store.database;
+		sc.ch_user = cfg->store.user;
+		sc.ch_password = cfg->store.password;
+		sc.ch_cluster = cfg->store.cluster;
+		sc.ch_replicated = cfg->store.replicated;
+		if (cfg->store.password_file) {
+			if (!(password = read_secret(cfg->store.password_file, err)))
+				return NULL;
+			sc.ch_password = password;
+		}
+	}
+	store_t *s = store_open(&sc, err);
+	free(password);
+	return s;
+}
