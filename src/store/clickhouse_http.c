@@ -172,9 +172,13 @@ static void engine_clause(ch_store *s, buf_t *q, const char *family, const char 
 static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, const char *cols,
                         const char *family, const char *keys, kn_err *err)
 {
+	/* Every name is qualified with the database: an ON CLUSTER statement
+	 * runs on each host through the distributed DDL queue, where 18.16 does
+	 * not resolve an unqualified `AS T_local` in the initiator's database but
+	 * in `default` ("Table default.frames_local doesn't exist"). */
 	const char *local = s->cluster ? "_local" : "";
 	buf_reset(q);
-	buf_printf(q, "CREATE TABLE IF NOT EXISTS %s%s", name, local);
+	buf_printf(q, "CREATE TABLE IF NOT EXISTS %s.%s%s", s->db, name, local);
 	if (s->cluster)
 		buf_printf(q, " ON CLUSTER %s", s->cluster);
 	buf_printf(q, " (%s) ", cols);
@@ -188,8 +192,10 @@ static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, con
 	if (!s->cluster)
 		return 0;
 	buf_reset(q);
-	buf_printf(q, "CREATE TABLE IF NOT EXISTS %s ON CLUSTER %s AS %s_local ENGINE = Distributed(%s, %s, %s_local, rand())",
-	           name, s->cluster, name, s->cluster, s->db, name);
+	buf_printf(q,
+	           "CREATE TABLE IF NOT EXISTS %s.%s ON CLUSTER %s AS %s.%s_local "
+	           "ENGINE = Distributed(%s, %s, %s_local, rand())",
+	           s->db, name, s->cluster, s->db, name, s->cluster, s->db, name);
 	buf_putc(q, 0);
 	return ch_exec(s, c, (const char *)q->p, (slice_t){0}, NULL, 1, err);
 }

@@ -116,7 +116,8 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 		}
 		for (uint32_t i = 0; i < n && rc == 0; i++) {
 			buf_reset(&q);
-			buf_printf(&q, "ALTER TABLE %s%s", ch_table_names[t], s->cluster ? "_local" : "");
+			/* Qualified: on a cluster each host runs it outside this session's database. */
+			buf_printf(&q, "ALTER TABLE %s.%s%s", s->db, ch_table_names[t], s->cluster ? "_local" : "");
 			if (s->cluster)
 				buf_printf(&q, " ON CLUSTER %s", s->cluster);
 			buf_puts(&q, " DROP PARTITION (");
