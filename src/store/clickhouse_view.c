@@ -238,7 +238,12 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 	buf_puts(&v->q, "SELECT id, any(service), any(type), any(period_type), any(period_unit), any(period), "
 	                "any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series");
 	where_part(v, p);
-	buf_puts(&v->q, " AND id IN (SELECT DISTINCT series FROM samples");
+	/* On a cluster both tables are Distributed: a plain IN would run the
+	 * subquery on each shard over the Distributed samples again, which
+	 * ClickHouse refuses (Code 288, "Double-distributed IN/JOIN subqueries
+	 * is denied"). GLOBAL IN runs it once on the initiator and ships the set
+	 * to the shards; the series of a sample may sit on any shard. */
+	buf_printf(&v->q, " AND id %sIN (SELECT DISTINCT series FROM samples", v->s->cluster ? "GLOBAL " : "");
 	where_part(v, p);
 	buf_puts(&v->q, ") GROUP BY id ORDER BY id");
 	ch_rd rd;
