@@ -178,8 +178,14 @@ int ch_usage_write(store_t *st, const store_usage_row *rows, uint32_t n, kn_err 
 	}
 	ch_conn *c = ch_conn_get(s);
 	int rc = ch_schema(s, c, err);
+	/* Rows are increments: two flushes of the same counts are two blocks of
+	 * identical bytes, and a Replicated* table drops the second as a retried
+	 * insert ("Block with ID ... already exists; ignoring it"), losing counts.
+	 * insert_deduplicate=0 keeps every block (shards get it from the
+	 * Distributed insert); a no-op on a plain MergeTree. */
 	if (rc == 0)
-		rc = ch_exec(s, c, "INSERT INTO usage FORMAT RowBinary", buf_slice(&b), s->cluster ? "insert_distributed_sync=1" : NULL, 1, err);
+		rc = ch_exec(s, c, "INSERT INTO usage FORMAT RowBinary", buf_slice(&b),
+		             s->cluster ? "insert_distributed_sync=1&insert_deduplicate=0" : "insert_deduplicate=0", 1, err);
 	ch_conn_put(s, c);
 	buf_free(&b);
 	return rc;
