@@ -85,7 +85,8 @@ typedef struct ch_store {
 	uint32_t queued;
 	int closing, max_batches;
 	pthread_t thread;
-	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max, partitions;
+	store_commit_stats commit_stats;
+	_Atomic uint64_t partitions;
 
 	/* Writer thread only. */
 	ch_conn *wconn;

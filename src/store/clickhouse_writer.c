@@ -206,9 +206,7 @@ void ch_get_stats(store_t *st, store_stats *out)
 {
 	ch_store *s = (ch_store *)st;
 	memset(out, 0, sizeof *out);
-	out->commits = atomic_load(&s->commits);
-	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
-	out->commit_ns_max = atomic_load(&s->commit_ns_max);
+	store_commit_read(&s->commit_stats, out);
 	out->partitions = (uint32_t)atomic_load(&s->partitions);
 }
 
@@ -345,26 +343,11 @@ static void put_series(enc *e, const model_profile *p)
 	put_labels(r, e->b->series_labels + p->labels_first, p->labels_count);
 }
 
-/* The span_id (else profile_id) and trace_id labels of every attribute set
- * (the embedded engine's rule, store/store.h "Span links"). */
+/* The span link of every attribute set (store_span_labels). */
 static void find_spans(enc *e)
 {
-	const model_batch *b = e->b;
-	for (uint32_t i = 1; i < b->n_attrsets; i++) {
-		const model_attrset *a = &b->attrsets[i];
-		uint32_t span = 0, trace = 0, profile_id = 0;
-		for (uint32_t k = a->first; k < a->first + a->count; k++) {
-			slice_t key = b->attr_labels[k].key;
-			if (!span && slice_eq_cstr(key, "span_id"))
-				span = k + 1;
-			else if (!profile_id && slice_eq_cstr(key, "profile_id"))
-				profile_id = k + 1;
-			else if (!trace && slice_eq_cstr(key, "trace_id"))
-				trace = k + 1;
-		}
-		e->span[i] = span ? span : profile_id;
-		e->trace[i] = trace;
-	}
+	for (uint32_t i = 1; i < e->b->n_attrsets; i++)
+		store_span_labels(e->b, &e->b->attrsets[i], &e->span[i], &e->trace[i]);
 }
 
 typedef struct {
@@ -391,16 +374,6 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
-/* Whole seconds from the profile start (floor); 0 without a sample time. */
-static int64_t second_offset(int64_t sample_ns, int64_t profile_ns)
-{
-	int64_t d;
-	if (!sample_ns || __builtin_sub_overflow(sample_ns, profile_ns, &d))
-		return 0;
-	int64_t q = d / NS_PER_SEC;
-	return (d % NS_PER_SEC < 0) ? q - 1 : q;
-}
-
 static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *cap)
 {
 	const model_batch *b = e->b;
@@ -411,7 +384,7 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 	ch_entry *en = *ent;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample *smp = &b->samples[p->samples_first + i];
-		en[i] = (ch_entry){smp->node, smp->attrset, second_offset(smp->time_ns, p->time_ns), smp->value};
+		en[i] = (ch_entry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns), smp->value};
 	}
 	qsort(en, n, sizeof *en, entry_cmp);
 	uint32_t m = 0;
@@ -529,11 +502,7 @@ static void write_group(ch_store *s, ch_job **jobs, size_t n)
 	free(e.pending);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-	atomic_fetch_add(&s->commits, 1);
-	atomic_fetch_add(&s->commit_ns_sum, ns);
-	uint64_t max = atomic_load(&s->commit_ns_max);
-	while (ns > max && !atomic_compare_exchange_weak(&s->commit_ns_max, &max, ns))
-		;
+	store_commit_note(&s->commit_stats, ns);
 	for (size_t k = 0; k < n; k++)
 		if (jobs[k])
 			finish(jobs[k], rc == 0 ? NULL : &err);

@@ -117,7 +117,7 @@ struct store {
 	uint32_t queued; /* queued + being written */
 	int closing;
 	pthread_t thread;
-	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max; /* store_get_stats */
+	store_commit_stats commit_stats; /* store_get_stats */
 
 	/* Damaged partitions reported so far (local_damage.c), any thread. */
 	pthread_mutex_t damage_mu;

@@ -310,11 +310,7 @@ static void process(store_t *s, local_job **jobs, size_t n)
 		rc = write_group(s, jobs, n, &err);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-		atomic_fetch_add(&s->commits, 1);
-		atomic_fetch_add(&s->commit_ns_sum, ns);
-		uint64_t max = atomic_load(&s->commit_ns_max);
-		while (ns > max && !atomic_compare_exchange_weak(&s->commit_ns_max, &max, ns))
-			;
+		store_commit_note(&s->commit_stats, ns);
 	}
 	if (rc < 0) {
 		if (n == 1) {
@@ -421,9 +417,7 @@ static uint32_t count_partitions(const char *dir)
 
 void local_get_stats(store_t *s, store_stats *out)
 {
-	out->commits = atomic_load(&s->commits);
-	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
-	out->commit_ns_max = atomic_load(&s->commit_ns_max);
+	store_commit_read(&s->commit_stats, out);
 	out->partitions = count_partitions(s->dir);
 	out->damaged = atomic_load(&s->damaged_count);
 }
