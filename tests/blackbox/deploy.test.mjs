@@ -1,6 +1,7 @@
-// deploy/kubernetes (issue 5 item 7): every manifest is parsed by the real
-// kubectl offline, the objects carry what SPEC S1, S2.1a, S3.2 and S3.3 ask
-// for, and the kiln configs inside the ConfigMaps start the real binary.
+// deploy/kubernetes (issue 5 item 7) and its scale-out variant (issue 8 item
+// 4): every manifest is parsed by the real kubectl offline, the objects carry
+// what SPEC S1, S2.1a, S3.2 and S3.3 ask for, and the kiln configs inside the
+// ConfigMaps start the real binary.
 //
 // No cluster exists here. `kubectl apply --dry-run=client` still asks a
 // server for API discovery, so it is tried first and, when no server
@@ -12,6 +13,8 @@ import { spawnSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO, KILN_BIN, mkTemp } from './lib/env.mjs';
+import { parseLogfmt } from './lib/server.mjs';
+import { buildProfile } from './lib/pb.mjs';
 
 const DIR = path.join(REPO, 'deploy/kubernetes');
 const tmp = mkTemp('deploy');
@@ -39,49 +42,72 @@ function splitJson(text) {
   return out;
 }
 
-const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.yaml')).sort();
-let objects = null;
-function loadObjects() {
-  if (objects) return objects;
-  objects = [];
-  for (const f of files) {
-    const r = kubectl(['label', '--local', '-f', path.join(DIR, f), 'kiln.dev/parsed=true', '-o', 'json']);
-    assert.equal(r.status, 0, `kubectl could not parse ${f}: ${r.stderr}`);
-    const objs = splitJson(r.stdout);
-    assert.ok(objs.length > 0, `${f}: no objects`);
-    for (const o of objs) objects.push({ file: f, ...o });
-  }
-  return objects;
-}
-const find = (kind, name) => {
-  const o = loadObjects().find((x) => x.kind === kind && x.metadata?.name === name);
-  assert.ok(o, `${kind}/${name} not found in deploy/kubernetes`);
-  return o;
-};
+// The YAML files of paths (files, or directories: their *.yaml, not recursive
+// like kubectl -f DIR), in the order kubectl applies them.
+const yamlFiles = (paths) => paths.flatMap((p) => (fs.statSync(p).isDirectory()
+  ? fs.readdirSync(p).filter((f) => f.endsWith('.yaml')).sort().map((f) => path.join(p, f)) : [p]));
 
-test('kubectl dry-run accepts every manifest in deploy/kubernetes', () => {
-  assert.ok(files.length >= 8, `manifests: ${files}`);
-  const r = kubectl(['apply', '--dry-run=client', '--validate=false', '--server=http://127.0.0.1:1', '-f', DIR, '-o', 'name']);
+// The objects kubectl parses from paths() (read when a test first needs
+// them), each with the file it came from (relative to deploy/kubernetes),
+// and find(kind, name) on them.
+function manifests(paths, what) {
+  let objects = null;
+  const load = () => {
+    if (objects) return objects;
+    const all = [];
+    for (const f of yamlFiles(paths())) {
+      const r = kubectl(['label', '--local', '-f', f, 'kiln.dev/parsed=true', '-o', 'json']);
+      assert.equal(r.status, 0, `kubectl could not parse ${f}: ${r.stderr}`);
+      const objs = splitJson(r.stdout);
+      assert.ok(objs.length > 0, `${f}: no objects`);
+      for (const o of objs) all.push({ file: path.relative(DIR, f), ...o });
+    }
+    return (objects = all);
+  };
+  const find = (kind, name) => {
+    const o = load().find((x) => x.kind === kind && x.metadata?.name === name);
+    assert.ok(o, `${kind}/${name} not found in ${what}`);
+    return o;
+  };
+  return { paths, load, find };
+}
+
+// What `kubectl apply -f P1 -f P2 …` would create: the names kubectl prints,
+// and the objects themselves pass the checks every manifest must.
+function applyNames(m, want) {
+  const fargs = m.paths().flatMap((p) => ['-f', p]);
+  const r = kubectl(['apply', '--dry-run=client', '--validate=false', '--server=http://127.0.0.1:1', ...fargs, '-o', 'name']);
   let names;
   if (r.status === 0) {
     names = r.stdout.trim().split('\n');
   } else {
     // kubectl needs API discovery for apply even with --dry-run=client.
     assert.match(r.stderr, /127\.0\.0\.1:1|connection refused|unable to recognize/, `kubectl apply failed for another reason: ${r.stderr}`);
-    const l = kubectl(['label', '--local', '-f', DIR, 'kiln.dev/parsed=true', '-o', 'name']);
-    assert.equal(l.status, 0, `kubectl label --local -f deploy/kubernetes: ${l.stderr}`);
+    const l = kubectl(['label', '--local', ...fargs, 'kiln.dev/parsed=true', '-o', 'name']);
+    assert.equal(l.status, 0, `kubectl label --local ${fargs.join(' ')}: ${l.stderr}`);
     names = l.stdout.trim().split('\n');
   }
-  for (const n of ['namespace/kiln', 'serviceaccount/kiln-sensor', 'clusterrole.rbac.authorization.k8s.io/kiln-sensor',
-    'clusterrolebinding.rbac.authorization.k8s.io/kiln-sensor', 'configmap/kiln-sensor-config', 'daemonset.apps/kiln-sensor',
-    'service/kiln-sensor', 'deployment.apps/kiln-query', 'service/kiln-query', 'deployment.apps/kiln-ingestor',
-    'service/kiln-ingestor', 'daemonset.apps/otel-ebpf-profiler', 'configmap/otel-ebpf-profiler-config']) {
-    assert.ok(names.includes(n), `${n} missing from kubectl output:\n${names.join('\n')}`);
-  }
-  for (const o of loadObjects()) {
+  for (const n of want) assert.ok(names.includes(n), `${n} missing from kubectl output:\n${names.join('\n')}`);
+  for (const o of m.load()) {
     assert.ok(o.apiVersion && o.kind && o.metadata?.name, `${o.file}: apiVersion, kind, metadata.name`);
     if (!['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind)) assert.ok(o.metadata.namespace, `${o.file}: ${o.kind}/${o.metadata.name} names its namespace`);
   }
+  return names;
+}
+
+// The objects both variants need: the namespace, the sensor's RBAC and the
+// three Services (shared files, so the scale-out variant does not copy them).
+const SHARED_NAMES = ['namespace/kiln', 'serviceaccount/kiln-sensor', 'clusterrole.rbac.authorization.k8s.io/kiln-sensor',
+  'clusterrolebinding.rbac.authorization.k8s.io/kiln-sensor', 'service/kiln-sensor', 'service/kiln-query', 'service/kiln-ingestor'];
+
+const embedded = manifests(() => [DIR], 'deploy/kubernetes');
+const find = embedded.find;
+
+test('kubectl dry-run accepts every manifest in deploy/kubernetes', () => {
+  assert.ok(yamlFiles([DIR]).length >= 8, `manifests: ${yamlFiles([DIR])}`);
+  applyNames(embedded, [...SHARED_NAMES, 'configmap/kiln-sensor-config', 'daemonset.apps/kiln-sensor',
+    'deployment.apps/kiln-query', 'deployment.apps/kiln-ingestor', 'daemonset.apps/otel-ebpf-profiler',
+    'configmap/otel-ebpf-profiler-config']);
 });
 
 test('RBAC: the sensor service account may get/list/watch pods, cluster-wide', () => {
@@ -158,27 +184,38 @@ test('example app: S3.3 annotations on the pod template, the named port exists',
   assert.ok(ports.some((p) => p.name.endsWith('-profiles')), 'a *-profiles port for the types without .port');
 });
 
-// Starts the real binary on a config from a ConfigMap (addresses overridden
-// to loopback port 0, no NODE_NAME so pod discovery stays off) and expects
-// the listening lines of its role, then a clean SIGTERM exit.
-async function runConfig(yamlText, role, listeners) {
-  const file = path.join(mkTemp('deploy-cfg'), 'kiln.yaml');
-  fs.writeFileSync(file, yamlText);
+// Starts the real binary (args: `serve --config FILE …`, addresses
+// overridden to loopback port 0, a temp --data, no NODE_NAME so pod
+// discovery stays off), waits for the listening lines of its role, runs
+// during({url of each listener}, log so far), then expects a clean SIGTERM
+// exit. Returns the whole log.
+async function runKiln(args, role, listeners, during = async () => {}) {
   const env = { ...process.env };
   delete env.NODE_NAME; delete env.KUBERNETES_SERVICE_HOST; delete env.KUBERNETES_SERVICE_PORT;
-  const p = spawn(KILN_BIN, ['serve', '--config', file, '--data', mkTemp('deploy-data'),
+  const p = spawn(KILN_BIN, [...args, '--data', mkTemp('deploy-data'),
     '--ui', '127.0.0.1:0', '--upload', '127.0.0.1:0', '--otlp-http', '127.0.0.1:0', '--otlp-grpc', '127.0.0.1:0'],
   { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   const exited = new Promise((res) => p.on('exit', (code, signal) => res({ code, signal })));
-  const want = listeners.map((l) => `msg=listening listener=${l} `);
-  await new Promise((res, rej) => {
-    const t = setTimeout(() => rej(new Error(`${role}: no listening lines for ${listeners} in 15 s:\n${err}`)), 15000);
-    p.stderr.on('data', (d) => { err += d; if (want.every((w) => err.includes(w))) { clearTimeout(t); res(); } });
-    exited.then((x) => { clearTimeout(t); rej(new Error(`${role}: exited ${JSON.stringify(x)}:\n${err}`)); });
-  });
-  await new Promise((r) => setTimeout(r, 300));
-  p.kill('SIGTERM');
+  const urls = {};
+  try {
+    await new Promise((res, rej) => {
+      const t = setTimeout(() => rej(new Error(`${role}: no listening lines for ${listeners} in 15 s:\n${err}`)), 15000);
+      p.stderr.on('data', (d) => {
+        err += d;
+        for (const line of err.split('\n').slice(0, -1)) {
+          const f = parseLogfmt(line);
+          if (f.msg === 'listening' && f.listener && f.addr) urls[f.listener] = `http://127.0.0.1:${f.addr.slice(f.addr.lastIndexOf(':') + 1)}`;
+        }
+        if (listeners.every((l) => urls[l])) { clearTimeout(t); res(); }
+      });
+      exited.then((x) => { clearTimeout(t); rej(new Error(`${role}: exited ${JSON.stringify(x)}:\n${err}`)); });
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await during(urls, () => err);
+  } finally {
+    p.kill('SIGTERM');
+  }
   const x = await exited;
   assert.deepEqual(x, { code: 0, signal: null }, `${role}: SIGTERM exit:\n${err}`);
   assert.match(err, new RegExp(`msg=starting role=${role} `));
@@ -186,6 +223,13 @@ async function runConfig(yamlText, role, listeners) {
     if (!listeners.includes(l)) assert.ok(!err.includes(`listener=${l} `), `${role} must not open ${l}:\n${err}`);
   }
   return err;
+}
+
+// The same on a config from a ConfigMap of the embedded variant.
+function runConfig(yamlText, role, listeners) {
+  const file = path.join(mkTemp('deploy-cfg'), 'kiln.yaml');
+  fs.writeFileSync(file, yamlText);
+  return runKiln(['serve', '--config', file], role, listeners);
 }
 
 test('the sensor ConfigMap is a config the real kiln accepts: role sensor, scraping every 1m, no UI', async () => {
@@ -202,4 +246,192 @@ test('the query, ingestor and all-in-one configs start the real kiln in their ro
   assert.ok(!ing.includes('profile scraping started'), 'the ingestor never scrapes');
   const all = await runConfig(data['all.yaml'], 'all', ['ui', 'upload', 'otlp_http', 'otlp_grpc']);
   assert.match(all, /msg="profile scraping started" interval=60s/);
+});
+
+// ---- The scale-out variant (issue 8): deploy/kubernetes/scale-out/ plus the
+// shared files, applied with the command README.md gives, every role on
+// ClickHouse. Each workload is checked as a pod: its volumes are laid out
+// here, its init container's command renders the kiln config from the
+// ConfigMap and the Secret, and its main container's command starts the
+// real kiln on that config.
+
+// The -f paths of README.md's `kubectl apply` command for the scale-out variant.
+function readmeScaleOutPaths() {
+  const md = fs.readFileSync(path.join(DIR, 'README.md'), 'utf8').replace(/\\\n\s*/g, ' ');
+  const cmd = md.split('\n').find((l) => /^\s*kubectl apply\b/.test(l) && l.includes('deploy/kubernetes/scale-out/'));
+  assert.ok(cmd, 'README.md: a kubectl apply command with -f deploy/kubernetes/scale-out/');
+  return [...cmd.matchAll(/-f\s+(\S+)/g)].map((m) => path.join(REPO, m[1]));
+}
+const scaleOut = manifests(readmeScaleOutPaths, 'the scale-out variant (README.md apply command)');
+
+const RECEIVERS = ['upload', 'otlp_http', 'otlp_grpc'];
+const PORT = { upload: 8028, otlp_http: 4318, otlp_grpc: 4317, ui: 4040 };
+const WORKLOADS = [
+  { kind: 'DaemonSet', name: 'kiln-sensor', role: 'sensor', listeners: RECEIVERS },
+  { kind: 'Deployment', name: 'kiln-ingestor', role: 'ingestor', listeners: RECEIVERS },
+  { kind: 'Deployment', name: 'kiln-query', role: 'query', listeners: ['ui'] },
+];
+// The Secret's values the runtime tests use: nothing listens on port 1, and
+// a password that breaks unquoted YAML and must never be logged.
+const UNREACHABLE = { url: 'http://127.0.0.1:1', password: `pw-${process.pid}: it's "#1" \\ & \${user}` };
+
+const reEscape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+// Lays out the volumes of a pod template in a temp dir: ConfigMap and Secret
+// volumes as one file per key (secret: values replacing or, if undefined,
+// removing the Secret's), emptyDirs empty. A PVC fails: the scale-out
+// variant keeps nothing on disks.
+function podVolumes(pod, secret = {}) {
+  const root = mkTemp('deploy-pod');
+  const dirs = {};
+  for (const v of pod.volumes) {
+    const d = dirs[v.name] = path.join(root, v.name);
+    fs.mkdirSync(d);
+    let data = {};
+    if (v.configMap) data = scaleOut.find('ConfigMap', v.configMap.name).data;
+    else if (v.secret) {
+      const s = scaleOut.find('Secret', v.secret.secretName);
+      const b64 = Object.fromEntries(Object.entries(s.data ?? {}).map(([k, x]) => [k, Buffer.from(x, 'base64').toString()]));
+      data = { ...b64, ...s.stringData, ...secret };
+    } else assert.ok(v.emptyDir, `volume ${v.name}: a configMap, secret or emptyDir, no PVC`);
+    for (const [k, x] of Object.entries(data)) if (x !== undefined) fs.writeFileSync(path.join(d, k), x);
+  }
+  return { root, dirs };
+}
+
+// A container's command with every mounted path replaced by its volume's
+// local dir; a path outside the container's mounts fails.
+function localCommand(c, { root, dirs }) {
+  const mounts = (c.volumeMounts ?? []).map((m) => [new RegExp(`(^|=)${reEscape(m.mountPath)}(?=/|$)`), dirs[m.name]]);
+  const cmd = c.command.map((a) => mounts.reduce((s, [re, to]) => s.replace(re, `$1${to}`), a));
+  for (const a of cmd.slice(1)) if (/(^|=)\//.test(a)) assert.ok(a.replace(/^[^=]*=/, '').startsWith(root), `${c.name}: ${a} is not on a volume the container mounts`);
+  return cmd;
+}
+
+// Runs a workload's init container (the config renderer) with the given
+// Secret values; returns the pod, its main container, the render result and
+// the kiln arguments of the main container.
+function renderPod(wl, secret = {}) {
+  const pod = scaleOut.find(wl.kind, wl.name).spec.template.spec;
+  const vols = podVolumes(pod, secret);
+  assert.equal(pod.initContainers?.length, 1, `${wl.name}: one init container renders the config`);
+  const init = pod.initContainers[0];
+  const cmd = localCommand(init, vols);
+  assert.equal(cmd[0], 'awk', `${wl.name}: the init container runs awk (in the kiln image)`);
+  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 10000 });
+  const main = pod.containers[0];
+  const args = localCommand(main, vols);
+  assert.deepEqual(args.slice(0, 3), ['kiln', 'serve', '--config']);
+  const config = r.status === 0 ? fs.readFileSync(args[3], 'utf8') : null;
+  return { pod, init, main, r, args: args.slice(1), config };
+}
+
+test('scale-out: the README apply command parses with kubectl; shared objects are applied, not copied; no PVC', () => {
+  const paths = scaleOut.paths();
+  assert.ok(paths.includes(path.join(DIR, 'scale-out/')) || paths.includes(path.join(DIR, 'scale-out')), `paths: ${paths}`);
+  applyNames(scaleOut, [...SHARED_NAMES, 'secret/kiln-clickhouse', 'configmap/kiln-scale-out-config',
+    'daemonset.apps/kiln-sensor', 'deployment.apps/kiln-ingestor', 'deployment.apps/kiln-query']);
+  // What the scale-out variant takes from deploy/kubernetes is the embedded
+  // variant's own files, and no object is defined twice.
+  const own = new Set(yamlFiles([DIR]));
+  for (const f of yamlFiles(paths)) if (!f.startsWith(path.join(DIR, 'scale-out'))) assert.ok(own.has(f), `${f} is a deploy/kubernetes file`);
+  const seen = new Map();
+  for (const o of scaleOut.load()) {
+    const k = `${o.kind}/${o.metadata.name}`;
+    assert.ok(!seen.has(k), `${k} is in both ${seen.get(k)} and ${o.file}`);
+    seen.set(k, o.file);
+    assert.notEqual(o.kind, 'PersistentVolumeClaim', `${o.file}: the scale-out variant keeps profiles in ClickHouse`);
+  }
+});
+
+test('scale-out workloads: role per workload, replicas, ports, probes; each Service selects its own pods', () => {
+  const labelsOf = (wl) => scaleOut.find(wl.kind, wl.name).spec.template.metadata.labels;
+  const selects = (sel, labels) => Object.entries(sel).every(([k, v]) => labels[k] === v);
+  for (const wl of WORKLOADS) {
+    const o = scaleOut.find(wl.kind, wl.name);
+    for (const [k, v] of Object.entries(o.spec.selector.matchLabels)) assert.equal(labelsOf(wl)[k], v, `${wl.name}: selector ${k}`);
+    const { pod, main, r, config } = renderPod(wl);
+    assert.equal(r.status, 0, `${wl.name}: render: ${r.stderr}`);
+    assert.match(config, new RegExp(`^role: ${wl.role}\\b`, 'm'), `${wl.name} runs role ${wl.role}:\n${config}`);
+    assert.match(config, /^store:\n(?: .*\n|#.*\n)*? {2}engine: clickhouse\b/m, `${wl.name}: store.engine clickhouse:\n${config}`);
+    assert.equal(main.image, 'kiln:latest');
+    assert.deepEqual(main.ports.map((p) => p.containerPort).sort(), wl.listeners.map((l) => PORT[l]).sort(), `${wl.name}: ports`);
+    // data: holds keys.db only, on an emptyDir of the main container.
+    const data = config.match(/^data: (\S+)/m)?.[1];
+    const m = main.volumeMounts.find((v) => v.mountPath === data);
+    assert.ok(m && pod.volumes.find((v) => v.name === m.name).emptyDir, `${wl.name}: data ${data} on an emptyDir`);
+    // Its Service: ports reach the container, and it selects this workload only.
+    const svc = scaleOut.find('Service', wl.name);
+    assert.ok(selects(svc.spec.selector, labelsOf(wl)), `Service ${wl.name} selects the ${wl.role} pods`);
+    for (const other of WORKLOADS) if (other !== wl) assert.ok(!selects(svc.spec.selector, labelsOf(other)), `Service ${wl.name} must not select ${other.name}`);
+    assert.deepEqual(svc.spec.ports.map((p) => p.targetPort).sort(), main.ports.map((p) => p.containerPort).sort(), `Service ${wl.name}: ports`);
+  }
+  const sensor = scaleOut.find('DaemonSet', 'kiln-sensor').spec.template.spec;
+  assert.equal(sensor.serviceAccountName, 'kiln-sensor');
+  assert.equal(sensor.containers[0].env.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath, 'spec.nodeName');
+  assert.equal(scaleOut.find('Service', 'kiln-sensor').spec.internalTrafficPolicy, 'Local');
+  for (const n of ['kiln-sensor', 'kiln-ingestor']) {
+    const c = scaleOut.find(n === 'kiln-sensor' ? 'DaemonSet' : 'Deployment', n).spec.template.spec.containers[0];
+    assert.equal(c.readinessProbe.tcpSocket.port, 8028, `${n}: readiness by TCP on 8028 (no UI in this role)`);
+    assert.equal(c.livenessProbe.tcpSocket.port, 8028);
+  }
+  const ing = scaleOut.find('Deployment', 'kiln-ingestor');
+  assert.ok(ing.spec.replicas >= 2, `ingestor replicas ${ing.spec.replicas}`);
+  const q = scaleOut.find('Deployment', 'kiln-query');
+  assert.equal(q.spec.replicas, 2);
+  for (const probe of ['readinessProbe', 'livenessProbe']) {
+    assert.deepEqual(q.spec.template.spec.containers[0][probe].httpGet, { path: '/healthz', port: 4040 }, `query ${probe}`);
+  }
+});
+
+test('scale-out Secret kiln-clickhouse: url/user/password/database, read only by the init step, rendered quoted', () => {
+  const s = scaleOut.find('Secret', 'kiln-clickhouse');
+  assert.deepEqual(Object.keys({ ...s.data, ...s.stringData }).sort(), ['database', 'password', 'url', 'user']);
+  for (const wl of WORKLOADS) {
+    const { pod, init, main, r, config } = renderPod(wl, UNREACHABLE);
+    assert.equal(r.status, 0, `${wl.name}: render: ${r.stderr}`);
+    const secretVol = pod.volumes.find((v) => v.secret?.secretName === 'kiln-clickhouse');
+    assert.ok(init.volumeMounts.some((m) => m.name === secretVol?.name), `${wl.name}: the init container mounts the Secret`);
+    assert.ok(!main.volumeMounts.some((m) => m.name === secretVol.name), `${wl.name}: kiln itself does not mount the Secret`);
+    assert.ok(!(main.env ?? []).some((e) => e.valueFrom?.secretKeyRef) && !(main.envFrom ?? []).some((e) => e.secretRef), `${wl.name}: no Secret in kiln's env`);
+    // The rendered config (it holds the password) is on a memory emptyDir.
+    const cfg = main.volumeMounts.find((m) => m.mountPath === '/etc/kiln');
+    assert.equal(pod.volumes.find((v) => v.name === cfg.name).emptyDir?.medium, 'Memory', `${wl.name}: config volume`);
+    // Each value is one YAML single-quoted scalar ('' for '), never re-expanded.
+    const q = (v) => `'${v.replaceAll("'", "''")}'`;
+    const want = { ...s.stringData, ...UNREACHABLE };
+    for (const k of ['url', 'database', 'user', 'password']) {
+      assert.ok(config.includes(`\n  ${k}: ${q(want[k])}\n`), `${wl.name}: store.${k} ${q(want[k])} in:\n${config}`);
+    }
+    assert.ok(!/\$\{/.test(config.replace(q(want.password), '')), `${wl.name}: no placeholder left:\n${config}`);
+  }
+  // A Secret without a key, or with a two-line value, keeps the pod from starting.
+  for (const [secret, why] of [[{ password: undefined }, /no key password/], [{ user: 'a\nb' }, /user .*more than one line/]]) {
+    const { r } = renderPod(WORKLOADS[1], secret);
+    assert.notEqual(r.status, 0, `render must fail for ${JSON.stringify(secret)}`);
+    assert.match(r.stderr, why);
+  }
+});
+
+test('scale-out configs start the real kiln with ClickHouse unreachable: listeners up, pushes 503, /healthz answers', async () => {
+  const body = buildProfile({ sampleTypes: [['cpu', 'nanoseconds']], samples: [{ stack: ['main.work', 'main.main'], values: [10_000_000] }] }).bytes;
+  for (const wl of WORKLOADS) {
+    const { r, args } = renderPod(wl, UNREACHABLE);
+    assert.equal(r.status, 0, `${wl.name}: render: ${r.stderr}`);
+    const log = await runKiln(args, wl.role, wl.listeners, async (urls, logNow) => {
+      if (urls.upload) {
+        const res = await fetch(`${urls.upload}/profiling/upload?serviceName=deploy-scale-out`, { method: 'POST', body, signal: AbortSignal.timeout(30000) });
+        const text = await res.text();
+        assert.equal(res.status, 503, `${wl.role}: a push while ClickHouse is unreachable: ${res.status} ${text}\n${logNow()}`);
+        assert.match(res.headers.get('retry-after') ?? '', /^\d+$/, `${wl.role}: Retry-After`);
+      }
+      if (urls.ui) {
+        // The liveness probe: a ClickHouse outage must not restart the query pods.
+        const res = await fetch(`${urls.ui}/healthz`, { signal: AbortSignal.timeout(10000) });
+        assert.equal(res.status, 200, `${wl.role}: /healthz while ClickHouse is unreachable: ${res.status} ${await res.text()}`);
+      }
+    });
+    assert.ok(!log.includes(UNREACHABLE.password.slice(0, 12)), `${wl.role}: the password is in the log:\n${log}`);
+    assert.equal(/msg="profile scraping started"/.test(log), wl.role === 'sensor', `${wl.role}: only the sensor scrapes:\n${log}`);
+  }
 });
