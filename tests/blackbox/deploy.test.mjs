@@ -185,15 +185,13 @@ test('example app: S3.3 annotations on the pod template, the named port exists',
 });
 
 // Starts the real binary (args: `serve --config FILE …`, addresses
-// overridden to loopback port 0, a temp --data, no NODE_NAME so pod
-// discovery stays off), waits for the listening lines of its role, runs
+// overridden to loopback port 0, no NODE_NAME so pod discovery stays off), waits for the listening lines of its role, runs
 // during({url of each listener}, log so far), then expects a clean SIGTERM
 // exit. Returns the whole log.
 async function runKiln(args, role, listeners, during = async () => {}) {
   const env = { ...process.env };
   delete env.NODE_NAME; delete env.KUBERNETES_SERVICE_HOST; delete env.KUBERNETES_SERVICE_PORT;
-  const p = spawn(KILN_BIN, [...args, '--data', mkTemp('deploy-data'),
-    '--ui', '127.0.0.1:0', '--upload', '127.0.0.1:0', '--otlp-http', '127.0.0.1:0', '--otlp-grpc', '127.0.0.1:0'],
+  const p = spawn(KILN_BIN, [...args, '--ui', '127.0.0.1:0', '--upload', '127.0.0.1:0', '--otlp-http', '127.0.0.1:0', '--otlp-grpc', '127.0.0.1:0'],
   { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   const exited = new Promise((res) => p.on('exit', (code, signal) => res({ code, signal })));
@@ -229,7 +227,7 @@ async function runKiln(args, role, listeners, during = async () => {}) {
 function runConfig(yamlText, role, listeners) {
   const file = path.join(mkTemp('deploy-cfg'), 'kiln.yaml');
   fs.writeFileSync(file, yamlText);
-  return runKiln(['serve', '--config', file], role, listeners);
+  return runKiln(['serve', '--config', file, '--data', mkTemp('deploy-data')], role, listeners);
 }
 
 test('the sensor ConfigMap is a config the real kiln accepts: role sensor, scraping every 1m, no UI', async () => {
@@ -250,10 +248,10 @@ test('the query, ingestor and all-in-one configs start the real kiln in their ro
 
 // ---- The scale-out variant (issue 8): deploy/kubernetes/scale-out/ plus the
 // shared files, applied with the command README.md gives, every role on
-// ClickHouse. Each workload is checked as a pod: its volumes are laid out
-// here, its init container's command renders the kiln config from the
-// ConfigMap and the Secret, and its main container's command starts the
-// real kiln on that config.
+// ClickHouse. Each workload is also run as its pod would run: its volumes
+// are laid out here (ConfigMap and Secret keys as files, emptyDirs empty),
+// the paths its command and config name are mapped onto them, and the real
+// kiln starts with store.url pointing at a loopback port nobody listens on.
 
 // The -f paths of README.md's `kubectl apply` command for the scale-out variant.
 function readmeScaleOutPaths() {
@@ -271,17 +269,20 @@ const WORKLOADS = [
   { kind: 'Deployment', name: 'kiln-ingestor', role: 'ingestor', listeners: RECEIVERS },
   { kind: 'Deployment', name: 'kiln-query', role: 'query', listeners: ['ui'] },
 ];
-// The Secret's values the runtime tests use: nothing listens on port 1, and
-// a password that breaks unquoted YAML and must never be logged.
-const UNREACHABLE = { url: 'http://127.0.0.1:1', password: `pw-${process.pid}: it's "#1" \\ & \${user}` };
+const UNREACHABLE_URL = 'http://127.0.0.1:1';
+const PASSWORD = `pw-${process.pid}-"it's: #1"\n`; // a mounted Secret may end in a newline
 
 const reEscape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const podOf = (wl) => scaleOut.find(wl.kind, wl.name).spec.template.spec;
+const argOf = (cmd, flag) => cmd[cmd.indexOf(flag) + 1];
+// The absolute paths a kiln config names (data, passwordFile, tls files).
+const configPaths = (yaml) => [...yaml.matchAll(/^\s*[\w]+:\s+['"]?(\/[^\s'"#]*)/gm)].map((m) => m[1]);
 
-// Lays out the volumes of a pod template in a temp dir: ConfigMap and Secret
-// volumes as one file per key (secret: values replacing or, if undefined,
-// removing the Secret's), emptyDirs empty. A PVC fails: the scale-out
-// variant keeps nothing on disks.
-function podVolumes(pod, secret = {}) {
+// Lays out wl's pod: every volume a dir under a temp root (secret: values
+// replacing the Secret's, or removing them when undefined), and a map of its
+// main container's mount paths onto them. A PVC fails the test.
+function layOutPod(wl, secret = {}) {
+  const pod = podOf(wl);
   const root = mkTemp('deploy-pod');
   const dirs = {};
   for (const v of pod.volumes) {
@@ -293,42 +294,35 @@ function podVolumes(pod, secret = {}) {
       const s = scaleOut.find('Secret', v.secret.secretName);
       const b64 = Object.fromEntries(Object.entries(s.data ?? {}).map(([k, x]) => [k, Buffer.from(x, 'base64').toString()]));
       data = { ...b64, ...s.stringData, ...secret };
-    } else assert.ok(v.emptyDir, `volume ${v.name}: a configMap, secret or emptyDir, no PVC`);
+    } else assert.ok(v.emptyDir, `${wl.name}: volume ${v.name} is a configMap, secret or emptyDir (no PVC)`);
     for (const [k, x] of Object.entries(data)) if (x !== undefined) fs.writeFileSync(path.join(d, k), x);
   }
-  return { root, dirs };
-}
-
-// A container's command with every mounted path replaced by its volume's
-// local dir; a path outside the container's mounts fails.
-function localCommand(c, { root, dirs }) {
-  const mounts = (c.volumeMounts ?? []).map((m) => [new RegExp(`(^|=)${reEscape(m.mountPath)}(?=/|$)`), dirs[m.name]]);
-  const cmd = c.command.map((a) => mounts.reduce((s, [re, to]) => s.replace(re, `$1${to}`), a));
-  for (const a of cmd.slice(1)) if (/(^|=)\//.test(a)) assert.ok(a.replace(/^[^=]*=/, '').startsWith(root), `${c.name}: ${a} is not on a volume the container mounts`);
-  return cmd;
-}
-
-// Runs a workload's init container (the config renderer) with the given
-// Secret values; returns the pod, its main container, the render result and
-// the kiln arguments of the main container.
-function renderPod(wl, secret = {}) {
-  const pod = scaleOut.find(wl.kind, wl.name).spec.template.spec;
-  const vols = podVolumes(pod, secret);
-  assert.equal(pod.initContainers?.length, 1, `${wl.name}: one init container renders the config`);
-  const init = pod.initContainers[0];
-  const cmd = localCommand(init, vols);
-  assert.equal(cmd[0], 'awk', `${wl.name}: the init container runs awk (in the kiln image)`);
-  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 10000 });
   const main = pod.containers[0];
-  const args = localCommand(main, vols);
-  assert.deepEqual(args.slice(0, 3), ['kiln', 'serve', '--config']);
-  const config = r.status === 0 ? fs.readFileSync(args[3], 'utf8') : null;
-  return { pod, init, main, r, args: args.slice(1), config };
+  const mounts = main.volumeMounts.map((m) => ({ ...m, re: new RegExp(`(^|[\\s=:'"])${reEscape(m.mountPath)}(?=/|$|[\\s'"])`, 'gm'), dir: dirs[m.name] }));
+  const local = (s) => mounts.reduce((x, m) => x.replace(m.re, `$1${m.dir}`), s);
+  const mountOf = (p) => mounts.find((m) => p === m.mountPath || p.startsWith(`${m.mountPath}/`));
+  return { pod, main, root, dirs, local, mountOf };
+}
+
+// Starts kiln as wl's pod would: its command, on its config with every path
+// mapped onto the laid-out volumes and store.url replaced by url.
+function podCommand(wl, { secret, url = UNREACHABLE_URL } = {}) {
+  const p = layOutPod(wl, secret);
+  const cmd = p.main.command.map(p.local);
+  const file = argOf(cmd, '--config');
+  const yaml = fs.readFileSync(file, 'utf8');
+  let moved = p.local(yaml).replace(/^(\s+url:\s*)\S+/m, `$1${url}`);
+  assert.notEqual(moved, p.local(yaml), `${wl.name}: store.url in the config`);
+  fs.writeFileSync(file, moved);
+  for (const a of [...cmd.slice(1).filter((a) => a.startsWith('/')), ...configPaths(moved)]) {
+    assert.ok(a.startsWith(p.root), `${wl.name}: ${a} is not on a volume the container mounts`);
+  }
+  return { ...p, cmd, yaml };
 }
 
 test('scale-out: the README apply command parses with kubectl; shared objects are applied, not copied; no PVC', () => {
   const paths = scaleOut.paths();
-  assert.ok(paths.includes(path.join(DIR, 'scale-out/')) || paths.includes(path.join(DIR, 'scale-out')), `paths: ${paths}`);
+  assert.ok(paths.some((p) => path.resolve(p) === path.join(DIR, 'scale-out')), `paths: ${paths}`);
   applyNames(scaleOut, [...SHARED_NAMES, 'secret/kiln-clickhouse', 'configmap/kiln-scale-out-config',
     'daemonset.apps/kiln-sensor', 'deployment.apps/kiln-ingestor', 'deployment.apps/kiln-query']);
   // What the scale-out variant takes from deploy/kubernetes is the embedded
@@ -344,35 +338,30 @@ test('scale-out: the README apply command parses with kubectl; shared objects ar
   }
 });
 
-test('scale-out workloads: role per workload, replicas, ports, probes; each Service selects its own pods', () => {
+test('scale-out workloads: --role per workload, replicas, ports, probes; each Service selects its own pods', () => {
   const labelsOf = (wl) => scaleOut.find(wl.kind, wl.name).spec.template.metadata.labels;
   const selects = (sel, labels) => Object.entries(sel).every(([k, v]) => labels[k] === v);
   for (const wl of WORKLOADS) {
     const o = scaleOut.find(wl.kind, wl.name);
     for (const [k, v] of Object.entries(o.spec.selector.matchLabels)) assert.equal(labelsOf(wl)[k], v, `${wl.name}: selector ${k}`);
-    const { pod, main, r, config } = renderPod(wl);
-    assert.equal(r.status, 0, `${wl.name}: render: ${r.stderr}`);
-    assert.match(config, new RegExp(`^role: ${wl.role}\\b`, 'm'), `${wl.name} runs role ${wl.role}:\n${config}`);
-    assert.match(config, /^store:\n(?: .*\n|#.*\n)*? {2}engine: clickhouse\b/m, `${wl.name}: store.engine clickhouse:\n${config}`);
+    const { main } = layOutPod(wl);
     assert.equal(main.image, 'kiln:latest');
+    assert.deepEqual(main.command.slice(0, 3), ['kiln', 'serve', '--config']);
+    assert.equal(argOf(main.command, '--role'), wl.role, `${wl.name}: ${main.command.join(' ')}`);
     assert.deepEqual(main.ports.map((p) => p.containerPort).sort(), wl.listeners.map((l) => PORT[l]).sort(), `${wl.name}: ports`);
-    // data: holds keys.db only, on an emptyDir of the main container.
-    const data = config.match(/^data: (\S+)/m)?.[1];
-    const m = main.volumeMounts.find((v) => v.mountPath === data);
-    assert.ok(m && pod.volumes.find((v) => v.name === m.name).emptyDir, `${wl.name}: data ${data} on an emptyDir`);
     // Its Service: ports reach the container, and it selects this workload only.
     const svc = scaleOut.find('Service', wl.name);
     assert.ok(selects(svc.spec.selector, labelsOf(wl)), `Service ${wl.name} selects the ${wl.role} pods`);
     for (const other of WORKLOADS) if (other !== wl) assert.ok(!selects(svc.spec.selector, labelsOf(other)), `Service ${wl.name} must not select ${other.name}`);
     assert.deepEqual(svc.spec.ports.map((p) => p.targetPort).sort(), main.ports.map((p) => p.containerPort).sort(), `Service ${wl.name}: ports`);
   }
-  const sensor = scaleOut.find('DaemonSet', 'kiln-sensor').spec.template.spec;
+  const sensor = podOf(WORKLOADS[0]);
   assert.equal(sensor.serviceAccountName, 'kiln-sensor');
   assert.equal(sensor.containers[0].env.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath, 'spec.nodeName');
   assert.equal(scaleOut.find('Service', 'kiln-sensor').spec.internalTrafficPolicy, 'Local');
-  for (const n of ['kiln-sensor', 'kiln-ingestor']) {
-    const c = scaleOut.find(n === 'kiln-sensor' ? 'DaemonSet' : 'Deployment', n).spec.template.spec.containers[0];
-    assert.equal(c.readinessProbe.tcpSocket.port, 8028, `${n}: readiness by TCP on 8028 (no UI in this role)`);
+  for (const wl of WORKLOADS.slice(0, 2)) {
+    const c = podOf(wl).containers[0];
+    assert.equal(c.readinessProbe.tcpSocket.port, 8028, `${wl.name}: readiness by TCP on 8028 (no UI in this role)`);
     assert.equal(c.livenessProbe.tcpSocket.port, 8028);
   }
   const ing = scaleOut.find('Deployment', 'kiln-ingestor');
@@ -384,46 +373,42 @@ test('scale-out workloads: role per workload, replicas, ports, probes; each Serv
   }
 });
 
-test('scale-out Secret kiln-clickhouse: url/user/password/database, read only by the init step, rendered quoted', () => {
+test('scale-out config and Secret: store.engine clickhouse, passwordFile on the mounted Secret, data on an emptyDir', () => {
   const s = scaleOut.find('Secret', 'kiln-clickhouse');
-  assert.deepEqual(Object.keys({ ...s.data, ...s.stringData }).sort(), ['database', 'password', 'url', 'user']);
+  assert.deepEqual(Object.keys({ ...s.data, ...s.stringData }), ['password']);
   for (const wl of WORKLOADS) {
-    const { pod, init, main, r, config } = renderPod(wl, UNREACHABLE);
-    assert.equal(r.status, 0, `${wl.name}: render: ${r.stderr}`);
-    const secretVol = pod.volumes.find((v) => v.secret?.secretName === 'kiln-clickhouse');
-    assert.ok(init.volumeMounts.some((m) => m.name === secretVol?.name), `${wl.name}: the init container mounts the Secret`);
-    assert.ok(!main.volumeMounts.some((m) => m.name === secretVol.name), `${wl.name}: kiln itself does not mount the Secret`);
-    assert.ok(!(main.env ?? []).some((e) => e.valueFrom?.secretKeyRef) && !(main.envFrom ?? []).some((e) => e.secretRef), `${wl.name}: no Secret in kiln's env`);
-    // The rendered config (it holds the password) is on a memory emptyDir.
-    const cfg = main.volumeMounts.find((m) => m.mountPath === '/etc/kiln');
-    assert.equal(pod.volumes.find((v) => v.name === cfg.name).emptyDir?.medium, 'Memory', `${wl.name}: config volume`);
-    // Each value is one YAML single-quoted scalar ('' for '), never re-expanded.
-    const q = (v) => `'${v.replaceAll("'", "''")}'`;
-    const want = { ...s.stringData, ...UNREACHABLE };
-    for (const k of ['url', 'database', 'user', 'password']) {
-      assert.ok(config.includes(`\n  ${k}: ${q(want[k])}\n`), `${wl.name}: store.${k} ${q(want[k])} in:\n${config}`);
-    }
-    assert.ok(!/\$\{/.test(config.replace(q(want.password), '')), `${wl.name}: no placeholder left:\n${config}`);
-  }
-  // A Secret without a key, or with a two-line value, keeps the pod from starting.
-  for (const [secret, why] of [[{ password: undefined }, /no key password/], [{ user: 'a\nb' }, /user .*more than one line/]]) {
-    const { r } = renderPod(WORKLOADS[1], secret);
-    assert.notEqual(r.status, 0, `render must fail for ${JSON.stringify(secret)}`);
-    assert.match(r.stderr, why);
+    const { pod, main, mountOf } = layOutPod(wl);
+    const cfgMount = mountOf(argOf(main.command, '--config'));
+    const cfgVol = pod.volumes.find((v) => v.name === cfgMount?.name);
+    assert.ok(cfgVol?.configMap, `${wl.name}: the config comes from a ConfigMap`);
+    const yaml = scaleOut.find('ConfigMap', cfgVol.configMap.name).data[path.basename(argOf(main.command, '--config'))];
+    assert.ok(yaml, `${wl.name}: the ConfigMap has the file ${argOf(main.command, '--config')}`);
+    assert.match(yaml, /^store:\n(?:[ #].*\n)*? {2}engine: clickhouse\b/m, `${wl.name}: store.engine clickhouse:\n${yaml}`);
+    assert.doesNotMatch(yaml, /^\s+password:/m, 'no password in a ConfigMap');
+    assert.doesNotMatch(yaml, /^\s+url:.*\/\/[^/\s]*@/m, 'no credentials in store.url');
+    // passwordFile: a key of the Secret, mounted in the container.
+    const pwFile = yaml.match(/^\s+passwordFile:\s*(\S+)/m)?.[1];
+    const pwVol = pod.volumes.find((v) => v.name === mountOf(pwFile ?? '/-')?.name);
+    assert.equal(pwVol?.secret?.secretName, 'kiln-clickhouse', `${wl.name}: passwordFile ${pwFile} on the Secret`);
+    assert.ok(path.basename(pwFile) in { ...s.data, ...s.stringData }, `${wl.name}: the Secret has the key ${path.basename(pwFile)}`);
+    assert.ok(!(main.env ?? []).some((e) => e.valueFrom?.secretKeyRef) && !(main.envFrom ?? []).length, `${wl.name}: no Secret in the environment`);
+    // data holds keys.db only: an emptyDir, not a PVC.
+    const data = yaml.match(/^data:\s*(\S+)/m)?.[1];
+    assert.ok(pod.volumes.find((v) => v.name === mountOf(data ?? '/-')?.name)?.emptyDir, `${wl.name}: data ${data} on an emptyDir`);
   }
 });
 
-test('scale-out configs start the real kiln with ClickHouse unreachable: listeners up, pushes 503, /healthz answers', async () => {
+test('scale-out pods start the real kiln with ClickHouse unreachable: their listeners, pushes 503, /healthz 200', async () => {
   const body = buildProfile({ sampleTypes: [['cpu', 'nanoseconds']], samples: [{ stack: ['main.work', 'main.main'], values: [10_000_000] }] }).bytes;
   for (const wl of WORKLOADS) {
-    const { r, args } = renderPod(wl, UNREACHABLE);
-    assert.equal(r.status, 0, `${wl.name}: render: ${r.stderr}`);
-    const log = await runKiln(args, wl.role, wl.listeners, async (urls, logNow) => {
+    const { cmd, dirs } = podCommand(wl, { secret: { password: PASSWORD } });
+    const log = await runKiln(cmd.slice(1), wl.role, wl.listeners, async (urls, logNow) => {
       if (urls.upload) {
         const res = await fetch(`${urls.upload}/profiling/upload?serviceName=deploy-scale-out`, { method: 'POST', body, signal: AbortSignal.timeout(30000) });
         const text = await res.text();
         assert.equal(res.status, 503, `${wl.role}: a push while ClickHouse is unreachable: ${res.status} ${text}\n${logNow()}`);
         assert.match(res.headers.get('retry-after') ?? '', /^\d+$/, `${wl.role}: Retry-After`);
+        assert.ok(!text.includes(PASSWORD.trim()), `${wl.role}: the password in the 503 answer`);
       }
       if (urls.ui) {
         // The liveness probe: a ClickHouse outage must not restart the query pods.
@@ -431,7 +416,21 @@ test('scale-out configs start the real kiln with ClickHouse unreachable: listene
         assert.equal(res.status, 200, `${wl.role}: /healthz while ClickHouse is unreachable: ${res.status} ${await res.text()}`);
       }
     });
-    assert.ok(!log.includes(UNREACHABLE.password.slice(0, 12)), `${wl.role}: the password is in the log:\n${log}`);
+    assert.match(log, /msg="clickhouse not ready" url=http:\/\/127\.0\.0\.1:1\//, `${wl.role}: the store is ClickHouse:\n${log}`);
+    assert.ok(!log.includes(PASSWORD.trim().slice(0, 12)), `${wl.role}: the password is in the log:\n${log}`);
     assert.equal(/msg="profile scraping started"/.test(log), wl.role === 'sensor', `${wl.role}: only the sensor scrapes:\n${log}`);
+    const data = Object.values(dirs).find((d) => fs.readdirSync(d).includes('keys.db'));
+    assert.ok(data, `${wl.role}: keys.db in the data emptyDir`);
+    assert.deepEqual(fs.readdirSync(data).filter((f) => !f.startsWith('keys.db')), [], `${wl.role}: only keys.db in data, no embedded store`);
   }
 });
+
+test('scale-out: a Secret without the password key stops kiln at start, naming the file', async () => {
+  const { cmd } = podCommand(WORKLOADS[1], { secret: { password: undefined } });
+  const r = spawnSync(KILN_BIN, [...cmd.slice(1), '--upload', '127.0.0.1:0', '--otlp-http', 'off', '--otlp-grpc', 'off'],
+    { encoding: 'utf8', timeout: 15000 });
+  assert.notEqual(r.status, 0, `kiln must not start without its password:\n${r.stderr}`);
+  assert.match(r.stderr, /passwordFile \S+\/password: No such file/, r.stderr);
+  assert.doesNotMatch(r.stderr, /msg=listening/);
+});
+
