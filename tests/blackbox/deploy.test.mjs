@@ -305,14 +305,16 @@ function layOutPod(wl, secret = {}) {
 }
 
 // Starts kiln as wl's pod would: its command, on its config with every path
-// mapped onto the laid-out volumes and store.url replaced by url.
-function podCommand(wl, { secret, url = UNREACHABLE_URL } = {}) {
+// mapped onto the laid-out volumes, store.url replaced by url (and
+// store.database by database, when given).
+function podCommand(wl, { secret, url = UNREACHABLE_URL, database } = {}) {
   const p = layOutPod(wl, secret);
   const cmd = p.main.command.map(p.local);
   const file = argOf(cmd, '--config');
   const yaml = fs.readFileSync(file, 'utf8');
   let moved = p.local(yaml).replace(/^(\s+url:\s*)\S+/m, `$1${url}`);
   assert.notEqual(moved, p.local(yaml), `${wl.name}: store.url in the config`);
+  if (database) moved = moved.replace(/^(\s+database:\s*)\S+/m, `$1${database}`);
   fs.writeFileSync(file, moved);
   for (const a of [...cmd.slice(1).filter((a) => a.startsWith('/')), ...configPaths(moved)]) {
     assert.ok(a.startsWith(p.root), `${wl.name}: ${a} is not on a volume the container mounts`);
@@ -434,3 +436,29 @@ test('scale-out: a Secret without the password key stops kiln at start, naming t
   assert.doesNotMatch(r.stderr, /msg=listening/);
 });
 
+// With a real ClickHouse (tests/run-blackbox.sh's clickhouse pass sets
+// KILN_TEST_CLICKHOUSE_URL), the pods as shipped, the Secret's empty
+// password included, share one database: what two ingestors and a sensor
+// acknowledge, the query pod shows.
+test('scale-out pods on a real ClickHouse: two ingestors and a sensor write, the query pod reads', {
+  skip: !process.env.KILN_TEST_CLICKHOUSE_URL && 'no ClickHouse (KILN_TEST_CLICKHOUSE_URL unset)',
+}, async () => {
+  const opts = { url: process.env.KILN_TEST_CLICKHOUSE_URL, database: `kiln_deploy_${process.pid}` };
+  const [sensor, ingestor, query] = WORKLOADS;
+  const pushed = [];
+  const push = async (urls, name) => {
+    const body = buildProfile({ sampleTypes: [['cpu', 'nanoseconds']], samples: [{ stack: [`main.${name}`, 'main.main'], values: [10_000_000] }] }).bytes;
+    const res = await fetch(`${urls.upload}/profiling/upload?serviceName=deploy-${name}`, { method: 'POST', body, signal: AbortSignal.timeout(30000) });
+    assert.equal(res.status, 200, `push to ${name}: ${await res.text()}`);
+    pushed.push(`deploy-${name}`);
+  };
+  const run = (wl, during) => runKiln(podCommand(wl, opts).cmd.slice(1), wl.role, wl.listeners, during);
+  await run(ingestor, (a) => run(ingestor, (b) => run(sensor, (s) => run(query, async (q) => {
+    await push(a, 'ingestor-a');
+    await push(b, 'ingestor-b');
+    await push(s, 'sensor');
+    const res = await fetch(`${q.ui}/api/services?from=now-1h`, { signal: AbortSignal.timeout(30000) });
+    const names = (await res.json()).services.map((x) => x.name).sort();
+    assert.deepEqual(names, pushed.sort(), 'the query pod sees every acknowledged push');
+  }))));
+});
