@@ -822,6 +822,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 
 const store_engine store_clickhouse_engine = {
 	.name = "clickhouse",
+	.drain = ch_drain,
 	.close = ch_close,
 	.submit = ch_submit,
 	.queue_depth = ch_queue_depth,

@@ -39,6 +39,11 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 		err_set(err, 400, "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
 		return NULL;
 	}
+	const char *host = strstr(cfg->ch_url, "://");
+	if (host && strcspn(host + 3, "@/") < strlen(host + 3) && host[3 + strcspn(host + 3, "@/")] == '@') {
+		err_set(err, 400, "store.url must not carry credentials: set store.user and store.password(File)");
+		return NULL;
+	}
 	if (!identifier(db) || (cfg->ch_cluster && *cfg->ch_cluster && !identifier(cfg->ch_cluster))) {
 		err_set(err, 400, "store: database and cluster names must be [A-Za-z_][A-Za-z0-9_]{0,63}");
 		return NULL;
@@ -92,18 +97,24 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	return (store_t *)s;
 }
 
+void ch_drain(store_t *st)
+{
+	ch_store *s = (ch_store *)st;
+	pthread_mutex_lock(&s->mu);
+	int join = !s->closing; /* closing without a thread: ch_open failed to start it */
+	s->closing = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (join)
+		pthread_join(s->thread, NULL);
+}
+
 void ch_close(store_t *st)
 {
 	ch_store *s = (ch_store *)st;
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->mu);
-	int started = !s->closing;
-	s->closing = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	if (started)
-		pthread_join(s->thread, NULL);
+	ch_drain(st);
 	ch_conn_free(s->wconn);
 	for (ch_conn *c = s->pool, *next; c; c = next) {
 		next = c->next;
@@ -460,7 +471,7 @@ static int insert_all(ch_store *s, kn_err *err)
 		snprintf(settings, sizeof settings, "max_insert_block_size=%u%s", CH_GROUP_MAX_ROWS * 4,
 		         s->cluster ? "&insert_distributed_sync=1" : "");
 		if (ch_exec(s, s->wconn, sql, buf_slice(&s->rows[t]), settings, 1, err) < 0)
-			return err_prefix(err, "insert into %s", ch_table_names[t]);
+			return -1;
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
 
 typedef struct store_engine {
 	const char *name;
+	void (*drain)(store_t *s);
 	void (*close)(store_t *s);
 	void (*submit)(store_t *s, model_batch *b, store_done_fn done, void *ctx);
 	uint32_t (*queue_depth)(store_t *s);

@@ -105,15 +105,22 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	return s;
 }
 
+void local_drain(store_t *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int joined = s->joined;
+	s->closing = s->joined = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (!joined)
+		pthread_join(s->thread, NULL);
+}
+
 void local_close(store_t *s)
 {
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->mu);
-	s->closing = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->thread, NULL);
+	local_drain(s);
 	local_parts_close_all(s);
 	local_scratch *sc = &s->sc;
 	free(sc->frame_map);
@@ -424,6 +431,7 @@ void local_get_stats(store_t *s, store_stats *out)
 
 const store_engine store_local_engine = {
 	.name = "local",
+	.drain = local_drain,
 	.close = local_close,
 	.submit = local_submit,
 	.queue_depth = local_queue_depth,

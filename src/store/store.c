@@ -19,6 +19,12 @@ void store_close(store_t *s)
 		ENGINE(s)->close(s);
 }
 
+void store_drain(store_t *s)
+{
+	if (s)
+		ENGINE(s)->drain(s);
+}
+
 const char *store_engine_name(const store_t *s) { return ENGINE(s)->name; }
 
 void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
