@@ -139,6 +139,10 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 		int64_t now = time_mono_ns(), last = atomic_load(&s->last_err_log);
 		if (now - last >= CH_ERR_LOG_EVERY_NS && atomic_compare_exchange_strong(&s->last_err_log, &last, now))
 			log_warn("clickhouse request failed", "url=%s status=%ld error=\"%s\"", s->url, status, line);
+		/* Database or table gone (dropped by hand, a new empty ClickHouse):
+		 * create the schema again on the next request. */
+		if (rc == CURLE_OK && (!strncmp(line, "Code: 81,", 9) || !strncmp(line, "Code: 60,", 9)))
+			atomic_store(&s->schema_ok, 0);
 		err_set(err, 503, rc != CURLE_OK ? "store: ClickHouse is unreachable; retry later"
 		                                 : "store: ClickHouse refused the request; retry later");
 		if (err)
