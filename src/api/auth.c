@@ -48,8 +48,15 @@ int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t
 		return err_set(err, 401, "this listener requires a key: send it in the x-kiln-key header "
 		                         "(or Authorization: Bearer KEY)");
 	key_info info;
-	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info))
+	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info)) {
+		if (l->api->keys && !keys_ready(l->api->keys)) {
+			err_set(err, 503, "keys cannot be checked yet: the store holding them is unreachable");
+			if (err)
+				err->retry_after = 5;
+			return -1;
+		}
 		return err_set(err, 401, "the key in x-kiln-key (or Authorization: Bearer) is unknown or revoked");
+	}
 	if (!(info.scope & need))
 		return err_set(err, 403, "key %s may only %s; %s needs a key with scope %s or both", info.name,
 		               info.scope == KEY_SCOPE_QUERY ? "query" : "push profiles",

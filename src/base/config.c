@@ -273,8 +273,43 @@ static int load_kubernetes(struct fy_node *root, kube_config *k, kn_err *err)
 	return 0;
 }
 
+/* A misspelt key must not be silently ignored (a typo in store.passwordFile
+ * would only show up later as a login failure): every key of the mapping at
+ * path must be one of known (NULL-terminated). 0, or -1 with a 400 naming it. */
+static int known_keys(struct fy_node *root, const char *path, const char *const *known, kn_err *err)
+{
+	struct fy_node *n = *path ? fy_node_by_path(root, path, (size_t)-1, FYNWF_DONT_FOLLOW) : root;
+	if (!n || !fy_node_is_mapping(n))
+		return 0;
+	void *it = NULL;
+	struct fy_node_pair *pair;
+	while ((pair = fy_node_mapping_iterate(n, &it))) {
+		size_t kl = 0;
+		const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &kl);
+		int ok = 0;
+		for (size_t i = 0; k && known[i] && !ok; i++)
+			ok = strlen(known[i]) == kl && !memcmp(known[i], k, kl);
+		if (!ok) {
+			buf_t list;
+			buf_init(&list, 512);
+			for (size_t i = 0; known[i]; i++)
+				buf_printf(&list, "%s%s", i ? ", " : "", known[i]);
+			buf_putc(&list, 0);
+			err_set(err, 400, "config %s%s%.*s is not a setting; known: %s", *path ? path + 1 : "", *path ? "." : "",
+			        (int)(k ? kl : 0), k ? k : "", (const char *)list.p);
+			buf_free(&list);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 {
+	static const char *const keys[] = {"engine", "url", "database", "user", "password", "passwordFile",
+	                                   "cluster", "replicated", NULL};
+	if (known_keys(root, "/store", keys, err) < 0)
+		return -1;
 	struct fy_node *n = fy_node_by_path(root, "/store", (size_t)-1, FYNWF_DONT_FOLLOW);
 	if (!n)
 		return 0;
@@ -306,6 +341,10 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 		err_set(err, 400, "config %s: the top level must be a mapping", path);
 		goto out;
 	}
+	static const char *const top[] = {"data", "role", "listeners", "limits", "retention", "receivers",
+	                                  "kubernetes", "store", NULL};
+	if (known_keys(root, "", top, err) < 0)
+		goto out;
 	if (read_string(root, "/data", &c->data_dir, err) < 0 || read_string(root, "/role", &c->role, err) < 0)
 		goto out;
 	for (int i = 0; i < LISTENER_COUNT; i++) {

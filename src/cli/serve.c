@@ -400,12 +400,12 @@ out:
 	scraper_stop(s.scraper); /* scrapes already decoding finish on the pool below */
 	if (s.pool)
 		pool_free(s.pool); /* runs queued jobs: their batches reach the store */
-	if (s.store)
-		store_close(s.store); /* commits everything queued (their usage is counted) */
+	store_drain(s.store); /* commits everything queued (their usage is counted) */
 	if (s.api.usage)
-		usage_close(s.api.usage); /* flushes the last counts */
+		usage_close(s.api.usage); /* flushes the last counts (into the store, on ClickHouse) */
 	if (s.api.keys)
 		keys_close(s.api.keys);
+	store_close(s.store);
 	if (s.api.limiter)
 		ratelimit_free(s.api.limiter);
 	s.api.k8s = NULL;

@@ -3,6 +3,7 @@
  * writer-preferring rwlock. The plaintext key exists only in keys_create's output. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -51,6 +52,7 @@ struct keys {
 	EVP_MD *_sha256; /* fetched once: implicit fetches take a global lock per call */
 	store_t *_store;   /* instead of _db: the keys table every process shares (ClickHouse) */
 	int64_t _loaded_mono; /* when the store's keys were last read */
+	_Atomic int _ready;   /* 0 until a snapshot was read (a shared store unreachable so far) */
 };
 
 #define KEYS_STORE_REFRESH_NS (1000 * 1000000LL) /* re-read a shared store's keys every second */
@@ -335,6 +337,7 @@ keys_t *keys_open_store(store_t *st, kn_err *err)
 	 * and read them at the next refresh. */
 	kn_err e = {0};
 	k->_snap = snap_load_store(st, &e);
+	atomic_store(&k->_ready, k->_snap != NULL);
 	if (!k->_snap) {
 		k->_snap = xcalloc(1, sizeof *k->_snap);
 		k->_snap->slots = xcalloc(16, sizeof *k->_snap->slots);
@@ -355,6 +358,7 @@ keys_t *keys_open(const char *data_dir, kn_err *err)
 	k->_snap = snap_load(k->_db, err);
 	if (!k->_snap)
 		goto fail;
+	atomic_store(&k->_ready, 1);
 	return k;
 fail:
 	keys_close(k);
@@ -382,6 +386,8 @@ static void snap_swap(keys_t *k, keys_snap *fresh)
 	snap_free(old); /* no reader can hold it: they all left before the swap */
 }
 
+int keys_ready(keys_t *k) { return atomic_load(&k->_ready); }
+
 int keys_refresh(keys_t *k)
 {
 	pthread_mutex_lock(&k->_refresh_mu);
@@ -392,8 +398,10 @@ int keys_refresh(keys_t *k)
 			kn_err err;
 			keys_snap *fresh = snap_load_store(k->_store, &err);
 			k->_loaded_mono = now;
-			if (fresh)
+			if (fresh) {
 				snap_swap(k, fresh);
+				atomic_store(&k->_ready, 1);
+			}
 			rc = fresh ? 1 : -1;
 		}
 		pthread_mutex_unlock(&k->_refresh_mu);

@@ -44,6 +44,9 @@ void keys_close(keys_t *k);
  * no keys; keys_refresh re-reads the table at most once a second. */
 struct store;
 keys_t *keys_open_store(struct store *s, kn_err *err);
+/* 0 while no snapshot has been read yet (a shared store unreachable since
+ * the start): an unknown key then means "cannot tell", not "wrong key". */
+int keys_ready(keys_t *k);
 /* keys_create, keys_revoke and keys_list on a shared store. */
 int keys_create_store(struct store *s, const char *project, const char *name, int scope, char *key_out, size_t n,
                       kn_err *err);

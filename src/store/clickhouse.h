@@ -70,6 +70,8 @@ typedef struct ch_store {
 	pthread_mutex_t pool_mu;
 	ch_conn *pool; /* idle connections */
 
+	_Atomic int64_t last_err_log; /* time_mono_ns of the last logged failure */
+
 	pthread_mutex_t schema_mu;
 	_Atomic int schema_ok;
 
@@ -85,7 +87,8 @@ typedef struct ch_store {
 	uint32_t queued;
 	int closing, max_batches;
 	pthread_t thread;
-	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max, partitions;
+	store_commit_stats commit_stats;
+	_Atomic uint64_t partitions;
 
 	/* Writer thread only. */
 	ch_conn *wconn;
@@ -143,6 +146,7 @@ slice_t ch_rd_str(ch_rd *r);
 slice_t ch_span_key(slice_t v, char *out);
 
 /* ---- clickhouse_writer.c ---- */
+void ch_drain(store_t *s);
 void ch_close(store_t *s);
 void ch_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
 uint32_t ch_queue_depth(store_t *s);

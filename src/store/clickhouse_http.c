@@ -7,11 +7,13 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 #include "store/clickhouse.h"
 
 #define CH_CONNECT_TIMEOUT_MS 3000L
 #define CH_TIMEOUT_MS 120000L
 #define CH_RETRY_AFTER_S 5
+#define CH_ERR_LOG_EVERY_NS (5 * 1000000000LL)
 
 const char *const ch_table_names[CH_T_COUNT] = {"frames", "nodes", "attrsets", "series", "samples"};
 
@@ -88,10 +90,6 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	buf_printf(&url, "%s?", s->url);
 	if (use_db)
 		url_param(&url, h, "database", s->db);
-	if (*s->user)
-		url_param(&url, h, "user", s->user);
-	if (*s->password)
-		url_param(&url, h, "password", s->password);
 	if (data.p)
 		url_param(&url, h, "query", sql);
 	else
@@ -105,6 +103,11 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
 	curl_easy_setopt(h, CURLOPT_URL, (const char *)url.p);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	/* Credentials as HTTP basic auth, never in the URL (proxies log URLs). */
+	if (*s->user || *s->password) {
+		curl_easy_setopt(h, CURLOPT_USERNAME, *s->user ? s->user : "default");
+		curl_easy_setopt(h, CURLOPT_PASSWORD, s->password);
+	}
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
 	if (data.p) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)data.p);
@@ -125,17 +128,23 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdr);
 	buf_free(&url);
-	if (rc != CURLE_OK) {
-		err_set(err, 503, "store: ClickHouse at %s is unreachable: %s", s->url,
-		        c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
-		if (err)
-			err->retry_after = CH_RETRY_AFTER_S;
-		return -1;
-	}
-	if (status != 200) {
+	/* Clients get a plain 503; the details (which may name hosts) go to the
+	 * log, at most every few seconds while ClickHouse stays away. */
+	if (rc != CURLE_OK || status != 200) {
 		char line[320];
-		first_line(&c->resp, line, sizeof line);
-		err_set(err, 503, "store: ClickHouse answered %ld: %s", status, line);
+		if (rc != CURLE_OK)
+			snprintf(line, sizeof line, "%s", c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+		else
+			first_line(&c->resp, line, sizeof line);
+		int64_t now = time_mono_ns(), last = atomic_load(&s->last_err_log);
+		if (now - last >= CH_ERR_LOG_EVERY_NS && atomic_compare_exchange_strong(&s->last_err_log, &last, now))
+			log_warn("clickhouse request failed", "url=%s status=%ld error=\"%s\"", s->url, status, line);
+		/* Database or table gone (dropped by hand, a new empty ClickHouse):
+		 * create the schema again on the next request. */
+		if (rc == CURLE_OK && (!strncmp(line, "Code: 81,", 9) || !strncmp(line, "Code: 60,", 9)))
+			atomic_store(&s->schema_ok, 0);
+		err_set(err, 503, rc != CURLE_OK ? "store: ClickHouse is unreachable; retry later"
+		                                 : "store: ClickHouse refused the request; retry later");
 		if (err)
 			err->retry_after = CH_RETRY_AFTER_S;
 		return -1;
@@ -236,8 +245,6 @@ int ch_schema(ch_store *s, ch_conn *c, kn_err *err)
 		atomic_store(&s->schema_ok, 1);
 		log_info("clickhouse schema ready", "url=%s database=%s cluster=%s", s->url, s->db,
 		         s->cluster ? s->cluster : "");
-	} else {
-		err_prefix(err, "creating the schema");
 	}
 out:
 	buf_free(&q);

@@ -465,10 +465,20 @@ int ch_view_attrsets(store_view *sv, uint32_t p, const model_attrset **sets, con
 
 /* ---- chunks ---- */
 
-/* Appends "(id, id, …)" of the global ids of local series[0..n). -1 when one is unknown. */
+/* Appends " AND series IN (id, id, …)" for the global ids of local
+ * series[0..n), or nothing when they are all of the partition's series (a
+ * services query: no list of thousands of ids for ClickHouse to parse).
+ * -1 when one is unknown. */
 static int series_list(ch_view *v, ch_part *cp, const uint32_t *series, uint32_t n)
 {
-	buf_putc(&v->q, '(');
+	if (n == cp->n_series) {
+		int all = 1;
+		for (uint32_t i = 0; i < n && all; i++)
+			all = series[i] == i + 1;
+		if (all)
+			return 0;
+	}
+	buf_puts(&v->q, " AND series IN (");
 	for (uint32_t i = 0; i < n; i++) {
 		if (series[i] == 0 || series[i] > cp->n_series)
 			return -1;
@@ -512,7 +522,6 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 	buf_puts(&v->q, "SELECT series, chunk, min(t_ns) AS t, any(duration_ns), count(), sum(value) FROM samples");
 	where_part(v, p);
 	where_range(v);
-	buf_puts(&v->q, " AND series IN ");
 	if (series_list(v, cp, series, n_series) < 0)
 		return err_set(err, 500, "store: unknown local series id");
 	buf_puts(&v->q, " GROUP BY series, chunk ORDER BY series, t, chunk");
@@ -691,7 +700,6 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 	buf_puts(&v->q, "SELECT series, node, attrset, sum(value) FROM samples");
 	where_part(v, p);
 	where_range(v);
-	buf_puts(&v->q, " AND series IN ");
 	if (series_list(v, cp, series, n_series) < 0)
 		return err_set(err, 500, "store: unknown local series id");
 	buf_puts(&v->q, " GROUP BY series, node, attrset");
@@ -785,39 +793,56 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		remember_chunk(cp, chunk, sid, t);
 	}
 	if (k) {
-		buf_reset(&v->q);
-		buf_puts(&v->q, "SELECT chunk, count(), sum(value) FROM samples");
-		where_part(v, p);
-		buf_puts(&v->q, " AND chunk IN (");
-		for (uint32_t i = 0; i < k; i++)
-			buf_printf(&v->q, "%s%llu", i ? "," : "", (unsigned long long)v->hits[i].head._rowid);
-		buf_puts(&v->q, ") GROUP BY chunk");
-		if (run(v, &rd, err) < 0)
-			return -1;
 		/* chunk -> its first hit; the hits of one chunk (one per attrset) are then updated together */
 		u64map_t ix;
 		u64map_init(&ix);
 		uint32_t *next = xmalloc((size_t)k * sizeof *next);
+		uint64_t *chunks = xmalloc((size_t)k * sizeof *chunks);
+		uint32_t n_chunks = 0;
 		for (uint32_t i = k; i-- > 0;) {
 			uint32_t first;
-			next[i] = u64map_get(&ix, (uint64_t)v->hits[i].head._rowid, &first) ? first : UINT32_MAX;
+			int seen = u64map_get(&ix, (uint64_t)v->hits[i].head._rowid, &first);
+			next[i] = seen ? first : UINT32_MAX;
+			if (!seen)
+				chunks[n_chunks++] = (uint64_t)v->hits[i].head._rowid;
 			u64map_put(&ix, (uint64_t)v->hits[i].head._rowid, i);
 		}
-		while (ch_rd_more(&rd)) {
-			uint64_t chunk = ch_rd_u64(&rd), count = ch_rd_u64(&rd);
-			int64_t total = ch_rd_i64(&rd);
-			uint32_t i;
-			if (rd.bad || !u64map_get(&ix, chunk, &i))
-				continue;
-			for (; i != UINT32_MAX; i = next[i]) {
-				v->hits[i].head.n_entries = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
-				v->hits[i].head.total = total;
+		int rc = 0;
+		/* The whole chunks' counts and totals, CH_ENTRY_BATCH chunks per query. */
+		for (uint32_t c0 = 0; c0 < n_chunks && rc == 0 && !cp->skipped; c0 += CH_ENTRY_BATCH) {
+			uint32_t c1 = c0 + CH_ENTRY_BATCH < n_chunks ? c0 + CH_ENTRY_BATCH : n_chunks;
+			buf_reset(&v->q);
+			buf_puts(&v->q, "SELECT chunk, count(), sum(value) FROM samples");
+			where_part(v, p);
+			buf_puts(&v->q, " AND chunk IN (");
+			for (uint32_t i = c0; i < c1; i++)
+				buf_printf(&v->q, "%s%llu", i > c0 ? "," : "", (unsigned long long)chunks[i]);
+			buf_puts(&v->q, ") GROUP BY chunk");
+			if ((rc = run(v, &rd, err)) < 0)
+				break;
+			while (ch_rd_more(&rd)) {
+				uint64_t chunk = ch_rd_u64(&rd), count = ch_rd_u64(&rd);
+				int64_t total = ch_rd_i64(&rd);
+				uint32_t i;
+				if (rd.bad || !u64map_get(&ix, chunk, &i))
+					continue;
+				for (; i != UINT32_MAX; i = next[i]) {
+					v->hits[i].head.n_entries = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+					v->hits[i].head.total = total;
+				}
 			}
+			if (rd.bad)
+				skip(v, p, "malformed chunk head");
 		}
+		free(chunks);
 		free(next);
 		u64map_free(&ix);
-		if (rd.bad)
-			return skip(v, p, "malformed chunk head");
+		if (rc < 0)
+			return -1;
+		if (cp->skipped) {
+			*out = v->hits;
+			return 0;
+		}
 	}
 	qsort(v->hits, k, sizeof *v->hits, hit_cmp);
 	*out = v->hits;
@@ -827,6 +852,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 
 const store_engine store_clickhouse_engine = {
 	.name = "clickhouse",
+	.drain = ch_drain,
 	.close = ch_close,
 	.submit = ch_submit,
 	.queue_depth = ch_queue_depth,

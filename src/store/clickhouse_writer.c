@@ -39,6 +39,11 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 		err_set(err, 400, "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
 		return NULL;
 	}
+	const char *host = strstr(cfg->ch_url, "://");
+	if (host && strcspn(host + 3, "@/") < strlen(host + 3) && host[3 + strcspn(host + 3, "@/")] == '@') {
+		err_set(err, 400, "store.url must not carry credentials: set store.user and store.password(File)");
+		return NULL;
+	}
 	if (!identifier(db) || (cfg->ch_cluster && *cfg->ch_cluster && !identifier(cfg->ch_cluster))) {
 		err_set(err, 400, "store: database and cluster names must be [A-Za-z_][A-Za-z0-9_]{0,63}");
 		return NULL;
@@ -92,18 +97,24 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	return (store_t *)s;
 }
 
+void ch_drain(store_t *st)
+{
+	ch_store *s = (ch_store *)st;
+	pthread_mutex_lock(&s->mu);
+	int join = !s->closing; /* closing without a thread: ch_open failed to start it */
+	s->closing = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (join)
+		pthread_join(s->thread, NULL);
+}
+
 void ch_close(store_t *st)
 {
 	ch_store *s = (ch_store *)st;
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->mu);
-	int started = !s->closing;
-	s->closing = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	if (started)
-		pthread_join(s->thread, NULL);
+	ch_drain(st);
 	ch_conn_free(s->wconn);
 	for (ch_conn *c = s->pool, *next; c; c = next) {
 		next = c->next;
@@ -206,9 +217,7 @@ void ch_get_stats(store_t *st, store_stats *out)
 {
 	ch_store *s = (ch_store *)st;
 	memset(out, 0, sizeof *out);
-	out->commits = atomic_load(&s->commits);
-	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
-	out->commit_ns_max = atomic_load(&s->commit_ns_max);
+	store_commit_read(&s->commit_stats, out);
 	out->partitions = (uint32_t)atomic_load(&s->partitions);
 }
 
@@ -345,26 +354,11 @@ static void put_series(enc *e, const model_profile *p)
 	put_labels(r, e->b->series_labels + p->labels_first, p->labels_count);
 }
 
-/* The span_id (else profile_id) and trace_id labels of every attribute set
- * (the embedded engine's rule, store/store.h "Span links"). */
+/* The span link of every attribute set (store_span_labels). */
 static void find_spans(enc *e)
 {
-	const model_batch *b = e->b;
-	for (uint32_t i = 1; i < b->n_attrsets; i++) {
-		const model_attrset *a = &b->attrsets[i];
-		uint32_t span = 0, trace = 0, profile_id = 0;
-		for (uint32_t k = a->first; k < a->first + a->count; k++) {
-			slice_t key = b->attr_labels[k].key;
-			if (!span && slice_eq_cstr(key, "span_id"))
-				span = k + 1;
-			else if (!profile_id && slice_eq_cstr(key, "profile_id"))
-				profile_id = k + 1;
-			else if (!trace && slice_eq_cstr(key, "trace_id"))
-				trace = k + 1;
-		}
-		e->span[i] = span ? span : profile_id;
-		e->trace[i] = trace;
-	}
+	for (uint32_t i = 1; i < e->b->n_attrsets; i++)
+		store_span_labels(e->b, &e->b->attrsets[i], &e->span[i], &e->trace[i]);
 }
 
 typedef struct {
@@ -391,16 +385,6 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
-/* Whole seconds from the profile start (floor); 0 without a sample time. */
-static int64_t second_offset(int64_t sample_ns, int64_t profile_ns)
-{
-	int64_t d;
-	if (!sample_ns || __builtin_sub_overflow(sample_ns, profile_ns, &d))
-		return 0;
-	int64_t q = d / NS_PER_SEC;
-	return (d % NS_PER_SEC < 0) ? q - 1 : q;
-}
-
 static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *cap)
 {
 	const model_batch *b = e->b;
@@ -411,7 +395,7 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 	ch_entry *en = *ent;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample *smp = &b->samples[p->samples_first + i];
-		en[i] = (ch_entry){smp->node, smp->attrset, second_offset(smp->time_ns, p->time_ns), smp->value};
+		en[i] = (ch_entry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns), smp->value};
 	}
 	qsort(en, n, sizeof *en, entry_cmp);
 	uint32_t m = 0;
@@ -487,7 +471,7 @@ static int insert_all(ch_store *s, kn_err *err)
 		snprintf(settings, sizeof settings, "max_insert_block_size=%u%s", CH_GROUP_MAX_ROWS * 4,
 		         s->cluster ? "&insert_distributed_sync=1" : "");
 		if (ch_exec(s, s->wconn, sql, buf_slice(&s->rows[t]), settings, 1, err) < 0)
-			return err_prefix(err, "insert into %s", ch_table_names[t]);
+			return -1;
 	}
 	return 0;
 }
@@ -529,11 +513,7 @@ static void write_group(ch_store *s, ch_job **jobs, size_t n)
 	free(e.pending);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-	atomic_fetch_add(&s->commits, 1);
-	atomic_fetch_add(&s->commit_ns_sum, ns);
-	uint64_t max = atomic_load(&s->commit_ns_max);
-	while (ns > max && !atomic_compare_exchange_weak(&s->commit_ns_max, &max, ns))
-		;
+	store_commit_note(&s->commit_stats, ns);
 	for (size_t k = 0; k < n; k++)
 		if (jobs[k])
 			finish(jobs[k], rc == 0 ? NULL : &err);

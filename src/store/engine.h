@@ -6,11 +6,13 @@
 #define KILN_STORE_ENGINE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "store/store.h"
 
 typedef struct store_engine {
 	const char *name;
+	void (*drain)(store_t *s);
 	void (*close)(store_t *s);
 	void (*submit)(store_t *s, model_batch *b, store_done_fn done, void *ctx);
 	uint32_t (*queue_depth)(store_t *s);
@@ -58,6 +60,29 @@ extern const store_engine store_clickhouse_engine;
 
 store_t *local_open(const store_config *cfg, kn_err *err);
 store_t *ch_open(const store_config *cfg, kn_err *err);
+
+/* ---- what both engines' writers share (store.c) ---- */
+
+/* Commit figures for store_stats, updated by a writer after each group. */
+typedef struct {
+	_Atomic uint64_t commits, ns_sum, ns_max;
+} store_commit_stats;
+void store_commit_note(store_commit_stats *c, uint64_t ns);
+void store_commit_read(const store_commit_stats *c, store_stats *out);
+
+/* Whole seconds from the profile start to a sample's time (floor); 0 when
+ * the sample has no time of its own. Entries keep this 1 s resolution (S5.3). */
+int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns);
+
+/* The span link of attribute set a: *span, *trace = index + 1 in
+ * b->attr_labels of its span_id (else `profile_id`, the span label of
+ * Pyroscope's otel-profiling-go) and trace_id labels, 0 when absent. */
+void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *span, uint32_t *trace);
+
+/* The first UTC day of b's profiles (INT64_MAX when none). */
+int64_t store_oldest_day(const model_batch *b);
+/* The 400 for a write to a day before floor, which a retention sweep deleted. */
+int store_floor_error(kn_err *err, int64_t day, int64_t floor, slice_t project);
 
 /* A caller waiting for one store_done_fn: store_waiter_init, pass
  * store_waiter_done with the waiter as ctx, then store_waiter_wait. */

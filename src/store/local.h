@@ -115,9 +115,9 @@ struct store {
 	pthread_cond_t cv;
 	local_job *head, *tail;
 	uint32_t queued; /* queued + being written */
-	int closing;
+	int closing, joined; /* joined: the writer thread has been joined (local_drain) */
 	pthread_t thread;
-	_Atomic uint64_t commits, commit_ns_sum, commit_ns_max; /* store_get_stats */
+	store_commit_stats commit_stats; /* store_get_stats */
 
 	/* Damaged partitions reported so far (local_damage.c), any thread. */
 	pthread_mutex_t damage_mu;
@@ -228,6 +228,7 @@ int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn
 int local_retention_run(store_t *s, local_job *j, kn_err *err);
 
 /* ---- the engine's entry points (store_local_engine, local_writer.c) ---- */
+void local_drain(store_t *s);
 void local_close(store_t *s);
 void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
 uint32_t local_queue_depth(store_t *s);

@@ -580,28 +580,6 @@ static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
 	return 0;
 }
 
-/* The span_id and trace_id labels of a (first of each key; labels are sorted by
- * key). `profile_id` is the span id label of Pyroscope's otel-profiling-go
- * (older releases), used when there is no span_id. */
-static void find_span(const model_batch *b, const model_attrset *a, local_span_ref *r)
-{
-	r->span = r->trace = 0;
-	if ((uint64_t)a->first + a->count > b->n_attr_labels)
-		return;
-	uint32_t profile_id = 0;
-	for (uint32_t k = a->first; k < a->first + a->count; k++) {
-		slice_t key = b->attr_labels[k].key;
-		if (!r->span && slice_eq_cstr(key, "span_id"))
-			r->span = k + 1;
-		else if (!profile_id && slice_eq_cstr(key, "profile_id"))
-			profile_id = k + 1;
-		else if (!r->trace && slice_eq_cstr(key, "trace_id"))
-			r->trace = k + 1;
-	}
-	if (!r->span)
-		r->span = profile_id;
-}
-
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v)
 {
 	uint8_t raw[STORE_SPAN_ID_MAX / 2];
@@ -664,7 +642,7 @@ static int resolve_attrset(wctx *w, uint32_t i, uint32_t *out)
 			return -1;
 	}
 	w->sc->attr_map[i] = *out;
-	find_span(b, a, &w->sc->span_ref[i]);
+	store_span_labels(b, a, &w->sc->span_ref[i].span, &w->sc->span_ref[i].trace);
 	return 0;
 }
 
@@ -689,16 +667,6 @@ static int resolve_series(wctx *w, const model_profile *pr, uint32_t *out)
 	sqlite3_bind_int(st, 9, pr->cpu_alias);
 	sqlite3_bind_blob(st, 10, w->sc->labels.p, (int)w->sc->labels.n, SQLITE_STATIC);
 	return insert_row(w->s, w->p, LT_SERIES, pr->series_id, out, w->err);
-}
-
-/* The sample's second offset from the profile start (floor), 0 without a time. */
-static int64_t second_offset(int64_t sample_ns, int64_t profile_ns)
-{
-	int64_t d;
-	if (!sample_ns || __builtin_sub_overflow(sample_ns, profile_ns, &d))
-		return 0;
-	int64_t q = d / NS_PER_SEC;
-	return (d % NS_PER_SEC < 0) ? q - 1 : q;
 }
 
 /* Returns the payload's local id, storing it unless an equal payload exists. */
@@ -751,7 +719,7 @@ static int write_profile(wctx *w, const model_profile *pr)
 			sc->span_sets[sc->n_span_sets++] = smp->attrset;
 		}
 		e->value = smp->value;
-		e->t_off = second_offset(smp->time_ns, pr->time_ns);
+		e->t_off = store_second_offset(smp->time_ns, pr->time_ns);
 	}
 	n = local_entries_normalize(sc->entries, n);
 	int64_t scale, total, payload = 0;

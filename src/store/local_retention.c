@@ -90,25 +90,12 @@ int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn
 {
 	if (!b->n_profiles)
 		return 0;
-	int64_t oldest = INT64_MAX;
-	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		int64_t d = time_day(b->profiles[i].time_ns);
-		if (d < oldest)
-			oldest = d;
-	}
+	int64_t oldest = store_oldest_day(b);
 	pthread_mutex_lock(&s->ret_mu);
 	const local_retention *r = ret_find(s, proj, 0);
 	int64_t floor = r ? r->floor_day : INT64_MIN;
 	pthread_mutex_unlock(&s->ret_mu);
-	if (oldest >= floor)
-		return 0;
-	char day[11], first[11];
-	time_day_str(oldest, day);
-	time_day_str(floor, first);
-	return err_set(err, 400,
-	               "store: a profile of %s is older than the retention of project %.*s: days before %s "
-	               "have been deleted",
-	               day, (int)b->project.n, (const char *)b->project.p, first);
+	return oldest >= floor ? 0 : store_floor_error(err, oldest, floor, b->project);
 }
 
 /* The day of a partition file name "YYYY-MM-DD.db" followed by one of the

@@ -105,15 +105,22 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	return s;
 }
 
+void local_drain(store_t *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int joined = s->joined;
+	s->closing = s->joined = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (!joined)
+		pthread_join(s->thread, NULL);
+}
+
 void local_close(store_t *s)
 {
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->mu);
-	s->closing = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->thread, NULL);
+	local_drain(s);
 	local_parts_close_all(s);
 	local_scratch *sc = &s->sc;
 	free(sc->frame_map);
@@ -310,11 +317,7 @@ static void process(store_t *s, local_job **jobs, size_t n)
 		rc = write_group(s, jobs, n, &err);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-		atomic_fetch_add(&s->commits, 1);
-		atomic_fetch_add(&s->commit_ns_sum, ns);
-		uint64_t max = atomic_load(&s->commit_ns_max);
-		while (ns > max && !atomic_compare_exchange_weak(&s->commit_ns_max, &max, ns))
-			;
+		store_commit_note(&s->commit_stats, ns);
 	}
 	if (rc < 0) {
 		if (n == 1) {
@@ -421,15 +424,14 @@ static uint32_t count_partitions(const char *dir)
 
 void local_get_stats(store_t *s, store_stats *out)
 {
-	out->commits = atomic_load(&s->commits);
-	out->commit_ns_sum = atomic_load(&s->commit_ns_sum);
-	out->commit_ns_max = atomic_load(&s->commit_ns_max);
+	store_commit_read(&s->commit_stats, out);
 	out->partitions = count_partitions(s->dir);
 	out->damaged = atomic_load(&s->damaged_count);
 }
 
 const store_engine store_local_engine = {
 	.name = "local",
+	.drain = local_drain,
 	.close = local_close,
 	.submit = local_submit,
 	.queue_depth = local_queue_depth,

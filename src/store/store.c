@@ -2,6 +2,8 @@
  * (store/engine.h), and what every engine shares: waiting for a write. */
 #include "store/engine.h"
 
+#include "base/timeutil.h"
+
 #define ENGINE(s) (((const store_head *)(s))->engine)
 
 store_t *store_open(const store_config *cfg, kn_err *err)
@@ -15,6 +17,12 @@ void store_close(store_t *s)
 {
 	if (s)
 		ENGINE(s)->close(s);
+}
+
+void store_drain(store_t *s)
+{
+	if (s)
+		ENGINE(s)->drain(s);
 }
 
 const char *store_engine_name(const store_t *s) { return ENGINE(s)->name; }
@@ -64,6 +72,72 @@ int store_write_sync(store_t *s, model_batch *b, kn_err *err)
 	store_waiter_init(&w);
 	store_submit(s, b, store_waiter_done, &w);
 	return store_waiter_wait(&w, err);
+}
+
+void store_commit_note(store_commit_stats *c, uint64_t ns)
+{
+	atomic_fetch_add(&c->commits, 1);
+	atomic_fetch_add(&c->ns_sum, ns);
+	uint64_t max = atomic_load(&c->ns_max);
+	while (ns > max && !atomic_compare_exchange_weak(&c->ns_max, &max, ns))
+		;
+}
+
+void store_commit_read(const store_commit_stats *c, store_stats *out)
+{
+	out->commits = atomic_load(&c->commits);
+	out->commit_ns_sum = atomic_load(&c->ns_sum);
+	out->commit_ns_max = atomic_load(&c->ns_max);
+}
+
+int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns)
+{
+	int64_t d;
+	if (!sample_ns || __builtin_sub_overflow(sample_ns, profile_ns, &d))
+		return 0;
+	int64_t q = d / NS_PER_SEC;
+	return (d % NS_PER_SEC < 0) ? q - 1 : q;
+}
+
+void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *span, uint32_t *trace)
+{
+	*span = *trace = 0;
+	if ((uint64_t)a->first + a->count > b->n_attr_labels)
+		return;
+	uint32_t profile_id = 0;
+	for (uint32_t k = a->first; k < a->first + a->count; k++) {
+		slice_t key = b->attr_labels[k].key;
+		if (!*span && slice_eq_cstr(key, "span_id"))
+			*span = k + 1;
+		else if (!profile_id && slice_eq_cstr(key, "profile_id"))
+			profile_id = k + 1;
+		else if (!*trace && slice_eq_cstr(key, "trace_id"))
+			*trace = k + 1;
+	}
+	if (!*span)
+		*span = profile_id;
+}
+
+int64_t store_oldest_day(const model_batch *b)
+{
+	int64_t oldest = INT64_MAX;
+	for (uint32_t i = 0; i < b->n_profiles; i++) {
+		int64_t d = time_day(b->profiles[i].time_ns);
+		if (d < oldest)
+			oldest = d;
+	}
+	return oldest;
+}
+
+int store_floor_error(kn_err *err, int64_t day, int64_t floor, slice_t project)
+{
+	char d[11], first[11];
+	time_day_str(day, d);
+	time_day_str(floor, first);
+	return err_set(err, 400,
+	               "store: a profile of %s is older than the retention of project %.*s: days before %s "
+	               "have been deleted",
+	               d, (int)project.n, (const char *)project.p, first);
 }
 
 uint32_t store_queue_depth(store_t *s) { return ENGINE(s)->queue_depth(s); }

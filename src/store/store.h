@@ -36,6 +36,10 @@ store_t *store_open(const store_config *cfg, kn_err *err);
 /* Stops accepting writes, commits everything queued (each queued write's
  * done callback runs), stops the writer thread, closes. */
 void store_close(store_t *s);
+/* The first half of store_close: stops accepting writes and commits
+ * everything queued (each done callback runs), but keeps the store usable
+ * for reads, usage and keys until store_close (which then only frees). */
+void store_drain(store_t *s);
 
 /* Called on the writer thread once the batch is durable (err == NULL) or
  * refused (err set: 503 when the disk is full or the store shuts down, 500 on

@@ -114,6 +114,59 @@ static void test_yaml(void **state)
 	config_free(&c);
 }
 
+/* The store block (SPEC S8) and misspelt keys, which must not pass silently. */
+static void test_store_and_unknown_keys(void **state)
+{
+	(void)state;
+	static const char ok[] = "store: {engine: clickhouse, url: 'http://ch:8123', database: kiln, user: k,\n"
+	                         "        passwordFile: /run/pw, cluster: c1, replicated: true}\n";
+	kiln_config c;
+	kn_err e = {0};
+	config_defaults(&c);
+	assert_string_equal(c.store.engine, "local");
+	assert_int_equal(config_load_yaml(&c, ok, sizeof ok - 1, &e), 0);
+	assert_string_equal(c.store.engine, "clickhouse");
+	assert_string_equal(c.store.url, "http://ch:8123");
+	assert_string_equal(c.store.password_file, "/run/pw");
+	assert_string_equal(c.store.cluster, "c1");
+	assert_int_equal(c.store.replicated, 1);
+	assert_int_equal(config_validate(&c, &e), 0);
+	config_free(&c);
+
+	static const struct {
+		const char *yaml, *msg;
+	} bad[] = {
+	    {"store: {engine: clickhouse, pasword_file: x}",
+	     "config store.pasword_file is not a setting; known: engine, url, database, user, password, "
+	     "passwordFile, cluster, replicated"},
+	    {"listners: {}", "config listners is not a setting; known: data, role, listeners, limits, retention, "
+	                     "receivers, kubernetes, store"},
+	    {"store: [clickhouse]", "config store must be a mapping {engine, url, database, user, password, cluster}"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		config_defaults(&c);
+		assert_int_equal(config_load_yaml(&c, bad[i].yaml, strlen(bad[i].yaml), &e), -1);
+		assert_int_equal(e.status, 400);
+		assert_string_equal(e.msg, bad[i].msg);
+		config_free(&c);
+	}
+	static const struct {
+		const char *yaml, *msg;
+	} invalid[] = {
+	    {"store: {engine: mongo}", "store.engine mongo is not one of local, clickhouse"},
+	    {"store: {engine: clickhouse}", "store.url must be the ClickHouse HTTP interface, http://host:8123"},
+	    {"store: {engine: clickhouse, url: 'http://x', password: a, passwordFile: b}",
+	     "store: set password or passwordFile, not both"},
+	};
+	for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++) {
+		config_defaults(&c);
+		assert_int_equal(config_load_yaml(&c, invalid[i].yaml, strlen(invalid[i].yaml), &e), 0);
+		assert_int_equal(config_validate(&c, &e), -1);
+		assert_string_equal(e.msg, invalid[i].msg);
+		config_free(&c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -121,6 +174,7 @@ int main(void)
 	    cmocka_unit_test(test_file),
 	    cmocka_unit_test(test_invalid),
 	    cmocka_unit_test(test_yaml),
+	    cmocka_unit_test(test_store_and_unknown_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

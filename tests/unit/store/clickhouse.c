@@ -1,0 +1,177 @@
+/* Tests of store/clickhouse's encodings (no server: the engine itself is
+ * tested against a real ClickHouse by the black-box suites): RowBinary
+ * both ways, reads of truncated or hostile answers that stay in bounds,
+ * SQL string literals that cannot break out of their quotes, the span-index
+ * key form, and store_open's refusals of a bad configuration. */
+#include "testutil.h"
+
+#include "store/clickhouse.h"
+
+static ch_rd reader(const buf_t *b) { return (ch_rd){b->p, b->p + b->n, 0}; }
+
+static void test_rowbinary_round_trip(void **state)
+{
+	(void)state;
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	ch_put_u8(&b, 7);
+	ch_put_u32(&b, 20424);
+	ch_put_u64(&b, 0x0123456789abcdefULL);
+	ch_put_i64(&b, -5);
+	ch_put_str(&b, slice_cstr("checkout"));
+	char big[300];
+	memset(big, 'x', sizeof big);
+	ch_put_str(&b, slice_make(big, sizeof big)); /* a two-byte varint length */
+	ch_put_varint(&b, UINT64_MAX);
+	/* Exact bytes of the fixed-width values: little-endian, as ClickHouse reads them. */
+	assert_int_equal(b.p[0], 7);
+	assert_memory_equal(b.p + 1, "\xc8\x4f\x00\x00", 4);
+	assert_memory_equal(b.p + 5, "\xef\xcd\xab\x89\x67\x45\x23\x01", 8);
+	assert_memory_equal(b.p + 21, "\x08" "checkout", 9);
+	assert_memory_equal(b.p + 30, "\xac\x02", 2);
+	ch_rd r = reader(&b);
+	assert_int_equal(ch_rd_u8(&r), 7);
+	assert_int_equal(ch_rd_u32(&r), 20424);
+	assert_true(ch_rd_u64(&r) == 0x0123456789abcdefULL);
+	assert_true(ch_rd_i64(&r) == -5);
+	slice_t s = ch_rd_str(&r);
+	assert_int_equal(s.n, 8);
+	assert_memory_equal(s.p, "checkout", 8);
+	s = ch_rd_str(&r);
+	assert_int_equal(s.n, 300);
+	assert_true(ch_rd_varint(&r) == UINT64_MAX);
+	assert_false(r.bad);
+	assert_false(ch_rd_more(&r));
+	buf_free(&b);
+}
+
+/* Every prefix of a valid answer reads without overrun and is flagged bad. */
+static void test_truncated_answers(void **state)
+{
+	(void)state;
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	ch_put_u64(&b, 42);
+	ch_put_str(&b, slice_cstr("span"));
+	ch_put_u32(&b, 9);
+	for (size_t n = 0; n < b.n; n++) {
+		uint8_t *copy = malloc(n ? n : 1); /* exactly n bytes: ASan catches any overrun */
+		memcpy(copy, b.p, n);
+		ch_rd r = {copy, copy + n, 0};
+		ch_rd_u64(&r);
+		slice_t s = ch_rd_str(&r);
+		ch_rd_u32(&r);
+		assert_true(r.bad);
+		assert_true(s.n == 0 || s.n == 4);
+		free(copy);
+	}
+	/* A string claiming more bytes than the answer has. */
+	uint8_t lie[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 'a'};
+	ch_rd r = {lie, lie + sizeof lie, 0};
+	slice_t s = ch_rd_str(&r);
+	assert_true(r.bad);
+	assert_int_equal(s.n, 0);
+	/* A varint that never ends. */
+	uint8_t endless[12];
+	memset(endless, 0x80, sizeof endless);
+	r = (ch_rd){endless, endless + sizeof endless, 0};
+	ch_rd_varint(&r);
+	assert_true(r.bad);
+	buf_free(&b);
+}
+
+static void test_sql_strings(void **state)
+{
+	(void)state;
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	ch_sql_str(&b, slice_cstr("a'b\\c"));
+	ch_sql_str(&b, slice_make("x\ny\0z", 5));
+	ch_sql_str(&b, slice_cstr("' OR 1=1 --"));
+	buf_putc(&b, 0);
+	assert_string_equal((const char *)b.p, "'a\\'b\\\\c''x\\x0ay\\x00z''\\' OR 1=1 --'");
+	buf_free(&b);
+}
+
+static void test_span_keys(void **state)
+{
+	(void)state;
+	char out[STORE_SPAN_ID_MAX];
+	slice_t k = ch_span_key(slice_cstr("00F067AA0BA902B7"), out);
+	assert_int_equal(k.n, 16);
+	assert_memory_equal(k.p, "00f067aa0ba902b7", 16); /* hex in either case matches */
+	k = ch_span_key(slice_cstr("span-7"), out);
+	assert_int_equal(k.n, 6);
+	assert_memory_equal(k.p, "span-7", 6); /* text stays as it is */
+	k = ch_span_key(slice_cstr("ABC"), out);
+	assert_memory_equal(k.p, "ABC", 3); /* odd length: text, case kept */
+	char longer[STORE_SPAN_ID_MAX + 2];
+	memset(longer, 'a', sizeof longer - 1);
+	longer[sizeof longer - 1] = 0;
+	assert_int_equal(ch_span_key(slice_cstr(longer), out).n, 0); /* not indexed */
+	assert_int_equal(ch_span_key(slice_cstr(""), out).n, 0);
+}
+
+static void test_bad_configurations(void **state)
+{
+	(void)state;
+	kn_err err = {0};
+	store_config c = {.engine = STORE_ENGINE_CLICKHOUSE};
+	assert_null(store_open(&c, &err));
+	assert_int_equal(err.status, 400);
+	assert_string_equal(err.msg, "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
+	c.ch_url = "http://127.0.0.1:1";
+	c.ch_database = "kiln; DROP TABLE x";
+	assert_null(store_open(&c, &err));
+	assert_string_equal(err.msg, "store: database and cluster names must be [A-Za-z_][A-Za-z0-9_]{0,63}");
+	c.ch_database = "kiln";
+	c.ch_url = "http://default:sekrit@127.0.0.1:1";
+	assert_null(store_open(&c, &err));
+	assert_string_equal(err.msg, "store.url must not carry credentials: set store.user and store.password(File)");
+	c.ch_url = "http://127.0.0.1:1";
+	c.ch_cluster = "c1 ON";
+	assert_null(store_open(&c, &err));
+	assert_int_equal(err.status, 400);
+}
+
+/* Unreachable ClickHouse: the store opens (the listeners must come up), a
+ * write is refused with 503 + Retry-After and nothing is acknowledged. */
+static void test_unreachable_refuses_writes(void **state)
+{
+	(void)state;
+	kn_err err = {0};
+	store_config c = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = "http://127.0.0.1:1"};
+	store_t *s = store_open(&c, &err);
+	assert_non_null(s);
+	assert_string_equal(store_engine_name(s), "clickhouse");
+	assert_int_equal(store_is_shared(s), 1);
+	model_batch *b = model_batch_new(slice_cstr("default"));
+	model_profile *p = model_profile_add(b);
+	model_profile_set_type(b, p, slice_cstr("cpu"), slice_cstr("nanoseconds"), slice_cstr("cpu"),
+	                       slice_cstr("nanoseconds"), 10000000);
+	model_profile_set_service(b, p, slice_cstr("svc"));
+	p->time_ns = 1764633600LL * 1000000000LL;
+	model_frame f = {.name = slice_cstr("main")};
+	uint32_t node = model_node_intern(b, MODEL_NONE, model_frame_intern(b, &f));
+	model_sample_add(b, p, node, 0, 5, 0);
+	model_profile_finish(b, p);
+	assert_int_equal(store_write_sync(s, b, &err), -1);
+	assert_int_equal(err.status, 503);
+	assert_int_equal(err.retry_after, 5);
+	/* Clients learn it is ClickHouse, not where it is (the log has that). */
+	assert_string_equal(err.msg, "store: ClickHouse is unreachable; retry later");
+	store_view *v = NULL;
+	assert_int_equal(store_view_open(s, slice_cstr("default"), 0, INT64_MAX, &v, &err), -1);
+	assert_int_equal(err.status, 503);
+	store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rowbinary_round_trip), cmocka_unit_test(test_truncated_answers),
+	    cmocka_unit_test(test_sql_strings),          cmocka_unit_test(test_span_keys),
+	    cmocka_unit_test(test_bad_configurations),   cmocka_unit_test(test_unreachable_refuses_writes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
