@@ -38,6 +38,7 @@ extern const char *const ch_table_names[CH_T_COUNT];
 /* One HTTP connection (a libcurl easy handle) and its answer buffer. */
 typedef struct ch_conn {
 	CURL *curl;
+	int unsent; /* the last ch_exec failed before its request could reach ClickHouse */
 	buf_t resp;
 	char errbuf[CURL_ERROR_SIZE];
 	struct ch_conn *next; /* the store's free list */
@@ -96,6 +97,12 @@ typedef struct ch_store {
 	u64map_t group;    /* ... and queued in the group being built */
 	buf_t rows[CH_T_COUNT];
 	uint64_t chunk_next;
+	/* Chunks of a write answered 503 whose INSERT may still have landed
+	 * (ClickHouse unreachable when we asked): removed before the next write. */
+	uint64_t *doubt;
+	size_t n_doubt, cap_doubt;
+	uint32_t *doubt_days;
+	size_t n_doubt_days, cap_doubt_days;
 } ch_store;
 
 /* ---- clickhouse_http.c: the HTTP interface ---- */

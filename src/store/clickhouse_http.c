@@ -126,6 +126,7 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	CURLcode rc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	c->unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY;
 	curl_slist_free_all(hdr);
 	buf_free(&url);
 	/* Clients get a plain 503; the details (which may name hosts) go to the

@@ -124,6 +124,10 @@ void ch_close(store_t *st)
 	u64map_free(&s->group);
 	for (int t = 0; t < CH_T_COUNT; t++)
 		buf_free(&s->rows[t]);
+	if (s->n_doubt)
+		log_error("store writes left in doubt at shutdown", "chunks=%zu", s->n_doubt);
+	free(s->doubt);
+	free(s->doubt_days);
 	free(s->ret);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
@@ -257,6 +261,11 @@ typedef struct {
 	uint32_t *span, *trace; /* per batch attrset: label index + 1, 0 = none */
 	uint64_t *pending;    /* dictionary keys added to s->group */
 	size_t n_pending, cap_pending;
+	uint64_t *chunks;     /* chunk ids of the group's sample rows */
+	size_t n_chunks, cap_chunks;
+	uint32_t *days;       /* their distinct days */
+	size_t n_days, cap_days;
+	uint64_t rows;        /* sample rows of the group */
 } enc;
 
 /* 1 when the dictionary row (t, id) of the current (project, day) must be written; marks it. */
@@ -406,6 +415,15 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 			en[m++] = en[i];
 	}
 	uint64_t chunk = (uint64_t)(time_now_ns() / 1000000) << 22 | (e->s->chunk_next++ & 0x3fffff);
+	e->chunks = xgrow(e->chunks, &e->cap_chunks, e->n_chunks + 1, sizeof *e->chunks);
+	e->chunks[e->n_chunks++] = chunk;
+	size_t d = 0;
+	while (d < e->n_days && e->days[d] != (uint32_t)e->day)
+		d++;
+	if (d == e->n_days) {
+		e->days = xgrow(e->days, &e->cap_days, e->n_days + 1, sizeof *e->days);
+		e->days[e->n_days++] = (uint32_t)e->day;
+	}
 	buf_t *r = &e->s->rows[CH_T_SAMPLES];
 	char span_buf[STORE_SPAN_ID_MAX], trace_buf[STORE_SPAN_ID_MAX];
 	for (uint32_t i = 0; i < m; i++) {
@@ -421,6 +439,7 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 				trace = ch_span_key(b->attr_labels[e->trace[a] - 1].value, trace_buf);
 		}
 		row_head(e, CH_T_SAMPLES);
+		e->rows++;
 		ch_put_u64(r, p->series_id);
 		ch_put_u64(r, chunk);
 		ch_put_i64(r, p->time_ns);
@@ -471,8 +490,110 @@ static int insert_all(ch_store *s, kn_err *err)
 		snprintf(settings, sizeof settings, "max_insert_block_size=%u%s", CH_GROUP_MAX_ROWS * 4,
 		         s->cluster ? "&insert_distributed_sync=1" : "");
 		if (ch_exec(s, s->wconn, sql, buf_slice(&s->rows[t]), settings, 1, err) < 0)
-			return -1;
+			return t == CH_T_SAMPLES && !s->wconn->unsent ? -2 : -1;
 	}
+	return 0;
+}
+
+/* ---- writes whose answer was lost ----
+ * An INSERT can land although we got no 200: ClickHouse stopped after
+ * committing but before answering, a timeout, a group spanning several
+ * partitions that failed after the first. The client is told 503 and will
+ * retry, so whatever landed must go: count the group's chunks; none, fine;
+ * all of them, the write succeeded after all; some, delete them. When
+ * ClickHouse cannot be asked, the chunks are kept in doubt and removed
+ * before the next write. */
+
+static void where_chunks(buf_t *q, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n)
+{
+	buf_puts(q, " WHERE day IN (");
+	for (size_t i = 0; i < n_days; i++)
+		buf_printf(q, "%s%u", i ? "," : "", days[i]);
+	buf_puts(q, ") AND chunk IN (");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(q, "%s%llu", i ? "," : "", (unsigned long long)chunks[i]);
+	buf_putc(q, ')');
+}
+
+/* Rows of samples with these chunks: 0, or -1 with err when ClickHouse cannot tell. */
+static int count_chunks(ch_store *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
+                        uint64_t *count, kn_err *err)
+{
+	buf_t q;
+	buf_init(&q, SIZE_MAX);
+	buf_puts(&q, "SELECT count() FROM samples");
+	where_chunks(&q, days, n_days, chunks, n);
+	ch_rd rd;
+	int rc = ch_select(s, s->wconn, &q, &rd, err);
+	if (rc == 0) {
+		*count = ch_rd_u64(&rd);
+		if (rd.bad)
+			rc = err_set(err, 503, "store: ClickHouse sent a malformed count");
+	}
+	buf_free(&q);
+	return rc;
+}
+
+static int delete_chunks(ch_store *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
+                         kn_err *err)
+{
+	buf_t q;
+	buf_init(&q, SIZE_MAX);
+	buf_printf(&q, "ALTER TABLE %s.samples%s", s->db, s->cluster ? "_local" : "");
+	if (s->cluster)
+		buf_printf(&q, " ON CLUSTER %s", s->cluster);
+	buf_puts(&q, " DELETE");
+	where_chunks(&q, days, n_days, chunks, n);
+	buf_putc(&q, 0);
+	int rc = ch_exec(s, s->wconn, (const char *)q.p, (slice_t){0}, NULL, 1, err);
+	buf_free(&q);
+	return rc;
+}
+
+/* Settles chunks whose INSERT answer was lost: 1 all landed (the write
+ * stands), 0 none is left (deleted or never there), -1 cannot tell. */
+static int settle(ch_store *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
+                  uint64_t rows, kn_err *err)
+{
+	uint64_t count = 0;
+	if (count_chunks(s, days, n_days, chunks, n, &count, err) < 0)
+		return -1;
+	if (rows && count == rows)
+		return 1;
+	if (count == 0)
+		return 0;
+	if (delete_chunks(s, days, n_days, chunks, n, err) < 0)
+		return -1;
+	log_warn("store removed a partly written group", "rows=%llu of=%llu", (unsigned long long)count,
+	         (unsigned long long)rows);
+	return 0;
+}
+
+static void doubt_add(ch_store *s, const enc *e)
+{
+	s->doubt = xgrow(s->doubt, &s->cap_doubt, s->n_doubt + e->n_chunks, sizeof *s->doubt);
+	memcpy(s->doubt + s->n_doubt, e->chunks, e->n_chunks * sizeof *e->chunks);
+	s->n_doubt += e->n_chunks;
+	for (size_t i = 0; i < e->n_days; i++) {
+		size_t d = 0;
+		while (d < s->n_doubt_days && s->doubt_days[d] != e->days[i])
+			d++;
+		if (d == s->n_doubt_days) {
+			s->doubt_days = xgrow(s->doubt_days, &s->cap_doubt_days, s->n_doubt_days + 1, sizeof *s->doubt_days);
+			s->doubt_days[s->n_doubt_days++] = e->days[i];
+		}
+	}
+	log_warn("store write in doubt", "chunks=%zu (removed when ClickHouse answers again)", e->n_chunks);
+}
+
+/* Before a write: the chunks left in doubt are removed first. 0, or -1 with err. */
+static int settle_doubt(ch_store *s, kn_err *err)
+{
+	if (!s->n_doubt)
+		return 0;
+	if (settle(s, s->doubt_days, s->n_doubt_days, s->doubt, s->n_doubt, 0, err) < 0)
+		return -1;
+	s->n_doubt = s->n_doubt_days = 0;
 	return 0;
 }
 
@@ -498,7 +619,18 @@ static void write_group(ch_store *s, ch_job **jobs, size_t n)
 	}
 	free(ent);
 	kn_err err = {0};
-	int rc = written ? insert_all(s, &err) : 0;
+	int rc = 0;
+	if (written && (rc = settle_doubt(s, &err)) == 0)
+		rc = insert_all(s, &err);
+	if (rc == -2) { /* the sample rows were sent, the answer is unknown */
+		kn_err serr = {0};
+		int st = settle(s, e.days, e.n_days, e.chunks, e.n_chunks, e.rows, &serr);
+		if (st == 1)
+			log_info("store write confirmed", "batches=%zu after=\"%s\"", written, err.msg);
+		else if (st < 0)
+			doubt_add(s, &e);
+		rc = st == 1 ? 0 : -1;
+	}
 	if (rc == 0) {
 		if (s->seen.len + e.n_pending > CH_SEEN_CAP)
 			u64map_clear(&s->seen);
@@ -511,6 +643,8 @@ static void write_group(ch_store *s, ch_job **jobs, size_t n)
 		log_warn("store write failed", "batches=%zu error=\"%s\"", written, err.msg);
 	}
 	free(e.pending);
+	free(e.chunks);
+	free(e.days);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	store_commit_note(&s->commit_stats, ns);
