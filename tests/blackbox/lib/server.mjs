@@ -1,6 +1,14 @@
 // Starts the real build/kiln on a temp data dir with port-0 listeners and
 // finds the ports from its logfmt "msg=listening" lines (race-free: the
 // kernel picks the port, the server tells us which).
+//
+// Store engine: the embedded one, unless KILN_TEST_ENGINE=clickhouse (the
+// second pass of tests/run-blackbox.sh) or opts.engine 'clickhouse' — then
+// the config gets a `store:` block for the ClickHouse at opts.clickhouseUrl
+// (default env KILN_TEST_CLICKHOUSE_URL) and a database of its own, so
+// servers never see each other's data — except a server started again on
+// the same data dir, which gets the database it had (as the embedded store
+// keeps its files), so restart tests mean the same under both engines.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,6 +29,45 @@ export function parseLogfmt(line) {
   return out;
 }
 
+export const TEST_ENGINE = process.env.KILN_TEST_ENGINE || 'local';
+
+// A database name no other server of any test process uses.
+let dbSeq = 0;
+export function freshDatabase() {
+  dbSeq++;
+  return `kiln_t_${process.pid}_${dbSeq}_${Math.random().toString(36).slice(2, 8)}`;
+}
+const databaseOfDataDir = new Map();
+
+// The `store:` block of a ClickHouse-backed server.
+export function clickhouseStoreYaml({ url, database, user = 'default', password = '', cluster } = {}) {
+  return ['store:', '  engine: clickhouse', `  url: ${JSON.stringify(url)}`, `  database: ${database}`,
+    `  user: ${user}`, `  password: ${JSON.stringify(password)}`, ...(cluster ? [`  cluster: ${cluster}`] : []), ''].join('\n');
+}
+
+// → {config, engine, database}: the test's config with a store block for
+// opts.engine (or KILN_TEST_ENGINE) added. A config that has its own
+// top-level `store:` keeps it (YAML refuses a second one); its engine and
+// database are read from it.
+function withStore(config, opts, dataDir) {
+  if (/^store\s*:/m.test(config)) {
+    const block = config.slice(config.search(/^store\s*:/m)).split(/\n(?=\S)/)[0];
+    const engine = /\bengine\s*:\s*["']?(\w+)/.exec(block)?.[1] ?? 'local';
+    return { config, engine, database: engine === 'clickhouse' ? /\bdatabase\s*:\s*["']?(\w+)/.exec(block)?.[1] ?? 'kiln' : undefined };
+  }
+  const engine = opts.engine ?? TEST_ENGINE;
+  if (engine !== 'clickhouse') return { config, engine: 'local', database: undefined };
+  const url = opts.clickhouseUrl ?? process.env.KILN_TEST_CLICKHOUSE_URL;
+  if (!url) throw new Error('startServer: engine clickhouse needs opts.clickhouseUrl or env KILN_TEST_CLICKHOUSE_URL (lib/clickhouse.mjs starts one)');
+  let database = opts.database;
+  if (!database) {
+    database = databaseOfDataDir.get(dataDir) ?? freshDatabase();
+    databaseOfDataDir.set(dataDir, database);
+  }
+  const sep = config === '' || config.endsWith('\n') ? '' : '\n';
+  return { config: `${config}${sep}${clickhouseStoreYaml({ url, database })}`, engine, database, clickhouseUrl: url };
+}
+
 function toUrl(addr, scheme = 'http') {
   // "127.0.0.1:40123", "[::]:40123", ":40123", "0.0.0.0:40123" → loopback URL.
   const k = addr.lastIndexOf(':');
@@ -37,7 +84,10 @@ function toUrl(addr, scheme = 'http') {
 // config: YAML text, written to a file in a temp dir and passed as --config
 // (before the address flags, which override its listener addrs).
 // https: names of listeners configured with TLS: their urls are https://.
-// Returns { proc, dataDir, uiUrl, uploadUrl, urls, configFile, stderr(), stop(), kill9(), exited }
+// engine ('local' | 'clickhouse'; default env KILN_TEST_ENGINE or local),
+// clickhouseUrl, database: the store (see the top of this file).
+// Returns { proc, dataDir, uiUrl, uploadUrl, urls, configFile, engine, database,
+//           stderr(), stop(), kill9(), exited }
 export async function startServer(opts = {}) {
   const dataDir = opts.dataDir ?? mkTemp('data');
   const want = opts.listeners ?? ['upload', 'ui'];
@@ -45,7 +95,8 @@ export async function startServer(opts = {}) {
   // what any test sends: unauthenticated traffic is rate-limited under the key
   // "default" (SPEC S1) at 20,000 samples/s, and only the rate-limit tests
   // are about that.
-  const config = opts.config ?? 'limits: {samplesPerSecond: 1000000000}\n';
+  const store = withStore(opts.config ?? 'limits: {samplesPerSecond: 1000000000}\n', opts, path.resolve(dataDir));
+  const { config } = store;
   const configFile = path.join(mkTemp('config'), 'kiln.yaml');
   fs.writeFileSync(configFile, config);
   const https = new Set(opts.https ?? []);
@@ -98,6 +149,7 @@ export async function startServer(opts = {}) {
 
   const server = {
     proc, dataDir, urls, exited, configFile,
+    engine: store.engine, database: store.database, clickhouseUrl: store.clickhouseUrl,
     uiUrl: urls.ui,
     uploadUrl: urls.upload,
     pid: proc.pid,
