@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { KILN_BIN, mkTemp } from './env.mjs';
+import { chQuery } from './clickhouse.mjs';
 
 // Parses one logfmt line into an object (quoted values supported).
 export function parseLogfmt(line) {
@@ -30,6 +31,14 @@ export function parseLogfmt(line) {
 }
 
 export const TEST_ENGINE = process.env.KILN_TEST_ENGINE || 'local';
+
+// For a check that only makes sense on the embedded store (it reads the
+// SQLite files under --data): the node:test `skip` option, e.g.
+//   test('…', { skip: embeddedOnly('the partition files under DATA') }, …)
+// false under the embedded engine, the reason under another.
+export function embeddedOnly(why) {
+  return TEST_ENGINE === 'local' ? false : `embedded engine only: ${why} (KILN_TEST_ENGINE=${TEST_ENGINE})`;
+}
 
 // A database name no other server of any test process uses.
 let dbSeq = 0;
@@ -52,8 +61,10 @@ export function clickhouseStoreYaml({ url, database, user = 'default', password 
 function withStore(config, opts, dataDir) {
   if (/^store\s*:/m.test(config)) {
     const block = config.slice(config.search(/^store\s*:/m)).split(/\n(?=\S)/)[0];
-    const engine = /\bengine\s*:\s*["']?(\w+)/.exec(block)?.[1] ?? 'local';
-    return { config, engine, database: engine === 'clickhouse' ? /\bdatabase\s*:\s*["']?(\w+)/.exec(block)?.[1] ?? 'kiln' : undefined };
+    const field = (k) => new RegExp(`\\b${k}\\s*:\\s*["']?([^"'\\s,}]+)`).exec(block)?.[1];
+    const engine = field('engine') ?? 'local';
+    if (engine !== 'clickhouse') return { config, engine, database: undefined };
+    return { config, engine, database: field('database') ?? 'kiln', clickhouseUrl: field('url') ?? 'http://127.0.0.1:8123' };
   }
   const engine = opts.engine ?? TEST_ENGINE;
   if (engine !== 'clickhouse') return { config, engine: 'local', database: undefined };
@@ -142,6 +153,7 @@ export async function startServer(opts = {}) {
   });
   try {
     await ready;
+    if (store.engine === 'clickhouse' && opts.checkStore !== false) await awaitDatabase(store, () => errText);
   } catch (e) {
     try { proc.kill('SIGKILL'); } catch { /* already gone */ }
     throw e;
@@ -172,6 +184,27 @@ export async function startServer(opts = {}) {
     },
   };
   return server;
+}
+
+// A kiln told to use ClickHouse creates its database (CREATE DATABASE IF
+// NOT EXISTS) once it reaches ClickHouse; a kiln that ignored the store
+// block would pass every test on its embedded store instead, so wait for
+// the database to be there (pass checkStore: false when ClickHouse is
+// deliberately unreachable).
+async function awaitDatabase(store, stderr, timeoutMs = 15000) {
+  const sql = `SELECT count() FROM system.databases WHERE name = '${store.database}'`;
+  const t0 = Date.now();
+  let last = '';
+  for (;;) {
+    try {
+      if ((await chQuery(store.clickhouseUrl, sql, { timeoutMs: 5000 })).trim() === '1') return;
+      last = 'not there';
+    } catch (e) { last = e.message; }
+    if (Date.now() - t0 > timeoutMs) {
+      throw new Error(`kiln serve (store engine clickhouse, url ${store.clickhouseUrl}) did not create database ${store.database} within ${timeoutMs} ms (${last}); is the store block ignored?\nstderr:\n${tail(stderr(), 20)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 // Keeps the last lines of stderr for assertion messages.
