@@ -128,7 +128,7 @@ for (const how of ['SIGTERM', 'SIGKILL']) {
     const before = log.filter((e) => e.done < downAt);
     const down = log.filter((e) => e.sent > goneAt && e.done < upAgainStart);
     const after = firstOk ? log.filter((e) => e.sent > firstOk.done) : [];
-    t.diagnostic(`${log.length} pushes: ${before.length} before the stop, ${down.length} while down, ${after.length} after the first success again (${firstOk ? firstOk.done - upAt : 'none'} ms after ClickHouse was back)`);
+    t.diagnostic(`${log.length} pushes: ${before.length} before the stop, ${log.length - before.length - down.length - after.length} while ClickHouse stopped (${goneAt - downAt} ms) or started again, ${down.length} while down, ${after.length} after the first success again (${firstOk ? firstOk.done - upAt : 'none'} ms after ClickHouse was back)`);
 
     assert.ok(before.length >= 6, `too few pushes before the stop: ${before.length}`);
     assert.deepEqual(before.filter((e) => e.status !== 200).map((e) => `${e.listener}: ${e.describe}`), [], 'pushes while ClickHouse was up');
