@@ -177,3 +177,10 @@ test('/api/usage via a query process adds up what both ingestors accepted', asyn
   const rejected = u.days.reduce((s, d) => s + d.rejected, 0);
   assert.equal(rejected, 0, JSON.stringify(u));
 });
+
+test('with engine clickhouse, --data holds the keys database and nothing else', () => {
+  for (const s of [...I, ...Q]) {
+    const files = fs.readdirSync(s.dataDir, { recursive: true }).filter((f) => !/^keys\.db(-wal|-shm|-journal)?$/.test(f));
+    assert.deepEqual(files, [], `files under --data ${s.dataDir} of ${s.engine} pid ${s.pid} besides keys.db`);
+  }
+});
