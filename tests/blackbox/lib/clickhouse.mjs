@@ -38,16 +38,42 @@ export function freePort() {
 
 // Runs sql over the HTTP interface of url; resolves with the answer text,
 // throws with ClickHouse's message on any other status than 200.
+// opts: {database, user, password, timeoutMs}
 export async function chQuery(url, sql, opts = {}) {
   const u = new URL(url);
   if (opts.database) u.searchParams.set('database', opts.database);
+  if (opts.user !== undefined) u.searchParams.set('user', opts.user);
+  if (opts.password !== undefined) u.searchParams.set('password', opts.password);
   const res = await fetch(u, { method: 'POST', body: sql, signal: AbortSignal.timeout(opts.timeoutMs ?? 30000) });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`ClickHouse ${url}: ${sql.slice(0, 200)} → HTTP ${res.status}: ${text.slice(0, 1000)}`);
   return text;
 }
 
-function configXml(dir, httpPort, tcpPort, timezone) {
+const xmlText = (v) => String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+// users.xml with the given users ({name: password}), all from loopback,
+// with Debian's default profile and an unlimited quota.
+function usersXml(users) {
+  const u = Object.entries(users).map(([name, pw]) => `    <${name}>
+      <password>${xmlText(pw)}</password>
+      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>default</profile>
+      <quota>default</quota>
+    </${name}>`).join('\n');
+  return `<?xml version="1.0"?>
+<!-- written by tests/blackbox/lib/clickhouse.mjs -->
+<yandex>
+  <profiles><default><max_memory_usage>10000000000</max_memory_usage></default></profiles>
+  <users>
+${u}
+  </users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+`;
+}
+
+function configXml(dir, httpPort, tcpPort, timezone, usersFile) {
   const p = (x) => path.join(dir, x) + (x.endsWith('.log') ? '' : '/');
   return `<?xml version="1.0"?>
 <!-- written by tests/blackbox/lib/clickhouse.mjs -->
@@ -66,7 +92,7 @@ function configXml(dir, httpPort, tcpPort, timezone) {
   <tmp_path>${p('tmp')}</tmp_path>
   <user_files_path>${p('user_files')}</user_files_path>
   <format_schema_path>${p('format_schemas')}</format_schema_path>
-  <users_config>/etc/clickhouse-server/users.xml</users_config>
+  <users_config>${usersFile}</users_config>
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <mark_cache_size>5368709</mark_cache_size>
@@ -89,12 +115,21 @@ function tailOf(file, n) {
 }
 
 // opts: { own: true (never the shared server), timezone ('UTC', 'Asia/Kolkata' …;
-//         default: the machine's), timeoutMs (ready wait, default 30000), dir }
+//         default: the machine's), timeoutMs (ready wait, default 30000), dir,
+//         users: {name: password} (default: Debian's users.xml, user default
+//         without password), auth: {user, password} (what this module's own
+//         queries use; needed when users gives default a password) }
 export async function startClickHouse(opts = {}) {
   if (SHARED_URL && !opts.own) return sharedHandle(SHARED_URL);
   const dir = opts.dir ?? mkTemp('clickhouse');
   const confFile = path.join(dir, 'config.xml');
   const timeoutMs = opts.timeoutMs ?? 30000;
+  const auth = opts.auth ?? {};
+  let usersFile = '/etc/clickhouse-server/users.xml';
+  if (opts.users) {
+    usersFile = path.join(dir, 'users.xml');
+    fs.writeFileSync(usersFile, usersXml(opts.users));
+  }
   let proc = null;
   let exited = null;
   let out = '';
@@ -130,7 +165,7 @@ export async function startClickHouse(opts = {}) {
     exited.then((e) => { gone = e; });
     for (;;) {
       try {
-        if ((await chQuery(url, 'SELECT 1', { timeoutMs: 2000 })).trim() === '1') return;
+        if ((await chQuery(url, 'SELECT 1', { ...auth, timeoutMs: 2000 })).trim() === '1') return;
       } catch { /* not yet */ }
       if (gone) throw Object.assign(new Error(`clickhouse-server exited while starting (${JSON.stringify(gone)})\n${logTail()}`), { exitedEarly: true });
       if (Date.now() - t0 > timeoutMs) {
@@ -145,7 +180,7 @@ export async function startClickHouse(opts = {}) {
   for (let attempt = 1; ; attempt++) {
     httpPort = await freePort();
     do tcpPort = await freePort(); while (tcpPort === httpPort);
-    fs.writeFileSync(confFile, configXml(dir, httpPort, tcpPort, opts.timezone));
+    fs.writeFileSync(confFile, configXml(dir, httpPort, tcpPort, opts.timezone, usersFile));
     spawnServer();
     try {
       await waitReady();
@@ -162,7 +197,7 @@ export async function startClickHouse(opts = {}) {
     pid: () => proc?.pid,
     running: () => proc !== null && running.has(proc),
     logTail,
-    query: (sql, o) => chQuery(url, sql, o),
+    query: (sql, o) => chQuery(url, sql, { ...auth, ...o }),
     // SIGTERM and wait (SIGKILL after timeoutMs); resolves {code, signal}.
     async stop(timeoutMs = 30000) {
       if (!proc || !running.has(proc)) return exited;

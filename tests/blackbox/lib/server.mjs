@@ -75,8 +75,9 @@ function withStore(config, opts, dataDir) {
     database = databaseOfDataDir.get(dataDir) ?? freshDatabase();
     databaseOfDataDir.set(dataDir, database);
   }
+  const auth = { user: opts.clickhouseUser ?? 'default', password: opts.clickhousePassword ?? '' };
   const sep = config === '' || config.endsWith('\n') ? '' : '\n';
-  return { config: `${config}${sep}${clickhouseStoreYaml({ url, database })}`, engine, database, clickhouseUrl: url };
+  return { config: `${config}${sep}${clickhouseStoreYaml({ url, database, ...auth })}`, engine, database, clickhouseUrl: url, clickhouseAuth: auth };
 }
 
 function toUrl(addr, scheme = 'http') {
@@ -96,7 +97,8 @@ function toUrl(addr, scheme = 'http') {
 // (before the address flags, which override its listener addrs).
 // https: names of listeners configured with TLS: their urls are https://.
 // engine ('local' | 'clickhouse'; default env KILN_TEST_ENGINE or local),
-// clickhouseUrl, database: the store (see the top of this file).
+// clickhouseUrl, database, clickhouseUser, clickhousePassword: the store
+// (see the top of this file).
 // Returns { proc, dataDir, uiUrl, uploadUrl, urls, configFile, engine, database,
 //           stderr(), stop(), kill9(), exited }
 export async function startServer(opts = {}) {
@@ -197,7 +199,7 @@ async function awaitDatabase(store, stderr, timeoutMs = 15000) {
   let last = '';
   for (;;) {
     try {
-      if ((await chQuery(store.clickhouseUrl, sql, { timeoutMs: 5000 })).trim() === '1') return;
+      if ((await chQuery(store.clickhouseUrl, sql, { ...store.clickhouseAuth, timeoutMs: 5000 })).trim() === '1') return;
       last = 'not there';
     } catch (e) { last = e.message; }
     if (Date.now() - t0 > timeoutMs) {
