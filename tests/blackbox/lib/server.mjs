@@ -80,6 +80,19 @@ function withStore(config, opts, dataDir) {
   return { config: `${config}${sep}${clickhouseStoreYaml({ url, database, ...auth })}`, engine, database, clickhouseUrl: url, clickhouseAuth: auth };
 }
 
+// How the CLI (kiln keys, kiln usage) reaches the store of a server on
+// dataDir: ['--data', dataDir] on the embedded engine; under engine
+// clickhouse (opts as startServer's), ['--config', FILE] with the same store
+// block — the same database that server gets — since keys and usage live in
+// ClickHouse then.
+export function cliStoreArgs(dataDir, opts = {}) {
+  const store = withStore('', opts, path.resolve(dataDir));
+  if (store.engine !== 'clickhouse') return ['--data', dataDir];
+  const f = path.join(mkTemp('config'), 'kiln.yaml');
+  fs.writeFileSync(f, `data: ${JSON.stringify(dataDir)}\n${store.config}`);
+  return ['--config', f];
+}
+
 function toUrl(addr, scheme = 'http') {
   // "127.0.0.1:40123", "[::]:40123", ":40123", "0.0.0.0:40123" → loopback URL.
   const k = addr.lastIndexOf(':');
