@@ -5,6 +5,10 @@
 // visible from the query processes right away, with exact totals (go tool
 // pprof's reading of the fixture, or the numbers the test sent), usage
 // counters of both ingestors add up, and both query processes answer alike.
+// Keys live in ClickHouse too: one created once with `kiln keys create
+// --config` works on every process of an `--auth required` pair within a
+// couple of seconds (each re-reads the keys every second), and a revoked one
+// stops working everywhere.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -17,9 +21,10 @@ import { buildRequest } from './lib/otlp-build.mjs';
 import { encodeRequest } from './lib/otlp.mjs';
 import { startClickHouse } from './lib/clickhouse.mjs';
 import { startServer, freshDatabase, tail } from './lib/server.mjs';
+import { mkTemp } from './lib/env.mjs';
 import { assertSameAnswer } from './lib/compare.mjs';
 import { pushTo } from './lib/s6-push.mjs';
-import { otlpN, sleep } from './lib/s6.mjs';
+import { otlpN, sleep, createKey, revokeKey, uploadAs, apiAs, brief } from './lib/s6.mjs';
 
 const FIB = path.join(TESTDATA, 'pprof', 'go-cpu-fib.pb.gz');
 const RECEIVERS = ['otlp_grpc', 'otlp_http', 'upload'];
@@ -33,12 +38,11 @@ const I = []; // ingestors
 const Q = []; // query processes
 let accepted = 0; // samples acknowledged by both ingestors, for /api/usage
 
-async function startRole(role, listeners) {
-  const s = await startServer({
+async function startRole(role, listeners, opts = {}) {
+  return startServer({
     engine: 'clickhouse', clickhouseUrl: ch.url, database,
-    config: `role: ${role}\n${LIMITS}`, otlp: true, listeners,
+    config: `role: ${role}\n${LIMITS}`, otlp: true, listeners, ...opts,
   });
-  return s;
 }
 
 before(async () => {
@@ -49,8 +53,9 @@ before(async () => {
   Q.push(await startRole('query', ['ui']));
   Q.push(await startRole('query', ['ui']));
 });
+const keyed = [];
 after(async () => {
-  await Promise.all([...I, ...Q].map((s) => s.stop()));
+  await Promise.all([...I, ...Q, ...keyed].map((s) => s.stop()));
   await ch?.destroy();
 });
 
@@ -183,4 +188,48 @@ test('with engine clickhouse, nothing is written under --data (docs/OPERATIONS.m
     const files = fs.readdirSync(s.dataDir, { recursive: true });
     assert.deepEqual(files, [], `files under --data ${s.dataDir} of ${s.engine} pid ${s.pid}`);
   }
+});
+
+// Polls until push() answers want (or timeoutMs passes); → [reply, ms].
+async function until(want, push, timeoutMs = 5000) {
+  const t0 = Date.now();
+  for (;;) {
+    const r = await push();
+    if (r.status === want || Date.now() - t0 > timeoutMs) return [r, Date.now() - t0];
+    await sleep(100);
+  }
+}
+
+test('a key created once (kiln keys create --config) works on every process; revoked, it stops working on every process', async (t) => {
+  // Processes of their own, with --auth required, on a database of their own.
+  const dataDir = mkTemp('so-keys');
+  const auth = { extraArgs: ['--auth', 'required'], dataDir };
+  const ing = [await startRole('ingestor', RECEIVERS, auth), await startRole('ingestor', RECEIVERS, auth)];
+  const qry = await startRole('query', ['ui'], auth);
+  keyed.push(...ing, qry);
+  const key = await createKey(dataDir, 'so-team', 'so-ci', 'both');
+  const body = buildProfile({ sampleTypes: [['cpu', 'nanoseconds']], periodType: ['cpu', 'nanoseconds'], period: 1, samples: [{ stack: ['main.keyed', 'main.main'], values: [42] }] }).bytes;
+  for (const [k, s] of ing.entries()) {
+    const [r, ms] = await until(200, () => uploadAs(s, body, { serviceName: 'so-keyed' }, { key }));
+    assert.equal(r.status, 200, `ingestor ${k} with the new key: ${brief(r)}\n${tail(s.stderr(), 5)}`);
+    assert.ok(ms <= 3000, `ingestor ${k} took ${ms} ms to accept a new key (re-read every second)`);
+    t.diagnostic(`ingestor ${k} accepted the new key after ${ms} ms`);
+  }
+  const [q] = await until(200, () => apiAs(qry, '/api/flamegraph', { service: 'so-keyed', type: 'cpu:nanoseconds', ...W() }, { key }));
+  assert.equal(q.status, 200, brief(q));
+  assert.equal(q.json.total, 84, `both uploads via the query process: ${brief(q)}`);
+  const none = await apiAs(qry, '/api/flamegraph', { service: 'so-keyed', type: 'cpu:nanoseconds', ...W() });
+  assert.equal(none.status, 401, `the query process without a key: ${brief(none)}`);
+
+  await revokeKey(dataDir, 'so-ci');
+  for (const [k, s] of ing.entries()) {
+    const [r, ms] = await until(401, () => uploadAs(s, body, { serviceName: 'so-keyed' }, { key }));
+    assert.equal(r.status, 401, `ingestor ${k} with the revoked key: ${brief(r)}`);
+    assert.ok(ms <= 3000, `ingestor ${k} took ${ms} ms to refuse a revoked key`);
+  }
+  const [rq] = await until(401, () => apiAs(qry, '/api/services', W(), { key }));
+  assert.equal(rq.status, 401, `query process with the revoked key: ${brief(rq)}`);
+  // What the revoked key pushed before is kept; nothing pushed after the refusals.
+  const after = await getJson(Q[0].uiUrl, '/api/services', W());
+  assert.ok(!after.services.some((x) => x.name === 'so-keyed'), 'project so-team\'s data is not visible to the default project');
 });

@@ -27,9 +27,10 @@ export const DAY = 86400;
 
 // kiln keys create → the key (the stdout line that is one word). Throws with
 // the CLI's output when it fails. The keys of the store a server on dataDir
-// uses: keys.db there, or its ClickHouse database (lib/server.mjs cliStoreArgs).
-export async function createKey(dataDir, project, name, scope) {
-  const args = ['keys', 'create', ...cliStoreArgs(dataDir), '--project', project, '--name', name];
+// uses: keys.db there, or its ClickHouse database (lib/server.mjs
+// cliStoreArgs; storeOpts as startServer's engine, clickhouseUrl …).
+export async function createKey(dataDir, project, name, scope, storeOpts = {}) {
+  const args = ['keys', 'create', ...cliStoreArgs(dataDir, storeOpts), '--project', project, '--name', name];
   if (scope) args.push('--scope', scope);
   const r = await runKiln(args);
   const out = r.stdout.toString();

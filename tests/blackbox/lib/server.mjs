@@ -70,11 +70,8 @@ function withStore(config, opts, dataDir) {
   if (engine !== 'clickhouse') return { config, engine: 'local', database: undefined };
   const url = opts.clickhouseUrl ?? process.env.KILN_TEST_CLICKHOUSE_URL;
   if (!url) throw new Error('startServer: engine clickhouse needs opts.clickhouseUrl or env KILN_TEST_CLICKHOUSE_URL (lib/clickhouse.mjs starts one)');
-  let database = opts.database;
-  if (!database) {
-    database = databaseOfDataDir.get(dataDir) ?? freshDatabase();
-    databaseOfDataDir.set(dataDir, database);
-  }
+  const database = opts.database ?? databaseOfDataDir.get(dataDir) ?? freshDatabase();
+  databaseOfDataDir.set(dataDir, database);
   const auth = { user: opts.clickhouseUser ?? 'default', password: opts.clickhousePassword ?? '' };
   const sep = config === '' || config.endsWith('\n') ? '' : '\n';
   return { config: `${config}${sep}${clickhouseStoreYaml({ url, database, ...auth })}`, engine, database, clickhouseUrl: url, clickhouseAuth: auth };
