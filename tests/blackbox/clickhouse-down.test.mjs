@@ -10,10 +10,12 @@
 // that got 200 is stored exactly once and none that was refused is: each
 // push carries its own function name and value, so /api/top tells them
 // apart. A kiln started while ClickHouse is down opens its listeners,
-// refuses pushes with 503, and works once ClickHouse comes up.
+// refuses pushes with 503, and works once ClickHouse comes up; with
+// --auth required it answers 503, not 401, until it could read the keys
+// (which live in ClickHouse) once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { nowS } from './lib/env.mjs';
+import { nowS, mkTemp } from './lib/env.mjs';
 import { get, getJson } from './lib/http.mjs';
 import { buildProfile } from './lib/pb.mjs';
 import { buildRequest } from './lib/otlp-build.mjs';
@@ -21,7 +23,7 @@ import { encodeRequest } from './lib/otlp.mjs';
 import { startClickHouse } from './lib/clickhouse.mjs';
 import { startServer, tail } from './lib/server.mjs';
 import { pushTo } from './lib/s6-push.mjs';
-import { sleep } from './lib/s6.mjs';
+import { sleep, createKey, apiAs, brief } from './lib/s6.mjs';
 
 const LISTENERS = ['upload', 'otlp_http', 'otlp_grpc', 'ui'];
 const SVC = 'chdown';
@@ -128,7 +130,9 @@ for (const how of ['SIGTERM', 'SIGKILL']) {
     const before = log.filter((e) => e.done < downAt);
     const down = log.filter((e) => e.sent > goneAt && e.done < upAgainStart);
     const after = firstOk ? log.filter((e) => e.sent > firstOk.done) : [];
-    t.diagnostic(`${log.length} pushes: ${before.length} before the stop, ${log.length - before.length - down.length - after.length} while ClickHouse stopped (${goneAt - downAt} ms) or started again, ${down.length} while down, ${after.length} after the first success again (${firstOk ? firstOk.done - upAt : 'none'} ms after ClickHouse was back)`);
+    const between = log.filter((e) => !before.includes(e) && !down.includes(e) && !after.includes(e));
+    const slowest = Math.max(0, ...between.map((e) => e.done - e.sent));
+    t.diagnostic(`${log.length} pushes: ${before.length} before the stop, ${between.length} while ClickHouse stopped (${goneAt - downAt} ms; slowest answer ${slowest} ms) or started again, ${down.length} while down, ${after.length} after the first success again (${firstOk ? firstOk.done - upAt : 'none'} ms after ClickHouse was back)`);
 
     assert.ok(before.length >= 6, `too few pushes before the stop: ${before.length}`);
     assert.deepEqual(before.filter((e) => e.status !== 200).map((e) => `${e.listener}: ${e.describe}`), [], 'pushes while ClickHouse was up');
@@ -186,6 +190,38 @@ test('a kiln started while ClickHouse is down opens its listeners, refuses pushe
     const top = await getJson(k.uiUrl, '/api/top', { service: SVC, type: TYPE, from: nowS() - 3600, until: nowS() + 60, limit: 0 });
     const got = Object.fromEntries(top.rows.filter((r) => r.self !== 0).map((r) => [r.name, r.self]));
     assert.deepEqual(got, Object.fromEntries(acked.map((e) => [e.fn, e.v])), `only the acknowledged pushes (refused: ${refused.map((e) => e.fn)})`);
+  } finally {
+    await k.stop();
+  }
+});
+
+test('with --auth required and ClickHouse down since before kiln started: 503 (not 401) for known and unknown keys until the keys could be read, then 200 and 401', async () => {
+  if (!ch.running()) await ch.restart();
+  const dataDir = mkTemp('chdown-keys');
+  const store = { engine: 'clickhouse', clickhouseUrl: ch.url };
+  const key = await createKey(dataDir, 'down', 'down-key', 'both', store);
+  await ch.stop();
+  const k = await startServer({ ...store, dataDir, extraArgs: ['--auth', 'required'], otlp: true, listeners: LISTENERS, checkStore: false });
+  try {
+    for (const [what, auth] of [['the key', { key }], ['an unknown key', { key: 'kiln_not_a_key_0123456789abcdef' }]]) {
+      for (const l of ['upload', 'otlp_http', 'otlp_grpc']) {
+        const r = await pushTo(k, l, SVC, auth, { body: body(l, seq++) });
+        assert.equal(r.status, 503, `${l} with ${what}, keys never read: ${r.describe}`);
+        if (l !== 'otlp_grpc') assert.match(String(retryAfterOf(r)), /^[1-9]\d*$/, `${l}: Retry-After`);
+      }
+      const q = await apiAs(k, '/api/services', {}, auth);
+      assert.equal(q.status, 503, `a query with ${what}, keys never read: ${brief(q)}`);
+    }
+    await ch.restart();
+    const t0 = Date.now();
+    let r;
+    do {
+      await sleep(200);
+      r = await pushTo(k, 'upload', SVC, { key }, { body: body('upload', seq++) });
+    } while (r.status === 503 && Date.now() - t0 < RECOVERY_MS);
+    assert.equal(r.status, 200, `the key once ClickHouse is back: ${r.describe}\n${tail(k.stderr(), 10)}`);
+    const bad = await pushTo(k, 'otlp_http', SVC, { key: 'kiln_not_a_key_0123456789abcdef' }, { body: body('otlp_http', seq++) });
+    assert.equal(bad.status, 401, `an unknown key once the keys were read: ${bad.describe}`);
   } finally {
     await k.stop();
   }
