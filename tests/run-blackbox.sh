@@ -4,9 +4,13 @@
 #   local       every suite, kiln on its embedded store (SQLite under --data);
 #   clickhouse  the suites that are about stored data (CH_SUITES below) again,
 #               with KILN_TEST_ENGINE=clickhouse: every kiln gets a `store:`
-#               block for one ClickHouse started for the pass (lib/clickhouse.mjs,
-#               stopped at the end whatever happens) and a database of its own;
+#               block for the run's ClickHouse and a database of its own;
 #               plus the suites that need ClickHouse itself (CH_ONLY).
+# One ClickHouse serves the whole run (lib/clickhouse.mjs; stopped at the end
+# whatever happens), named in KILN_TEST_CLICKHOUSE_URL for both passes, so a
+# suite of the local pass can use it too (deploy.test.mjs runs the scale-out
+# pods on it). Without clickhouse-server, the local pass runs without it and
+# the clickhouse pass fails.
 # Prints one line per pass and a total CI can read:
 #   blackbox[local]: N tests, P passed, F failed (Ts)
 #   blackbox[clickhouse]: N tests, P passed, F failed (Ts)
@@ -15,8 +19,8 @@
 # Env: KILN_BIN (default build/kiln), KILN_TESTDATA (default ../shared/testdata),
 #      KILN_BB_CONCURRENCY (test files run at once, default 2),
 #      KILN_BB_ENGINES (passes to run, default "local clickhouse"),
-#      KILN_TEST_CLICKHOUSE_URL (use this ClickHouse for the clickhouse pass
-#      instead of starting one), KILN_TEST_CLICKHOUSE_TZ (the started
+#      KILN_TEST_CLICKHOUSE_URL (use this ClickHouse instead of starting
+#      one), KILN_TEST_CLICKHOUSE_TZ (the started
 #      ClickHouse's server time zone, default Asia/Kolkata: not UTC, so an
 #      engine that lets ClickHouse pick the day or the step boundaries shows it).
 # The web UI tests (ui-*.test.mjs) drive KILN_CHROMIUM (default /usr/bin/chromium)
@@ -103,15 +107,14 @@ fail_pass() {
   total_n=$((total_n + 1)) total_f=$((total_f + 1)) rc_all=1
 }
 
-[ ${#local_files[@]} -gt 0 ] && run_pass local "${local_files[@]}"
-
-if [ ${#ch_files[@]} -gt 0 ]; then
+# The run's ClickHouse, stopped by cleanup() whatever happens.
+ch_error=
+if [ ${#local_files[@]} -gt 0 ] || [ ${#ch_files[@]} -gt 0 ]; then
   if [ -n "${KILN_TEST_CLICKHOUSE_URL:-}" ]; then
-    run_pass clickhouse "${ch_files[@]}"
+    echo "blackbox: ClickHouse at $KILN_TEST_CLICKHOUSE_URL (given)"
   elif ! command -v "${KILN_CLICKHOUSE_BIN:-clickhouse-server}" >/dev/null; then
-    fail_pass clickhouse "clickhouse-server not found (scripts/deps.sh installs it)"
+    ch_error="clickhouse-server not found (scripts/deps.sh installs it)"
   else
-    # One ClickHouse for the pass, stopped by cleanup() whatever happens.
     node tests/blackbox/lib/clickhouse-main.mjs --timezone "${KILN_TEST_CLICKHOUSE_TZ:-Asia/Kolkata}" >"$tmp/ch.out" 2>&1 &
     ch_pid=$!
     for _ in $(seq 1 600); do
@@ -121,17 +124,26 @@ if [ ${#ch_files[@]} -gt 0 ]; then
     done
     url=$(sed -n 's/^url=//p' "$tmp/ch.out")
     if [ -z "$url" ]; then
-      fail_pass clickhouse "could not start ClickHouse:"
-      sed 's/^/  /' "$tmp/ch.out"
+      ch_error="could not start ClickHouse: $(sed 's/^/  /' "$tmp/ch.out")"
     else
-      echo "blackbox[clickhouse]: ClickHouse at $url ($(sed -n 's/^dir=//p' "$tmp/ch.out"), time zone ${KILN_TEST_CLICKHOUSE_TZ:-Asia/Kolkata})"
-      KILN_TEST_ENGINE=clickhouse KILN_TEST_CLICKHOUSE_URL="$url" run_pass clickhouse "${ch_files[@]}"
-      if ! kill -0 "$ch_pid" 2>/dev/null; then
-        fail_pass clickhouse "the shared ClickHouse died during the pass:"
-        grep -v '^url=\|^dir=' "$tmp/ch.out" | sed 's/^/  /'
-      fi
+      export KILN_TEST_CLICKHOUSE_URL="$url"
+      echo "blackbox: ClickHouse at $url ($(sed -n 's/^dir=//p' "$tmp/ch.out"), time zone ${KILN_TEST_CLICKHOUSE_TZ:-Asia/Kolkata})"
     fi
   fi
+fi
+
+[ ${#local_files[@]} -gt 0 ] && KILN_TEST_ENGINE=local run_pass local "${local_files[@]}"
+
+if [ ${#ch_files[@]} -gt 0 ]; then
+  if [ -n "$ch_error" ]; then
+    fail_pass clickhouse "$ch_error"
+  else
+    KILN_TEST_ENGINE=clickhouse run_pass clickhouse "${ch_files[@]}"
+  fi
+fi
+if [ -n "$ch_pid" ] && ! kill -0 "$ch_pid" 2>/dev/null; then
+  fail_pass clickhouse "the run's ClickHouse died during the run:"
+  grep -v '^url=\|^dir=' "$tmp/ch.out" | sed 's/^/  /'
 fi
 
 echo "blackbox: ${total_n} tests, ${total_p} passed, ${total_f} failed ($(( $(date +%s) - start_all ))s)"
