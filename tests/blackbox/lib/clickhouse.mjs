@@ -73,7 +73,10 @@ ${u}
 `;
 }
 
-function configXml(dir, httpPort, tcpPort, timezone, usersFile) {
+// A clickhouse-server config: loopback, ports, everything under dir,
+// small caches, quick shutdown; extra: more XML inside <yandex> (a cluster's
+// ZooKeeper, remote_servers, macros — lib/chcluster.mjs).
+export function configXml(dir, { httpPort, tcpPort, timezone, usersFile = '/etc/clickhouse-server/users.xml', extra = '' }) {
   const p = (x) => path.join(dir, x) + (x.endsWith('.log') ? '' : '/');
   return `<?xml version="1.0"?>
 <!-- written by tests/blackbox/lib/clickhouse.mjs -->
@@ -100,7 +103,7 @@ function configXml(dir, httpPort, tcpPort, timezone, usersFile) {
   <max_concurrent_queries>100</max_concurrent_queries>
   <keep_alive_timeout>1</keep_alive_timeout>
   <shutdown_wait_unfinished>1</shutdown_wait_unfinished>${timezone ? `\n  <timezone>${timezone}</timezone>` : ''}
-</yandex>
+${extra}</yandex>
 `;
 }
 
@@ -180,7 +183,7 @@ export async function startClickHouse(opts = {}) {
   for (let attempt = 1; ; attempt++) {
     httpPort = await freePort();
     do tcpPort = await freePort(); while (tcpPort === httpPort);
-    fs.writeFileSync(confFile, configXml(dir, httpPort, tcpPort, opts.timezone, usersFile));
+    fs.writeFileSync(confFile, configXml(dir, { httpPort, tcpPort, timezone: opts.timezone, usersFile }));
     spawnServer();
     try {
       await waitReady();
