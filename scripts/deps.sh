@@ -12,6 +12,7 @@ pkgs=(
   golang-go nodejs npm curl ca-certificates nghttp2-client
   kubernetes-client
   chromium                  # the web UI tests (tests/blackbox/ui-*.test.mjs) drive it with playwright-core
+  clickhouse-server         # the ClickHouse store engine's tests start it on loopback (tests/blackbox/lib/clickhouse.mjs)
 )
 
 missing=()

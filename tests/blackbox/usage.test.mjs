@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkTemp, uniqueName, nowS } from './lib/env.mjs';
-import { tail } from './lib/server.mjs';
+import { tail, cliStoreArgs } from './lib/server.mjs';
 import { runKiln } from './lib/cli.mjs';
 import { buildProfile, encodeProfile } from './lib/pb.mjs';
 import { manyRows } from './lib/badcases.mjs';
@@ -76,7 +76,9 @@ function sumRows(u) {
   return got;
 }
 
-test('usage counts what was sent, per key and reason, in /api/usage, `kiln usage`, and after a restart', { todo }, async () => {
+let mine;
+
+test('usage counts what was sent, per key and reason, in /api/usage', { todo }, async () => {
   // accepted
   let r = await send('ok-pprof', 'upload', K.main, { n: 30 }, 200);
   assert.equal(r.samples, 30, r.describe);
@@ -127,11 +129,13 @@ test('usage counts what was sent, per key and reason, in /api/usage, `kiln usage
   await sleep(1300); // flushed every second
   const u = await usageOf(K.main);
   const got = sumRows(u);
-  const mine = { 'us-main': expected['us-main'], 'us-other': expected['us-other'] };
+  mine = { 'us-main': expected['us-main'], 'us-other': expected['us-other'] };
   assert.deepEqual(got, mine, `/api/usage (project pu) per key: ${JSON.stringify(u)}`);
   const uf = sumRows(await usageOf(K.foreign));
   assert.deepEqual(uf, { 'us-foreign': expected['us-foreign'] }, '/api/usage (project pv) per key');
+});
 
+test('`kiln usage` prints the same numbers, while serving and after SIGTERM', { todo }, async () => {
   // kiln usage: a table with a line per (day, key) holding the numbers.
   const check = (out, ctx) => {
     for (const [key, e] of Object.entries(expected)) {
@@ -143,15 +147,18 @@ test('usage counts what was sent, per key and reason, in /api/usage, `kiln usage
       }
     }
   };
-  let k = await runKiln(['usage', '--data', dataDir]);
+  let k = await runKiln(['usage', ...cliStoreArgs(dataDir)]);
   assert.equal(k.code, 0, `kiln usage while serving: ${k.stderr}`);
   check(k.stdout.toString(), 'kiln usage (server running)');
 
-  // Durable: after SIGTERM and a restart the numbers are the same.
   await server.stop();
-  k = await runKiln(['usage', '--data', dataDir]);
+  k = await runKiln(['usage', ...cliStoreArgs(dataDir)]);
   assert.equal(k.code, 0, `kiln usage after stop: ${k.stderr}`);
   check(k.stdout.toString(), 'kiln usage (server stopped)');
+});
+
+test('usage is durable: after SIGTERM and a restart /api/usage shows the same numbers', { todo }, async () => {
+  await server.stop(); // (already stopped by the `kiln usage` test)
   server = await startS6({ dataDir, extraArgs: ['--auth', 'required'], config });
   assert.deepEqual(sumRows(await usageOf(K.main)), mine, '/api/usage after a restart');
 });
@@ -165,6 +172,18 @@ test('usage survives kill -9 after the 1 s flush', { todo }, async () => {
   server = await startS6({ dataDir, extraArgs: ['--auth', 'required'], config });
   const got = sumRows(await usageOf(K.main));
   assert.equal(got['us-main'].accepted, before9['us-main'].accepted + 17, `accepted after kill -9: ${JSON.stringify(got)}`);
+});
+
+test('counts not yet flushed when SIGTERM comes are written before kiln exits 0', { todo }, async () => {
+  const before = sumRows(await usageOf(K.main));
+  await send('term', 'upload', K.main, { n: 19 }, 200);
+  count('us-main', 'accepted', 19);
+  const stopped = server;
+  const e = await stopped.stop(); // at once: well within the 1 s flush interval
+  server = await startS6({ dataDir, extraArgs: ['--auth', 'required'], config });
+  assert.deepEqual(e, { code: 0, signal: null }, `exit after SIGTERM right after a push; stderr:\n${tail(stopped.stderr(), 30)}`);
+  const got = sumRows(await usageOf(K.main));
+  assert.equal(got['us-main'].accepted, before['us-main'].accepted + 19, `accepted after SIGTERM: ${JSON.stringify(got)}`);
 });
 
 test('/api/usage: bad from/until → 400', { todo }, async () => {

@@ -15,8 +15,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { mkTemp } from './env.mjs';
+import { CLICKHOUSE_BIN, freePort, chQuery, configXml } from './clickhouse.mjs';
 
-export const CLICKHOUSE_BIN = process.env.KILN_CLICKHOUSE_BIN || 'clickhouse-server';
+export { CLICKHOUSE_BIN, freePort, chQuery };
+
 export const ZOOKEEPER_JAR = process.env.KILN_ZOOKEEPER_JAR || '/usr/share/java/zookeeper.jar';
 const JAVA = process.env.KILN_JAVA || 'java';
 
@@ -33,30 +35,6 @@ export function clusterUnavailable() {
   if (!onPath(JAVA)) return `java is not installed (Debian package "default-jre-headless", a dependency of "zookeeper")`;
   if (!onPath(CLICKHOUSE_BIN)) return `${CLICKHOUSE_BIN} is not installed (Debian package "clickhouse-server")`;
   return null;
-}
-
-// A port nobody listened on a moment ago (the kernel's choice for port 0).
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-// Runs sql over the HTTP interface of url; resolves with the answer text,
-// throws with ClickHouse's message on any other status than 200.
-export async function chQuery(url, sql, opts = {}) {
-  const u = new URL(url);
-  if (opts.database) u.searchParams.set('database', opts.database);
-  const res = await fetch(u, { method: 'POST', body: sql, signal: AbortSignal.timeout(opts.timeoutMs ?? 60000) });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`ClickHouse ${url}: ${sql.slice(0, 200)} → HTTP ${res.status}: ${text.slice(0, 1000)}`);
-  return text;
 }
 
 const PDEATHSIG = spawnSync('setpriv', ['--pdeathsig', 'KILL', 'true'], { stdio: 'ignore' }).status === 0;
@@ -141,34 +119,12 @@ async function startZooKeeper(dir, timeoutMs) {
 }
 
 function serverXml(dir, s, shards, name, zkPort) {
-  const p = (x) => `${path.join(dir, x)}/`;
   const shardXml = (ir) => shards.map((x) => `      <shard>${ir ? '<internal_replication>true</internal_replication>' : ''}<replica><host>127.0.0.1</host><port>${x.tcpPort}</port></replica></shard>`).join('\n');
-  return `<?xml version="1.0"?>
-<!-- written by tests/blackbox/lib/chcluster.mjs -->
-<yandex>
-  <logger>
-    <level>warning</level>
-    <log>${path.join(dir, 'clickhouse-server.log')}</log>
-    <errorlog>${path.join(dir, 'clickhouse-server.err.log')}</errorlog>
-    <size>10M</size>
-    <count>1</count>
-  </logger>
-  <http_port>${s.httpPort}</http_port>
-  <tcp_port>${s.tcpPort}</tcp_port>
-  <interserver_http_port>${s.interPort}</interserver_http_port>
+  return configXml(dir, {
+    httpPort: s.httpPort,
+    tcpPort: s.tcpPort,
+    extra: `  <interserver_http_port>${s.interPort}</interserver_http_port>
   <interserver_http_host>127.0.0.1</interserver_http_host>
-  <listen_host>127.0.0.1</listen_host>
-  <path>${p('data')}</path>
-  <tmp_path>${p('tmp')}</tmp_path>
-  <user_files_path>${p('user_files')}</user_files_path>
-  <format_schema_path>${p('format_schemas')}</format_schema_path>
-  <users_config>/etc/clickhouse-server/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <mark_cache_size>5368709</mark_cache_size>
-  <uncompressed_cache_size>5368709</uncompressed_cache_size>
-  <max_concurrent_queries>100</max_concurrent_queries>
-  <keep_alive_timeout>1</keep_alive_timeout>
   <zookeeper><node><host>127.0.0.1</host><port>${zkPort}</port></node></zookeeper>
   <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
   <remote_servers>
@@ -180,8 +136,8 @@ ${shardXml(true)}
     </${name}_repl>
   </remote_servers>
   <macros><shard>${s.shard}</shard><replica>${s.replica}</replica></macros>
-</yandex>
-`;
+`,
+  });
 }
 
 async function startServers(dir, n, name, zkPort, timeoutMs) {
@@ -202,7 +158,7 @@ async function startServers(dir, n, name, zkPort, timeoutMs) {
     fs.writeFileSync(s.conf, serverXml(s.dir, s, servers, name, zkPort));
     s.p = spawnLogged(CLICKHOUSE_BIN, [`--config-file=${s.conf}`], path.join(s.dir, 'stdout.log'), s.dir);
     s.url = `http://127.0.0.1:${s.httpPort}`;
-    s.query = (sql, o) => chQuery(s.url, sql, o);
+    s.query = (sql, o) => chQuery(s.url, sql, { timeoutMs: 60000, ...o });
   }
   try {
     // Ready: answers, and reaches ZooKeeper (what ON CLUSTER needs).

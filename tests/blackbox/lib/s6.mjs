@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import grpc from '@grpc/grpc-js';
 import { mkTemp, nowS } from './env.mjs';
 import { runKiln } from './cli.mjs';
-import { startServer } from './server.mjs';
+import { startServer, cliStoreArgs } from './server.mjs';
 import { buildProfile } from './pb.mjs';
 import { buildRequest } from './otlp-build.mjs';
 import { encodeRequest, decodeResponse, statusDetailsOf, GRPC_SERVICE, MiB } from './otlp.mjs';
@@ -26,9 +26,11 @@ export const DAY = 86400;
 // --- keys CLI -------------------------------------------------------------
 
 // kiln keys create → the key (the stdout line that is one word). Throws with
-// the CLI's output when it fails.
-export async function createKey(dataDir, project, name, scope) {
-  const args = ['keys', 'create', '--data', dataDir, '--project', project, '--name', name];
+// the CLI's output when it fails. The keys of the store a server on dataDir
+// uses: keys.db there, or its ClickHouse database (lib/server.mjs
+// cliStoreArgs; storeOpts as startServer's engine, clickhouseUrl …).
+export async function createKey(dataDir, project, name, scope, storeOpts = {}) {
+  const args = ['keys', 'create', ...cliStoreArgs(dataDir, storeOpts), '--project', project, '--name', name];
   if (scope) args.push('--scope', scope);
   const r = await runKiln(args);
   const out = r.stdout.toString();
@@ -39,13 +41,13 @@ export async function createKey(dataDir, project, name, scope) {
 }
 
 export async function revokeKey(dataDir, name) {
-  const r = await runKiln(['keys', 'revoke', name, '--data', dataDir]);
+  const r = await runKiln(['keys', 'revoke', name, ...cliStoreArgs(dataDir)]);
   if (r.code !== 0) throw new Error(`kiln keys revoke ${name} → exit ${r.code}: ${r.stdout} ${r.stderr}`);
   return r;
 }
 
 export async function listKeys(dataDir) {
-  return runKiln(['keys', 'list', '--data', dataDir]);
+  return runKiln(['keys', 'list', ...cliStoreArgs(dataDir)]);
 }
 
 // --- HTTP(S) with keys ----------------------------------------------------
