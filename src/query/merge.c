@@ -33,6 +33,11 @@ typedef struct {
 	uint32_t n_frames;
 	size_t cap_frames;
 
+	/* The series whose period the result carries: of those that gave a
+	 * value, the one with the smallest global id (the same on every engine,
+	 * whatever order it hands series out in). */
+	const store_series *period_of;
+
 	/* Per-partition scratch, indexed by local node id. */
 	int64_t *acc_i;
 	double *acc_d;
@@ -109,6 +114,8 @@ static int add_value(merge_ctx *c, const query_part *qp, const query_sel *sel, d
 	 * (span queries size it by the linked sets): beyond, none match. */
 	if (sel->attr_mask && (a > qp->n_attrsets || (qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask))
 		return 0;
+	if (value != 0 && (!c->period_of || sel->s->id < c->period_of->id))
+		c->period_of = sel->s;
 	acc_reserve(c, node, sel->snapshot);
 	if (node > c->max_node)
 		c->max_node = node;
@@ -430,8 +437,11 @@ int query_merge_parts(store_view *v, const query_part *parts, uint32_t n_parts, 
 	for (uint32_t p = 0; p < n_parts; p++) {
 		if (!parts[p].n_heads)
 			continue;
-		if (!first)
-			first = query_part_sel(&parts[p], &parts[p].heads[0])->s;
+		for (uint32_t i = 0; i < parts[p].n_heads; i++) { /* the period when nothing gives a value */
+			const store_series *s = query_part_sel(&parts[p], &parts[p].heads[i])->s;
+			if (!first || s->id < first->id)
+				first = s;
+		}
 		last = p;
 	}
 	count_snapshots(&c);
@@ -446,7 +456,7 @@ int query_merge_parts(store_view *v, const query_part *parts, uint32_t n_parts, 
 			goto out;
 	}
 	build_tree(&c, a, tree);
-	set_tree_type(a, from_ns, until_ns, qt, first, tree);
+	set_tree_type(a, from_ns, until_ns, qt, c.period_of ? c.period_of : first, tree);
 	rc = 0;
 out:
 	merge_ctx_free(&c);
