@@ -13,6 +13,7 @@ pkgs=(
   kubernetes-client
   chromium                  # the web UI tests (tests/blackbox/ui-*.test.mjs) drive it with playwright-core
   clickhouse-server         # the ClickHouse store engine's tests start it on loopback (tests/blackbox/lib/clickhouse.mjs)
+  zookeeper                 # distributed DDL for the ClickHouse cluster test (tests/blackbox/clickhouse-cluster.test.mjs)
 )
 
 missing=()
