@@ -174,8 +174,12 @@ test('cpu (seconds=2, interval 20s) arrives with main.hot : main.cold ≈ 3 : 1'
   const hot = cpu.rows.find((r) => r.name === 'main.hot');
   const cold = cpu.rows.find((r) => r.name === 'main.cold');
   assert.ok(hot && cold, JSON.stringify(cpu.rows.slice(0, 5)));
-  const ratio = hot.self / cold.self;
-  assert.ok(ratio > 1.8 && ratio < 5, `hot/cold ${ratio.toFixed(2)}`);
+  // 3 : 1 by design, but a 2 s profile on a loaded machine holds few samples
+  // (10 ms each): judge the hot share against the binomial spread of that many.
+  const nHot = hot.self / 1e7, nCold = cold.self / 1e7, n = nHot + nCold;
+  const share = nHot / n, spread = 3 * Math.sqrt(0.75 * 0.25 / n) + 0.05;
+  assert.ok(Math.abs(share - 0.75) < spread,
+    `hot share ${share.toFixed(2)} of ${n.toFixed(0)} samples (hot/cold ${(hot.self / cold.self).toFixed(2)}), expected 0.75 ± ${spread.toFixed(2)}`);
   // One busy goroutine over a 2 s window: at most ~2 s of CPU (less on a loaded machine).
   assert.ok(cpu.total > 1e8 && cpu.total < 3e9, `2 s of one busy goroutine: ${cpu.total} ns`);
 });
