@@ -241,6 +241,196 @@ def seeds_h2_request():
     write("h2_request", "seed-bad-hpack", b"\x7f" + settings + h2frame(1, 5, 1, b"\xff\xff\xff\xff"))
 
 
+# ---- clickhouse_answers: byte 0 = queries (bit i), byte 1 = variants, then [kind u8][len u16 LE][bytes] answers ----
+# One day partition (2025-01-01, day 20089) of project "default" as ClickHouse
+# would answer the engine's SELECTs in RowBinary; the order of the answers is
+# the order of the requests (KILN_FUZZ_TRACE=1 on the target prints them).
+CH_DAY = 20089
+CH_T0 = 1735689600 * 10**9
+CH_S = 10**9
+
+
+def chv(n):  # LEB128, as RowBinary's string and array lengths
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7f | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+def chs(s):
+    s = s.encode() if isinstance(s, str) else s
+    return chv(len(s)) + s
+
+
+def u8(v):
+    return bytes([v])
+
+
+def u32(v):
+    return (v & 0xffffffff).to_bytes(4, "little")
+
+
+def u64(v):
+    return (v & 0xffffffffffffffff).to_bytes(8, "little")
+
+
+def labels(pairs):
+    return chv(len(pairs)) + b"".join(chs(k) for k, _ in pairs) + chv(len(pairs)) + b"".join(chs(v) for _, v in pairs)
+
+
+def ans(body, kind=0, length=None):
+    n = len(body) if length is None else length
+    return bytes([kind]) + n.to_bytes(2, "little") + body
+
+
+# series: id, service, type, period type, unit, period, aggregation, cpu_alias, labels
+CH_SERIES = {
+    0x1111: ("api", "cpu:nanoseconds", "cpu", "nanoseconds", 10000000, 0, 0, [("env", "prod"), ("pod", "api-1")]),
+    0x2222: ("api", "samples:count", "cpu", "nanoseconds", 10000000, 0, 1, [("env", "dev")]),
+    0x3333: ("api", "inuse_space:bytes", "space", "bytes", 524288, 1, 0, [("env", "prod")]),
+    0x4444: ("db", "alloc_space:bytes", "space", "bytes", 524288, 0, 0, []),
+}
+# frames: id, name, file, binary, build id, kind, unsymbolized
+CH_FRAMES = [(0xf1, "main.main", "main.go", "/usr/bin/api", "b1d", "go", 0),
+             (0xf2, "runtime.mallocgc", "malloc.go", "/usr/bin/api", "b1d", "go", 0),
+             (0xf3, "", "", "/lib/x86_64-linux-gnu/libc.so.6", "", "native", 1),
+             (0xf4, "main.compute", "main.go", "/usr/bin/api", "b1d", "go", 0)]
+# nodes by depth: id, parent, frame, depth
+CH_NODES = [(0xa1, 0, 0xf1, 0), (0xa2, 0xa1, 0xf2, 1), (0xa3, 0xa1, 0xf4, 1), (0xa4, 0xa3, 0xf3, 2)]
+CH_SPAN, CH_TRACE = "00f067aa0ba902b7", "4bf92f3577b34da6a3ce929d0e0e4736"
+CH_ATTRSETS = [(0xb1, [("thread", "main")]),
+               (0xb2, [("span_id", CH_SPAN), ("thread", "worker")]),
+               (0xb3, [("span_id", CH_SPAN), ("thread", "main"), ("trace_id", CH_TRACE)])]
+# chunks: id, series, t, duration; entries: chunk, node, attrset, value, sample t
+CH_CHUNKS = [(0xc1, 0x1111, CH_T0 + 60 * CH_S, 10 * CH_S), (0xc2, 0x1111, CH_T0 + 3600 * CH_S, 10 * CH_S),
+             (0xc3, 0x2222, CH_T0 + 120 * CH_S, 10 * CH_S), (0xc4, 0x3333, CH_T0 + 300 * CH_S, 0),
+             (0xc5, 0x3333, CH_T0 + 4000 * CH_S, 0), (0xc6, 0x4444, CH_T0 + 500 * CH_S, 15 * CH_S)]
+CH_ENTRIES = [(0xc1, 0xa2, 0, 30000000, CH_T0 + 61 * CH_S), (0xc1, 0xa4, 0xb1, 20000000, CH_T0 + 62 * CH_S),
+              (0xc1, 0xa4, 0xb2, 10000000, CH_T0 + 62 * CH_S), (0xc2, 0xa3, 0xb1, 50000000, CH_T0 + 3601 * CH_S),
+              (0xc3, 0xa3, 0xb3, 7, CH_T0 + 121 * CH_S), (0xc3, 0xa2, 0, 2, CH_T0 + 121 * CH_S),
+              (0xc4, 0xa2, 0, 1048576, CH_T0 + 300 * CH_S), (0xc5, 0xa2, 0xb1, 2097152, CH_T0 + 4000 * CH_S),
+              (0xc6, 0xa4, 0, 4096, CH_T0 + 500 * CH_S)]
+
+
+def ch_days(*days):
+    return ans(b"".join(u32(d) for d in days))
+
+
+def ch_series():
+    return ans(b"".join(u64(i) + chs(s[0]) + chs(s[1]) + chs(s[2]) + chs(s[3]) + u64(s[4]) + u8(s[5]) + u8(s[6]) +
+                        labels(s[7]) for i, s in sorted(CH_SERIES.items())))
+
+
+def ch_frames():
+    return ans(b"".join(u64(f[0]) + b"".join(chs(x) for x in f[1:6]) + u8(f[6]) for f in CH_FRAMES))
+
+
+def ch_nodes():
+    return ans(b"".join(u64(i) + u64(p) + u64(f) + u32(d) for i, p, f, d in CH_NODES))
+
+
+def ch_attrsets():
+    return ans(b"".join(u64(i) + labels(ls) for i, ls in CH_ATTRSETS))
+
+
+def ch_heads(series):
+    out = b""
+    for c, s, t, d in sorted(CH_CHUNKS, key=lambda c: (c[1], c[2], c[0])):
+        if s in series:
+            es = [e for e in CH_ENTRIES if e[0] == c]
+            out += u64(s) + u64(c) + u64(t) + u64(d) + u64(len(es)) + u64(sum(e[3] for e in es))
+    return ans(out)
+
+
+def ch_chunk_series(c):
+    return next(x[1] for x in CH_CHUNKS if x[0] == c)
+
+
+def ch_sums(series):
+    acc = {}
+    for c, n, a, v, _ in CH_ENTRIES:
+        s = ch_chunk_series(c)
+        if s in series:
+            acc[(s, n, a)] = acc.get((s, n, a), 0) + v
+    return ans(b"".join(u64(s) + u64(n) + u64(a) + u64(v) for (s, n, a), v in acc.items()))
+
+
+def ch_entries(series):
+    return ans(b"".join(u64(c) + u64(n) + u64(a) + u64(v) + u64(t) for c, n, a, v, t in CH_ENTRIES
+                        if ch_chunk_series(c) in series))
+
+
+def ch_hits(sets):
+    out, chunks = b"", []
+    for c, n, a, v, t in CH_ENTRIES:
+        if a in sets and (c, a) not in chunks:
+            chunks.append((c, a))
+            _, s, ct, d = next(x for x in CH_CHUNKS if x[0] == c)
+            out += u64(c) + u64(s) + u64(ct) + u64(d) + u64(a)
+    counts = b""
+    for c in sorted({c for c, _ in chunks}):
+        es = [e for e in CH_ENTRIES if e[0] == c]
+        counts += u64(c) + u64(len(es)) + u64(sum(e[3] for e in es))
+    return ans(out) + ans(counts)
+
+
+CH_CPU = {0x1111, 0x2222}          # cpu:nanoseconds and its cpu_alias series
+CH_API = {0x1111, 0x2222, 0x3333}  # service api
+CH_ALL = set(CH_SERIES)
+
+
+def ch_flame(series, attr_filter=False):
+    # days, series, heads, [attrsets for the filter,] frames, nodes, [attrsets,] sums
+    pre = ch_days(CH_DAY) + ch_series() + ch_heads(series)
+    if attr_filter:
+        return pre + ch_attrsets() + ch_frames() + ch_nodes() + ch_sums(series)
+    return pre + ch_frames() + ch_nodes() + ch_attrsets() + ch_sums(series)
+
+
+def ch_chunks(series):  # timeline with its attribute filter, labels: the chunks are read
+    return ch_days(CH_DAY) + ch_series() + ch_heads(series) + ch_attrsets() + ch_frames() + ch_nodes() + ch_entries(series)
+
+
+def ch_span(sets):
+    return ch_days(CH_DAY) + ch_series() + ch_attrsets() + ch_hits(sets) + ch_frames() + ch_nodes() + ch_entries(CH_ALL)
+
+
+def seeds_clickhouse_answers():
+    t = "clickhouse_answers"
+    services = ch_days(CH_DAY) + ch_series() + ch_heads(CH_ALL)
+    types = ch_days(CH_DAY) + ch_series() + ch_heads(CH_API)
+    write(t, "seed-services", b"\x01\x00" + services)
+    write(t, "seed-types", b"\x02\x00" + types)
+    write(t, "seed-flame", b"\x04\x00" + ch_flame(CH_CPU))
+    write(t, "seed-flame-filters", b"\x04\x03" + ch_flame({0x1111}, attr_filter=True))
+    write(t, "seed-flame-snapshot", b"\x04\x20" + ch_flame({0x3333}))
+    write(t, "seed-top", b"\x08\x00" + ch_flame(CH_CPU))
+    write(t, "seed-timeline", b"\x10\x00" + ch_chunks(CH_CPU))
+    write(t, "seed-timeline-snapshot-step", b"\x10\x24" + ch_chunks({0x3333}))
+    write(t, "seed-labels", b"\x20\x00" + ch_chunks(CH_CPU))
+    write(t, "seed-span", b"\x40\x00" + ch_span({0xb2, 0xb3}))
+    write(t, "seed-span-trace-type", b"\x40\x58" + ch_span({0xb3}))
+    write(t, "seed-pprof", b"\x80\x00" + ch_flame(CH_CPU))
+    write(t, "seed-all", b"\x00\x00" + services + types + ch_flame(CH_CPU) + ch_flame(CH_CPU) + ch_chunks(CH_CPU) +
+          ch_chunks(CH_CPU) + ch_span({0xb2, 0xb3}) + ch_flame(CH_CPU))
+    two = ch_days(CH_DAY, CH_DAY + 1) + ch_series() + ch_heads(CH_CPU) + ch_series() + ch_heads(CH_CPU)
+    write(t, "seed-flame-two-days", b"\x04\x00" + two + ch_frames() + ch_nodes() + ch_attrsets() + ch_sums(CH_CPU) +
+          ch_frames() + ch_nodes() + ch_attrsets() + ch_sums(CH_CPU))
+    # What a broken or hostile ClickHouse may answer.
+    write(t, "seed-error-500", b"\x04\x00" + ch_days(CH_DAY) + ans(b"Code: 60, e.displayText() = DB::Exception: "
+                                                                   b"Table kiln.series doesn't exist", kind=2))
+    write(t, "seed-cut-transfer", b"\x04\x00" + ch_days(CH_DAY) + ans(ch_series()[3:43], kind=3))
+    cut = ch_series()
+    write(t, "seed-series-cut-row", b"\x01\x00" + ch_days(CH_DAY) + ans(cut[3:-5]) + ch_heads(CH_ALL))
+    write(t, "seed-day-odd-length", b"\x01\x00" + ans(u32(CH_DAY) + b"\x01\x02"))
+    write(t, "seed-node-unknown-parent", b"\x04\x00" + ch_days(CH_DAY) + ch_series() + ch_heads(CH_CPU) + ch_frames() +
+          ans(u64(0xa2) + u64(0xa1) + u64(0xf2) + u32(1)) + ch_attrsets() + ch_sums(CH_CPU))
+    write(t, "seed-label-count-mismatch", b"\x20\x00" + ch_days(CH_DAY) + ch_series() + ch_heads(CH_CPU) +
+          ans(u64(0xb1) + chv(2) + chs("a") + chs("b") + chv(1) + chs("x")))
+    write(t, "seed-huge-string-length", b"\x01\x00" + ch_days(CH_DAY) + ans(u64(0x1111) + chv(1 << 62) + b"api"))
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
