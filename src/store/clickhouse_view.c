@@ -613,7 +613,8 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 		rows[n++] = (ent_row){chunk, {ln, la, value, t}};
 	}
 	if (!cp->skipped) {
-		qsort(rows, n, sizeof *rows, ent_cmp);
+		if (n > 1) /* rows is NULL when ClickHouse sent none */
+			qsort(rows, n, sizeof *rows, ent_cmp);
 		u64map_clear(&v->ent_ix);
 		v->ent_part = p;
 		v->ents = xgrow(v->ents, &v->cap_ents, n + 1, sizeof *v->ents);
@@ -717,7 +718,8 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 		v->sums = xgrow(v->sums, &v->cap_sums, (size_t)k + 1, sizeof *v->sums);
 		v->sums[k++] = (store_sum){ls, ln, la, value};
 	}
-	qsort(v->sums, k, sizeof *v->sums, sum_cmp);
+	if (k > 1) /* v->sums is NULL until a first row */
+		qsort(v->sums, k, sizeof *v->sums, sum_cmp);
 	*out = v->sums;
 	*n = k;
 	return 0;
@@ -844,7 +846,8 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 			return 0;
 		}
 	}
-	qsort(v->hits, k, sizeof *v->hits, hit_cmp);
+	if (k > 1) /* v->hits is NULL until a first hit */
+		qsort(v->hits, k, sizeof *v->hits, hit_cmp);
 	*out = v->hits;
 	*n = k;
 	return 0;

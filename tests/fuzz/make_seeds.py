@@ -417,6 +417,11 @@ def seeds_clickhouse_answers():
     two = ch_days(CH_DAY, CH_DAY + 1) + ch_series() + ch_heads(CH_CPU) + ch_series() + ch_heads(CH_CPU)
     write(t, "seed-flame-two-days", b"\x04\x00" + two + ch_frames() + ch_nodes() + ch_attrsets() + ch_sums(CH_CPU) +
           ch_frames() + ch_nodes() + ch_attrsets() + ch_sums(CH_CPU))
+    # Regressions: no sums, no entries, no span hits (qsort was handed NULL, 0).
+    empty = ans(b"")
+    write(t, "seed-no-rows", b"\x54\x00" + ch_days(CH_DAY) + ch_series() + ch_heads(CH_CPU) + ch_frames() + ch_nodes() +
+          ch_attrsets() + empty + ch_days(CH_DAY) + ch_series() + ch_heads(CH_CPU) + ch_attrsets() + ch_frames() +
+          ch_nodes() + empty + ch_days(CH_DAY) + ch_series() + ch_attrsets() + empty)
     # What a broken or hostile ClickHouse may answer.
     write(t, "seed-error-500", b"\x04\x00" + ch_days(CH_DAY) + ans(b"Code: 60, e.displayText() = DB::Exception: "
                                                                    b"Table kiln.series doesn't exist", kind=2))
