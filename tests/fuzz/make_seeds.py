@@ -422,6 +422,9 @@ def seeds_clickhouse_answers():
     write(t, "seed-no-rows", b"\x54\x00" + ch_days(CH_DAY) + ch_series() + ch_heads(CH_CPU) + ch_frames() + ch_nodes() +
           ch_attrsets() + empty + ch_days(CH_DAY) + ch_series() + ch_heads(CH_CPU) + ch_attrsets() + ch_frames() +
           ch_nodes() + empty + ch_days(CH_DAY) + ch_series() + ch_attrsets() + empty)
+    # Regression: days outside the view, repeated or out of order are not partitions (each cost its queries).
+    write(t, "seed-days-out-of-range", b"\x01\x00" + ch_days(CH_DAY, CH_DAY, 5, 4000000000, CH_DAY + 1, CH_DAY, CH_DAY + 2) +
+          ch_series() + ch_heads(CH_ALL) + ch_series() + ch_heads(CH_ALL))
     # What a broken or hostile ClickHouse may answer.
     write(t, "seed-error-500", b"\x04\x00" + ch_days(CH_DAY) + ans(b"Code: 60, e.displayText() = DB::Exception: "
                                                                    b"Table kiln.series doesn't exist", kind=2))
