@@ -6,18 +6,24 @@
  * the store is a real store_open(STORE_ENGINE_CLICKHOUSE) pointed at it,
  * opened once (its schema is created then, from empty 200s).
  *
- * Input: byte 0 picks the queries (bit i runs queries[i] below, in order;
- * 0 runs them all), byte 1 their variants (V_* below); then the answers, one
- * per request, each [kind u8][length u16 LE][length bytes] (a cut last one
- * takes what is left). kind & 3: 0 or 1 a 200 with the bytes as body, 2 a
- * 500 with them as ClickHouse's error text, 3 a 200 whose body is cut short
- * (Content-Length one more than sent, then the connection closes). When the
- * answers run out, every request gets an empty 200 (an empty result).
+ * Input: byte 0 picks the queries (bit i runs query i of run_queries, in
+ * order; 0 runs them all), byte 1 their variants (V_* below; V_SHARED adds
+ * the project list, usage and key reads and a retention sweep); then the
+ * answers, one per request, each [kind u8][length u16 LE][length bytes] (a
+ * cut last one takes what is left). kind & 3: 0 or 1 a 200 with the bytes
+ * as body, 2 a 500 with them as ClickHouse's error text, 3 a 200 whose body
+ * is cut short (Content-Length one more than sent, then the connection
+ * closes). When the answers run out, every request gets an empty 200 (an
+ * empty result, or a CREATE that worked).
  *
  * It checks for crashes, hangs, leaks, UB and reads out of bounds; a query
  * that succeeds must have written valid JSON (pprof: a gzip stream), one
- * that fails an error status. KILN_FUZZ_TRACE=1 prints each request's SQL
- * and the answer it got (how the seeds in make_seeds.py were laid out). */
+ * that fails an error status; the sweep must never drop a day it keeps,
+ * whatever days ClickHouse lists. Each input starts with the schema in
+ * place: an answer "Code: 60, ..." makes the engine create it again, which
+ * one request with no answers (store_projects) redoes before the next
+ * input. KILN_FUZZ_TRACE=1 prints each request's SQL and the answer it got
+ * (how the seeds in make_seeds.py were laid out). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -60,6 +66,9 @@ static struct {
 	size_t at, end; /* the answers left: in[at..end) */
 	unsigned served;
 	int trace;
+	int checking;          /* the request before each input, not one of its own */
+	int64_t keep_from_day; /* the sweep must not drop this day or a later one */
+	int dropped_kept;      /* ... and did */
 	int lfd;
 	client cl[MAX_CLIENTS];
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -103,11 +112,14 @@ static void answer(client *c)
 		srv.at += n;
 	}
 	unsigned no = srv.served++;
+	const char *dp = strstr(c->buf, "DROP PARTITION ('default', ");
+	if (dp && strtoll(dp + 27, NULL, 10) >= srv.keep_from_day)
+		srv.dropped_kept = 1;
 	if (srv.trace) {
 		const char *sql = strstr(c->buf, "\r\n\r\n");
 		sql = sql ? sql + 4 : c->buf;
-		fprintf(stderr, "ch-fuzz: request %u answer kind %u, %zu bytes: %.300s\n", no, kind & 3, n,
-		        sql);
+		fprintf(stderr, "ch-fuzz: %s %u answer kind %u, %zu bytes: %.300s\n",
+		        srv.checking ? "schema check" : "request", no, kind & 3, n, sql);
 	}
 	int status = (kind & 3) == 2 ? 500 : 200;
 	/* Head and body in one send: two small writes would wait for a delayed ACK. */
@@ -208,7 +220,10 @@ enum {
 	V_SPAN_TYPE = 16,    /* span: ask for alloc_space:bytes */
 	V_SNAPSHOT = 32,     /* flame graph, top, pprof, timeline: inuse_space:bytes instead of CPU */
 	V_SPAN_SERVICE = 64, /* span: hint service "api" */
+	V_SHARED = 128,      /* then store_projects, store_usage_read, store_keys_read, a retention sweep */
 };
+
+#define KEEP_DAYS 7
 
 static store_t *store;
 
@@ -248,19 +263,66 @@ static void check_result(int rc, const buf_t *out, const kn_err *err, int json)
 			abort();
 		return;
 	}
+	if (!out)
+		return;
 	if (!json) {
 		if (out->n < 2 || out->p[0] != 0x1f || out->p[1] != 0x8b)
 			abort();
 		return;
 	}
 	json_error_t je;
-	json_t *j = json_loadb((const char *)out->p, out->n, 0, &je);
+	json_t *j = json_loadb((const char *)out->p, out->n, JSON_ALLOW_NUL, &je);
 	if (!j) {
 		fprintf(stderr, "clickhouse_answers: invalid JSON (%s): %.*s\n", je.text, (int)out->n,
 		        out->p);
 		abort();
 	}
 	json_decref(j);
+}
+
+static void on_project(slice_t project, void *ctx)
+{
+	if (project.n && !project.p)
+		abort();
+}
+
+static void on_usage(const store_usage_row *r, void *ctx)
+{
+	if ((r->project.n && !r->project.p) || (r->key.n && !r->key.p))
+		abort();
+}
+
+static void on_key(const store_key_row *r, void *ctx)
+{
+	if ((r->name.n && !r->name.p) || (r->hash.n && !r->hash.p))
+		abort();
+}
+
+/* The state the engine shares between processes, and the sweep. */
+static void run_shared(void)
+{
+	kn_err err = {0};
+	int rc = store_projects(store, on_project, NULL, &err);
+	check_result(rc, NULL, &err, 0);
+	rc = store_usage_read(store, slice_cstr("default"), T0_NS / DAY_NS, T0_NS / DAY_NS + 1, on_usage,
+	                      NULL, &err);
+	check_result(rc, NULL, &err, 0);
+	rc = store_keys_read(store, on_key, NULL, &err);
+	check_result(rc, NULL, &err, 0);
+	uint32_t deleted = 0;
+	int64_t now = T0_NS + DAY_NS / 2;
+	pthread_mutex_lock(&srv.mu);
+	srv.keep_from_day = now / DAY_NS - KEEP_DAYS;
+	pthread_mutex_unlock(&srv.mu);
+	rc = store_retention_sweep(store, slice_cstr("default"), KEEP_DAYS, now, &deleted, &err);
+	check_result(rc, NULL, &err, 0);
+	pthread_mutex_lock(&srv.mu);
+	int dropped_kept = srv.dropped_kept;
+	pthread_mutex_unlock(&srv.mu);
+	if (dropped_kept) {
+		fprintf(stderr, "clickhouse_answers: the sweep dropped a day it keeps\n");
+		abort();
+	}
 }
 
 static void run_queries(uint8_t which, uint8_t var)
@@ -334,6 +396,8 @@ static void run_queries(uint8_t which, uint8_t var)
 		check_result(rc, &out, &err, json);
 		buf_free(&out);
 	}
+	if (var & V_SHARED)
+		run_shared();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -342,7 +406,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		open_store(); /* here, not in LLVMFuzzerInitialize: the replay main calls only this */
 	if (size < 2 || size - 2 > MAX_INPUT)
 		return 0;
+	/* No answers yet: whatever the last input left, the schema is there again. */
 	pthread_mutex_lock(&srv.mu);
+	srv.at = srv.end = 0;
+	srv.dropped_kept = 0;
+	srv.keep_from_day = INT64_MAX;
+	srv.checking = 1;
+	pthread_mutex_unlock(&srv.mu);
+	kn_err err = {0};
+	store_projects(store, on_project, NULL, &err);
+	pthread_mutex_lock(&srv.mu);
+	srv.checking = 0;
 	memcpy(srv.in, data + 2, size - 2);
 	srv.at = 0;
 	srv.end = size - 2;

@@ -425,6 +425,18 @@ def seeds_clickhouse_answers():
     # Regression: days outside the view, repeated or out of order are not partitions (each cost its queries).
     write(t, "seed-days-out-of-range", b"\x01\x00" + ch_days(CH_DAY, CH_DAY, 5, 4000000000, CH_DAY + 1, CH_DAY, CH_DAY + 2) +
           ch_series() + ch_heads(CH_ALL) + ch_series() + ch_heads(CH_ALL))
+    # The shared state (V_SHARED, after an empty services query): projects, usage, keys, then a
+    # retention sweep keeping 7 days (2025-01-01T12:00Z: day 20082 on are kept), table by table.
+    projects = ans(chs("default") + chs("shop"))
+    usage = ans(b"".join(u32(CH_DAY + d) + chs("default") + chs(k) + b"".join(u64(v) for v in (10 + d, 1, 0, 2, 0))
+                         for d in (0, 1) for k in ("", "ci")))
+    keys = ans(chs("ci") + chs("default") + chs("ingest") + bytes(range(32)) + u64(CH_T0) + u64(0) +
+               chs("old") + chs("default") + chs("query") + bytes(32) + u64(CH_T0 - 100 * CH_S) + u64(CH_T0))
+    ok = ans(b"")
+    sweep = ch_days(CH_DAY - 9, CH_DAY - 8) + ok + ok + ch_days(CH_DAY - 8) + ok + ok + ok + ok
+    write(t, "seed-shared", b"\x01\x80" + ok + projects + usage + keys + sweep)
+    write(t, "seed-shared-bad-rows", b"\x01\x80" + ok + ans(chs("default") + b"\x05ab") +
+          ans(u32(CH_DAY) + chs("default") + chs("") + u64(1)) + ans(chs("ci") + chs("default")) + ok)
     # What a broken or hostile ClickHouse may answer.
     write(t, "seed-error-500", b"\x04\x00" + ch_days(CH_DAY) + ans(b"Code: 60, e.displayText() = DB::Exception: "
                                                                    b"Table kiln.series doesn't exist", kind=2))
