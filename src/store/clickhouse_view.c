@@ -168,7 +168,8 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 	}
 	if (ignored)
 		log_warn("clickhouse answer is malformed",
-		         "project=%s what=\"days outside the view or out of order\" ignored=%u", v->proj, ignored);
+		         "project=%s what=\"days outside the view or out of order\" ignored=%u", v->proj,
+		         ignored);
 	return 0;
 }
 
@@ -551,7 +552,9 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 		h->duration_ns = ch_rd_i64(&rd);
 		uint64_t count = ch_rd_u64(&rd);
 		h->total = ch_rd_i64(&rd);
-		if (rd.bad || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX) {
+		/* The query asked for t in [from_ns, until_ns): the queries above rely on it. */
+		if (rd.bad || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX ||
+		    h->t_ns < v->from_ns || h->t_ns >= v->until_ns) {
 			*out = v->heads;
 			return skip(v, p, "malformed chunk head");
 		}
@@ -794,8 +797,8 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		uint64_t attrset = ch_rd_u64(&rd);
 		uint32_t ls = 0, la = 0;
 		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
-		    !u64map_get(&cp->attr_ix, attrset, &la))
-			return skip(v, p, "a span link names an unknown series or attribute set");
+		    !u64map_get(&cp->attr_ix, attrset, &la) || t < v->from_ns || t >= v->until_ns)
+			return skip(v, p, "a span link names an unknown series, attribute set or time");
 		v->hits = xgrow(v->hits, &v->cap_hits, (size_t)k + 1, sizeof *v->hits);
 		store_span_hit *h = &v->hits[k++];
 		memset(h, 0, sizeof *h);

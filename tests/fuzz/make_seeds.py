@@ -437,6 +437,17 @@ def seeds_clickhouse_answers():
     write(t, "seed-shared", b"\x01\x80" + ok + projects + usage + keys + sweep)
     write(t, "seed-shared-bad-rows", b"\x01\x80" + ok + ans(chs("default") + b"\x05ab") +
           ans(u32(CH_DAY) + chs("default") + chs("") + u64(1)) + ans(chs("ci") + chs("default")) + ok)
+    # Regression: a span hit (or a chunk head) at a time outside the view; INT64_MIN and INT64_MAX
+    # overflowed in the span view's minutes.
+    def span_at(t_ns):
+        hit = u64(0xc1) + u64(0x1111) + u64(t_ns) + u64(0) + u64(0xb2)
+        return (b"\x40\x00" + ch_days(CH_DAY) + ch_series() + ch_attrsets() + ans(hit) +
+                ans(u64(0xc1) + u64(3) + u64(60000000)) + ch_frames() + ch_nodes() + ch_entries(CH_ALL))
+    write(t, "seed-span-time-min", span_at(-2**63))
+    write(t, "seed-span-time-max", span_at(2**63 - 1))
+    head = u64(0x1111) + u64(0xc1) + u64(-2**63) + u64(10 * CH_S) + u64(3) + u64(60000000)
+    write(t, "seed-head-time-out-of-range", b"\x10\x00" + ch_days(CH_DAY) + ch_series() + ans(head) + ch_attrsets() +
+          ch_frames() + ch_nodes() + ch_entries(CH_CPU))
     # What a broken or hostile ClickHouse may answer.
     write(t, "seed-error-500", b"\x04\x00" + ch_days(CH_DAY) + ans(b"Code: 60, e.displayText() = DB::Exception: "
                                                                    b"Table kiln.series doesn't exist", kind=2))
