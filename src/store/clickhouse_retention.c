@@ -97,9 +97,16 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 		uint32_t n = 0;
 		uint32_t *days = NULL;
 		size_t cap = 0;
+		int64_t last = -1;
 		while (ch_rd_more(&rd)) {
+			uint32_t day = ch_rd_u32(&rd);
+			/* Only what was asked for (DISTINCT, ORDER BY day, day < floor): a
+			 * broken answer must never drop a day the sweep keeps. */
+			if (rd.bad || day >= floor || day <= last)
+				continue;
+			last = day;
 			days = xgrow(days, &cap, (size_t)n + 1, sizeof *days);
-			days[n++] = ch_rd_u32(&rd);
+			days[n++] = day;
 		}
 		for (uint32_t i = 0; i < n && rc == 0; i++) {
 			buf_reset(&q);

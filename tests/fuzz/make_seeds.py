@@ -448,6 +448,9 @@ def seeds_clickhouse_answers():
     head = u64(0x1111) + u64(0xc1) + u64(-2**63) + u64(10 * CH_S) + u64(3) + u64(60000000)
     write(t, "seed-head-time-out-of-range", b"\x10\x00" + ch_days(CH_DAY) + ch_series() + ans(head) + ch_attrsets() +
           ch_frames() + ch_nodes() + ch_entries(CH_CPU))
+    # Regression: days the sweep keeps, listed as if they were older, are not dropped.
+    write(t, "seed-sweep-kept-days", b"\x01\x80" + ok + ok + ok + ok +
+          ch_days(CH_DAY - 9, CH_DAY, CH_DAY - 8, CH_DAY - 7, 4000000000) + ok + ok + ok + ok + ok)
     # What a broken or hostile ClickHouse may answer.
     write(t, "seed-error-500", b"\x04\x00" + ch_days(CH_DAY) + ans(b"Code: 60, e.displayText() = DB::Exception: "
                                                                    b"Table kiln.series doesn't exist", kind=2))
