@@ -384,7 +384,7 @@ int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err)
 	if (rc < 0)
 		return -1;
 	rd->p = c->resp.p;
-	rd->end = c->resp.p + c->resp.n;
+	rd->end = c->resp.n ? c->resp.p + c->resp.n : c->resp.p; /* p is NULL until a first byte */
 	rd->bad = 0;
 	return 0;
 }
