@@ -742,18 +742,6 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 
 /* ---- span links ---- */
 
-static int hit_cmp(const void *a, const void *b)
-{
-	const store_span_hit *x = a, *y = b;
-	if (x->head.t_ns != y->head.t_ns)
-		return x->head.t_ns < y->head.t_ns ? -1 : 1;
-	if (x->head.series != y->head.series)
-		return x->head.series < y->head.series ? -1 : 1;
-	if (x->head._rowid != y->head._rowid)
-		return (uint64_t)x->head._rowid < (uint64_t)y->head._rowid ? -1 : 1;
-	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
-}
-
 int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t trace_id,
                         const store_span_hit **out, uint32_t *n, kn_err *err)
 {
@@ -862,7 +850,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		}
 	}
 	if (k > 1) /* v->hits is NULL until a first hit */
-		qsort(v->hits, k, sizeof *v->hits, hit_cmp);
+		qsort(v->hits, k, sizeof *v->hits, store_span_hit_cmp);
 	*out = v->hits;
 	*n = k;
 	return 0;

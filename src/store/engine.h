@@ -79,6 +79,9 @@ int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns);
  * Pyroscope's otel-profiling-go) and trace_id labels, 0 when absent. */
 void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *span, uint32_t *trace);
 
+/* qsort order of span hits (store_view_span_chunks): t_ns, series, chunk, attrset. */
+int store_span_hit_cmp(const void *a, const void *b);
+
 /* The first UTC day of b's profiles (INT64_MAX when none). */
 int64_t store_oldest_day(const model_batch *b);
 /* The 400 for a write to a day before floor, which a retention sweep deleted. */

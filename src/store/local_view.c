@@ -660,18 +660,6 @@ static int prepare_spans(view_part *vp, int *absent, kn_err *err)
 	return 0;
 }
 
-static int hit_cmp(const void *a, const void *b)
-{
-	const store_span_hit *x = a, *y = b;
-	if (x->head.t_ns != y->head.t_ns)
-		return x->head.t_ns < y->head.t_ns ? -1 : 1;
-	if (x->head.series != y->head.series)
-		return x->head.series < y->head.series ? -1 : 1;
-	if (x->head._rowid != y->head._rowid)
-		return x->head._rowid < y->head._rowid ? -1 : 1;
-	return x->attrset < y->attrset ? -1 : x->attrset > y->attrset;
-}
-
 static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t span_id, slice_t trace_id,
                            const store_span_hit **out, uint32_t *n, kn_err *err)
 {
@@ -713,7 +701,7 @@ static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t sp
 	if (rc != SQLITE_DONE)
 		return part_err(err, vp, rc, "reading the span index");
 	if (k > 1)
-		qsort(v->hits, k, sizeof *v->hits, hit_cmp);
+		qsort(v->hits, k, sizeof *v->hits, store_span_hit_cmp);
 	*out = v->hits;
 	*n = (uint32_t)k;
 	return 0;

@@ -118,6 +118,18 @@ void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *s
 		*span = profile_id;
 }
 
+int store_span_hit_cmp(const void *a, const void *b)
+{
+	const store_span_hit *x = a, *y = b;
+	if (x->head.t_ns != y->head.t_ns)
+		return x->head.t_ns < y->head.t_ns ? -1 : 1;
+	if (x->head.series != y->head.series)
+		return x->head.series < y->head.series ? -1 : 1;
+	if (x->head._rowid != y->head._rowid) /* chunk ids: unsigned on ClickHouse, positive rowids locally */
+		return (uint64_t)x->head._rowid < (uint64_t)y->head._rowid ? -1 : 1;
+	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
+}
+
 int64_t store_oldest_day(const model_batch *b)
 {
 	int64_t oldest = INT64_MAX;
