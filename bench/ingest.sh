@@ -24,9 +24,10 @@ measure() {
 	local name=$1 file=$2 type=$3 target=$4 conns=$5 w_run=$6 per_upload=$7
 	local cmd="wrk -t$THREADS -c$conns -d${DURATION}s --latency -s bench/upload.lua http://127.0.0.1:PORT -- $(basename "$file") bench-$name-c$conns FROM UNTIL"
 	log "ingest $name: $cmd"
-	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1 ck0 ck1 since
+	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1 ck0 ck1 since cc0 cs0 cc1 cs1
 	wait_quiet
 	since=$(date +%s)
+	read -r cc0 cs0 < <(commit_stats)
 	read -r mb0 mt0 < <(proc_stat)
 	tk0=$(cpu_ticks "$SERVER_PID") ck0=$(ch_ticks)
 	t0=$(now_s)
@@ -35,6 +36,7 @@ measure() {
 	t1=$(now_s)
 	tk1=$(cpu_ticks "$SERVER_PID") ck1=$(ch_ticks)
 	read -r mb1 mt1 < <(proc_stat)
+	read -r cc1 cs1 < <(commit_stats)
 	cat "$TMPD/ingest-$name-c$conns-wrk.txt" >&2
 	ch_log_report "$since" "$TMPD/ch-log-ingest-$name-c$conns.txt"
 	local line
@@ -62,6 +64,14 @@ measure() {
 	result ingest "$name c=$conns server CPU % (of 200)" "$cpu" "-" "-" "$cmd"
 	[ -z "$CH_PID" ] || result ingest "$name c=$conns clickhouse CPU % (of 200)" \
 		"$(calc "100 * ($ck1 - $ck0) / $(clk_tck) / ($t1 - $t0)")" "-" "-" "/proc/CH_PID/stat over the run"
+	# CPU per upload (kiln + ClickHouse): what the load costs, whatever else
+	# the shared machine runs; and the writer's group commits: how many
+	# uploads each carried and how long each took (window included).
+	result ingest "$name c=$conns CPU ms/upload kiln + clickhouse" \
+		"$(calc "10 * $cpu / $rps") + $(calc "1000 * ($ck1 - $ck0) / $(clk_tck) / ($t1 - $t0) / $rps")" "-" "-" "server (and clickhouse) CPU % / uploads/s"
+	local ncommit=$((cc1 - cc0))
+	[ "$ncommit" -gt 0 ] && result ingest "$name c=$conns commits: uploads each / mean ms" \
+		"$(calc "($requests - $non2xx) / $ncommit") / $(calc "1000 * ($cs1 - $cs0) / $ncommit")" "-" "-" "kiln_store_commit_seconds on /metrics over the run"
 	result ingest "$name c=$conns machine CPU % (all)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
 	result ingest "$name c=$conns stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
 	if [ "$name" = heap ]; then

@@ -287,6 +287,13 @@ result() {
 	printf 'RESULT  %-8s %-34s %-16s target %-14s %s\n' "$b" "$2" "$3" "$4" "$5"
 }
 
+# commit_stats: "COUNT SUM_SECONDS" of the store writer's group commits so
+# far (kiln_store_commit_seconds on the UI listener's /metrics).
+commit_stats() {
+	curl -sf "http://127.0.0.1:$UI_PORT/metrics" |
+		awk '$1 == "kiln_store_commit_seconds_count" {c = $2} $1 == "kiln_store_commit_seconds_sum" {s = $2} END {print c + 0, s + 0}'
+}
+
 # flame_total SERVICE TYPE FROM UNTIL: the flame graph total Kiln reports.
 flame_total() {
 	curl -sf "http://127.0.0.1:$UI_PORT/api/flamegraph?service=$1&type=$2&from=$3&until=$4" -o "$TMPD/flame_check.json" ||
