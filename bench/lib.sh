@@ -83,6 +83,7 @@ start_clickhouse() {
   <default_profile>default</default_profile><default_database>default</default_database>
   <mark_cache_size>5368709</mark_cache_size>
   <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>
+  <part_log><database>system</database><table>part_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></part_log>
 </yandex>
 XML
 	clickhouse-server --config-file="$dir/config.xml" >"$dir/stdout.log" 2>&1 &
@@ -160,7 +161,8 @@ kiln_config() {
 # finished since SINCE (unix seconds), from system.query_log (needs
 # CH_LOG_QUERIES=1), grouped by kind (first word, table, GROUP BY): count,
 # mean / p50 / p99 / total ms, mean rows read / written / answered, mean
-# memory. Printed to stderr and to FILE.
+# memory; then from system.part_log the parts written (NewPart) and merged
+# (MergeParts) per table of CH_DB. Printed to stderr and to FILE.
 ch_log_report() {
 	local since=$1 out=${2:-/dev/null}
 	[ "${CH_LOG_QUERIES:-0}" = 1 ] || return 0
@@ -174,6 +176,11 @@ ch_log_report() {
 		FROM system.query_log WHERE type = 2 AND event_time >= toDateTime($since)
 		AND query NOT LIKE '%system.%' AND query NOT LIKE 'DROP%'
 		GROUP BY stmt ORDER BY total_ms DESC FORMAT PrettyCompactMonoBlock" | tee "$out" >&2
+	# Parts written (one per INSERT and partition) and merged in the background.
+	ch_query "SELECT table, event_type, count() AS n, sum(duration_ms) AS total_ms, round(avg(rows)) AS mean_rows,
+		round(avg(size_in_bytes)) AS mean_bytes FROM system.part_log
+		WHERE event_time >= toDateTime($since) AND database = '$CH_DB' AND event_type IN ('NEW_PART', 'MERGE_PARTS')
+		GROUP BY table, event_type ORDER BY table, event_type FORMAT PrettyCompactMonoBlock" | tee -a "$out" >&2
 }
 
 # ch_optimize: OPTIMIZE TABLE … FINAL on every table of CH_DB (merges each
