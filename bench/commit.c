@@ -3,7 +3,10 @@
  * upload path without the network. Run with the default commit window and
  * with none, to see how much of an upload's latency the window is.
  *
- *   commit FILE.pb[.gz] THREADS SECONDS WINDOW_MS      (WINDOW_MS -1 = none)
+ *   commit FILE.pb[.gz] THREADS SECONDS WINDOW_MS DATA_DIR   (WINDOW_MS -1 = none)
+ *   commit FILE.pb[.gz] THREADS SECONDS 0 http://HOST:PORT/DATABASE
+ * The second form writes to the ClickHouse engine (its writer has its own
+ * fixed window; WINDOW_MS is ignored), to time that store without HTTP too.
  * Prints one line of JSON: {"threads","window_ms","uploads","per_s","mean_ms"}. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -87,6 +90,18 @@ int main(int argc, char **argv)
 
 	kn_err err = {0};
 	store_config cfg = {.dir = argv[5], .commit_interval_ms = window, .sync = 1};
+	static char ch_url[512];
+	if (strncmp(argv[5], "http://", 7) == 0) {
+		/* http://HOST:PORT/DATABASE: the URL up to the last '/', then the database. */
+		const char *slash = strrchr(argv[5] + 7, '/');
+		if (!slash || !slash[1] || (size_t)(slash - argv[5]) >= sizeof ch_url) {
+			fprintf(stderr, "commit: ClickHouse target is http://HOST:PORT/DATABASE\n");
+			return 2;
+		}
+		memcpy(ch_url, argv[5], (size_t)(slash - argv[5]));
+		cfg = (store_config){
+		    .engine = STORE_ENGINE_CLICKHOUSE, .ch_url = ch_url, .ch_database = slash + 1};
+	}
 	store = store_open(&cfg, &err);
 	if (!store) {
 		fprintf(stderr, "%s\n", err.msg);

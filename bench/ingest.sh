@@ -24,17 +24,21 @@ measure() {
 	local name=$1 file=$2 type=$3 target=$4 conns=$5 w_run=$6 per_upload=$7
 	local cmd="wrk -t$THREADS -c$conns -d${DURATION}s --latency -s bench/upload.lua http://127.0.0.1:PORT -- $(basename "$file") bench-$name-c$conns FROM UNTIL"
 	log "ingest $name: $cmd"
-	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1
+	local tk0 tk1 t0 t1 mb0 mt0 mb1 mt1 ck0 ck1 since cc0 cs0 cc1 cs1
 	wait_quiet
+	since=$(date +%s)
+	read -r cc0 cs0 < <(commit_stats)
 	read -r mb0 mt0 < <(proc_stat)
-	tk0=$(cpu_ticks "$SERVER_PID")
+	tk0=$(cpu_ticks "$SERVER_PID") ck0=$(ch_ticks)
 	t0=$(now_s)
 	wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$file" "bench-$name-c$conns" "$w_run" $((w_run + 10)) >"$TMPD/ingest-$name-c$conns-wrk.txt"
 	t1=$(now_s)
-	tk1=$(cpu_ticks "$SERVER_PID")
+	tk1=$(cpu_ticks "$SERVER_PID") ck1=$(ch_ticks)
 	read -r mb1 mt1 < <(proc_stat)
+	read -r cc1 cs1 < <(commit_stats)
 	cat "$TMPD/ingest-$name-c$conns-wrk.txt" >&2
+	ch_log_report "$since" "$TMPD/ch-log-ingest-$name-c$conns.txt"
 	local line
 	line=$(grep '^KILN_WRK' "$TMPD/ingest-$name-c$conns-wrk.txt")
 	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
@@ -58,6 +62,16 @@ measure() {
 	result ingest "$name uploads/s (c=$conns)" "$rps" ">= $target" "$status" "$cmd"
 	result ingest "$name c=$conns p50 / p99 ms" "$p50 / $p99" "-" "-" "$cmd"
 	result ingest "$name c=$conns server CPU % (of 200)" "$cpu" "-" "-" "$cmd"
+	[ -z "$CH_PID" ] || result ingest "$name c=$conns clickhouse CPU % (of 200)" \
+		"$(calc "100 * ($ck1 - $ck0) / $(clk_tck) / ($t1 - $t0)")" "-" "-" "/proc/CH_PID/stat over the run"
+	# CPU per upload (kiln + ClickHouse): what the load costs, whatever else
+	# the shared machine runs; and the writer's group commits: how many
+	# uploads each carried and how long each took (window included).
+	result ingest "$name c=$conns CPU ms/upload kiln + clickhouse" \
+		"$(calc "10 * $cpu / $rps") + $(calc "1000 * ($ck1 - $ck0) / $(clk_tck) / ($t1 - $t0) / $rps")" "-" "-" "server (and clickhouse) CPU % / uploads/s"
+	local ncommit=$((cc1 - cc0))
+	[ "$ncommit" -gt 0 ] && result ingest "$name c=$conns commits: uploads each / mean ms" \
+		"$(calc "($requests - $non2xx) / $ncommit") / $(calc "1000 * ($cs1 - $cs0) / $ncommit")" "-" "-" "kiln_store_commit_seconds on /metrics over the run"
 	result ingest "$name c=$conns machine CPU % (all)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
 	result ingest "$name c=$conns stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
 	if [ "$name" = heap ]; then
@@ -88,8 +102,23 @@ run_case() {
 		"nproc x 1e6 / (gz_inflate + pprof_decode µs)"
 
 	# Group commit without HTTP (build/bench/commit): 8 threads decode and
-	# store_write_sync in a loop, with the default commit window and none.
-	if [ "$name" = cpu ]; then
+	# store_write_sync in a loop, with the default commit window and none;
+	# with ClickHouse once (its writer's window is fixed), into database kb_commit.
+	if [ "$name" = cpu ] && [ "$ENGINE" = clickhouse ]; then
+		ensure_clickhouse
+		ch_query "DROP DATABASE IF EXISTS kb_commit" >/dev/null
+		wait_quiet
+		local out b0 t0 b1 t1 ck0 ck1
+		read -r b0 t0 < <(proc_stat)
+		ck0=$(ch_ticks)
+		out=$("$BENCH_BIN/commit" "$file" 8 8 0 "$CH_URL/kb_commit")
+		ck1=$(ch_ticks)
+		read -r b1 t1 < <(proc_stat)
+		result ingest "cpu store only, 8 thr (clickhouse)" \
+			"$(json_get - 'j.per_s' <<<"$out")/s, $(json_get - 'j.mean_ms' <<<"$out") ms" "-" \
+			"machine $(printf '%.0f' "$(busy_pct "$b0" "$t0" "$b1" "$t1")")%, clickhouse $(calc "100 * ($ck1 - $ck0) / $(clk_tck) / 8")%" \
+			"build/bench/commit $(basename "$file") 8 8 0 $CH_URL/kb_commit"
+	elif [ "$name" = cpu ]; then
 		local w out b0 t0 b1 t1
 		for w in 0 -1; do
 			wait_quiet

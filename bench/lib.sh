@@ -8,9 +8,24 @@ KILN=${KILN_BIN:-$REPO/build/kiln}
 BENCH_BIN=${KILN_BENCH_BIN:-$REPO/build/bench}
 TESTDATA=${KILN_TESTDATA:-$REPO/../shared/testdata/pprof}
 [ -d "$TESTDATA" ] || TESTDATA=/work/shared/testdata/pprof
-TMPD=${KILN_BENCH_TMP:-/tmp/kiln-bench}
+# The store engine every server the scripts start uses: local (embedded,
+# the default) or clickhouse (KILN_BENCH_ENGINE=clickhouse). With clickhouse,
+# KILN_BENCH_CH_URL names a running ClickHouse; without it the script starts
+# its own (start_clickhouse) under $TMPD/clickhouse on loopback ports
+# KILN_BENCH_CH_HTTP_PORT (28123) and KILN_BENCH_CH_TCP_PORT (29000), and
+# stops it at exit. The ClickHouse runs write under $TMPD/ch (their own
+# results.tsv) so both engines' outputs sit side by side; generated profiles
+# stay in $PROFILES_DIR (the local engine's $TMPD) so both read the same files.
+ENGINE=${KILN_BENCH_ENGINE:-local}
+case $ENGINE in local | clickhouse) ;; *) echo "KILN_BENCH_ENGINE must be local or clickhouse" >&2; exit 2 ;; esac
+PROFILES_DIR=${KILN_BENCH_PROFILES:-${KILN_BENCH_TMP:-/tmp/kiln-bench}}
+if [ "$ENGINE" = clickhouse ]; then
+	TMPD=${KILN_BENCH_TMP:-/tmp/kiln-bench}/ch
+else
+	TMPD=${KILN_BENCH_TMP:-/tmp/kiln-bench}
+fi
 RESULTS=${KILN_BENCH_RESULTS:-$TMPD/results.tsv}
-mkdir -p "$TMPD"
+mkdir -p "$TMPD" "$PROFILES_DIR"
 
 SERVER_PID=
 UPLOAD_PORT=
@@ -32,18 +47,174 @@ need_bins() {
 BENCH_CONFIG=$TMPD/bench-config.yaml
 printf 'limits:\n  samplesPerSecond: 1000000000\n' >"$BENCH_CONFIG"
 
+# ---- ClickHouse (KILN_BENCH_ENGINE=clickhouse) ----
+CH_PID=     # the ClickHouse server this script started (empty: none, or an external one)
+CH_DIR=     # its directory (config, data, logs)
+CH_URL=     # what kiln and ch_query talk to
+CH_DB=      # the database of the last start_kiln (one per data dir)
+
+# start_clickhouse DIR HTTP_PORT TCP_PORT: Debian's clickhouse-server (18.16)
+# with a minimal config written into DIR (data, tmp and logs under DIR too,
+# loopback only, logging at warning); waits until it answers SELECT 1. Sets
+# CH_PID, CH_DIR, CH_URL. CH_LOG_QUERIES=1 turns on log_queries in the
+# default profile (a copy of /etc/clickhouse-server/users.xml in DIR), so
+# system.query_log holds every query kiln sends (for explaining times).
+start_clickhouse() {
+	local dir=$1 http=$2 tcp=$3 users=/etc/clickhouse-server/users.xml
+	command -v clickhouse-server >/dev/null || die "clickhouse-server missing (scripts/deps.sh installs it)"
+	if curl -s -o /dev/null "http://127.0.0.1:$http/" || curl -s -o /dev/null "http://127.0.0.1:$tcp/"; then
+		die "port $http or $tcp is in use: pick others (KILN_BENCH_CH_HTTP_PORT, KILN_BENCH_CH_TCP_PORT)"
+	fi
+	mkdir -p "$dir"/data "$dir"/tmp "$dir"/user_files "$dir"/format_schemas
+	if [ "${CH_LOG_QUERIES:-0}" = 1 ]; then
+		users=$dir/users.xml
+		sed 's|<use_uncompressed_cache>0</use_uncompressed_cache>|&<log_queries>1</log_queries>|' \
+			/etc/clickhouse-server/users.xml >"$users"
+		grep -q '<log_queries>1' "$users" || die "could not enable log_queries in $users"
+	fi
+	cat >"$dir/config.xml" <<XML
+<yandex>
+  <logger><level>warning</level><log>$dir/server.log</log><errorlog>$dir/server.err.log</errorlog></logger>
+  <http_port>$http</http_port><tcp_port>$tcp</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>$dir/data/</path><tmp_path>$dir/tmp/</tmp_path>
+  <user_files_path>$dir/user_files/</user_files_path><format_schema_path>$dir/format_schemas/</format_schema_path>
+  <users_config>$users</users_config>
+  <default_profile>default</default_profile><default_database>default</default_database>
+  <mark_cache_size>5368709</mark_cache_size>
+  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>
+  <part_log><database>system</database><table>part_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></part_log>
+</yandex>
+XML
+	clickhouse-server --config-file="$dir/config.xml" >"$dir/stdout.log" 2>&1 &
+	CH_PID=$! CH_DIR=$dir CH_URL=http://127.0.0.1:$http
+	for _ in $(seq 1 300); do
+		[ "$(curl -s "$CH_URL/?query=SELECT+1" 2>/dev/null)" = 1 ] && { log "clickhouse: pid $CH_PID on :$http (tcp :$tcp), $dir"; return 0; }
+		kill -0 "$CH_PID" 2>/dev/null || { tail -20 "$dir/server.err.log" "$dir/stdout.log" >&2; CH_PID=; die "clickhouse-server exited"; }
+		sleep 0.1
+	done
+	die "clickhouse-server did not answer within 30 s ($dir/server.err.log)"
+}
+
+# stop_clickhouse: SIGTERM to the server start_clickhouse started, and wait.
+stop_clickhouse() {
+	[ -n "$CH_PID" ] || return 0
+	kill -TERM "$CH_PID" 2>/dev/null || true
+	wait "$CH_PID" 2>/dev/null || true
+	CH_PID=
+}
+
+# ch_query SQL [URL_PARAMS]: runs SQL on ClickHouse (POST), prints the answer.
+ch_query() {
+	curl -sS --fail-with-body "$CH_URL/?${2:-}" --data-binary "$1" || die "clickhouse: $1"
+}
+
+# ensure_clickhouse: the ClickHouse the benchmarks use (KILN_BENCH_CH_URL,
+# else one started once per script).
+ensure_clickhouse() {
+	[ -z "$CH_URL" ] || return 0
+	if [ -n "${KILN_BENCH_CH_URL:-}" ]; then
+		CH_URL=${KILN_BENCH_CH_URL%/}
+		[ "$(curl -s "$CH_URL/?query=SELECT+1")" = 1 ] || die "no ClickHouse answers at $CH_URL"
+	else
+		rm -rf "$TMPD/clickhouse"
+		start_clickhouse "$TMPD/clickhouse" "${KILN_BENCH_CH_HTTP_PORT:-28123}" "${KILN_BENCH_CH_TCP_PORT:-29000}"
+	fi
+}
+
+# ch_database DATA_DIR: the database that stands for DATA_DIR (kb_ + its
+# name). A data dir without the marker file kiln-bench-ch-db is new (the
+# scripts rm -rf it for a fresh store): its database is dropped, so every
+# benchmark starts on an empty store as with the embedded engine; with the
+# marker (a server restarted on the same data) it is kept.
+ch_database() {
+	local data=$1 db
+	db=kb_$(basename "$data" | tr -c 'A-Za-z0-9_\n' '_')
+	if [ ! -f "$data/kiln-bench-ch-db" ]; then
+		ch_query "DROP DATABASE IF EXISTS $db" >/dev/null
+		mkdir -p "$data"
+		echo "$db" >"$data/kiln-bench-ch-db"
+	fi
+	echo "$db"
+}
+
+# kiln_config CONFIG DATA_DIR: sets KILN_CONFIG to the config kiln serve
+# gets: CONFIG itself for the local engine; for clickhouse a copy with the
+# store block added ($TMPD/NAME-store.yaml), and CH_DB. Not in a $(...):
+# it may start ClickHouse, which must be this shell's child.
+KILN_CONFIG=
+kiln_config() {
+	local config=$1 data=$2
+	KILN_CONFIG=$config
+	[ "$ENGINE" = clickhouse ] || return 0
+	! grep -q '^store:' "$config" || die "$config has its own store block"
+	ensure_clickhouse
+	CH_DB=$(ch_database "$data")
+	KILN_CONFIG=$TMPD/$(basename "$data")-store.yaml
+	{
+		cat "$config"
+		printf '\nstore: {engine: clickhouse, url: "%s", database: %s}\n' "$CH_URL" "$CH_DB"
+	} >"$KILN_CONFIG"
+}
+
+# ch_log_report SINCE [FILE]: what ClickHouse spent on the statements that
+# finished since SINCE (unix seconds), from system.query_log (needs
+# CH_LOG_QUERIES=1), grouped by kind (first word, table, GROUP BY): count,
+# mean / p50 / p99 / total ms, mean rows read / written / answered, mean
+# memory; then from system.part_log the parts written (NewPart) and merged
+# (MergeParts) per table of CH_DB. Printed to stderr and to FILE.
+ch_log_report() {
+	local since=$1 out=${2:-/dev/null}
+	[ "${CH_LOG_QUERIES:-0}" = 1 ] || return 0
+	ch_query "SYSTEM FLUSH LOGS" >/dev/null
+	ch_query "SELECT concat(extract(query, '^(\\\\w+)'), ' ', extract(query, '(?:FROM|INTO) (\\\\w+)'),
+			if(extract(query, 'GROUP BY ([\\\\w, ]+)') = '', '', concat(' BY ', extract(query, 'GROUP BY ([\\\\w, ]+)')))) AS stmt,
+		count() AS n, round(avg(query_duration_ms), 1) AS mean_ms, quantileExact(0.5)(query_duration_ms) AS p50_ms,
+		quantileExact(0.99)(query_duration_ms) AS p99_ms, sum(query_duration_ms) AS total_ms,
+		round(avg(read_rows)) AS read_rows, round(avg(written_rows)) AS written_rows, round(avg(result_rows)) AS result_rows,
+		formatReadableSize(avg(memory_usage)) AS memory
+		FROM system.query_log WHERE type = 2 AND event_time >= toDateTime($since)
+		AND query NOT LIKE '%system.%' AND query NOT LIKE 'DROP%'
+		GROUP BY stmt ORDER BY total_ms DESC FORMAT PrettyCompactMonoBlock" | tee "$out" >&2
+	# Parts written (one per INSERT and partition) and merged in the background.
+	ch_query "SELECT table, event_type, count() AS n, sum(duration_ms) AS total_ms, round(avg(rows)) AS mean_rows,
+		round(avg(size_in_bytes)) AS mean_bytes FROM system.part_log
+		WHERE event_time >= toDateTime($since) AND database = '$CH_DB' AND event_type IN ('NEW_PART', 'MERGE_PARTS')
+		GROUP BY table, event_type ORDER BY table, event_type FORMAT PrettyCompactMonoBlock" | tee -a "$out" >&2
+}
+
+# ch_optimize: OPTIMIZE TABLE … FINAL on every table of CH_DB (merges each
+# partition into one part: what the store settles to).
+ch_optimize() {
+	local t
+	for t in $(ch_query "SELECT name FROM system.tables WHERE database = '$CH_DB'"); do
+		ch_query "OPTIMIZE TABLE $CH_DB.$t FINAL" >/dev/null
+	done
+}
+
+# ch_bytes: bytes on disk of the active parts of CH_DB.
+ch_bytes() { ch_query "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = '$CH_DB' AND active"; }
+
+# store_bytes DATA_DIR: the store's bytes on disk: du -sb of the data dir,
+# or for clickhouse the active parts of its database (not merged first).
+store_bytes() {
+	if [ "$ENGINE" = local ]; then du -sb "$1" | cut -f1; else ch_bytes; fi
+}
+
 # start_kiln CONFIG DATA_DIR LOG_FILE LISTENER...: kiln serve with the named
 # listeners (upload, ui, otlp_http, otlp_grpc) on ephemeral ports and the
 # others off; waits until each logged its address. Sets SERVER_PID,
 # UPLOAD_PORT, UI_PORT, OTLP_HTTP_PORT, OTLP_GRPC_PORT (empty when off).
 # SERVER_ENV (e.g. "MALLOC_TRIM_THRESHOLD_=16777216") is kiln's environment.
+# With KILN_BENCH_ENGINE=clickhouse the store is ClickHouse (kiln_config).
 start_kiln() {
 	local config=$1 data=$2 logf=$3 l
 	shift 3
 	local -A addr=([upload]=off [ui]=off [otlp_http]=off [otlp_grpc]=off)
 	for l in "$@"; do addr[$l]=127.0.0.1:0; done
 	mkdir -p "$data"
-	env ${SERVER_ENV:-} "$KILN" serve --config "$config" --data "$data" --ui "${addr[ui]}" --upload "${addr[upload]}" \
+	kiln_config "$config" "$data"
+	env ${SERVER_ENV:-} "$KILN" serve --config "$KILN_CONFIG" --data "$data" --ui "${addr[ui]}" --upload "${addr[upload]}" \
 		--otlp-http "${addr[otlp_http]}" --otlp-grpc "${addr[otlp_grpc]}" 2>"$logf" >/dev/null &
 	SERVER_PID=$!
 	UPLOAD_PORT= UI_PORT= OTLP_HTTP_PORT= OTLP_GRPC_PORT=
@@ -82,17 +253,20 @@ stop_server() {
 	return $rc
 }
 
-# Kill the server we started if the script dies half-way.
+# Kill the server (and the ClickHouse) we started if the script dies half-way.
 cleanup_server() {
 	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
 		kill -TERM "$SERVER_PID" 2>/dev/null
 		wait "$SERVER_PID" 2>/dev/null || true
 	fi
+	stop_clickhouse
 }
 trap cleanup_server EXIT
 
 # cpu_ticks PID: utime+stime of the process in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# ch_ticks: cpu_ticks of the ClickHouse server this script started (0 without one).
+ch_ticks() { if [ -n "$CH_PID" ]; then cpu_ticks "$CH_PID"; else echo 0; fi; }
 clk_tck() { getconf CLK_TCK; }
 now_s() { date +%s.%N; }
 
@@ -112,9 +286,19 @@ json_get() {
 calc() { awk "BEGIN { printf \"%.6g\", $* }"; }
 
 # result BENCH FIGURE VALUE TARGET STATUS COMMAND: one row of the summary.
+# With the clickhouse engine the bench column reads e.g. "ingest/ch".
 result() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" >>"$RESULTS"
-	printf 'RESULT  %-8s %-34s %-16s target %-14s %s\n' "$1" "$2" "$3" "$4" "$5"
+	local b=$1
+	[ "$ENGINE" = local ] || b=$1/ch
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$b" "$2" "$3" "$4" "$5" "$6" >>"$RESULTS"
+	printf 'RESULT  %-8s %-34s %-16s target %-14s %s\n' "$b" "$2" "$3" "$4" "$5"
+}
+
+# commit_stats: "COUNT SUM_SECONDS" of the store writer's group commits so
+# far (kiln_store_commit_seconds on the UI listener's /metrics).
+commit_stats() {
+	curl -sf "http://127.0.0.1:$UI_PORT/metrics" |
+		awk '$1 == "kiln_store_commit_seconds_count" {c = $2} $1 == "kiln_store_commit_seconds_sum" {s = $2} END {print c + 0, s + 0}'
 }
 
 # flame_total SERVICE TYPE FROM UNTIL: the flame graph total Kiln reports.

@@ -14,7 +14,7 @@ TOTAL=${TOTAL:-100000}
 SERVICES=${SERVICES:-10}
 CONC=${CONC:-4}
 GEN_COUNT=${GEN_COUNT:-8640}
-GEN=$TMPD/profiles-$GEN_COUNT
+GEN=$PROFILES_DIR/profiles-$GEN_COUNT
 if [ ! -s "$GEN.json" ] || [ "$(ls "$GEN" 2>/dev/null | wc -l)" != "$GEN_COUNT" ]; then
 	rm -rf "$GEN"
 	"$BENCH_BIN/gen_profiles" --in "$TESTDATA/go-cpu-fib.pb.gz" --out "$GEN" --count "$GEN_COUNT" --t0 1700000000 --step 10 --seed 1 >"$GEN.json"

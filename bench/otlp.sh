@@ -93,7 +93,7 @@ verify() {
 	result otlp "$name stored = answered" "$stored / $ok" "equal" "$verified" "sum of flame graph totals / one request's"
 }
 
-# report NAME RPS P99_MS CPU HWM_KIB CMD
+# report NAME RPS P99_MS CPU HWM_KIB CMD (and CH_CPU: ClickHouse's CPU %, when this script started it)
 report() {
 	local name=$1 rps=$2 p99=$3 cpu=$4 hwm=$5 cmd=$6 sps status
 	sps=$(calc "$rps * $POINTS")
@@ -102,6 +102,7 @@ report() {
 	result otlp "$name samples/s" "$sps" ">= $TARGET" "$status" "$cmd"
 	result otlp "$name p99 ms" "$p99" "-" "-" "$cmd"
 	result otlp "$name server CPU % (of $(($(nproc) * 100)))" "$cpu" "-" "-" "$cmd"
+	[ -z "$CH_PID" ] || result otlp "$name clickhouse CPU % (of $(($(nproc) * 100)))" "$CH_CPU" "-" "-" "/proc/CH_PID/stat over the run"
 	result otlp "$name peak RSS MiB (VmHWM)" "$(calc "$hwm / 1024")" "-" "-" "/proc/PID/status after the run"
 }
 
@@ -117,13 +118,14 @@ run_http() {
 		awk '{print $1 - $2}')
 	log "otlp $name: $cmd"
 	wait_quiet
-	local tk0 tk1 t0 t1
-	tk0=$(cpu_ticks "$SERVER_PID")
+	local tk0 tk1 t0 t1 ck0
+	tk0=$(cpu_ticks "$SERVER_PID") ck0=$(ch_ticks)
 	t0=$(now_s)
 	wrk -t1 -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/otlp_http.lua" "http://127.0.0.1:$OTLP_HTTP_PORT" \
 		-- "$REQ" >"$TMPD/otlp-http-c$conns.txt"
 	t1=$(now_s)
 	tk1=$(cpu_ticks "$SERVER_PID")
+	CH_CPU=$(calc "100 * ($(ch_ticks) - $ck0) / $(clk_tck) / ($t1 - $t0)")
 	cat "$TMPD/otlp-http-c$conns.txt" >&2
 	local line
 	line=$(grep '^KILN_WRK' "$TMPD/otlp-http-c$conns.txt")
@@ -154,14 +156,15 @@ run_grpc() {
 	warm_ok=$(sed -n 's/.* \([0-9]*\) 2xx,.*/\1/p' "$TMPD/otlp-grpc-s$streams-warm.txt")
 	log "otlp $name: $cmd"
 	wait_quiet
-	local tk0 tk1 t0 t1 lf=$TMPD/otlp-grpc-s$streams.log
+	local tk0 tk1 t0 t1 ck0 lf=$TMPD/otlp-grpc-s$streams.log
 	rm -f "$lf"
-	tk0=$(cpu_ticks "$SERVER_PID")
+	tk0=$(cpu_ticks "$SERVER_PID") ck0=$(ch_ticks)
 	t0=$(now_s)
 	h2load -c"$c" -m"$m" -D"$DURATION" -d "$REQ_GRPC" "${hdr[@]}" --log-file="$lf" \
 		"http://127.0.0.1:$OTLP_GRPC_PORT$GRPC_PATH" >"$TMPD/otlp-grpc-s$streams.txt"
 	t1=$(now_s)
 	tk1=$(cpu_ticks "$SERVER_PID")
+	CH_CPU=$(calc "100 * ($(ch_ticks) - $ck0) / $(clk_tck) / ($t1 - $t0)")
 	cat "$TMPD/otlp-grpc-s$streams.txt" >&2
 	local ok secs rps p99
 	ok=$(sed -n 's/.* \([0-9]*\) 2xx,.*/\1/p' "$TMPD/otlp-grpc-s$streams.txt")

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Query: a flame graph over 24 h of one service with a profile every 10 s
 # (8,640 profiles generated from a real Go CPU profile by gen_profiles),
-# timed against `go tool pprof -proto` merging the same 8,640 files.
+# timed against `go tool pprof -proto` merging the same 8,640 files; and the
+# flame graph of the last hour (360 profiles) of the same data.
 #
 #   bench/query.sh
 # Environment: COUNT (8640), REPS (7 timed queries after the first),
-#              GO_REPS (3), CONC (4 uploaders), PERF=1 records the server
-#              with perf during extra queries (report in $TMPD).
+#              GO_REPS (3; 0 skips go tool pprof), CONC (4 uploaders),
+#              PERF=1 records the server with perf during extra queries
+#              (report in $TMPD). With KILN_BENCH_ENGINE=clickhouse the CPU
+#              time of the timed queries is split between kiln and ClickHouse.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_bins gen_profiles upload pprof_total
@@ -18,7 +21,7 @@ GO_REPS=${GO_REPS:-3}
 CONC=${CONC:-4}
 SRC=$TESTDATA/go-cpu-fib.pb.gz
 TYPE=cpu:nanoseconds
-GEN=$TMPD/profiles-$COUNT
+GEN=$PROFILES_DIR/profiles-$COUNT
 
 # 1. Generate (kept between runs: same seed, same files).
 if [ ! -s "$GEN.json" ] || [ "$(ls "$GEN" 2>/dev/null | wc -l)" != "$COUNT" ]; then
@@ -52,13 +55,24 @@ url="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$T0&u
 first=$(curl -sf -o "$TMPD/query-flame.json" -w '%{time_total}' "$url") || die "flamegraph query failed"
 kiln_total=$(json_get "$TMPD/query-flame.json" 'j.total')
 flame_bytes=$(stat -c %s "$TMPD/query-flame.json")
-times=()
-for _ in $(seq 1 "$REPS"); do
-	times+=("$(curl -sf -o /dev/null -w '%{time_total}' "$url")")
-done
-sorted=$(printf '%s\n' "${times[@]}" | sort -g)
-median=$(sed -n "$(((REPS + 1) / 2))p" <<<"$sorted")
-min=$(head -1 <<<"$sorted")
+# time_reps URL: REPS timed requests; sets times, median, min and the CPU
+# time (ms) per request of kiln (cpu_kiln) and of ClickHouse (cpu_ch).
+time_reps() {
+	local tk0 ck0 tk1 ck1
+	times=()
+	tk0=$(cpu_ticks "$SERVER_PID") ck0=$(ch_ticks)
+	for _ in $(seq 1 "$REPS"); do
+		times+=("$(curl -sf -o /dev/null -w '%{time_total}' "$1")")
+	done
+	tk1=$(cpu_ticks "$SERVER_PID") ck1=$(ch_ticks)
+	local sorted
+	sorted=$(printf '%s\n' "${times[@]}" | sort -g)
+	median=$(sed -n "$(((REPS + 1) / 2))p" <<<"$sorted")
+	min=$(head -1 <<<"$sorted")
+	cpu_kiln=$(calc "1000 * ($tk1 - $tk0) / $(clk_tck) / $REPS")
+	cpu_ch=$(calc "1000 * ($ck1 - $ck0) / $(clk_tck) / $REPS")
+}
+time_reps "$url"
 log "query: first ${first}s, then: ${times[*]} (s); JSON $flame_bytes bytes, total $kiln_total"
 top_s=$(curl -sf -o /dev/null -w '%{time_total}' "http://127.0.0.1:$UI_PORT/api/top?service=$svc&type=$TYPE&from=$T0&until=$T1")
 pprof_s=$(curl -sf -o "$TMPD/query-export.pb.gz" -w '%{time_total}' "http://127.0.0.1:$UI_PORT/api/pprof?service=$svc&type=$TYPE&from=$T0&until=$T1")
@@ -68,6 +82,28 @@ qcmd="curl -o /dev/null -w %{time_total} 'http://127.0.0.1:UI/api/flamegraph?ser
 status=$(awk -v m="$median" 'BEGIN { if (m <= 0.2) print "met"; else printf "MISSED by %.0f%% (%.0f ms over)", 100 * (m - 0.2) / 0.2, 1000 * (m - 0.2) }')
 result query "flamegraph 24h median (min) ms" "$(calc "$median * 1000") ($(calc "$min * 1000"))" "<= 200" "$status" "$qcmd"
 result query "flamegraph 24h first query ms" "$(calc "$first * 1000")" "-" "-" "$qcmd"
+result query "flamegraph 24h CPU ms/query kiln" "$cpu_kiln" "-" "-" "utime+stime of kiln over the $REPS timed queries"
+[ -z "$CH_PID" ] || result query "flamegraph 24h CPU ms/query clickhouse" "$cpu_ch" "-" "-" "utime+stime of clickhouse-server over the $REPS timed queries"
+median24=$median
+# The last hour of the same data (360 profiles).
+url1h="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$((T1 - 3600))&until=$T1"
+first1h=$(curl -sf -o /dev/null -w '%{time_total}' "$url1h") || die "1 h flamegraph query failed"
+time_reps "$url1h"
+log "query 1h: first ${first1h}s, then: ${times[*]} (s)"
+q1cmd="curl -o /dev/null -w %{time_total} 'http://127.0.0.1:UI/api/flamegraph?service=$svc&type=$TYPE&from=T1-3600&until=T1' (x$REPS after 1 untimed)"
+result query "flamegraph 1h median (min) ms" "$(calc "$median * 1000") ($(calc "$min * 1000"))" "-" "-" "$q1cmd"
+result query "flamegraph 1h CPU ms/query kiln" "$cpu_kiln" "-" "-" "utime+stime of kiln over the $REPS timed queries"
+[ -z "$CH_PID" ] || result query "flamegraph 1h CPU ms/query clickhouse" "$cpu_ch" "-" "-" "utime+stime of clickhouse-server over the $REPS timed queries"
+# With CH_LOG_QUERIES=1: every statement one 24 h and one 1 h flame graph
+# sends to ClickHouse, from system.query_log (each request alone in its second).
+if [ "${CH_LOG_QUERIES:-0}" = 1 ]; then
+	for u in "$url" "$url1h"; do
+		sleep 1.1
+		since=$(date +%s)
+		log "query: ClickHouse statements of one request: $(curl -sf -o /dev/null -w '%{time_total}' "$u") s"
+		ch_log_report "$since" "$TMPD/ch-log-query-$([ "$u" = "$url" ] && echo 24h || echo 1h).txt"
+	done
+fi
 result query "top / pprof export 24h ms" "$(calc "$top_s * 1000") / $(calc "$pprof_s * 1000")" "-" "-" "curl /api/top, /api/pprof same range"
 result query "kiln total = generated total" "$kiln_total / $gen_total" "equal" "$([ "$kiln_total" = "$gen_total" ] && echo yes || echo NO)" "flamegraph .total"
 result query "pprof export total = generated" "$export_total / $gen_total" "equal" "$([ "$export_total" = "$gen_total" ] && echo yes || echo NO)" "/api/pprof | pprof_total"
@@ -86,6 +122,7 @@ if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
 fi
 stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
 
+[ "$GO_REPS" -gt 0 ] || exit 0
 wait_quiet
 # 4. The same merge with go tool pprof: one untimed run (the page cache is
 # warm for both sides), then GO_REPS timed runs (hyperfine when installed).
@@ -107,7 +144,7 @@ else
 fi
 go_total=$("$BENCH_BIN/pprof_total" "$TMPD/merged.pb" | awk -v t="$TYPE" '$1 == t {print $2}')
 log "go tool pprof -proto: ${go_times[*]} s, total $go_total"
-ratio=$(calc "$go_s / $median")
+ratio=$(calc "$go_s / $median24")
 gcmd="cd GEN && go tool pprof -proto -symbolize=none p*.pb.gz > merged.pb"
 result query "go tool pprof -proto merge s (min)" "$go_s" "-" "-" "$gcmd"
 result query "go merge / kiln median" "${ratio}x" ">= 20x" \

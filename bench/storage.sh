@@ -17,7 +17,7 @@ COUNT=${COUNT:-1000}
 CONC=${CONC:-4}
 # gen N: the generated set of N profiles (kept between runs).
 gen() {
-	local g=$TMPD/profiles-$1
+	local g=$PROFILES_DIR/profiles-$1
 	if [ ! -s "$g.json" ] || [ "$(ls "$g" 2>/dev/null | wc -l)" != "$1" ]; then
 		rm -rf "$g"
 		"$BENCH_BIN/gen_profiles" --in "$TESTDATA/go-cpu-fib.pb.gz" --out "$g" --count "$1" --t0 1700000000 --step 10 --seed 1 >"$g.json"
@@ -44,22 +44,35 @@ run_case() {
 	"$BENCH_BIN/upload" --port "$UPLOAD_PORT" --service "st-$name" --conc "$CONC" --t0 "$t0" --step 10 "${args[@]}" >"$TMPD/storage-$name-$COUNT-upload.json"
 	[ "$(json_get "$TMPD/storage-$name-$COUNT-upload.json" 'j.ok')" = "$COUNT" ] || die "not every upload answered 200"
 	local live
-	live=$(du -sb "$data" | cut -f1)
+	live=$(store_bytes "$data")
 	stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
 	local apparent alloc
-	apparent=$(du -sb "$data" | cut -f1)
-	alloc=$(du -sB1 "$data" | cut -f1)
-	log "storage $name: data dir while running $live B (with WAL), after SIGTERM $apparent B apparent, $alloc B allocated:"
-	find "$data" -type f -printf '  %p %s\n' >&2
+	if [ "$ENGINE" = clickhouse ]; then
+		# Every table merged to one part per partition, then the active parts:
+		# sum(bytes_on_disk), and du of their directories (allocated).
+		ch_optimize
+		apparent=$(ch_bytes)
+		alloc=$(ch_query "SELECT path FROM system.parts WHERE database = '$CH_DB' AND active" | xargs -d '\n' du -sB1 -c | tail -1 | cut -f1)
+		log "storage $name: ClickHouse database $CH_DB while running $live B, after OPTIMIZE FINAL $apparent B, $alloc B allocated:"
+		ch_query "SELECT table, sum(rows), sum(bytes_on_disk), sum(data_compressed_bytes), sum(data_uncompressed_bytes), count() FROM system.parts WHERE database = '$CH_DB' AND active GROUP BY table ORDER BY table FORMAT PrettyCompactMonoBlock" >&2
+		ch_query "SELECT table, name, data_compressed_bytes, data_uncompressed_bytes FROM system.columns WHERE database = '$CH_DB' ORDER BY data_compressed_bytes DESC LIMIT 12 FORMAT PrettyCompactMonoBlock" >&2
+	else
+		apparent=$(du -sb "$data" | cut -f1)
+		alloc=$(du -sB1 "$data" | cut -f1)
+		log "storage $name: data dir while running $live B (with WAL), after SIGTERM $apparent B apparent, $alloc B allocated:"
+		find "$data" -type f -printf '  %p %s\n' >&2
+	fi
 	local per ratio
 	per=$(calc "$apparent / $COUNT")
 	ratio=$(calc "100 * $per / $gz_avg")
 	local cmd="upload $COUNT $name profiles (one per 10 s), kill -TERM, du -sb DATA / $COUNT"
+	[ "$ENGINE" = local ] || cmd="upload $COUNT $name profiles (one per 10 s), kill -TERM, OPTIMIZE TABLE … FINAL, sum(bytes_on_disk) of active parts / $COUNT"
 	local target="<= 10%"
 	[ "$COUNT" = 1000 ] || target="- (10%)"
 	result storage "$name x$COUNT: bytes/profile (% of gzip)" "$(printf '%.0f' "$per") ($(printf '%.1f' "$ratio")% of $(printf '%.0f' "$gz_avg"))" \
 		"$target" "$(awk -v r="$ratio" 'BEGIN { if (r <= 10) print "met"; else printf "MISSED: %.1fx the target", r / 10 }')" "$cmd"
-	result storage "$name x$COUNT: du alloc / running+WAL" "$(calc "$alloc / $COUNT") / $(calc "$live / $COUNT") B/profile" "-" "-" "du -sB1 after stop; du -sb while running"
+	result storage "$name x$COUNT: du alloc / running+WAL" "$(calc "$alloc / $COUNT") / $(calc "$live / $COUNT") B/profile" "-" "-" \
+		"$([ "$ENGINE" = local ] && echo "du -sB1 after stop; du -sb while running" || echo "du -sB1 of the active parts; bytes_on_disk before OPTIMIZE")"
 }
 
 run_case similar "$COUNT"
