@@ -27,10 +27,10 @@
 #include "base/u64map.h"
 #include "store/engine.h"
 
-#define CH_PROJECT_MAX 64u          /* bytes of a project name (as the embedded engine) */
-#define CH_SEEN_CAP 2000000u        /* dictionary rows the writer remembers as written */
-#define CH_ENTRY_BATCH 256u         /* chunks whose entries one query fetches */
-#define CH_MAX_ROWS (1u << 26)      /* rows one read accepts (a bound on a hostile answer) */
+#define CH_PROJECT_MAX 64u     /* bytes of a project name (as the embedded engine) */
+#define CH_SEEN_CAP 2000000u   /* dictionary rows the writer remembers as written */
+#define CH_ENTRY_BATCH 256u    /* chunks whose entries one query fetches */
+#define CH_MAX_ROWS (1u << 26) /* rows one read accepts (a bound on a hostile answer) */
 
 enum { CH_T_FRAMES, CH_T_NODES, CH_T_ATTRSETS, CH_T_SERIES, CH_T_SAMPLES, CH_T_COUNT };
 extern const char *const ch_table_names[CH_T_COUNT];
@@ -45,14 +45,11 @@ typedef struct ch_conn {
 } ch_conn;
 
 typedef struct ch_job {
-	model_batch *b; /* NULL: a retention sweep */
+	store_job base; /* first: base.b is NULL for a retention sweep */
 	slice_t project;
 	int keep_days;
 	int64_t now_ns;
 	uint32_t *deleted;
-	store_done_fn done;
-	void *ctx;
-	struct ch_job *next;
 	char proj[CH_PROJECT_MAX + 1];
 } ch_job;
 
@@ -82,19 +79,13 @@ typedef struct ch_store {
 	size_t cap_ret;
 	int default_days;
 
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	ch_job *head, *tail;
-	uint32_t queued;
-	int closing, max_batches;
-	pthread_t thread;
+	store_writeq q; /* the writes waiting for the writer thread */
 	store_commit_stats commit_stats;
-	_Atomic uint64_t partitions;
 
 	/* Writer thread only. */
 	ch_conn *wconn;
-	u64map_t seen;     /* dictionary rows known written (hash of table, project, day, id) */
-	u64map_t group;    /* ... and queued in the group being built */
+	u64map_t seen;  /* dictionary rows known written (hash of table, project, day, id) */
+	u64map_t group; /* ... and queued in the group being built */
 	buf_t rows[CH_T_COUNT];
 	uint64_t chunk_next;
 	/* Chunks of a write answered 503 whose INSERT may still have landed
@@ -114,7 +105,8 @@ void ch_conn_free(ch_conn *c);
  * c->resp. settings: extra URL parameters ("a=1&b=2") or NULL. use_db: pass
  * the database (0 only to create it). 0, or -1 with err: 503 (+ retry) when
  * ClickHouse is unreachable or answers an error, with its message. */
-int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db, kn_err *err);
+int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db,
+            kn_err *err);
 /* Runs the SELECT in sql (FORMAT RowBinary is appended) and points rd at
  * the answer (in c->resp, valid until c's next call). Creates the schema
  * first when needed. 0, or -1 with err as ch_exec. */
@@ -130,7 +122,10 @@ void ch_sql_str(buf_t *b, slice_t v);
 void ch_put_u8(buf_t *b, uint8_t v);
 void ch_put_u32(buf_t *b, uint32_t v);
 void ch_put_u64(buf_t *b, uint64_t v);
-static inline void ch_put_i64(buf_t *b, int64_t v) { ch_put_u64(b, (uint64_t)v); }
+static inline void ch_put_i64(buf_t *b, int64_t v)
+{
+	ch_put_u64(b, (uint64_t)v);
+}
 void ch_put_str(buf_t *b, slice_t v);
 void ch_put_varint(buf_t *b, uint64_t v);
 
@@ -139,11 +134,17 @@ struct ch_rd {
 	const uint8_t *p, *end;
 	int bad;
 };
-static inline int ch_rd_more(const ch_rd *r) { return !r->bad && r->p < r->end; }
+static inline int ch_rd_more(const ch_rd *r)
+{
+	return !r->bad && r->p < r->end;
+}
 uint8_t ch_rd_u8(ch_rd *r);
 uint32_t ch_rd_u32(ch_rd *r);
 uint64_t ch_rd_u64(ch_rd *r);
-static inline int64_t ch_rd_i64(ch_rd *r) { return (int64_t)ch_rd_u64(r); }
+static inline int64_t ch_rd_i64(ch_rd *r)
+{
+	return (int64_t)ch_rd_u64(r);
+}
 uint64_t ch_rd_varint(ch_rd *r);
 slice_t ch_rd_str(ch_rd *r);
 

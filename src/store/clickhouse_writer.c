@@ -14,12 +14,15 @@
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
-#define CH_GROUP_WINDOW_MS 5  /* gather writes this long after the first */
+#define CH_GROUP_WINDOW_MS 5 /* gather writes this long after the first */
 #define CH_GROUP_MAX_ROWS (4u << 20)
 
-static void *writer_main(void *arg);
+static void run_group(void *ctx, store_job **jobs, size_t n);
 
-static char *dup_or(const char *s, const char *def) { return xstrdup(s && *s ? s : def); }
+static char *dup_or(const char *s, const char *def)
+{
+	return xstrdup(s && *s ? s : def);
+}
 
 /* Database and cluster names go into SQL unquoted: keep them identifiers. */
 static int identifier(const char *s)
@@ -27,7 +30,8 @@ static int identifier(const char *s)
 	if (!*s || strlen(s) > 64 || (*s >= '0' && *s <= '9'))
 		return 0;
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_'))
 			return 0;
 	return 1;
 }
@@ -36,12 +40,14 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 {
 	const char *db = cfg->ch_database && *cfg->ch_database ? cfg->ch_database : "kiln";
 	if (!cfg->ch_url || strncmp(cfg->ch_url, "http", 4) != 0) {
-		err_set(err, 400, "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
+		err_set(err, 400,
+		        "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
 		return NULL;
 	}
 	const char *host = strstr(cfg->ch_url, "://");
 	if (host && strcspn(host + 3, "@/") < strlen(host + 3) && host[3 + strcspn(host + 3, "@/")] == '@') {
-		err_set(err, 400, "store.url must not carry credentials: set store.user and store.password(File)");
+		err_set(err, 400,
+		        "store.url must not carry credentials: set store.user and store.password(File)");
 		return NULL;
 	}
 	if (!identifier(db) || (cfg->ch_cluster && *cfg->ch_cluster && !identifier(cfg->ch_cluster))) {
@@ -64,14 +70,12 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	s->password = dup_or(cfg->ch_password, "");
 	s->cluster = cfg->ch_cluster && *cfg->ch_cluster ? xstrdup(cfg->ch_cluster) : NULL;
 	s->replicated = cfg->ch_replicated;
-	s->max_batches = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256;
-	s->default_days =
-	    cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS ? cfg->retention_days : 0;
+	s->default_days = cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
+	                      ? cfg->retention_days
+	                      : 0;
 	pthread_mutex_init(&s->pool_mu, NULL);
 	pthread_mutex_init(&s->schema_mu, NULL);
 	pthread_mutex_init(&s->ret_mu, NULL);
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	u64map_init(&s->seen);
 	u64map_init(&s->group);
 	for (int t = 0; t < CH_T_COUNT; t++)
@@ -87,10 +91,15 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	kn_err e = {0};
 	if (ch_schema(s, s->wconn, &e) < 0)
 		log_warn("clickhouse not ready", "url=%s error=\"%s\"", s->url, e.msg);
-	int rc = pthread_create(&s->thread, NULL, writer_main, s);
-	if (rc != 0) {
-		err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
-		s->closing = 1;
+	/* Let a group gather: ClickHouse prefers fewer, larger inserts. */
+	store_writeq_config qc = {
+	    .window_ms = CH_GROUP_WINDOW_MS,
+	    .max_jobs = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256,
+	    .max_rows = CH_GROUP_MAX_ROWS,
+	    .run = run_group,
+	    .ctx = s,
+	};
+	if (store_writeq_start(&s->q, &qc, err) < 0) {
 		ch_close((store_t *)s);
 		return NULL;
 	}
@@ -99,14 +108,7 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 
 void ch_drain(store_t *st)
 {
-	ch_store *s = (ch_store *)st;
-	pthread_mutex_lock(&s->mu);
-	int join = !s->closing; /* closing without a thread: ch_open failed to start it */
-	s->closing = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	if (join)
-		pthread_join(s->thread, NULL);
+	store_writeq_drain(&((ch_store *)st)->q);
 }
 
 void ch_close(store_t *st)
@@ -129,8 +131,7 @@ void ch_close(store_t *st)
 	free(s->doubt);
 	free(s->doubt_days);
 	free(s->ret);
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
+	store_writeq_destroy(&s->q);
 	pthread_mutex_destroy(&s->ret_mu);
 	pthread_mutex_destroy(&s->schema_mu);
 	pthread_mutex_destroy(&s->pool_mu);
@@ -143,42 +144,13 @@ void ch_close(store_t *st)
 	curl_global_cleanup();
 }
 
-static void finish(ch_job *j, const kn_err *err)
-{
-	model_batch_free(j->b);
-	if (j->done)
-		j->done(j->ctx, err);
-	free(j);
-}
-
-static void enqueue(ch_store *s, ch_job *j)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->closing) {
-		pthread_mutex_unlock(&s->mu);
-		kn_err e = {0};
-		err_set(&e, 503, "store: shutting down");
-		e.retry_after = 5;
-		finish(j, &e);
-		return;
-	}
-	if (s->tail)
-		s->tail->next = j;
-	else
-		s->head = j;
-	s->tail = j;
-	s->queued++;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
-
 void ch_submit(store_t *st, model_batch *b, store_done_fn done, void *ctx)
 {
 	ch_job *j = xcalloc(1, sizeof *j);
-	j->b = b;
-	j->done = done;
-	j->ctx = ctx;
-	enqueue((ch_store *)st, j);
+	j->base.b = b;
+	j->base.done = done;
+	j->base.ctx = ctx;
+	store_writeq_push(&((ch_store *)st)->q, &j->base);
 }
 
 int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
@@ -199,9 +171,9 @@ int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_
 	j->deleted = &n;
 	store_waiter w;
 	store_waiter_init(&w);
-	j->done = store_waiter_done;
-	j->ctx = &w;
-	enqueue((ch_store *)st, j);
+	j->base.done = store_waiter_done;
+	j->base.ctx = &w;
+	store_writeq_push(&((ch_store *)st)->q, &j->base);
 	int rc = store_waiter_wait(&w, err);
 	if (deleted)
 		*deleted = n;
@@ -210,11 +182,7 @@ int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_
 
 uint32_t ch_queue_depth(store_t *st)
 {
-	ch_store *s = (ch_store *)st;
-	pthread_mutex_lock(&s->mu);
-	uint32_t n = s->queued;
-	pthread_mutex_unlock(&s->mu);
-	return n;
+	return store_writeq_depth(&((ch_store *)st)->q);
 }
 
 void ch_get_stats(store_t *st, store_stats *out)
@@ -222,7 +190,7 @@ void ch_get_stats(store_t *st, store_stats *out)
 	ch_store *s = (ch_store *)st;
 	memset(out, 0, sizeof *out);
 	store_commit_read(&s->commit_stats, out);
-	out->partitions = (uint32_t)atomic_load(&s->partitions);
+	/* out->partitions stays 0: the parts are ClickHouse's (its system.parts). */
 }
 
 /* ---- encoding a batch into rows ---- */
@@ -257,15 +225,15 @@ typedef struct {
 	const model_batch *b;
 	uint64_t proj_hash;
 	int64_t day;
-	uint32_t *depth;      /* per batch node */
+	uint32_t *depth;        /* per batch node */
 	uint32_t *span, *trace; /* per batch attrset: label index + 1, 0 = none */
-	uint64_t *pending;    /* dictionary keys added to s->group */
+	uint64_t *pending;      /* dictionary keys added to s->group */
 	size_t n_pending, cap_pending;
-	uint64_t *chunks;     /* chunk ids of the group's sample rows */
+	uint64_t *chunks; /* chunk ids of the group's sample rows */
 	size_t n_chunks, cap_chunks;
-	uint32_t *days;       /* their distinct days */
+	uint32_t *days; /* their distinct days */
 	size_t n_days, cap_days;
-	uint64_t rows;        /* sample rows of the group */
+	uint64_t rows; /* sample rows of the group */
 } enc;
 
 /* 1 when the dictionary row (t, id) of the current (project, day) must be written; marks it. */
@@ -404,7 +372,8 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 	ch_entry *en = *ent;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample *smp = &b->samples[p->samples_first + i];
-		en[i] = (ch_entry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns), smp->value};
+		en[i] = (ch_entry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns),
+		                   smp->value};
 	}
 	qsort(en, n, sizeof *en, entry_cmp);
 	uint32_t m = 0;
@@ -448,7 +417,8 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 		ch_put_u64(r, a ? b->attrsets[a].id : 0);
 		ch_put_i64(r, en[i].value);
 		int64_t t;
-		if (__builtin_mul_overflow(en[i].t_off, NS_PER_SEC, &t) || __builtin_add_overflow(t, p->time_ns, &t))
+		if (__builtin_mul_overflow(en[i].t_off, NS_PER_SEC, &t) ||
+		    __builtin_add_overflow(t, p->time_ns, &t))
 			t = p->time_ns;
 		ch_put_i64(r, t);
 		ch_put_str(r, span);
@@ -579,7 +549,8 @@ static void doubt_add(ch_store *s, const enc *e)
 		while (d < s->n_doubt_days && s->doubt_days[d] != e->days[i])
 			d++;
 		if (d == s->n_doubt_days) {
-			s->doubt_days = xgrow(s->doubt_days, &s->cap_doubt_days, s->n_doubt_days + 1, sizeof *s->doubt_days);
+			s->doubt_days = xgrow(s->doubt_days, &s->cap_doubt_days, s->n_doubt_days + 1,
+			                      sizeof *s->doubt_days);
 			s->doubt_days[s->n_doubt_days++] = e->days[i];
 		}
 	}
@@ -597,7 +568,7 @@ static int settle_doubt(ch_store *s, kn_err *err)
 	return 0;
 }
 
-static void write_group(ch_store *s, ch_job **jobs, size_t n)
+static void write_group(ch_store *s, store_job **jobs, size_t n)
 {
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -610,7 +581,7 @@ static void write_group(ch_store *s, ch_job **jobs, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		kn_err err = {0};
 		if (check_batch(jobs[k]->b, &err) < 0 || ch_retention_check(s, jobs[k]->b, &err) < 0) {
-			finish(jobs[k], &err);
+			store_job_finish(jobs[k], &err);
 			jobs[k] = NULL;
 			continue;
 		}
@@ -650,56 +621,18 @@ static void write_group(ch_store *s, ch_job **jobs, size_t n)
 	store_commit_note(&s->commit_stats, ns);
 	for (size_t k = 0; k < n; k++)
 		if (jobs[k])
-			finish(jobs[k], rc == 0 ? NULL : &err);
+			store_job_finish(jobs[k], rc == 0 ? NULL : &err);
 }
 
-static void *writer_main(void *arg)
+/* The queue's run: a sweep, or a group of writes; finishes every job. */
+static void run_group(void *ctx, store_job **jobs, size_t n)
 {
-	ch_store *s = arg;
-	ch_job **jobs = xmalloc((size_t)s->max_batches * sizeof *jobs);
-	for (;;) {
-		pthread_mutex_lock(&s->mu);
-		while (!s->head && !s->closing)
-			pthread_cond_wait(&s->cv, &s->mu);
-		if (!s->head) {
-			pthread_mutex_unlock(&s->mu);
-			break;
-		}
-		/* Let a group gather: ClickHouse prefers fewer, larger inserts. */
-		if (s->head->b && !s->closing && s->queued < (uint32_t)s->max_batches) {
-			struct timespec dl;
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_nsec += CH_GROUP_WINDOW_MS * 1000000L;
-			if (dl.tv_nsec >= 1000000000L)
-				dl.tv_sec++, dl.tv_nsec -= 1000000000L;
-			pthread_cond_timedwait(&s->cv, &s->mu, &dl);
-		}
-		size_t n = 0;
-		uint64_t rows = 0;
-		if (!s->head->b) { /* a sweep goes alone */
-			jobs[n++] = s->head;
-			s->head = s->head->next;
-		} else {
-			while (s->head && s->head->b && n < (size_t)s->max_batches && rows < CH_GROUP_MAX_ROWS) {
-				rows += s->head->b->n_samples;
-				jobs[n++] = s->head;
-				s->head = s->head->next;
-			}
-		}
-		if (!s->head)
-			s->tail = NULL;
-		pthread_mutex_unlock(&s->mu);
-		if (!jobs[0]->b) {
-			kn_err err = {0};
-			int rc = ch_retention_run(s, jobs[0], &err);
-			finish(jobs[0], rc == 0 ? NULL : &err);
-		} else {
-			write_group(s, jobs, n);
-		}
-		pthread_mutex_lock(&s->mu);
-		s->queued -= (uint32_t)n;
-		pthread_mutex_unlock(&s->mu);
+	ch_store *s = ctx;
+	if (jobs[0]->b) {
+		write_group(s, jobs, n);
+		return;
 	}
-	free(jobs);
-	return NULL;
+	kn_err err = {0};
+	int rc = ch_retention_run(s, (ch_job *)jobs[0], &err);
+	store_job_finish(jobs[0], rc == 0 ? NULL : &err);
 }

@@ -41,8 +41,8 @@ typedef struct store_engine {
 	                    uint32_t *n, kn_err *err);
 	int (*view_nodes)(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
 	int (*view_frames)(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
-	int (*view_attrsets)(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
-	                     uint32_t *n, kn_err *err);
+	int (*view_attrsets)(store_view *v, uint32_t p, const model_attrset **sets,
+	                     const model_label **labels, uint32_t *n, kn_err *err);
 	int (*view_span_chunks)(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
 	                        const store_span_hit **out, uint32_t *n, kn_err *err);
 	/* NULL when the engine cannot aggregate (store_view_sums then says so). */
@@ -99,5 +99,47 @@ void store_waiter_init(store_waiter *w);
 void store_waiter_done(void *ctx, const kn_err *err);
 /* Waits, destroys w; 0, or -1 with the done callback's error in err. */
 int store_waiter_wait(store_waiter *w, kn_err *err);
+
+/* ---- the write queue (write_queue.c) ---- */
+
+/* The head of every engine's job (its first member). */
+typedef struct store_job {
+	struct store_job *next;
+	model_batch *b; /* NULL: a retention sweep */
+	store_done_fn done;
+	void *ctx;
+} store_job;
+
+/* Frees j's batch, calls j->done(j->ctx, err) and frees the engine's job. */
+void store_job_finish(store_job *j, const kn_err *err);
+
+typedef struct {
+	int window_ms;     /* how long a group gathers after its first job (0: not at all) */
+	int max_jobs;      /* jobs per group */
+	uint64_t max_rows; /* samples per group: taking stops once reached (0: no limit) */
+	/* Writes jobs[0..n) on the writer thread and finishes every one of them
+	 * (store_job_finish). A sweep comes as a group of one. */
+	void (*run)(void *ctx, store_job **jobs, size_t n);
+	void *ctx;
+} store_writeq_config;
+
+typedef struct {
+	store_writeq_config cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	store_job *head, *tail;
+	uint32_t queued;     /* queued + being written */
+	int closing, joined; /* joined: the writer thread has been joined (or never ran) */
+	pthread_t thread;
+} store_writeq;
+
+/* Starts the writer thread. On failure q still needs store_writeq_destroy. */
+int store_writeq_start(store_writeq *q, const store_writeq_config *cfg, kn_err *err);
+/* Queues j; once draining has begun, finishes it at once with a 503. */
+void store_writeq_push(store_writeq *q, store_job *j);
+uint32_t store_writeq_depth(store_writeq *q);
+/* Refuses new jobs, lets the writer finish every queued one and joins it. */
+void store_writeq_drain(store_writeq *q);
+void store_writeq_destroy(store_writeq *q);
 
 #endif

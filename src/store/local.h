@@ -16,12 +16,12 @@
 #include "store/engine.h"
 #include "store/store.h"
 
-#define LOCAL_MAX_OPEN_PARTS 8        /* writer connections kept open (LRU) */
-#define LOCAL_CACHE_CAP 1000000u      /* id -> local cache entries over all open partitions */
-#define LOCAL_PROJECT_MAX 64u         /* bytes of a project name */
-#define LOCAL_FORMAT 1                /* meta.format of the partition files this code writes */
-#define LOCAL_MAX_ENTRIES (1u << 24)  /* entries one stored chunk may claim (hostile-file bound) */
-#define LOCAL_MAX_IDS (1u << 30)      /* rows of one dictionary table a reader accepts */
+#define LOCAL_MAX_OPEN_PARTS 8       /* writer connections kept open (LRU) */
+#define LOCAL_CACHE_CAP 1000000u     /* id -> local cache entries over all open partitions */
+#define LOCAL_PROJECT_MAX 64u        /* bytes of a project name */
+#define LOCAL_FORMAT 1               /* meta.format of the partition files this code writes */
+#define LOCAL_MAX_ENTRIES (1u << 24) /* entries one stored chunk may claim (hostile-file bound) */
+#define LOCAL_MAX_IDS (1u << 30)     /* rows of one dictionary table a reader accepts */
 
 /* The dictionaries of a partition that the writer caches (hash id -> local id). */
 enum { LT_FRAME, LT_NODE, LT_ATTRSET, LT_SERIES, LT_COUNT };
@@ -36,8 +36,8 @@ typedef struct local_part {
 	sqlite3_stmt *ins_chunk, *sel_payload, *ins_payload, *del_chunks;
 	sqlite3_stmt *ins_span, *del_spans;
 	u64map_t cache[LT_COUNT];
-	uint32_t next[LT_COUNT];  /* next local id to assign */
-	int complete[LT_COUNT];   /* 1: cache holds every row, a miss means "new" */
+	uint32_t next[LT_COUNT]; /* next local id to assign */
+	int complete[LT_COUNT];  /* 1: cache holds every row, a miss means "new" */
 	int in_txn;
 	int damaged; /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
 	int64_t first_chunk, last_chunk; /* chunk rowids written by the open transaction */
@@ -45,13 +45,10 @@ typedef struct local_part {
 } local_part;
 
 typedef struct local_job {
-	model_batch *b;       /* NULL for a retention sweep */
-	int keep_days;        /* sweep: days kept before today */
-	int64_t now_ns;       /* sweep: its clock */
-	uint32_t *deleted;    /* sweep: partitions deleted (the caller waits) */
-	store_done_fn done;
-	void *ctx;
-	struct local_job *next;
+	store_job base;    /* first: base.b is NULL for a retention sweep */
+	int keep_days;     /* sweep: days kept before today */
+	int64_t now_ns;    /* sweep: its clock */
+	uint32_t *deleted; /* sweep: partitions deleted (the caller waits) */
 	kn_err err;
 	int failed;
 	char proj[3 * LOCAL_PROJECT_MAX + 2];
@@ -80,7 +77,7 @@ typedef struct {
 	uint32_t *span_sets; /* batch attrsets with a span link in the chunk being written */
 	uint32_t n_span_sets;
 	size_t cap_span_sets;
-	uint32_t stamp;      /* chunks written by the current local_part_write, + 1 */
+	uint32_t stamp; /* chunks written by the current local_part_write, + 1 */
 	local_entry *entries;
 	size_t cap_entries;
 	buf_t raw, packed, labels;
@@ -90,7 +87,7 @@ typedef struct {
 /* Retention of one project (store_set_retention, store_retention_sweep). */
 typedef struct {
 	char proj[3 * LOCAL_PROJECT_MAX + 2]; /* encoded (local_project_dir) */
-	int days;          /* store_set_retention; 0 = the store's default */
+	int days;                             /* store_set_retention; 0 = the store's default */
 	int64_t floor_day; /* first day the last sweep kept: earlier days refuse writes; INT64_MIN = none */
 } local_retention;
 
@@ -98,7 +95,7 @@ struct store {
 	store_head head_; /* first: store.c dispatches through it */
 	char *dir;
 	int lock_fd; /* DIR/LOCK, flock()ed: one kiln process per data directory */
-	int interval_ms, max_batches, sync;
+	int sync;
 
 	/* Retention per project, guarded by ret_mu (views and the writer read it). */
 	pthread_mutex_t ret_mu;
@@ -111,12 +108,7 @@ struct store {
 	 * unlinks: a view sees a partition whole or not at all. */
 	pthread_rwlock_t files_lock;
 
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	local_job *head, *tail;
-	uint32_t queued; /* queued + being written */
-	int closing, joined; /* joined: the writer thread has been joined (local_drain) */
-	pthread_t thread;
+	store_writeq q;                  /* the writes waiting for the writer thread */
 	store_commit_stats commit_stats; /* store_get_stats */
 
 	/* Damaged partitions reported so far (local_damage.c), any thread. */
@@ -144,7 +136,8 @@ int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2]);
 int local_project_name(const char *dir, char out[LOCAL_PROJECT_MAX], size_t *n);
 /* a + b, saturating at INT64_MAX / INT64_MIN. */
 int64_t local_sat_add(int64_t a, int64_t b);
-/* Sorts and merges e[0..n) by (node, attrset, t_off) (saturating sums), drops zero sums; returns the new n. */
+/* Sorts and merges e[0..n) by (node, attrset, t_off) (saturating sums), drops zero sums; returns the new n.
+ */
 uint32_t local_entries_normalize(local_entry *e, uint32_t n);
 /* Encodes normalized e[0..n) column-wise into raw (reset first). *scale
  * receives the common divisor of the values (stored in the chunk row, so

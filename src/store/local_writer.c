@@ -20,6 +20,9 @@
 #include "base/timeutil.h"
 #include "store/local.h"
 
+/* The engine's job of a queued store_job (its first member). */
+#define JOB(sj) ((local_job *)(sj))
+
 /* The partitions one group touches, in first-use order. */
 typedef struct {
 	local_part **p;
@@ -47,7 +50,7 @@ static int mkdir_p(const char *dir, kn_err *err)
 	return 0;
 }
 
-static void *writer_main(void *arg);
+static void run_group(void *ctx, store_job **jobs, size_t n);
 
 store_t *local_open(const store_config *cfg, kn_err *err)
 {
@@ -76,8 +79,6 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	s->head_.engine = &store_local_engine;
 	s->lock_fd = lock_fd;
 	s->dir = xstrdup(cfg->dir);
-	s->interval_ms = cfg->commit_interval_ms == 0 ? 2 : cfg->commit_interval_ms < 0 ? 0 : cfg->commit_interval_ms;
-	s->max_batches = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256;
 	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
 	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
 	                            ? cfg->retention_days
@@ -86,16 +87,19 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	buf_init(&s->sc.packed, SIZE_MAX);
 	buf_init(&s->sc.labels, SIZE_MAX);
 	s->sc.zc = ZSTD_createCCtx();
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	local_damage_init(s);
-	int rc = pthread_create(&s->thread, NULL, writer_main, s);
-	if (rc != 0) {
-		err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
+	store_writeq_config qc = {
+	    .window_ms = cfg->commit_interval_ms == 0  ? 2
+	                 : cfg->commit_interval_ms < 0 ? 0
+	                                               : cfg->commit_interval_ms,
+	    .max_jobs = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256,
+	    .run = run_group,
+	    .ctx = s,
+	};
+	if (store_writeq_start(&s->q, &qc, err) < 0) {
+		store_writeq_destroy(&s->q);
 		local_retention_free(s);
 		local_damage_free(s);
-		pthread_cond_destroy(&s->cv);
-		pthread_mutex_destroy(&s->mu);
 		ZSTD_freeCCtx(s->sc.zc);
 		close(s->lock_fd);
 		free(s->dir);
@@ -107,13 +111,7 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 
 void local_drain(store_t *s)
 {
-	pthread_mutex_lock(&s->mu);
-	int joined = s->joined;
-	s->closing = s->joined = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	if (!joined)
-		pthread_join(s->thread, NULL);
+	store_writeq_drain(&s->q);
 }
 
 void local_close(store_t *s)
@@ -136,46 +134,19 @@ void local_close(store_t *s)
 	ZSTD_freeCCtx(sc->zc);
 	local_retention_free(s);
 	local_damage_free(s);
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
+	store_writeq_destroy(&s->q);
 	close(s->lock_fd);
 	free(s->dir);
 	free(s);
 }
 
-/* Queues j for the writer thread, which frees it after calling j->done; when
- * the store is closing, calls j->done with a 503 at once and frees j. */
-static void enqueue(store_t *s, local_job *j)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->closing) {
-		pthread_mutex_unlock(&s->mu);
-		kn_err e = {0};
-		err_set(&e, 503, "store: shutting down");
-		e.retry_after = 5;
-		model_batch_free(j->b);
-		if (j->done)
-			j->done(j->ctx, &e);
-		free(j);
-		return;
-	}
-	if (s->tail)
-		s->tail->next = j;
-	else
-		s->head = j;
-	s->tail = j;
-	s->queued++;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
-
 void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
 {
 	local_job *j = xcalloc(1, sizeof *j);
-	j->b = b;
-	j->done = done;
-	j->ctx = ctx;
-	enqueue(s, j);
+	j->base.b = b;
+	j->base.done = done;
+	j->base.ctx = ctx;
+	store_writeq_push(&s->q, &j->base);
 }
 
 /* Queues j (done and ctx set here) and waits for the writer to finish it. */
@@ -183,9 +154,9 @@ static int run_sync(store_t *s, local_job *j, kn_err *err)
 {
 	store_waiter w;
 	store_waiter_init(&w);
-	j->done = store_waiter_done;
-	j->ctx = &w;
-	enqueue(s, j);
+	j->base.done = store_waiter_done;
+	j->base.ctx = &w;
+	store_writeq_push(&s->q, &j->base);
 	return store_waiter_wait(&w, err);
 }
 
@@ -213,10 +184,7 @@ int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t no
 
 uint32_t local_queue_depth(store_t *s)
 {
-	pthread_mutex_lock(&s->mu);
-	uint32_t n = s->queued;
-	pthread_mutex_unlock(&s->mu);
-	return n;
+	return store_writeq_depth(&s->q);
 }
 
 /* ---- group commit ---- */
@@ -235,23 +203,25 @@ static int job_in_part(const local_job *j, const local_part *p)
 {
 	if (strcmp(j->proj, p->proj) != 0)
 		return 0;
-	for (uint32_t i = 0; i < j->b->n_profiles; i++)
-		if (time_day(j->b->profiles[i].time_ns) == p->day)
+	for (uint32_t i = 0; i < j->base.b->n_profiles; i++)
+		if (time_day(j->base.b->profiles[i].time_ns) == p->day)
 			return 1;
 	return 0;
 }
 
 /* Opens the partitions that jobs[0..n) write to into l. */
-static int collect_parts(store_t *s, local_job **jobs, size_t n, part_list *l, kn_err *err)
+static int collect_parts(store_t *s, store_job **jobs, size_t n, part_list *l, kn_err *err)
 {
 	for (size_t k = 0; k < n; k++) {
 		const model_batch *b = jobs[k]->b;
-		if (b->n_profiles && local_project_dir(b->project, jobs[k]->proj) < 0)
-			return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
-		if (local_retention_check(s, jobs[k]->proj, b, err) < 0)
+		char *proj = JOB(jobs[k])->proj;
+		if (b->n_profiles && local_project_dir(b->project, proj) < 0)
+			return err_set(err, 400, "store: project name must be 1 to %u bytes",
+			               LOCAL_PROJECT_MAX);
+		if (local_retention_check(s, proj, b, err) < 0)
 			return -1;
 		for (uint32_t i = 0; i < b->n_profiles; i++) {
-			local_part *p = local_part_get(s, jobs[k]->proj, time_day(b->profiles[i].time_ns), err);
+			local_part *p = local_part_get(s, proj, time_day(b->profiles[i].time_ns), err);
 			if (!p)
 				return -1;
 			add_part(l, p);
@@ -263,7 +233,7 @@ static int collect_parts(store_t *s, local_job **jobs, size_t n, part_list *l, k
 /* Writes jobs[0..n) all-or-nothing: every partition's transaction stays open
  * until all are written, then they commit one by one. 0, or -1 with err and
  * nothing of the jobs left visible (docs/STORE.md names the one window). */
-static int write_group(store_t *s, local_job **jobs, size_t n, kn_err *err)
+static int write_group(store_t *s, store_job **jobs, size_t n, kn_err *err)
 {
 	part_list l = {0};
 	size_t begun = 0, committed = 0;
@@ -275,7 +245,8 @@ static int write_group(store_t *s, local_job **jobs, size_t n, kn_err *err)
 			goto fail;
 	for (size_t i = 0; i < l.n; i++)
 		for (size_t k = 0; k < n; k++)
-			if (job_in_part(jobs[k], l.p[i]) && local_part_write(s, l.p[i], jobs[k]->b, l.p[i]->day, err) < 0)
+			if (job_in_part(JOB(jobs[k]), l.p[i]) &&
+			    local_part_write(s, l.p[i], jobs[k]->b, l.p[i]->day, err) < 0)
 				goto fail;
 	for (; committed < l.n; committed++)
 		if (local_part_commit(s, l.p[committed], err) < 0)
@@ -294,24 +265,26 @@ fail:
 	for (size_t i = 0; i < committed; i++) {
 		kn_err undo_err = {0};
 		if (local_part_undo(s, l.p[i], l.p[i]->first_chunk, l.p[i]->last_chunk, &undo_err) < 0)
-			log_error("store: could not undo a partial commit", "file=%s err=\"%s\"", l.p[i]->path,
-			          undo_err.msg);
+			log_error("store: could not undo a partial commit", "file=%s err=\"%s\"",
+			          l.p[i]->path, undo_err.msg);
 	}
 out:
 	free(l.p);
 	return rc;
 }
 
-static void process(store_t *s, local_job **jobs, size_t n)
+/* The queue's run: writes a group, or runs a sweep, and finishes its jobs. */
+static void run_group(void *ctx, store_job **jobs, size_t n)
 {
+	store_t *s = ctx;
 	kn_err err = {0};
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = 0;
 	if (!jobs[0]->b) { /* a retention sweep, always alone */
-		if (local_retention_run(s, jobs[0], &err) < 0) {
-			jobs[0]->err = err;
-			jobs[0]->failed = 1;
+		if (local_retention_run(s, JOB(jobs[0]), &err) < 0) {
+			JOB(jobs[0])->err = err;
+			JOB(jobs[0])->failed = 1;
 		}
 	} else {
 		rc = write_group(s, jobs, n, &err);
@@ -321,15 +294,15 @@ static void process(store_t *s, local_job **jobs, size_t n)
 	}
 	if (rc < 0) {
 		if (n == 1) {
-			jobs[0]->err = err;
-			jobs[0]->failed = 1;
+			JOB(jobs[0])->err = err;
+			JOB(jobs[0])->failed = 1;
 		} else {
 			/* Find the batch at fault: retry each alone. */
 			for (size_t k = 0; k < n; k++) {
 				kn_err e = {0};
 				if (write_group(s, &jobs[k], 1, &e) < 0) {
-					jobs[k]->err = e;
-					jobs[k]->failed = 1;
+					JOB(jobs[k])->err = e;
+					JOB(jobs[k])->failed = 1;
 				}
 			}
 		}
@@ -338,60 +311,9 @@ static void process(store_t *s, local_job **jobs, size_t n)
 		local_parts_drop_damaged(s);
 	local_parts_trim(s, LOCAL_MAX_OPEN_PARTS);
 	for (size_t k = 0; k < n; k++) {
-		local_job *j = jobs[k];
-		model_batch_free(j->b);
-		if (j->done)
-			j->done(j->ctx, j->failed ? &j->err : NULL);
-		free(j);
+		local_job *j = JOB(jobs[k]);
+		store_job_finish(jobs[k], j->failed ? &j->err : NULL);
 	}
-	pthread_mutex_lock(&s->mu);
-	s->queued -= (uint32_t)n;
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void deadline_in(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_nsec += (long)ms * 1000000L;
-	ts->tv_sec += ts->tv_nsec / 1000000000L;
-	ts->tv_nsec %= 1000000000L;
-}
-
-static void *writer_main(void *arg)
-{
-	store_t *s = arg;
-	local_job **jobs = xmalloc((size_t)s->max_batches * sizeof *jobs);
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		while (!s->head && !s->closing)
-			pthread_cond_wait(&s->cv, &s->mu);
-		if (!s->head)
-			break;
-		/* Give concurrent writers the commit window to join this group. */
-		if (s->interval_ms > 0 && !s->closing) {
-			struct timespec until;
-			deadline_in(&until, s->interval_ms);
-			while (!s->closing && s->queued < (uint32_t)s->max_batches &&
-			       pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
-				;
-		}
-		size_t n = 0;
-		/* A sweep runs alone, between the groups before and after it. */
-		while (s->head && n < (size_t)s->max_batches && !(n && !s->head->b)) {
-			jobs[n++] = s->head;
-			s->head = s->head->next;
-			if (!jobs[n - 1]->b)
-				break;
-		}
-		if (!s->head)
-			s->tail = NULL;
-		pthread_mutex_unlock(&s->mu);
-		process(s, jobs, n);
-		pthread_mutex_lock(&s->mu);
-	}
-	pthread_mutex_unlock(&s->mu);
-	free(jobs);
-	return NULL;
 }
 
 /* Counts DIR/<project>/YYYY-MM-DD.db files. */
@@ -430,25 +352,25 @@ void local_get_stats(store_t *s, store_stats *out)
 }
 
 const store_engine store_local_engine = {
-	.name = "local",
-	.drain = local_drain,
-	.close = local_close,
-	.submit = local_submit,
-	.queue_depth = local_queue_depth,
-	.set_retention = local_set_retention,
-	.retention_start = local_retention_start,
-	.projects = local_projects,
-	.retention_sweep = local_retention_sweep,
-	.get_stats = local_get_stats,
-	.view_open = local_view_open,
-	.view_close = local_view_close,
-	.view_partitions = local_view_partitions,
-	.view_skipped = local_view_skipped,
-	.view_series = local_view_series,
-	.view_heads = local_view_heads,
-	.view_entries = local_view_entries,
-	.view_nodes = local_view_nodes,
-	.view_frames = local_view_frames,
-	.view_attrsets = local_view_attrsets,
-	.view_span_chunks = local_view_span_chunks,
+    .name = "local",
+    .drain = local_drain,
+    .close = local_close,
+    .submit = local_submit,
+    .queue_depth = local_queue_depth,
+    .set_retention = local_set_retention,
+    .retention_start = local_retention_start,
+    .projects = local_projects,
+    .retention_sweep = local_retention_sweep,
+    .get_stats = local_get_stats,
+    .view_open = local_view_open,
+    .view_close = local_view_close,
+    .view_partitions = local_view_partitions,
+    .view_skipped = local_view_skipped,
+    .view_series = local_view_series,
+    .view_heads = local_view_heads,
+    .view_entries = local_view_entries,
+    .view_nodes = local_view_nodes,
+    .view_frames = local_view_frames,
+    .view_attrsets = local_view_attrsets,
+    .view_span_chunks = local_view_span_chunks,
 };
