@@ -82,7 +82,8 @@ static void first_line(const buf_t *b, char *out, size_t n)
 	out[k] = 0;
 }
 
-int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db, kn_err *err)
+int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db,
+            kn_err *err)
 {
 	CURL *h = c->curl;
 	buf_t url;
@@ -93,7 +94,8 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	if (data.p)
 		url_param(&url, h, "query", sql);
 	else
-		url_param(&url, h, "wait_end_of_query", "1"); /* errors become the HTTP status, not a cut answer */
+		url_param(&url, h, "wait_end_of_query",
+		          "1"); /* errors become the HTTP status, not a cut answer */
 	if (settings)
 		buf_printf(&url, "%s%s", url.p[url.n - 1] == '?' ? "" : "&", settings);
 	buf_putc(&url, 0);
@@ -126,7 +128,8 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	CURLcode rc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	c->unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY;
+	c->unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+	            rc == CURLE_COULDNT_RESOLVE_PROXY;
 	curl_slist_free_all(hdr);
 	buf_free(&url);
 	/* Clients get a plain 503; the details (which may name hosts) go to the
@@ -138,14 +141,17 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 		else
 			first_line(&c->resp, line, sizeof line);
 		int64_t now = time_mono_ns(), last = atomic_load(&s->last_err_log);
-		if (now - last >= CH_ERR_LOG_EVERY_NS && atomic_compare_exchange_strong(&s->last_err_log, &last, now))
-			log_warn("clickhouse request failed", "url=%s status=%ld error=\"%s\"", s->url, status, line);
+		if (now - last >= CH_ERR_LOG_EVERY_NS &&
+		    atomic_compare_exchange_strong(&s->last_err_log, &last, now))
+			log_warn("clickhouse request failed", "url=%s status=%ld error=\"%s\"", s->url,
+			         status, line);
 		/* Database or table gone (dropped by hand, a new empty ClickHouse):
 		 * create the schema again on the next request. */
 		if (rc == CURLE_OK && (!strncmp(line, "Code: 81,", 9) || !strncmp(line, "Code: 60,", 9)))
 			atomic_store(&s->schema_ok, 0);
-		err_set(err, 503, rc != CURLE_OK ? "store: ClickHouse is unreachable; retry later"
-		                                 : "store: ClickHouse refused the request; retry later");
+		err_set(err, 503,
+		        rc != CURLE_OK ? "store: ClickHouse is unreachable; retry later"
+		                       : "store: ClickHouse refused the request; retry later");
 		if (err)
 			err->retry_after = CH_RETRY_AFTER_S;
 		return -1;
@@ -163,8 +169,9 @@ static const char *const columns[CH_T_COUNT] = {
     [CH_T_SERIES] = "project String, day UInt32, id UInt64, service String, type String, period_type String, "
                     "period_unit String, period Int64, aggregation UInt8, cpu_alias UInt8, "
                     "keys Array(String), vals Array(String)",
-    [CH_T_SAMPLES] = "project String, day UInt32, series UInt64, chunk UInt64, t_ns Int64, duration_ns Int64, "
-                     "node UInt64, attrset UInt64, value Int64, sample_t Int64, span_id String, trace_id String",
+    [CH_T_SAMPLES] =
+        "project String, day UInt32, series UInt64, chunk UInt64, t_ns Int64, duration_ns Int64, "
+        "node UInt64, attrset UInt64, value Int64, sample_t Int64, span_id String, trace_id String",
 };
 
 /* family may carry a version column after a space: "ReplacingMergeTree version". */
@@ -173,10 +180,11 @@ static void engine_clause(ch_store *s, buf_t *q, const char *family, const char 
 	const char *sp = strchr(family, ' ');
 	int fn = sp ? (int)(sp - family) : (int)strlen(family);
 	if (s->replicated)
-		buf_printf(q, "ENGINE = Replicated%.*s('/clickhouse/tables/{shard}/%s/%s', '{replica}'%s%s)", fn, family,
-		           s->db, table, sp ? ", " : "", sp ? sp + 1 : "");
+		buf_printf(q, "ENGINE = Replicated%.*s('/clickhouse/tables/{shard}/%s/%s', '{replica}'%s%s)",
+		           fn, family, s->db, table, sp ? ", " : "", sp ? sp + 1 : "");
 	else
-		buf_printf(q, "ENGINE = %.*s%s%s%s", fn, family, sp ? "(" : "", sp ? sp + 1 : "", sp ? ")" : "");
+		buf_printf(q, "ENGINE = %.*s%s%s%s", fn, family, sp ? "(" : "", sp ? sp + 1 : "",
+		           sp ? ")" : "");
 }
 
 static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, const char *cols,
@@ -227,16 +235,18 @@ int ch_schema(ch_store *s, ch_conn *c, kn_err *err)
 	rc = ch_exec(s, c, (const char *)q.p, (slice_t){0}, NULL, 0, err);
 	for (int t = 0; t < CH_T_COUNT && rc == 0; t++) {
 		const char *family = t == CH_T_SAMPLES ? "MergeTree" : "ReplacingMergeTree";
-		const char *keys = t == CH_T_SAMPLES
-		                       ? "PARTITION BY (project, day) ORDER BY (project, day, series, t_ns, chunk)"
-		                       : "PARTITION BY (project, day) ORDER BY (project, day, id)";
+		const char *keys =
+		    t == CH_T_SAMPLES
+		        ? "PARTITION BY (project, day) ORDER BY (project, day, series, t_ns, chunk)"
+		        : "PARTITION BY (project, day) ORDER BY (project, day, id)";
 		rc = create_table(s, c, &q, ch_table_names[t], columns[t], family, keys, err);
 	}
 	if (rc == 0)
-		rc = create_table(s, c, &q, "usage",
-		                  "day UInt32, project String, key String, accepted UInt64, rate_limited UInt64, "
-		                  "too_large UInt64, invalid UInt64, out_of_window UInt64",
-		                  "SummingMergeTree", "ORDER BY (day, project, key)", err);
+		rc = create_table(
+		    s, c, &q, "usage",
+		    "day UInt32, project String, key String, accepted UInt64, rate_limited UInt64, "
+		    "too_large UInt64, invalid UInt64, out_of_window UInt64",
+		    "SummingMergeTree", "ORDER BY (day, project, key)", err);
 	if (rc == 0)
 		rc = create_table(s, c, &q, "keys",
 		                  "name String, project String, scope String, hash String, created_ns Int64, "
@@ -270,7 +280,10 @@ void ch_sql_str(buf_t *b, slice_t v)
 	buf_putc(b, '\'');
 }
 
-void ch_put_u8(buf_t *b, uint8_t v) { buf_putc(b, v); }
+void ch_put_u8(buf_t *b, uint8_t v)
+{
+	buf_putc(b, v);
+}
 
 void ch_put_u32(buf_t *b, uint32_t v)
 {
@@ -310,13 +323,17 @@ static int rd_need(ch_rd *r, size_t n)
 	return 1;
 }
 
-uint8_t ch_rd_u8(ch_rd *r) { return rd_need(r, 1) ? *r->p++ : 0; }
+uint8_t ch_rd_u8(ch_rd *r)
+{
+	return rd_need(r, 1) ? *r->p++ : 0;
+}
 
 uint32_t ch_rd_u32(ch_rd *r)
 {
 	if (!rd_need(r, 4))
 		return 0;
-	uint32_t v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+	uint32_t v =
+	    (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
 	r->p += 4;
 	return v;
 }

@@ -66,7 +66,7 @@ typedef struct {
 	u64map_t ent_ix; /* chunk -> index in ent_range */
 	struct {
 		uint32_t first, n;
-	} *ent_range;
+	} * ent_range;
 	size_t cap_range;
 	store_entry *ents;
 	size_t cap_ents;
@@ -89,7 +89,10 @@ static void where_range(ch_view *v)
 	buf_printf(&v->q, " AND t_ns >= %lld AND t_ns < %lld", (long long)v->from_ns, (long long)v->until_ns);
 }
 
-static int run(ch_view *v, ch_rd *rd, kn_err *err) { return ch_select(v->s, v->c, &v->q, rd, err); }
+static int run(ch_view *v, ch_rd *rd, kn_err *err)
+{
+	return ch_select(v->s, v->c, &v->q, rd, err);
+}
 
 /* Reports partition p as damaged (once) and answers empty from now on. */
 static int skip(ch_view *v, uint32_t p, const char *why)
@@ -98,8 +101,8 @@ static int skip(ch_view *v, uint32_t p, const char *why)
 	if (!cp->skipped) {
 		char day[11];
 		time_day_str(cp->day, day);
-		log_warn("store partition is damaged", "engine=clickhouse project=%s day=%s why=\"%s\" action=skipped",
-		         v->proj, day, why);
+		log_warn("store partition is damaged",
+		         "engine=clickhouse project=%s day=%s why=\"%s\" action=skipped", v->proj, day, why);
 	}
 	cp->skipped = 1;
 	return 0;
@@ -210,9 +213,15 @@ void ch_view_close(store_view *sv)
 	free(v);
 }
 
-uint32_t ch_view_partitions(const store_view *v) { return V(v)->n_parts; }
+uint32_t ch_view_partitions(const store_view *v)
+{
+	return V(v)->n_parts;
+}
 
-int ch_view_skipped(const store_view *v, uint32_t p) { return p < V(v)->n_parts && V(v)->parts[p].skipped; }
+int ch_view_skipped(const store_view *v, uint32_t p)
+{
+	return p < V(v)->n_parts && V(v)->parts[p].skipped;
+}
 
 static int bad_part(ch_view *v, uint32_t p, kn_err *err)
 {
@@ -223,7 +232,10 @@ static int bad_part(ch_view *v, uint32_t p, kn_err *err)
 
 /* ---- dictionaries ---- */
 
-static slice_t keep(ch_view *v, slice_t s) { return s.n ? arena_slice(v->a, s) : slice_make("", 0); }
+static slice_t keep(ch_view *v, slice_t s)
+{
+	return s.n ? arena_slice(v->a, s) : slice_make("", 0);
+}
 
 /* Reads a pair of Array(String) (keys, values) into labels[*n..]; -1 if malformed. */
 static int read_labels(ch_view *v, ch_rd *rd, model_label **labels, size_t *cap, uint32_t *n)
@@ -248,15 +260,17 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 	if (cp->have_series || cp->skipped)
 		return 0;
 	buf_reset(&v->q);
-	buf_puts(&v->q, "SELECT id, any(service), any(type), any(period_type), any(period_unit), any(period), "
-	                "any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series");
+	buf_puts(&v->q,
+	         "SELECT id, any(service), any(type), any(period_type), any(period_unit), any(period), "
+	         "any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series");
 	where_part(v, p);
 	/* On a cluster both tables are Distributed: a plain IN would run the
 	 * subquery on each shard over the Distributed samples again, which
 	 * ClickHouse refuses (Code 288, "Double-distributed IN/JOIN subqueries
 	 * is denied"). GLOBAL IN runs it once on the initiator and ships the set
 	 * to the shards; the series of a sample may sit on any shard. */
-	buf_printf(&v->q, " AND id %sIN (SELECT DISTINCT series FROM samples", v->s->cluster ? "GLOBAL " : "");
+	buf_printf(&v->q, " AND id %sIN (SELECT DISTINCT series FROM samples",
+	           v->s->cluster ? "GLOBAL " : "");
 	where_part(v, p);
 	buf_puts(&v->q, ") GROUP BY id ORDER BY id");
 	ch_rd rd;
@@ -309,8 +323,9 @@ static int load_frames(ch_view *v, uint32_t p, kn_err *err)
 	if (cp->have_frames || cp->skipped)
 		return 0;
 	buf_reset(&v->q);
-	buf_puts(&v->q, "SELECT id, any(name), any(file), any(bin), any(build_id), any(kind), any(unsymbolized) "
-	                "FROM frames");
+	buf_puts(&v->q,
+	         "SELECT id, any(name), any(file), any(bin), any(build_id), any(kind), any(unsymbolized) "
+	         "FROM frames");
 	where_part(v, p);
 	buf_puts(&v->q, " GROUP BY id ORDER BY id");
 	ch_rd rd;
@@ -360,7 +375,8 @@ static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
 		cp->node_parent = xgrow(cp->node_parent, &cap2, (size_t)n + 2, sizeof *cp->node_parent);
 		cp->node_frame = xgrow(cp->node_frame, &cap3, (size_t)n + 2, sizeof *cp->node_frame);
 		uint32_t lp = 0, lf = 0;
-		if ((parent && !u64map_get(&cp->node_ix, parent, &lp)) || !u64map_get(&cp->frame_ix, frame, &lf))
+		if ((parent && !u64map_get(&cp->node_ix, parent, &lp)) ||
+		    !u64map_get(&cp->frame_ix, frame, &lf))
 			return skip(v, p, "a node names an unknown parent or frame");
 		n++;
 		cp->node_id[n] = id;
@@ -532,7 +548,8 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 	if (cp->skipped || !n_series)
 		return 0;
 	buf_reset(&v->q);
-	buf_puts(&v->q, "SELECT series, chunk, min(t_ns) AS t, any(duration_ns), count(), sum(value) FROM samples");
+	buf_puts(&v->q,
+	         "SELECT series, chunk, min(t_ns) AS t, any(duration_ns), count(), sum(value) FROM samples");
 	where_part(v, p);
 	where_range(v);
 	if (series_list(v, cp, series, n_series) < 0)
@@ -636,7 +653,8 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 		uint32_t nr = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (i == 0 || rows[i].chunk != rows[i - 1].chunk) {
-				v->ent_range = xgrow(v->ent_range, &v->cap_range, (size_t)nr + 1, sizeof *v->ent_range);
+				v->ent_range =
+				    xgrow(v->ent_range, &v->cap_range, (size_t)nr + 1, sizeof *v->ent_range);
 				v->ent_range[nr].first = (uint32_t)i;
 				v->ent_range[nr].n = 0;
 				u64map_put(&v->ent_ix, rows[i].chunk, nr);
@@ -650,7 +668,8 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 			int inserted;
 			u64map_get_or_put(&v->ent_ix, cp->chunks[i], nr, &inserted);
 			if (inserted) {
-				v->ent_range = xgrow(v->ent_range, &v->cap_range, (size_t)nr + 1, sizeof *v->ent_range);
+				v->ent_range =
+				    xgrow(v->ent_range, &v->cap_range, (size_t)nr + 1, sizeof *v->ent_range);
 				v->ent_range[nr].first = 0;
 				v->ent_range[nr].n = 0;
 				nr++;
@@ -677,7 +696,8 @@ int ch_view_entries(store_view *sv, uint32_t p, const store_chunk_head *h, const
 	if (v->ent_part != p || !u64map_get(&v->ent_ix, chunk, &r)) {
 		uint32_t k;
 		if (!u64map_get(&cp->chunk_ix, chunk, &k))
-			return err_set(err, 500, "store: chunk %llu was not listed by this view", (unsigned long long)chunk);
+			return err_set(err, 500, "store: chunk %llu was not listed by this view",
+			               (unsigned long long)chunk);
 		if (fetch_entries(v, p, k, err) < 0)
 			return -1;
 		if (cp->skipped || !u64map_get(&v->ent_ix, chunk, &r))
@@ -728,7 +748,8 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 		int64_t value = ch_rd_i64(&rd);
 		uint32_t ls = 0, ln = 0, la = 0;
 		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
-		    !u64map_get(&cp->node_ix, node, &ln) || (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
+		    !u64map_get(&cp->node_ix, node, &ln) ||
+		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
 			return skip(v, p, "a sum names an unknown series, node or attribute set");
 		v->sums = xgrow(v->sums, &v->cap_sums, (size_t)k + 1, sizeof *v->sums);
 		v->sums[k++] = (store_sum){ls, ln, la, value};
@@ -798,7 +819,8 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		remember_chunk(cp, chunk, sid, t);
 	}
 	if (k) {
-		/* chunk -> its first hit; the hits of one chunk (one per attrset) are then updated together */
+		/* chunk -> its first hit; the hits of one chunk (one per attrset) are then updated together
+		 */
 		u64map_t ix;
 		u64map_init(&ix);
 		uint32_t *next = xmalloc((size_t)k * sizeof *next);
@@ -832,7 +854,8 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 				if (rd.bad || !u64map_get(&ix, chunk, &i))
 					continue;
 				for (; i != UINT32_MAX; i = next[i]) {
-					v->hits[i].head.n_entries = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+					v->hits[i].head.n_entries =
+					    count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
 					v->hits[i].head.total = total;
 				}
 			}
@@ -857,30 +880,30 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 }
 
 const store_engine store_clickhouse_engine = {
-	.name = "clickhouse",
-	.drain = ch_drain,
-	.close = ch_close,
-	.submit = ch_submit,
-	.queue_depth = ch_queue_depth,
-	.set_retention = ch_set_retention,
-	.retention_start = ch_retention_start,
-	.projects = ch_projects,
-	.retention_sweep = ch_retention_sweep,
-	.get_stats = ch_get_stats,
-	.usage_write = ch_usage_write,
-	.usage_read = ch_usage_read,
-	.keys_write = ch_keys_write,
-	.keys_read = ch_keys_read,
-	.view_open = ch_view_open,
-	.view_close = ch_view_close,
-	.view_partitions = ch_view_partitions,
-	.view_skipped = ch_view_skipped,
-	.view_series = ch_view_series,
-	.view_heads = ch_view_heads,
-	.view_entries = ch_view_entries,
-	.view_nodes = ch_view_nodes,
-	.view_frames = ch_view_frames,
-	.view_attrsets = ch_view_attrsets,
-	.view_span_chunks = ch_view_span_chunks,
-	.view_sums = ch_view_sums,
+    .name = "clickhouse",
+    .drain = ch_drain,
+    .close = ch_close,
+    .submit = ch_submit,
+    .queue_depth = ch_queue_depth,
+    .set_retention = ch_set_retention,
+    .retention_start = ch_retention_start,
+    .projects = ch_projects,
+    .retention_sweep = ch_retention_sweep,
+    .get_stats = ch_get_stats,
+    .usage_write = ch_usage_write,
+    .usage_read = ch_usage_read,
+    .keys_write = ch_keys_write,
+    .keys_read = ch_keys_read,
+    .view_open = ch_view_open,
+    .view_close = ch_view_close,
+    .view_partitions = ch_view_partitions,
+    .view_skipped = ch_view_skipped,
+    .view_series = ch_view_series,
+    .view_heads = ch_view_heads,
+    .view_entries = ch_view_entries,
+    .view_nodes = ch_view_nodes,
+    .view_frames = ch_view_frames,
+    .view_attrsets = ch_view_attrsets,
+    .view_span_chunks = ch_view_span_chunks,
+    .view_sums = ch_view_sums,
 };

@@ -7,7 +7,10 @@
 
 #include "store/clickhouse.h"
 
-static ch_rd reader(const buf_t *b) { return (ch_rd){b->p, b->p + b->n, 0}; }
+static ch_rd reader(const buf_t *b)
+{
+	return (ch_rd){b->p, b->p + b->n, 0};
+}
 
 static void test_rowbinary_round_trip(void **state)
 {
@@ -27,7 +30,10 @@ static void test_rowbinary_round_trip(void **state)
 	assert_int_equal(b.p[0], 7);
 	assert_memory_equal(b.p + 1, "\xc8\x4f\x00\x00", 4);
 	assert_memory_equal(b.p + 5, "\xef\xcd\xab\x89\x67\x45\x23\x01", 8);
-	assert_memory_equal(b.p + 21, "\x08" "checkout", 9);
+	assert_memory_equal(b.p + 21,
+	                    "\x08"
+	                    "checkout",
+	                    9);
 	assert_memory_equal(b.p + 30, "\xac\x02", 2);
 	ch_rd r = reader(&b);
 	assert_int_equal(ch_rd_u8(&r), 7);
@@ -119,7 +125,8 @@ static void test_bad_configurations(void **state)
 	store_config c = {.engine = STORE_ENGINE_CLICKHOUSE};
 	assert_null(store_open(&c, &err));
 	assert_int_equal(err.status, 400);
-	assert_string_equal(err.msg, "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
+	assert_string_equal(err.msg,
+	                    "store.url: the ClickHouse HTTP interface URL is required (http://host:8123)");
 	c.ch_url = "http://127.0.0.1:1";
 	c.ch_database = "kiln; DROP TABLE x";
 	assert_null(store_open(&c, &err));
@@ -127,7 +134,8 @@ static void test_bad_configurations(void **state)
 	c.ch_database = "kiln";
 	c.ch_url = "http://default:sekrit@127.0.0.1:1";
 	assert_null(store_open(&c, &err));
-	assert_string_equal(err.msg, "store.url must not carry credentials: set store.user and store.password(File)");
+	assert_string_equal(err.msg,
+	                    "store.url must not carry credentials: set store.user and store.password(File)");
 	c.ch_url = "http://127.0.0.1:1";
 	c.ch_cluster = "c1 ON";
 	assert_null(store_open(&c, &err));
