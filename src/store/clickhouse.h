@@ -147,6 +147,11 @@ static inline int64_t ch_rd_i64(ch_rd *r)
 }
 uint64_t ch_rd_varint(ch_rd *r);
 slice_t ch_rd_str(ch_rd *r);
+/* A sum column read as the pair "sum(value), sum(toFloat64(value))"
+ * (CH_SUM_SQL): ClickHouse's sum of Int64 wraps where the embedded engine
+ * saturates; a wrap shows as the two differing by about 2^64. */
+#define CH_SUM_SQL "sum(value), sum(toFloat64(value))"
+int64_t ch_rd_sum(ch_rd *r);
 
 /* The span index form of a span_id / trace_id value: even-length hex in
  * lower case, any other string as is; empty when not indexed (empty or

@@ -349,6 +349,21 @@ uint64_t ch_rd_u64(ch_rd *r)
 	return v;
 }
 
+int64_t ch_rd_sum(ch_rd *r)
+{
+	int64_t sum = ch_rd_i64(r);
+	uint64_t bits = ch_rd_u64(r);
+	double f;
+	memcpy(&f, &bits, sizeof f);
+	/* Rounding in the Float64 sum stays far below 2^62 (n terms of at most
+	 * 2^63 lose at most n * 2^10); each wrap moves the Int64 sum by 2^64. */
+	if (f - (double)sum > 0x1p62)
+		return INT64_MAX;
+	if ((double)sum - f > 0x1p62)
+		return INT64_MIN;
+	return sum; /* NaN from a broken answer compares false: the Int64 stands */
+}
+
 uint64_t ch_rd_varint(ch_rd *r)
 {
 	uint64_t v = 0;

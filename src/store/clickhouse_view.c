@@ -548,8 +548,8 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 	if (cp->skipped || !n_series)
 		return 0;
 	buf_reset(&v->q);
-	buf_puts(&v->q,
-	         "SELECT series, chunk, min(t_ns) AS t, any(duration_ns), count(), sum(value) FROM samples");
+	buf_puts(&v->q, "SELECT series, chunk, min(t_ns) AS t, any(duration_ns), count(), " CH_SUM_SQL
+	                " FROM samples");
 	where_part(v, p);
 	where_range(v);
 	if (series_list(v, cp, series, n_series) < 0)
@@ -568,7 +568,7 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 		h->t_ns = ch_rd_i64(&rd);
 		h->duration_ns = ch_rd_i64(&rd);
 		uint64_t count = ch_rd_u64(&rd);
-		h->total = ch_rd_i64(&rd);
+		h->total = ch_rd_sum(&rd);
 		/* The query asked for t in [from_ns, until_ns): the queries above rely on it. */
 		if (rd.bad || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX ||
 		    h->t_ns < v->from_ns || h->t_ns >= v->until_ns) {
@@ -733,7 +733,7 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 	if (cp->skipped || !n_series)
 		return 0;
 	buf_reset(&v->q);
-	buf_puts(&v->q, "SELECT series, node, attrset, sum(value) FROM samples");
+	buf_puts(&v->q, "SELECT series, node, attrset, " CH_SUM_SQL " FROM samples");
 	where_part(v, p);
 	where_range(v);
 	if (series_list(v, cp, series, n_series) < 0)
@@ -745,7 +745,7 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 	uint32_t k = 0;
 	while (ch_rd_more(&rd)) {
 		uint64_t sid = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
-		int64_t value = ch_rd_i64(&rd);
+		int64_t value = ch_rd_sum(&rd);
 		uint32_t ls = 0, ln = 0, la = 0;
 		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->node_ix, node, &ln) ||
@@ -839,7 +839,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		for (uint32_t c0 = 0; c0 < n_chunks && rc == 0 && !cp->skipped; c0 += CH_ENTRY_BATCH) {
 			uint32_t c1 = c0 + CH_ENTRY_BATCH < n_chunks ? c0 + CH_ENTRY_BATCH : n_chunks;
 			buf_reset(&v->q);
-			buf_puts(&v->q, "SELECT chunk, count(), sum(value) FROM samples");
+			buf_puts(&v->q, "SELECT chunk, count(), " CH_SUM_SQL " FROM samples");
 			where_part(v, p);
 			buf_puts(&v->q, " AND chunk IN (");
 			for (uint32_t i = c0; i < c1; i++)
@@ -849,7 +849,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 				break;
 			while (ch_rd_more(&rd)) {
 				uint64_t chunk = ch_rd_u64(&rd), count = ch_rd_u64(&rd);
-				int64_t total = ch_rd_i64(&rd);
+				int64_t total = ch_rd_sum(&rd);
 				uint32_t i;
 				if (rd.bad || !u64map_get(&ix, chunk, &i))
 					continue;

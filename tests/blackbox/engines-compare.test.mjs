@@ -42,6 +42,7 @@ const W = {
   empty: { from: D - 10 * DAY, until: D - 9 * DAY },
   relative: { from: 'now-3d', until: 'now' },
 };
+const HUGE = 2n ** 62n; // cmp-huge's value per profile: four of them pass 2^63
 const TRACE = 'ce000000000000000000000000000001';
 const SPAN_A = 'da00000000000001';
 const SPAN_B = 'da00000000000002';
@@ -158,6 +159,17 @@ before(async () => {
     addExpected('cmp-heap', 'alloc_space:bytes', alloc * 4);
   }
 
+  // Values whose sums pass 2^63: three in one day (ClickHouse sums them in
+  // one GROUP BY, whose Int64 wraps) and one more the day after. Both
+  // engines must saturate at 2^63 - 1 rather than turn negative.
+  for (const from of [D + 100, D + 200, D + 300, NOW - 700]) {
+    const body = buildProfile({
+      sampleTypes: [['samples', 'count'], ['cpu', 'nanoseconds']],
+      samples: [{ stack: ['main.huge', 'main.main'], values: [1, HUGE] }, { stack: ['main.small', 'main.main'], values: [1, 7] }],
+    }).bytes;
+    await pushPprof(`values near 2^62 at ${from}`, body, { serviceName: 'cmp-huge', from, until: from + 10 });
+  }
+
   // OTLP/HTTP, gzip, with links, sample attributes, a samples:count profile.
   const req = otlpRequest();
   const gz = compress(encodeRequest(req), 'gzip');
@@ -233,6 +245,10 @@ test('the embedded kiln holds exactly what was sent (so equal answers are not bo
   const j = await getJson(L.uiUrl, '/api/top', { service: 'cmp-heap', type: 'inuse_space:bytes', ...W.all, limit: 0 });
   const by = Object.fromEntries(j.rows.map((r) => [r.name, r.self]));
   assert.ok(Math.abs(by['main.cache'] - (701 / 3 + 7.5)) <= 1, `inuse_space self of main.cache: ${JSON.stringify(j.rows)}`);
+  // cmp-huge: 4 × 2^62 + 4 × 7 saturates at 2^63 - 1 (text, not a rounded double).
+  const huge = await fetch(new URL(`/api/flamegraph?${new URLSearchParams({ service: 'cmp-huge', type: 'cpu:nanoseconds', ...W.all })}`, L.uiUrl));
+  const text = await huge.text();
+  assert.match(text, /"total":9223372036854775807[,}]/, `cmp-huge total: ${text.slice(0, 300)}`);
   const services = (await getJson(L.uiUrl, '/api/services', W.all)).services.map((s) => s.name);
   for (const s of ['cmp-go', 'cmp-spans', 'cmp-node', 'cmp-py', 'cmp-heap', 'cmp-heapfile', 'cmp-otlp-a', 'cmp-otlp-b', 'unknown_service']) {
     assert.ok(services.includes(s), `/api/services lacks ${s}: ${services}`);

@@ -86,6 +86,65 @@ static void test_truncated_answers(void **state)
 	buf_free(&b);
 }
 
+/* Puts the pair ClickHouse answers for CH_SUM_SQL over vals[0..n): the
+ * Int64 sum wrapping as ClickHouse's does, and the Float64 sum. */
+static void put_sum(buf_t *b, const int64_t *vals, size_t n)
+{
+	uint64_t wrapped = 0;
+	double f = 0;
+	for (size_t i = 0; i < n; i++) {
+		wrapped += (uint64_t)vals[i];
+		f += (double)vals[i];
+	}
+	uint64_t bits;
+	memcpy(&bits, &f, sizeof bits);
+	ch_put_u64(b, wrapped);
+	ch_put_u64(b, bits);
+}
+
+/* Sums saturate as the embedded engine's do; exact sums stay exact. */
+static void test_sums_saturate(void **state)
+{
+	(void)state;
+	const int64_t q = INT64_C(1) << 62;
+	struct {
+		int64_t vals[4];
+		size_t n;
+		int64_t want;
+	} cases[] = {
+	    {{q, q, q}, 3, INT64_MAX},                            /* wraps to negative */
+	    {{INT64_MAX, INT64_MAX, INT64_MAX, 5}, 4, INT64_MAX}, /* wraps past 2^64 */
+	    {{-q, -q, -q}, 3, INT64_MIN},
+	    {{INT64_MAX, 1, -2}, 3, INT64_MAX - 1}, /* a wrap and back: exact */
+	    {{INT64_MAX - 7, 7}, 2, INT64_MAX},     /* exactly the largest */
+	    {{INT64_MAX, -INT64_MAX}, 2, 0},
+	    {{1234567890123, -3, 10}, 3, 1234567890130},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		buf_t b;
+		buf_init(&b, SIZE_MAX);
+		put_sum(&b, cases[i].vals, cases[i].n);
+		ch_rd r = reader(&b);
+		int64_t got = ch_rd_sum(&r);
+		if (got != cases[i].want)
+			fail_msg("case %zu: %lld, want %lld", i, (long long)got, (long long)cases[i].want);
+		assert_false(r.bad);
+		assert_false(ch_rd_more(&r));
+		buf_free(&b);
+	}
+	/* A NaN or a truncated pair does not invent a saturation. */
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	ch_put_i64(&b, 42);
+	ch_put_u64(&b, 0x7ff8000000000000ULL);
+	ch_rd r = reader(&b);
+	assert_true(ch_rd_sum(&r) == 42);
+	r = (ch_rd){b.p, b.p + 12, 0};
+	assert_true(ch_rd_sum(&r) == 42);
+	assert_true(r.bad);
+	buf_free(&b);
+}
+
 static void test_sql_strings(void **state)
 {
 	(void)state;
@@ -177,9 +236,13 @@ static void test_unreachable_refuses_writes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rowbinary_round_trip), cmocka_unit_test(test_truncated_answers),
-	    cmocka_unit_test(test_sql_strings),          cmocka_unit_test(test_span_keys),
-	    cmocka_unit_test(test_bad_configurations),   cmocka_unit_test(test_unreachable_refuses_writes),
+	    cmocka_unit_test(test_rowbinary_round_trip),
+	    cmocka_unit_test(test_truncated_answers),
+	    cmocka_unit_test(test_sql_strings),
+	    cmocka_unit_test(test_sums_saturate),
+	    cmocka_unit_test(test_span_keys),
+	    cmocka_unit_test(test_bad_configurations),
+	    cmocka_unit_test(test_unreachable_refuses_writes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
