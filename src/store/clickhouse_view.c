@@ -297,7 +297,8 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 		se->aggregation = ch_rd_u8(&rd);
 		se->cpu_alias = ch_rd_u8(&rd);
 		first[cp->n_series] = n_labels;
-		if (read_labels(v, &rd, &labels, &cap_labels, &n_labels) < 0 || rd.bad) {
+		/* Ids are hashes, never 0 (the id maps reserve it): 0 is a broken answer. */
+		if (read_labels(v, &rd, &labels, &cap_labels, &n_labels) < 0 || rd.bad || !se->id) {
 			free(labels);
 			free(first);
 			return skip(v, p, "malformed series row");
@@ -344,6 +345,8 @@ static int load_frames(ch_view *v, uint32_t p, kn_err *err)
 		f->build_id = keep(v, ch_rd_str(&rd));
 		f->kind = keep(v, ch_rd_str(&rd));
 		f->unsymbolized = ch_rd_u8(&rd);
+		if (!f->id)
+			return skip(v, p, "malformed frame row");
 		u64map_put(&cp->frame_ix, f->id, cp->n_frames);
 	}
 	if (rd.bad)
@@ -375,7 +378,7 @@ static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
 		cp->node_parent = xgrow(cp->node_parent, &cap2, (size_t)n + 2, sizeof *cp->node_parent);
 		cp->node_frame = xgrow(cp->node_frame, &cap3, (size_t)n + 2, sizeof *cp->node_frame);
 		uint32_t lp = 0, lf = 0;
-		if ((parent && !u64map_get(&cp->node_ix, parent, &lp)) ||
+		if (!id || (parent && !u64map_get(&cp->node_ix, parent, &lp)) ||
 		    !u64map_get(&cp->frame_ix, frame, &lf))
 			return skip(v, p, "a node names an unknown parent or frame");
 		n++;
@@ -419,7 +422,7 @@ static int load_attrsets(ch_view *v, uint32_t p, kn_err *err)
 		model_attrset *a = &cp->attrsets[++cp->n_attrsets];
 		a->id = ch_rd_u64(&rd);
 		a->first = n_labels;
-		if (read_labels(v, &rd, &cp->attr_labels, &cap_labels, &n_labels) < 0)
+		if (read_labels(v, &rd, &cp->attr_labels, &cap_labels, &n_labels) < 0 || !a->id)
 			return skip(v, p, "malformed attribute set row");
 		a->count = n_labels - a->first;
 		u64map_put(&cp->attr_ix, a->id, cp->n_attrsets);
@@ -570,7 +573,7 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 		uint64_t count = ch_rd_u64(&rd);
 		h->total = ch_rd_sum(&rd);
 		/* The query asked for t in [from_ns, until_ns): the queries above rely on it. */
-		if (rd.bad || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX ||
+		if (rd.bad || !chunk || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX ||
 		    h->t_ns < v->from_ns || h->t_ns >= v->until_ns) {
 			*out = v->heads;
 			return skip(v, p, "malformed chunk head");
@@ -635,7 +638,7 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 		uint64_t chunk = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_i64(&rd), t = ch_rd_i64(&rd);
 		uint32_t ln = 0, la = 0;
-		if (rd.bad || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
+		if (rd.bad || !chunk || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la))) {
 			rc = skip(v, p, "an entry names an unknown node or attribute set");
 			cp->skipped = 1;
@@ -805,7 +808,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		int64_t t = ch_rd_i64(&rd), dur = ch_rd_i64(&rd);
 		uint64_t attrset = ch_rd_u64(&rd);
 		uint32_t ls = 0, la = 0;
-		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (rd.bad || !chunk || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->attr_ix, attrset, &la) || t < v->from_ns || t >= v->until_ns)
 			return skip(v, p, "a span link names an unknown series, attribute set or time");
 		v->hits = xgrow(v->hits, &v->cap_hits, (size_t)k + 1, sizeof *v->hits);
