@@ -137,7 +137,11 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 		return 0;
 	if (d0 < 0)
 		d0 = 0;
-	buf_puts(&v->q, "SELECT DISTINCT day FROM samples WHERE project = ");
+	/* The days from series, a row per series and day, not from samples,
+	 * which would read every sample's day (7 ms of a 30 ms 1 h flame graph).
+	 * A series row whose samples never landed (a refused write) only lists
+	 * a day that then reads as empty. */
+	buf_puts(&v->q, "SELECT DISTINCT day FROM series WHERE project = ");
 	ch_sql_str(&v->q, project);
 	buf_printf(&v->q, " AND day >= %lld AND day <= %lld ORDER BY day", (long long)d0,
 	           (long long)(d1 > UINT32_MAX ? UINT32_MAX : d1));
@@ -264,15 +268,12 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 	         "SELECT id, any(service), any(type), any(period_type), any(period_unit), any(period), "
 	         "any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series");
 	where_part(v, p);
-	/* On a cluster both tables are Distributed: a plain IN would run the
-	 * subquery on each shard over the Distributed samples again, which
-	 * ClickHouse refuses (Code 288, "Double-distributed IN/JOIN subqueries
-	 * is denied"). GLOBAL IN runs it once on the initiator and ships the set
-	 * to the shards; the series of a sample may sit on any shard. */
-	buf_printf(&v->q, " AND id %sIN (SELECT DISTINCT series FROM samples",
-	           v->s->cluster ? "GLOBAL " : "");
-	where_part(v, p);
-	buf_puts(&v->q, ") GROUP BY id ORDER BY id");
+	/* Every series row of the day, with or without samples: a row whose
+	 * samples never landed (a refused write) has no chunk, and every query
+	 * reaches series through their chunks (heads, sums, span hits), so it
+	 * never shows. Filtering on samples here read the whole day's samples
+	 * (8 of a 30 ms 1 h flame graph). */
+	buf_puts(&v->q, " GROUP BY id ORDER BY id");
 	ch_rd rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
