@@ -175,6 +175,8 @@ int ch_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, k
 int ch_retention_check(ch_store *s, const model_batch *b, kn_err *err);
 /* The sweep of job j (writer thread). */
 int ch_retention_run(ch_store *s, ch_job *j, kn_err *err);
+
+/* ---- clickhouse_shared.c ---- */
 int ch_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
 int ch_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
                   void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);

@@ -1,7 +1,7 @@
 /* store/clickhouse retention (SPEC S6.4) and the other per-project state:
  * retention days (which clamp views, as in the embedded engine), the sweep
  * that drops whole (project, day) partitions of every table, the floor that
- * then refuses late writes, the project list, and the usage counters. */
+ * then refuses late writes, and the project list. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +86,8 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 	buf_init(&q, SIZE_MAX);
 	uint32_t deleted = 0;
 	int rc = 0;
-	for (int t = CH_T_COUNT - 1; t >= 0 && rc == 0; t--) { /* samples first: never a sample without its names */
+	for (int t = CH_T_COUNT - 1; t >= 0 && rc == 0;
+	     t--) { /* samples first: never a sample without its names */
 		buf_reset(&q);
 		buf_printf(&q, "SELECT DISTINCT day FROM %s WHERE project = ", ch_table_names[t]);
 		ch_sql_str(&q, j->project);
@@ -111,7 +112,8 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 		for (uint32_t i = 0; i < n && rc == 0; i++) {
 			buf_reset(&q);
 			/* Qualified: on a cluster each host runs it outside this session's database. */
-			buf_printf(&q, "ALTER TABLE %s.%s%s", s->db, ch_table_names[t], s->cluster ? "_local" : "");
+			buf_printf(&q, "ALTER TABLE %s.%s%s", s->db, ch_table_names[t],
+			           s->cluster ? "_local" : "");
 			if (s->cluster)
 				buf_printf(&q, " ON CLUSTER %s", s->cluster);
 			buf_puts(&q, " DROP PARTITION (");
@@ -128,8 +130,9 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 	if (deleted) {
 		char first[11];
 		time_day_str(floor, first);
-		log_info("store: retention deleted partitions", "project=%s keep_days=%d before=%s partitions=%u",
-		         j->proj, j->keep_days, first, deleted);
+		log_info("store: retention deleted partitions",
+		         "project=%s keep_days=%d before=%s partitions=%u", j->proj, j->keep_days, first,
+		         deleted);
 	}
 	*j->deleted = deleted;
 	return rc;
@@ -151,126 +154,5 @@ int ch_projects(store_t *st, void (*cb)(slice_t project, void *ctx), void *ctx, 
 	}
 	buf_free(&q);
 	ch_conn_put(s, c);
-	return rc;
-}
-
-/* ---- usage (SPEC S6.3) ---- */
-
-int ch_usage_write(store_t *st, const store_usage_row *rows, uint32_t n, kn_err *err)
-{
-	ch_store *s = (ch_store *)st;
-	if (!n)
-		return 0;
-	buf_t b;
-	buf_init(&b, SIZE_MAX);
-	for (uint32_t i = 0; i < n; i++) {
-		ch_put_u32(&b, (uint32_t)rows[i].day);
-		ch_put_str(&b, rows[i].project);
-		ch_put_str(&b, rows[i].key);
-		for (int k = 0; k < 5; k++)
-			ch_put_u64(&b, rows[i].counts[k]);
-	}
-	ch_conn *c = ch_conn_get(s);
-	int rc = ch_schema(s, c, err);
-	/* Rows are increments: two flushes of the same counts are two blocks of
-	 * identical bytes, and a Replicated* table drops the second as a retried
-	 * insert ("Block with ID ... already exists; ignoring it"), losing counts.
-	 * insert_deduplicate=0 keeps every block (shards get it from the
-	 * Distributed insert); a no-op on a plain MergeTree. */
-	if (rc == 0)
-		rc = ch_exec(s, c, "INSERT INTO usage FORMAT RowBinary", buf_slice(&b),
-		             s->cluster ? "insert_distributed_sync=1&insert_deduplicate=0" : "insert_deduplicate=0", 1, err);
-	ch_conn_put(s, c);
-	buf_free(&b);
-	return rc;
-}
-
-int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_day,
-                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err)
-{
-	ch_store *s = (ch_store *)st;
-	buf_t q;
-	buf_init(&q, SIZE_MAX);
-	buf_puts(&q, "SELECT day, project, key, sum(accepted), sum(rate_limited), sum(too_large), sum(invalid), "
-	             "sum(out_of_window) FROM usage WHERE 1");
-	if (project.n) {
-		buf_puts(&q, " AND project = ");
-		ch_sql_str(&q, project);
-	}
-	if (from_day > 0)
-		buf_printf(&q, " AND day >= %lld", (long long)from_day);
-	if (until_day < UINT32_MAX)
-		buf_printf(&q, " AND day <= %lld", (long long)(until_day < 0 ? -1 : until_day));
-	buf_puts(&q, " GROUP BY day, project, key ORDER BY day, project, key");
-	ch_conn *c = ch_conn_get(s);
-	ch_rd rd;
-	int rc = ch_select(s, c, &q, &rd, err);
-	while (rc == 0 && ch_rd_more(&rd)) {
-		store_usage_row r;
-		r.day = ch_rd_u32(&rd);
-		r.project = ch_rd_str(&rd);
-		r.key = ch_rd_str(&rd);
-		for (int k = 0; k < 5; k++)
-			r.counts[k] = ch_rd_u64(&rd);
-		if (rd.bad)
-			rc = err_set(err, 500, "store: ClickHouse sent a malformed usage row");
-		else
-			cb(&r, ctx);
-	}
-	ch_conn_put(s, c);
-	buf_free(&q);
-	return rc;
-}
-
-/* ---- ingestion keys (SPEC S6.1) ---- */
-
-int ch_keys_write(store_t *st, const store_key_row *row, kn_err *err)
-{
-	ch_store *s = (ch_store *)st;
-	buf_t b;
-	buf_init(&b, SIZE_MAX);
-	ch_put_str(&b, row->name);
-	ch_put_str(&b, row->project);
-	ch_put_str(&b, row->scope);
-	ch_put_str(&b, row->hash);
-	ch_put_i64(&b, row->created_ns);
-	ch_put_i64(&b, row->revoked_ns);
-	ch_put_i64(&b, time_now_ns()); /* version: the newest row of a name wins */
-	ch_conn *c = ch_conn_get(s);
-	int rc = ch_schema(s, c, err);
-	if (rc == 0)
-		rc = ch_exec(s, c, "INSERT INTO keys FORMAT RowBinary", buf_slice(&b),
-		             s->cluster ? "insert_distributed_sync=1" : NULL, 1, err);
-	ch_conn_put(s, c);
-	buf_free(&b);
-	return rc;
-}
-
-int ch_keys_read(store_t *st, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
-{
-	ch_store *s = (ch_store *)st;
-	buf_t q;
-	buf_init(&q, SIZE_MAX);
-	buf_puts(&q, "SELECT name, argMax(project, version) AS p, argMax(scope, version), argMax(hash, version), "
-	             "argMax(created_ns, version), argMax(revoked_ns, version) FROM keys GROUP BY name "
-	             "ORDER BY p, name");
-	ch_conn *c = ch_conn_get(s);
-	ch_rd rd;
-	int rc = ch_select(s, c, &q, &rd, err);
-	while (rc == 0 && ch_rd_more(&rd)) {
-		store_key_row r;
-		r.name = ch_rd_str(&rd);
-		r.project = ch_rd_str(&rd);
-		r.scope = ch_rd_str(&rd);
-		r.hash = ch_rd_str(&rd);
-		r.created_ns = ch_rd_i64(&rd);
-		r.revoked_ns = ch_rd_i64(&rd);
-		if (rd.bad)
-			rc = err_set(err, 500, "store: ClickHouse sent a malformed key row");
-		else
-			cb(&r, ctx);
-	}
-	ch_conn_put(s, c);
-	buf_free(&q);
 	return rc;
 }
