@@ -435,6 +435,21 @@ test('scale-out: a Secret without the password key stops kiln at start, naming t
   assert.doesNotMatch(r.stderr, /msg=listening/);
 });
 
+test('scale-out: a password file kiln would have to cut (over 1,023 bytes, or with a NUL byte) stops kiln at start', async () => {
+  for (const [password, why] of [['p'.repeat(1024) + '\n', /passwordFile \S+\/password: longer than 1023 bytes/], ['ab\0cd\n', /passwordFile \S+\/password: contains a NUL byte/]]) {
+    const { cmd } = podCommand(WORKLOADS[1], { secret: { password } });
+    const r = spawnSync(KILN_BIN, [...cmd.slice(1), '--upload', '127.0.0.1:0', '--otlp-http', 'off', '--otlp-grpc', 'off'],
+      { encoding: 'utf8', timeout: 15000 });
+    assert.notEqual(r.status, 0, `kiln must not start with a cut password:\n${r.stderr}`);
+    assert.match(r.stderr, why, r.stderr);
+    assert.doesNotMatch(r.stderr, /msg=listening/);
+  }
+  // 1,023 bytes and a CRLF are fine: kiln starts (ClickHouse unreachable is not fatal).
+  const { cmd } = podCommand(WORKLOADS[1], { secret: { password: 'p'.repeat(1023) + '\r\n' } });
+  const log = await runKiln(cmd.slice(1), WORKLOADS[1].role, WORKLOADS[1].listeners, async () => {});
+  assert.doesNotMatch(log, /passwordFile/, log);
+});
+
 // With a real ClickHouse (tests/run-blackbox.sh's clickhouse pass sets
 // KILN_TEST_CLICKHOUSE_URL), the pods as shipped, the Secret's empty
 // password included, share one database: what two ingestors and a sensor
