@@ -6,8 +6,8 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 KILN=${KILN_BIN:-$REPO/build/kiln}
 BENCH_BIN=${KILN_BENCH_BIN:-$REPO/build/bench}
-TESTDATA=${KILN_TESTDATA:-$REPO/../shared/testdata/pprof}
-[ -d "$TESTDATA" ] || TESTDATA=/work/shared/testdata/pprof
+# The pprof fixtures (KILN_TESTDATA: a folder with pprof/ and otlp/, as for the tests).
+TESTDATA=${KILN_TESTDATA:-$REPO/tests/data}/pprof
 # The store engine every server the scripts start uses: local (embedded,
 # the default) or clickhouse (KILN_BENCH_ENGINE=clickhouse). With clickhouse,
 # KILN_BENCH_CH_URL names a running ClickHouse; without it the script starts

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # OTLP ingest with durability on: the eBPF profiler fixture
-# (shared/testdata/otlp/ebpf-profiler-v1.10.pb, 82 profiles, 5,321 sample
+# (tests/data/otlp/ebpf-profiler-v1.10.pb, 82 profiles, 5,321 sample
 # points per request), its timestamps first moved to a minute ago
 # (build/bench/otlp_rebase: recorded weeks ago, it lies outside the time
 # window), sent over OTLP/gRPC by h2load (one gRPC frame per request) and over

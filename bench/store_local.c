@@ -237,7 +237,7 @@ static void bench_rss(int n)
 
 int main(int argc, char **argv)
 {
-	const char *pprof = argc > 1 ? argv[1] : "../shared/testdata/pprof/go-cpu-fib.pb.gz";
+	const char *pprof = argc > 1 ? argv[1] : "tests/data/pprof/go-cpu-fib.pb.gz";
 	int n = argc > 2 ? atoi(argv[2]) : 100000;
 	bench_size(pprof, 0);
 	bench_size(pprof, 1);

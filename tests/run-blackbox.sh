@@ -16,7 +16,7 @@
 #   blackbox[clickhouse]: N tests, P passed, F failed (Ts)
 #   blackbox: N tests, P passed, F failed (Ts)
 # and fails if either pass fails.
-# Env: KILN_BIN (default build/kiln), KILN_TESTDATA (default ../shared/testdata),
+# Env: KILN_BIN (default build/kiln), KILN_TESTDATA (default tests/data),
 #      KILN_BB_CONCURRENCY (test files run at once, default 2),
 #      KILN_BB_ENGINES (passes to run, default "local clickhouse"),
 #      KILN_TEST_CLICKHOUSE_URL (use this ClickHouse instead of starting
@@ -29,7 +29,7 @@
 set -u
 cd "$(dirname "$0")/.."
 export KILN_BIN="${KILN_BIN:-$(pwd)/build/kiln}"
-export KILN_TESTDATA="${KILN_TESTDATA:-$(cd .. && pwd)/shared/testdata}"
+export KILN_TESTDATA="${KILN_TESTDATA:-$(pwd)/tests/data}"
 if [ ! -x "$KILN_BIN" ]; then echo "blackbox: $KILN_BIN not found (run make)"; exit 1; fi
 command -v node >/dev/null || { echo "blackbox: node not found"; exit 1; }
 command -v go >/dev/null || { echo "blackbox: go not found (go tool pprof is the oracle)"; exit 1; }

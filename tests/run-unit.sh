@@ -3,7 +3,7 @@
 #   unit: N programs, P passed, F failed
 set -u
 cd "$(dirname "$0")/.."
-export KILN_TESTDATA="${KILN_TESTDATA:-$(cd .. && pwd)/shared/testdata}"
+export KILN_TESTDATA="${KILN_TESTDATA:-$(pwd)/tests/data}"
 pass=0 fail=0 failed=()
 for t in "$@"; do
   out=$("$t" 2>&1); rc=$?

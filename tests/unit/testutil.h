@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-/* Directory of the shared real-profile fixtures (../shared/testdata beside the checkout). */
+/* Directory of the real-profile fixtures (tests/data; the tests run from the repository root). */
 static inline const char *testdata_dir(void)
 {
 	const char *d = getenv("KILN_TESTDATA");
-	return d ? d : "../shared/testdata";
+	return d ? d : "tests/data";
 }
 
 /* Reads a whole file (malloc'd) or fails the test. */

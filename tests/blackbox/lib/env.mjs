@@ -1,6 +1,6 @@
 // Paths and environment shared by the black-box tests.
 //   KILN_BIN       absolute path of the kiln binary (default <repo>/build/kiln)
-//   KILN_TESTDATA  folder with pprof/ and otlp/ (default <repo>/../shared/testdata)
+//   KILN_TESTDATA  folder with pprof/ and otlp/ (default <repo>/tests/data)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(here, '../../..');
 export const KILN_BIN = process.env.KILN_BIN || path.join(REPO, 'build/kiln');
-export const TESTDATA = process.env.KILN_TESTDATA || path.resolve(REPO, '../shared/testdata');
+export const TESTDATA = process.env.KILN_TESTDATA || path.join(REPO, 'tests/data');
 export const GO_SRC = path.join(REPO, 'tests/go');
 
 export function mkTemp(prefix) {
