@@ -1,10 +1,11 @@
-// Helpers for the SPEC S1/S6 tests (keys, auth, rate limits, usage,
-// retention, TLS, /metrics): the `kiln keys` CLI, an HTTP(S) client that
+// Helpers for the tests of keys, auth, rate limits, usage, retention, TLS
+// and /metrics (OPS: Roles and listeners, Projects and keys, TLS, Rate
+// limits, Usage, Retention, Metrics): the `kiln keys` CLI, an HTTP(S) client that
 // sends keys and trusts a test CA, gRPC clients with key metadata and TLS,
 // pprof/OTLP bodies with a known sample count, a Prometheus text parser,
 // a test CA made with the openssl CLI, and feature probes so the tests of
 // parts the server does not have are reported as node:test "todo" instead of
-// failing the suite. Every S6 feature is on main now, so the feature probes
+// failing the suite. Every one of those features is on main now, so the feature probes
 // run only with KILN_BB_S6=probe (a regression must fail, not hide as a
 // todo); known-bug probes (usageExact) always run.
 import fs from 'node:fs';
@@ -391,5 +392,5 @@ export async function todoUnless(...features) {
   if (!missing.length) return false;
   const bug = missing.includes('usageExact') ? 'server bug: accepted pprof samples counted twice in usage and kiln_samples_total (src/api/auth.c api_account); ' : '';
   const rest = missing.filter((f) => f !== 'usageExact');
-  return `${bug}${rest.length ? `waiting for ${rest.join(', ')} (SPEC S1/S6; probe in lib/s6.mjs)` : ''}`.replace(/; $/, '');
+  return `${bug}${rest.length ? `waiting for ${rest.join(', ')} (docs/OPERATIONS.md; probe in lib/s6.mjs)` : ''}`.replace(/; $/, '');
 }
