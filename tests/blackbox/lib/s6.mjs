@@ -261,7 +261,11 @@ export function configYaml({ listeners = {}, limits, retention, extra = '' } = {
       if (l.tls) lines.push('    tls:', `      cert: ${JSON.stringify(l.tls.cert)}`, `      key: ${JSON.stringify(l.tls.key)}`);
     }
   }
-  if (limits) lines.push('limits:', `  samplesPerSecond: ${limits.samplesPerSecond}`);
+  if (limits) {
+    lines.push('limits:');
+    if (limits.samplesPerSecond !== undefined) lines.push(`  samplesPerSecond: ${limits.samplesPerSecond}`);
+    if (limits.defaultSamplesPerSecond !== undefined) lines.push(`  defaultSamplesPerSecond: ${limits.defaultSamplesPerSecond}`);
+  }
   if (retention) {
     lines.push('retention:');
     if (retention.days !== undefined) lines.push(`  days: ${retention.days}`);
@@ -318,11 +322,12 @@ const probes = {
       return r.status === 401;
     } catch { return false; } finally { await quietStop(s); }
   },
-  // limits.samplesPerSecond 10: a 10-sample upload passes, the next is 429.
+  // A limit of 10 (the caller of a listener without auth takes
+  // limits.defaultSamplesPerSecond): a 10-sample upload passes, the next is 429.
   async ratelimit() {
     let s;
     try {
-      s = await startServer({ config: configYaml({ limits: { samplesPerSecond: 10 } }), timeoutMs: 5000 });
+      s = await startServer({ config: configYaml({ limits: { samplesPerSecond: 10, defaultSamplesPerSecond: 10 } }), timeoutMs: 5000 });
       const a = await uploadAs(s, pprofN(10), { serviceName: 'probe' });
       const b = await uploadAs(s, pprofN(10), { serviceName: 'probe' });
       return a.status === 200 && b.status === 429;
