@@ -4,7 +4,6 @@
  * packed-index reader (fields and error paths are wire/pb.h's). Requests,
  * profiles and samples are otlp_decode.c's. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

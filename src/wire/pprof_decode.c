@@ -6,7 +6,6 @@
  * refuses them; real profilers never send them). Source line numbers are not
  * kept: a frame is a function. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
