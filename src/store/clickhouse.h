@@ -118,7 +118,7 @@ int ch_schema(ch_store *s, ch_conn *c, kn_err *err);
 /* Appends a ClickHouse string literal for v ('…' with \\, \' and bytes < 0x20 escaped). */
 void ch_sql_str(buf_t *b, slice_t v);
 
-/* RowBinary writers. */
+/* RowBinary writers (a varint is buf_put_uvarint). */
 void ch_put_u8(buf_t *b, uint8_t v);
 void ch_put_u32(buf_t *b, uint32_t v);
 void ch_put_u64(buf_t *b, uint64_t v);
@@ -127,7 +127,6 @@ static inline void ch_put_i64(buf_t *b, int64_t v)
 	ch_put_u64(b, (uint64_t)v);
 }
 void ch_put_str(buf_t *b, slice_t v);
-void ch_put_varint(buf_t *b, uint64_t v);
 
 /* RowBinary reader over an answer; any overrun sets bad and reads zeros. */
 struct ch_rd {

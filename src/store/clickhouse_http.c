@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/num.h"
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
@@ -299,18 +300,9 @@ void ch_put_u64(buf_t *b, uint64_t v)
 	buf_append(b, x, 8);
 }
 
-void ch_put_varint(buf_t *b, uint64_t v)
-{
-	while (v >= 0x80) {
-		buf_putc(b, (uint8_t)(v | 0x80));
-		v >>= 7;
-	}
-	buf_putc(b, (uint8_t)v);
-}
-
 void ch_put_str(buf_t *b, slice_t v)
 {
-	ch_put_varint(b, v.n);
+	buf_put_uvarint(b, v.n);
 	buf_append(b, v.p, v.n);
 }
 
@@ -366,17 +358,12 @@ int64_t ch_rd_sum(ch_rd *r)
 
 uint64_t ch_rd_varint(ch_rd *r)
 {
-	uint64_t v = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (!rd_need(r, 1))
-			return 0;
-		uint8_t b = *r->p++;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
+	uint64_t v;
+	if (r->bad || num_uvarint_get(&r->p, r->end, &v) < 0) {
+		r->bad = 1;
+		return 0;
 	}
-	r->bad = 1;
-	return 0;
+	return v;
 }
 
 slice_t ch_rd_str(ch_rd *r)
@@ -394,10 +381,8 @@ slice_t ch_span_key(slice_t v, char *out)
 	if (v.n == 0 || v.n > STORE_SPAN_ID_MAX)
 		return slice_make("", 0);
 	int hex = v.n % 2 == 0;
-	for (size_t i = 0; i < v.n && hex; i++) {
-		char c = v.p[i];
-		hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-	}
+	for (size_t i = 0; i < v.n && hex; i++)
+		hex = num_hex_digit(v.p[i]) >= 0;
 	if (!hex)
 		return v;
 	for (size_t i = 0; i < v.n; i++)

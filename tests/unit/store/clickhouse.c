@@ -25,7 +25,7 @@ static void test_rowbinary_round_trip(void **state)
 	char big[300];
 	memset(big, 'x', sizeof big);
 	ch_put_str(&b, slice_make(big, sizeof big)); /* a two-byte varint length */
-	ch_put_varint(&b, UINT64_MAX);
+	buf_put_uvarint(&b, UINT64_MAX);
 	/* Exact bytes of the fixed-width values: little-endian, as ClickHouse reads them. */
 	assert_int_equal(b.p[0], 7);
 	assert_memory_equal(b.p + 1, "\xc8\x4f\x00\x00", 4);
