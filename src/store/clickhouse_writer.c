@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/hash.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
@@ -70,6 +71,8 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	s->password = dup_or(cfg->ch_password, "");
 	s->cluster = cfg->ch_cluster && *cfg->ch_cluster ? xstrdup(cfg->ch_cluster) : NULL;
 	s->replicated = cfg->ch_replicated;
+	s->answer_max = cfg->ch_max_answer_mib ? (size_t)cfg->ch_max_answer_mib << 20 : LIMIT_CH_ANSWER_BYTES;
+	s->answer_mib = (uint32_t)(s->answer_max >> 20);
 	s->default_days = cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
 	                      ? cfg->retention_days
 	                      : 0;

@@ -151,8 +151,8 @@ static void test_hex_digit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sat_add),        cmocka_unit_test(test_sat_mul),
-	    cmocka_unit_test(test_varint_edges),   cmocka_unit_test(test_varint_refused),
+	    cmocka_unit_test(test_sat_add),      cmocka_unit_test(test_sat_mul),
+	    cmocka_unit_test(test_varint_edges), cmocka_unit_test(test_varint_refused),
 	    cmocka_unit_test(test_hex_digit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,12 +21,15 @@ static void test_merge_unsorted(void **state)
 {
 	(void)state;
 	store_wentry e[] = {
-	    {5, 0, 0, 10}, {2, 1, 3, 1}, {5, 0, 0, 7}, {2, 1, -1, 4}, {2, 0, 0, 2},
-	    {5, 0, 0, -17}, /* the three (5, 0, 0) sum to 0: dropped */
-	    {2, 1, 3, 8},   {9, 2, 0, -3}, {2, 1, -1, 1}, {3, 0, 0, 0}, /* a lone 0: dropped */
+	    {5, 0, 0, 10}, {2, 1, 3, 1},   {5, 0, 0, 7},  {2, 1, -1, 4},
+	    {2, 0, 0, 2},  {5, 0, 0, -17}, /* the three (5, 0, 0) sum to 0: dropped */
+	    {2, 1, 3, 8},  {9, 2, 0, -3},  {2, 1, -1, 1}, {3, 0, 0, 0}, /* a lone 0: dropped */
 	};
 	store_wentry want[] = {
-	    {2, 0, 0, 2}, {2, 1, -1, 5}, {2, 1, 3, 9}, {9, 2, 0, -3},
+	    {2, 0, 0, 2},
+	    {2, 1, -1, 5},
+	    {2, 1, 3, 9},
+	    {9, 2, 0, -3},
 	};
 	uint32_t n = store_entries_merge(e, sizeof e / sizeof *e);
 	expect(e, n, want, 4);
@@ -36,7 +39,7 @@ static void test_merge_saturates(void **state)
 {
 	(void)state;
 	store_wentry e[] = {
-	    {1, 0, 0, INT64_MAX}, {2, 0, 0, INT64_MIN}, {1, 0, 0, 1},       {2, 0, 0, -1},
+	    {1, 0, 0, INT64_MAX}, {2, 0, 0, INT64_MIN}, {1, 0, 0, 1},         {2, 0, 0, -1},
 	    {1, 0, 0, 5},         {2, 0, 0, -5},        {3, 0, 0, INT64_MAX}, {3, 0, 0, INT64_MIN},
 	};
 	/* Saturation is sticky in sort order: MAX+1 stays MAX, then +5 stays MAX.
@@ -52,9 +55,11 @@ static void test_merge_edges(void **state)
 	assert_int_equal(store_entries_merge(NULL, 0), 0);
 	store_wentry one = {4, 0, 0, 0};
 	assert_int_equal(store_entries_merge(&one, 1), 0);
-	store_wentry e[] = {{UINT32_MAX, UINT32_MAX, INT64_MAX, 1}, {0, 0, INT64_MIN, 1},
+	store_wentry e[] = {{UINT32_MAX, UINT32_MAX, INT64_MAX, 1},
+	                    {0, 0, INT64_MIN, 1},
 	                    {UINT32_MAX, UINT32_MAX, INT64_MIN, 2}};
-	store_wentry want[] = {{0, 0, INT64_MIN, 1}, {UINT32_MAX, UINT32_MAX, INT64_MIN, 2},
+	store_wentry want[] = {{0, 0, INT64_MIN, 1},
+	                       {UINT32_MAX, UINT32_MAX, INT64_MIN, 2},
 	                       {UINT32_MAX, UINT32_MAX, INT64_MAX, 1}};
 	uint32_t n = store_entries_merge(e, 3);
 	expect(e, n, want, 3);
