@@ -307,7 +307,7 @@ static int known_keys(struct fy_node *root, const char *path, const char *const 
 static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 {
 	static const char *const keys[] = {"engine", "url", "database", "user", "password", "passwordFile",
-	                                   "cluster", "replicated", NULL};
+	                                   "cluster", "replicated", "maxAnswerMiB", NULL};
 	if (known_keys(root, "/store", keys, err) < 0)
 		return -1;
 	struct fy_node *n = fy_node_by_path(root, "/store", (size_t)-1, FYNWF_DONT_FOLLOW);
@@ -325,6 +325,15 @@ static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 	    read_string(root, "/store/cluster", &c->store.cluster, err) < 0 ||
 	    read_bool(root, "/store/replicated", &c->store.replicated, err) < 0)
 		return -1;
+	double mib;
+	int rc = read_number(root, "/store/maxAnswerMiB", 1, 65536, &mib, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 1) {
+		if (mib != (double)(int)mib)
+			return err_set(err, 400, "config /store/maxAnswerMiB must be a whole number of MiB");
+		c->store.max_answer_mib = (int)mib;
+	}
 	return 0;
 }
 

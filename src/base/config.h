@@ -79,6 +79,7 @@ typedef struct kiln_config {
 		char *url, *database, *user, *password, *cluster;
 		char *password_file; /* passwordFile: read at start (a mounted Secret) */
 		int replicated;
+		int max_answer_mib; /* maxAnswerMiB: ceiling on one ClickHouse answer (0: LIMIT_CH_ANSWER_BYTES) */
 	} store;
 	scrape_config scrape; /* receivers.profiles.scrape */
 	kube_config kubernetes; /* kubernetes */

@@ -13,5 +13,6 @@
 #define LIMIT_LABELS            64u         /* labels on one sample or one upload */
 #define LIMIT_STRING_BYTES      4096u       /* one label key/value or frame name as stored */
 #define LIMIT_QUERY_NODES       2000000u    /* call-tree nodes one query may build */
+#define LIMIT_CH_ANSWER_BYTES   (256u << 20) /* one answer read from ClickHouse (store.maxAnswerMiB) */
 
 #endif

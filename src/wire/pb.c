@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/num.h"
+
 /* The reader's inline fast paths are in pb.h; this is the multi-byte case. */
 int pb_varint_slow(pb_reader *r, uint64_t *v)
 {
@@ -57,21 +59,10 @@ static void put_or_die(buf_t *b, const void *p, size_t n)
 	}
 }
 
-static size_t varint_encode(uint8_t out[10], uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		out[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	out[n++] = (uint8_t)v;
-	return n;
-}
-
 void pb_put_varint(buf_t *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	put_or_die(b, tmp, varint_encode(tmp, v));
+	uint8_t tmp[NUM_UVARINT_MAX];
+	put_or_die(b, tmp, num_uvarint_put(tmp, v));
 }
 
 void pb_put_key(buf_t *b, uint32_t field, int wire_type)
@@ -114,9 +105,9 @@ void pb_put_packed(buf_t *b, uint32_t field, const uint64_t *v, size_t n)
 	if (!n)
 		return;
 	size_t len = 0;
-	uint8_t tmp[10];
+	uint8_t tmp[NUM_UVARINT_MAX];
 	for (size_t i = 0; i < n; i++)
-		len += varint_encode(tmp, v[i]);
+		len += num_uvarint_put(tmp, v[i]);
 	pb_put_key(b, field, PB_LEN);
 	pb_put_varint(b, len);
 	for (size_t i = 0; i < n; i++)
@@ -137,8 +128,8 @@ size_t pb_begin(buf_t *b, uint32_t field)
 void pb_end(buf_t *b, size_t mark)
 {
 	size_t len = b->n - mark - 1;
-	uint8_t tmp[10];
-	size_t k = varint_encode(tmp, len);
+	uint8_t tmp[NUM_UVARINT_MAX];
+	size_t k = num_uvarint_put(tmp, len);
 	if (k > 1) {
 		if (buf_reserve(b, k - 1) < 0) {
 			fprintf(stderr, "pb: nested message length past the buffer ceiling\n");

@@ -134,6 +134,13 @@ static void test_store_and_unknown_keys(void **state)
 	assert_string_equal(c.store.password_file, "/run/pw");
 	assert_string_equal(c.store.cluster, "c1");
 	assert_int_equal(c.store.replicated, 1);
+	assert_int_equal(c.store.max_answer_mib, 0); /* unset: the store uses LIMIT_CH_ANSWER_BYTES */
+	assert_int_equal(config_validate(&c, &e), 0);
+	config_free(&c);
+	static const char mib[] = "store: {engine: clickhouse, url: 'http://ch:8123', maxAnswerMiB: 1}\n";
+	config_defaults(&c);
+	assert_int_equal(config_load_yaml(&c, mib, sizeof mib - 1, &e), 0);
+	assert_int_equal(c.store.max_answer_mib, 1);
 	assert_int_equal(config_validate(&c, &e), 0);
 	config_free(&c);
 
@@ -142,7 +149,11 @@ static void test_store_and_unknown_keys(void **state)
 	} bad[] = {
 	    {"store: {engine: clickhouse, pasword_file: x}",
 	     "config store.pasword_file is not a setting; known: engine, url, database, user, password, "
-	     "passwordFile, cluster, replicated"},
+	     "passwordFile, cluster, replicated, maxAnswerMiB"},
+	    {"store: {maxAnswerMiB: 0}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
+	    {"store: {maxAnswerMiB: 65537}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
+	    {"store: {maxAnswerMiB: 1.5}", "config /store/maxAnswerMiB must be a whole number of MiB"},
+	    {"store: {maxAnswerMiB: lots}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
 	    {"listners: {}", "config listners is not a setting; known: data, role, listeners, limits, retention, "
 	                     "receivers, kubernetes, store"},
 	    {"store: [clickhouse]", "config store must be a mapping {engine, url, database, user, password, cluster}"},
