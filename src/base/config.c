@@ -374,6 +374,8 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 	}
 	if (read_number(root, "/limits/samplesPerSecond", 1, 1e9, &c->samples_per_second, err) < 0)
 		goto out;
+	if (read_number(root, "/limits/defaultSamplesPerSecond", 0, 1e9, &c->default_samples_per_second, err) < 0)
+		goto out;
 	if (read_number(root, "/limits/requestBodiesMiB", 64, 1 << 20, &c->bodies_mib, err) < 0)
 		goto out;
 	double d;

@@ -62,6 +62,8 @@ typedef struct kiln_config {
 	uint32_t max_rows; /* receivers.profiles.maxDecodedSampleRows */
 	int workers;       /* 0 = one per core */
 	double samples_per_second; /* limits.samplesPerSecond: per key (S6.2), default 20000 */
+	double default_samples_per_second; /* limits.defaultSamplesPerSecond: the caller of listeners
+	                                      without auth (project default); 0 (default) = unlimited */
 	double bodies_mib;         /* limits.requestBodiesMiB: request bodies held at once, all
 	                              listeners together (net/budget.h), default 512 */
 	int retention_days;        /* retention.days: default for every project, default 14 */

@@ -343,6 +343,8 @@ int cli_serve(int argc, char **argv)
 	}
 	s.api.usage = usage_open(s.store);
 	s.api.limiter = ratelimit_new(s.cfg.samples_per_second);
+	if (s.cfg.default_samples_per_second > 0) /* else the caller of listeners without auth is not limited */
+		s.api.default_limiter = ratelimit_new(s.cfg.default_samples_per_second);
 	for (uint32_t i = 0; i < s.cfg.n_project_retention; i++) {
 		const char *p = s.cfg.project_retention[i].project;
 		if (store_set_retention(s.store, slice_cstr(p), config_retention_days(&s.cfg, p), &err) < 0) {
@@ -405,6 +407,8 @@ out:
 	store_close(s.store);
 	if (s.api.limiter)
 		ratelimit_free(s.api.limiter);
+	if (s.api.default_limiter)
+		ratelimit_free(s.api.default_limiter);
 	s.api.k8s = NULL;
 	discovery_free(s.discovery); /* after the pool: workers look pods up (S2.1a) */
 	if (s.loop)

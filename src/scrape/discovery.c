@@ -22,7 +22,8 @@ struct discovery {
 	scrape_target *statics;
 	size_t n_statics;
 	scrape_skips static_skips;
-	int64_t interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
+	int64_t
+	    interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
 	int full_logged; /* the K8S_PODS_MAX warning was logged */
 };
 
@@ -113,12 +114,12 @@ discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop
 		}
 	discovery *d = xcalloc(1, sizeof *d);
 	d->scraper = s;
-	d->pods = json_object();
+	d->pods = xcheck(json_object());
 	d->settings = (annot_settings){(const char *const *)c->scrape.prefixes, c->scrape.n_prefixes,
 	                               c->scrape.default_port};
 	d->interval_ns = c->scrape.interval_ns;
 	d->n_statics = scrape_static_targets(&c->scrape, 0, &d->statics, &d->static_skips);
-	d->rebuild = evtimer_new(loop_base(loop), rebuild, d);
+	d->rebuild = xcheck(evtimer_new(loop_base(loop), rebuild, d));
 	k8s_config kc = {.api_server = c->kubernetes.api_server,
 	                 .token_file = c->kubernetes.token_file,
 	                 .ca_file = c->kubernetes.ca_file,

@@ -14,18 +14,20 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
+#include "ingest/push.h"
 #include "ingest/usage.h"
 #include "model/model.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "scrape/delta.h"
 #include "scrape/target.h"
 #include "store/store.h"
 
-#define SCRAPE_MAX_INFLIGHT 64                   /* S3.6: more at once → skipped_concurrency */
-#define SCRAPE_MAX_COMPRESSED (8u << 20)         /* S3.7: response body as received */
-#define SCRAPE_MAX_DECOMPRESSED (32u << 20)      /* S3.7: after gunzip */
+#define SCRAPE_MAX_INFLIGHT 64                       /* S3.6: more at once → skipped_concurrency */
+#define SCRAPE_MAX_COMPRESSED (8u << 20)             /* S3.7: response body as received */
+#define SCRAPE_MAX_DECOMPRESSED (32u << 20)          /* S3.7: after gunzip */
 #define SCRAPE_MIN_INTERVAL_NS (10LL * 1000000000LL) /* S3.1 */
-#define SCRAPE_PROJECT "default"                 /* scraped data's project and usage key (S1) */
+#define SCRAPE_PROJECT "default"                     /* scraped data's project and usage key (S1) */
 
 /* Results of one scrape (S3.8), in this order in /metrics and /api/targets.
  * http_5xx is a 5xx other than Go's busy CPU profiler (the spec has no code
@@ -54,9 +56,9 @@ typedef struct {
 	kn_loop *loop;
 	kn_pool *pool;
 	store_t *store;
-	usage_t *usage;        /* may be NULL */
-	int64_t interval_ns;   /* checked already (scrape_check_settings) */
-	uint32_t max_rows;     /* maxDecodedSampleRows, after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
+	usage_t *usage;      /* may be NULL */
+	int64_t interval_ns; /* checked already (scrape_check_settings) */
+	uint32_t max_rows;   /* maxDecodedSampleRows, after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
 } scraper_opts;
 
 /* A scraper with no targets. NULL if libcurl cannot be set up. */
@@ -114,7 +116,25 @@ size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **ou
 /* From kiln serve's config: checks the settings (logging the S3.1 lines),
  * builds the static targets (logging skips) and starts scraping them.
  * NULL when scraping is off (not enabled, or disabled by a bad setting). */
-scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store, usage_t *usage);
+scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store,
+                             usage_t *usage);
+
+/* ---- The push job's scrape decoder (worker thread). ------------------ */
+
+/* p->ctx of a scrape's push. */
+typedef struct {
+	ingest_pprof_push pprof; /* first: ingest_pprof_decode reads p->ctx as one */
+	const scrape_target *t;
+	scrape_delta *delta; /* memory targets' baseline, or NULL */
+	uint32_t max_rows;   /* maxDecodedSampleRows after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
+	int result;          /* out: SCRAPE_OK, or SCRAPE_VALIDATION_ERROR / SCRAPE_TOO_LARGE */
+} scrape_push;
+
+/* Gunzips p->body (bounded by SCRAPE_MAX_DECOMPRESSED), decodes it as the
+ * target's pprof (project default, its attribution labels), keeps the
+ * listed .sample_types, checks the rows (S3.7) and, for memory targets,
+ * turns alloc_* into deltas (S5.2). 0, or -1 + err. */
+int scrape_push_decode(ingest_push *p, kn_err *err);
 
 /* ---- Pure rules (scraper_rules.c): no I/O, any thread. ---------------- */
 
@@ -132,8 +152,9 @@ int64_t scrape_next_due(int64_t now_ns, int64_t interval_ns, int64_t offset_ns);
  * the minimum of 10s", "extraAnnotationPrefixes[1] \"Bad_Prefix\" is not a
  * DNS subdomain") otherwise. type_ok[type] = 1 for types whose timeout fits
  * the interval; invalid gets their names ("cpu,block,mutex"; "" when none). */
-int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n_prefixes, int type_ok[SCRAPE_TYPES],
-                          char *invalid, size_t invalid_n, char *reason, size_t reason_n);
+int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n_prefixes,
+                          int type_ok[SCRAPE_TYPES], char *invalid, size_t invalid_n, char *reason,
+                          size_t reason_n);
 
 /* Fills t from one static target's type settings (S3.2-S3.4): url from
  * url or host+port plus path (default per type; `seconds` added or checked),

@@ -30,6 +30,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":8028");
 	assert_string_equal(c.listeners[LISTENER_UI].addr, ":4040");
 	assert_true(c.samples_per_second == 20000);
+	assert_true(c.default_samples_per_second == 0); /* the project default is not limited */
 	assert_int_equal(config_retention_days(&c, "default"), 14);
 	assert_null(c.kubernetes.api_server);
 	assert_null(c.kubernetes.node);
@@ -45,7 +46,7 @@ static void test_file(void **state)
 	              "role: query\n"
 	              "listeners:\n"
 	              "  upload: {addr: ':9000', auth: required, tls: {cert: c.pem, key: k.pem}}\n"
-	              "limits: {samplesPerSecond: 500}\n"
+	              "limits: {samplesPerSecond: 500, defaultSamplesPerSecond: 2500}\n"
 	              "retention: {days: 7, maxDays: 30, projects: {team-a: 30, team-b: 3}}\n"
 	              "receivers: {profiles: {maxDecodedSampleRows: 20000}}\n"
 	              "kubernetes: {apiServer: 'http://127.0.0.1:6443', tokenFile: /t, caFile: /ca.crt, node: n1}\n",
@@ -58,6 +59,7 @@ static void test_file(void **state)
 	assert_string_equal(c.listeners[LISTENER_UPLOAD].tls_cert, "c.pem");
 	assert_int_equal(c.listeners[LISTENER_UI].auth_required, 0);
 	assert_true(c.samples_per_second == 500);
+	assert_true(c.default_samples_per_second == 2500);
 	assert_int_equal(c.max_rows, 20000);
 	assert_int_equal(config_retention_days(&c, "team-a"), 30);
 	assert_int_equal(config_retention_days(&c, "team-b"), 3);
@@ -77,6 +79,8 @@ static void test_invalid(void **state)
 	    {"role: boss\n", "role boss is not one of all, sensor, ingestor, query"},
 	    {"listeners: {ui: {auth: maybe}}\n", "config listeners.ui.auth must be none or required"},
 	    {"limits: {samplesPerSecond: fast}\n", "config /limits/samplesPerSecond must be a number from 1 to 1e+09"},
+	    {"limits: {defaultSamplesPerSecond: -1}\n", "config /limits/defaultSamplesPerSecond must be a number from 0 to 1e+09"},
+	    {"limits: {defaultSamplesPerSecond: lots}\n", "config /limits/defaultSamplesPerSecond must be a number from 0 to 1e+09"},
 	    {"retention: {days: 30}\n", "retention.days (30) is above retention.maxDays (14): raise maxDays to keep data longer"},
 	    {"retention: {projects: {a: 100}}\n", "retention.projects.a (100 days) is above retention.maxDays (14)"},
 	    {"listeners: {upload: {tls: {cert: c.pem}}}\n", "listeners.upload.tls needs both cert and key"},
@@ -114,7 +118,7 @@ static void test_yaml(void **state)
 	config_free(&c);
 }
 
-/* The store block (SPEC S8) and misspelt keys, which must not pass silently. */
+/* The store block (OPS: Storage) and misspelt keys, which must not pass silently. */
 static void test_store_and_unknown_keys(void **state)
 {
 	(void)state;
