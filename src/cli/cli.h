@@ -9,12 +9,14 @@ int cli_upload(int argc, char **argv);
 int cli_top(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_keys(int argc, char **argv);  /* keys create|list|revoke */
-int cli_usage(int argc, char **argv); /* usage table from usage.db */
+int cli_usage(int argc, char **argv); /* the usage table of the store */
 
 /* The store the config names (SPEC S8): the embedded one under cfg->data_dir
- * or ClickHouse (store.*; passwordFile read here). NULL + err. */
+ * or ClickHouse (store.*; passwordFile read here). keys_usage_only: for the
+ * operator commands, which use only keys and usage and run beside a server
+ * (store_config.keys_usage_only). NULL + err. */
 struct store;
 struct kiln_config;
-struct store *cli_store_open(const struct kiln_config *cfg, kn_err *err);
+struct store *cli_store_open(const struct kiln_config *cfg, int keys_usage_only, kn_err *err);
 
 #endif

@@ -1,10 +1,10 @@
 /* `kiln keys create|list|revoke` and `kiln usage`: operator commands that work
- * on the data directory's keys.db and usage.db directly (no server needed; a
- * running server picks key changes up within a second). */
+ * on the keys and usage of the store a data directory or config names,
+ * directly (no server needed; a running server picks key changes up within a
+ * second). The store opens for keys and usage only, so it runs beside a server. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/config.h"
 #include "base/timeutil.h"
@@ -16,12 +16,13 @@
 typedef struct {
 	const char *data, *project, *name, *scope, *from, *until, *config;
 	const char *positional;
-	store_t *store; /* --config naming a shared store (ClickHouse): keys and usage live there */
+	store_t *store; /* the store --data or --config names, open for keys and usage only */
 } keys_opts;
 
 static void keys_usage(FILE *f)
 {
-	fputs("usage: kiln keys create --project P --name N [--scope ingest|query|both (default ingest)] [WHERE]\n"
+	fputs("usage: kiln keys create --project P --name N [--scope ingest|query|both (default ingest)] "
+	      "[WHERE]\n"
 	      "       kiln keys list [WHERE]\n"
 	      "       kiln keys revoke NAME [WHERE]\n"
 	      "       kiln usage [--project P] [--from T] [--until T] [WHERE]\n"
@@ -63,23 +64,21 @@ static int parse_keys_opts(int argc, char **argv, int first, keys_opts *o)
 	return 0;
 }
 
-/* With --config: reads it and, when it names a shared store, opens it (o->store). -1 after a message. */
-static int open_config_store(keys_opts *o, const char *cmd)
+/* Opens the store --config names (else the embedded one under --data) for
+ * keys and usage only (o->store). -1 after a message. */
+static int open_store(keys_opts *o, const char *cmd)
 {
-	if (!o->config)
-		return 0;
 	kiln_config cfg;
 	config_defaults(&cfg);
 	kn_err err = {0};
 	int rc = -1;
-	if (config_load_file(&cfg, o->config, &err) < 0 || config_validate(&cfg, &err) < 0) {
+	if (!o->config) {
+		config_set(&cfg.data_dir, o->data);
+	} else if (config_load_file(&cfg, o->config, &err) < 0 || config_validate(&cfg, &err) < 0) {
 		fprintf(stderr, "kiln %s: %s\n", cmd, err.msg);
 		goto out;
 	}
-	static char data[4096];
-	snprintf(data, sizeof data, "%s", cfg.data_dir);
-	o->data = data;
-	if (!strcmp(cfg.store.engine, "clickhouse") && !(o->store = cli_store_open(&cfg, &err))) {
+	if (!(o->store = cli_store_open(&cfg, 1, &err))) {
 		fprintf(stderr, "kiln %s: %s\n", cmd, err.msg);
 		goto out;
 	}
@@ -106,7 +105,8 @@ static void print_key_row(const key_row *r, void *ctx)
 	char created[32], revoked[32];
 	format_time(r->created_ns, created);
 	format_time(r->revoked_ns, revoked);
-	printf("%-24s %-20s %-6s %-20s %s\n", r->name, r->project, keys_scope_name(r->scope), created, revoked);
+	printf("%-24s %-20s %-6s %-20s %s\n", r->name, r->project, keys_scope_name(r->scope), created,
+	       revoked);
 	(*(int *)ctx)++;
 }
 
@@ -119,21 +119,23 @@ static int keys_create_cmd(const keys_opts *o)
 	}
 	int scope = o->scope ? keys_scope_parse(o->scope) : KEY_SCOPE_INGEST;
 	if (!scope) {
-		fprintf(stderr, "kiln keys create: --scope must be ingest, query or both, not %s\n", o->scope);
+		fprintf(stderr, "kiln keys create: --scope must be ingest, query or both, not %s\n",
+		        o->scope);
 		return 2;
 	}
 	char key[KEY_TEXT_MAX];
 	kn_err err = {0};
-	if ((o->store ? keys_create_store(o->store, o->project, o->name, scope, key, sizeof key, &err)
-	              : keys_create(o->data, o->project, o->name, scope, key, sizeof key, &err)) < 0) {
+	if (keys_create(o->store, o->project, o->name, scope, key, sizeof key, &err) < 0) {
 		fprintf(stderr, "kiln keys create: %s\n", err.msg);
 		return 1;
 	}
 	printf("%s\n", key);
 	fflush(stdout);
-	fprintf(stderr, "created key '%s' for project '%s' (scope %s) in %s%s; it is shown only this once\n",
-	        o->name, o->project, keys_scope_name(scope), o->store ? "the ClickHouse store" : o->data,
-	        o->store ? "" : "/keys.db");
+	fprintf(stderr,
+	        "created key '%s' for project '%s' (scope %s) in the %s store of %s; it is shown only this "
+	        "once\n",
+	        o->name, o->project, keys_scope_name(scope), store_engine_name(o->store),
+	        o->config ? o->config : o->data);
 	return 0;
 }
 
@@ -146,8 +148,7 @@ static int keys_list_cmd(const keys_opts *o)
 	printf("%-24s %-20s %-6s %-20s %s\n", "NAME", "PROJECT", "SCOPE", "CREATED", "REVOKED");
 	int n = 0;
 	kn_err err = {0};
-	if ((o->store ? keys_list_store(o->store, print_key_row, &n, &err)
-	              : keys_list(o->data, print_key_row, &n, &err)) < 0) {
+	if (keys_list(o->store, print_key_row, &n, &err) < 0) {
 		fprintf(stderr, "kiln keys list: %s\n", err.msg);
 		return 1;
 	}
@@ -162,7 +163,7 @@ static int keys_revoke_cmd(const keys_opts *o)
 		return 2;
 	}
 	kn_err err = {0};
-	int rc = o->store ? keys_revoke_store(o->store, o->positional, &err) : keys_revoke(o->data, o->positional, &err);
+	int rc = keys_revoke(o->store, o->positional, &err);
 	if (rc < 0) {
 		fprintf(stderr, "kiln keys revoke: %s\n", err.msg);
 		return 1;
@@ -183,7 +184,7 @@ int cli_keys(int argc, char **argv)
 		keys_usage(stderr);
 		return 2;
 	}
-	int (*cmd)(const keys_opts *) = !strcmp(sub, "create") ? keys_create_cmd
+	int (*cmd)(const keys_opts *) = !strcmp(sub, "create")   ? keys_create_cmd
 	                                : !strcmp(sub, "list")   ? keys_list_cmd
 	                                : !strcmp(sub, "revoke") ? keys_revoke_cmd
 	                                                         : NULL;
@@ -192,7 +193,7 @@ int cli_keys(int argc, char **argv)
 		keys_usage(stderr);
 		return 2;
 	}
-	if (open_config_store(&o, "keys") < 0)
+	if (open_store(&o, "keys") < 0)
 		return 1;
 	int rc = cmd(&o);
 	store_close(o.store);
@@ -205,9 +206,11 @@ static void print_usage_row(const usage_row *r, void *ctx)
 	time_day_str(r->day, day);
 	printf("%-10s %-20.*s %-24.*s %12llu %12llu %12llu %12llu %12llu\n", day, (int)r->project.n,
 	       (const char *)r->project.p, (int)r->key.n, (const char *)r->key.p,
-	       (unsigned long long)r->counts[USAGE_ACCEPTED], (unsigned long long)r->counts[USAGE_RATE_LIMITED],
+	       (unsigned long long)r->counts[USAGE_ACCEPTED],
+	       (unsigned long long)r->counts[USAGE_RATE_LIMITED],
 	       (unsigned long long)r->counts[USAGE_TOO_LARGE], (unsigned long long)r->counts[USAGE_INVALID],
 	       (unsigned long long)r->counts[USAGE_OUT_OF_WINDOW]);
+	(*(int *)ctx)++;
 }
 
 int cli_usage(int argc, char **argv)
@@ -218,38 +221,26 @@ int cli_usage(int argc, char **argv)
 		return 2;
 	}
 	int64_t now = time_now_ns(), from = 0, until = 0;
-	if ((o.from && time_parse(o.from, now, &from) < 0) || (o.until && time_parse(o.until, now, &until) < 0)) {
+	if ((o.from && time_parse(o.from, now, &from) < 0) ||
+	    (o.until && time_parse(o.until, now, &until) < 0)) {
 		fprintf(stderr, "kiln usage: --from/--until take unix seconds, now or now-7d, not %s\n",
 		        o.from && time_parse(o.from, now, &from) < 0 ? o.from : o.until);
 		return 2;
 	}
-	if (open_config_store(&o, "usage") < 0)
+	if (open_store(&o, "usage") < 0)
 		return 1;
-	printf("%-10s %-20s %-24s %12s %12s %12s %12s %12s\n", "DAY", "PROJECT", "KEY", "ACCEPTED", "RATE_LIMITED",
-	       "TOO_LARGE", "INVALID", "OUT_OF_WINDOW");
-	if (o.store) {
-		kn_err err = {0};
-		usage_t *u = usage_open_store(o.store);
-		int rc = usage_rows(u, slice_cstr(o.project), from, until, print_usage_row, NULL, &err);
-		usage_close(u);
-		store_close(o.store);
-		if (rc < 0)
-			fprintf(stderr, "kiln usage: %s\n", err.msg);
-		return rc < 0 ? 1 : 0;
-	}
-	char path[4096];
-	snprintf(path, sizeof path, "%s/usage.db", o.data);
-	if (access(path, F_OK) != 0) {
-		fprintf(stderr, "kiln usage: no usage recorded yet (%s does not exist)\n", path);
-		return 0;
-	}
+	printf("%-10s %-20s %-24s %12s %12s %12s %12s %12s\n", "DAY", "PROJECT", "KEY", "ACCEPTED",
+	       "RATE_LIMITED", "TOO_LARGE", "INVALID", "OUT_OF_WINDOW");
 	kn_err err = {0};
-	usage_t *u = usage_open(o.data, &err);
-	if (!u || usage_rows(u, slice_cstr(o.project), from, until, print_usage_row, NULL, &err) < 0) {
-		fprintf(stderr, "kiln usage: %s\n", err.msg);
-		usage_close(u);
-		return 1;
-	}
+	int n = 0;
+	usage_t *u = usage_open(o.store);
+	int rc = usage_rows(u, slice_cstr(o.project), from, until, print_usage_row, &n, &err);
 	usage_close(u);
-	return 0;
+	store_close(o.store);
+	if (rc < 0)
+		fprintf(stderr, "kiln usage: %s\n", err.msg);
+	else if (n == 0)
+		fprintf(stderr, "kiln usage: no usage recorded%s\n",
+		        o.project || o.from || o.until ? " in this selection" : " yet");
+	return rc < 0 ? 1 : 0;
 }

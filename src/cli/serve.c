@@ -21,7 +21,7 @@
 #include "scrape/discovery.h"
 
 #define SHUTDOWN_GRACE_MS 10000
-#define KEYS_REFRESH_MS 250      /* a created/revoked key takes effect within a second */
+#define KEYS_REFRESH_MS 250      /* a created/revoked key takes effect within a second (store_keys_poll) */
 #define USAGE_FLUSH_MS 1000      /* at most a second of usage counts is lost on kill -9 */
 #define RETENTION_SWEEP_MS 60000 /* the cleaner, also run once at startup */
 
@@ -325,7 +325,7 @@ int cli_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	s.bodies.limit = (size_t)s.cfg.bodies_mib << 20;
 
-	if (!(s.store = cli_store_open(&s.cfg, &err))) {
+	if (!(s.store = cli_store_open(&s.cfg, 0, &err))) {
 		log_error("cannot open store", "engine=%s dir=%s error=\"%s\"", s.cfg.store.engine, s.cfg.data_dir,
 		          err.msg);
 		goto out;
@@ -337,14 +337,11 @@ int cli_serve(int argc, char **argv)
 	s.api.loop = s.loop;
 	s.api.pool = s.pool;
 	s.api.cfg = &s.cfg;
-	s.api.keys = store_is_shared(s.store) ? keys_open_store(s.store, &err) : keys_open(s.cfg.data_dir, &err);
-	s.api.usage = !s.api.keys ? NULL
-	              : store_is_shared(s.store) ? usage_open_store(s.store)
-	                                         : usage_open(s.cfg.data_dir, &err);
-	if (!s.api.keys || !s.api.usage) {
-		log_error("cannot open keys or usage", "dir=%s error=\"%s\"", s.cfg.data_dir, err.msg);
+	if (!(s.api.keys = keys_open(s.store, &err))) {
+		log_error("cannot open keys", "error=\"%s\"", err.msg);
 		goto out;
 	}
+	s.api.usage = usage_open(s.store);
 	s.api.limiter = ratelimit_new(s.cfg.samples_per_second);
 	if (s.cfg.default_samples_per_second > 0) /* else the caller of listeners without auth is not limited */
 		s.api.default_limiter = ratelimit_new(s.cfg.default_samples_per_second);
@@ -404,7 +401,7 @@ out:
 		pool_free(s.pool); /* runs queued jobs: their batches reach the store */
 	store_drain(s.store); /* commits everything queued (their usage is counted) */
 	if (s.api.usage)
-		usage_close(s.api.usage); /* flushes the last counts (into the store, on ClickHouse) */
+		usage_close(s.api.usage); /* flushes the last counts into the store */
 	if (s.api.keys)
 		keys_close(s.api.keys);
 	store_close(s.store);

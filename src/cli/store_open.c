@@ -38,9 +38,11 @@ static char *read_secret(const char *path, kn_err *err)
 	return xstrdup(buf);
 }
 
-store_t *cli_store_open(const kiln_config *cfg, kn_err *err)
+store_t *cli_store_open(const kiln_config *cfg, int keys_usage_only, kn_err *err)
 {
-	store_config sc = {.dir = cfg->data_dir, .retention_days = config_retention_days(cfg, "")};
+	store_config sc = {.dir = cfg->data_dir,
+	                   .retention_days = config_retention_days(cfg, ""),
+	                   .keys_usage_only = keys_usage_only};
 	char *password = NULL;
 	if (!strcmp(cfg->store.engine, "clickhouse")) {
 		sc.engine = STORE_ENGINE_CLICKHOUSE;

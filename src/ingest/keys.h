@@ -1,13 +1,13 @@
-/* Ingestion keys (SPEC S6.1): a crash-safe store in DATA/keys.db holding only
- * SHA-256 hashes of keys, and an in-memory snapshot the server looks keys up in.
- * It does not decide which listener needs a key or scope answers (api/ does). */
+/* Ingestion keys (SPEC S6.1): create, revoke and list keys in the store, which
+ * keeps only their SHA-256 hashes (store.h: DATA/keys.db on the embedded
+ * engine, the keys table on ClickHouse), and an in-memory snapshot the server
+ * looks keys up in. It does not decide which listener needs a key or scope
+ * answers (api/ does), nor where keys are kept (the store does). */
 #ifndef KILN_INGEST_KEYS_H
 #define KILN_INGEST_KEYS_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <sqlite3.h>
 
 #include "base/err.h"
 #include "base/slice.h"
@@ -23,7 +23,7 @@ typedef struct {
 	int scope; /* KEY_SCOPE_* */
 } key_info;
 
-/* One row of keys.db as keys_list reports it; valid only during the callback. */
+/* One key as keys_list reports it; valid only during the callback. */
 typedef struct {
 	const char *name;
 	const char *project;
@@ -33,31 +33,25 @@ typedef struct {
 } key_row;
 
 typedef struct keys keys_t;
-
-/* Opens (creating the directory and db if missing) DATA/keys.db and loads every
- * non-revoked key into an immutable in-memory snapshot. NULL + err on failure. */
-keys_t *keys_open(const char *data_dir, kn_err *err);
-void keys_close(keys_t *k);
-
-/* The same over the keys table of a shared store (ClickHouse: every Kiln
- * process on it sees the same keys). A store unreachable at open starts with
- * no keys; keys_refresh re-reads the table at most once a second. */
 struct store;
-keys_t *keys_open_store(struct store *s, kn_err *err);
-/* 0 while no snapshot has been read yet (a shared store unreachable since
- * the start): an unknown key then means "cannot tell", not "wrong key". */
-int keys_ready(keys_t *k);
-/* keys_create, keys_revoke and keys_list on a shared store. */
-int keys_create_store(struct store *s, const char *project, const char *name, int scope, char *key_out, size_t n,
-                      kn_err *err);
-int keys_revoke_store(struct store *s, const char *name, kn_err *err);
-int keys_list_store(struct store *s, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err);
 
-/* Reloads the snapshot if keys.db changed since the last load (PRAGMA
- * data_version: one cheap query when nothing changed). The server calls it
- * every ~250 ms, so a key created or revoked by `kiln keys` in another process
- * takes effect within a second. Returns 1 reloaded, 0 unchanged, -1 on error
- * (the old snapshot stays in use). Thread-safe; concurrent calls serialize. */
+/* Reads every active key of the store into an immutable in-memory snapshot.
+ * A store that cannot answer now (ClickHouse unreachable, keys.db unreadable)
+ * starts with no keys: keys_ready is 0 until a refresh reads them. NULL + err
+ * only when OpenSSL has no SHA-256. */
+keys_t *keys_open(struct store *s, kn_err *err);
+void keys_close(keys_t *k);
+/* 0 while no snapshot has been read yet: an unknown key then means "cannot
+ * tell", not "wrong key". */
+int keys_ready(keys_t *k);
+
+/* Reloads the snapshot if the keys changed since the last load
+ * (store_keys_poll: the embedded engine looks at keys.db's change counter,
+ * one cheap query when nothing changed; ClickHouse re-reads at most once a
+ * second). The server calls it every 250 ms, so a key created or revoked by
+ * `kiln keys` in another process takes effect within a second. Returns 1
+ * reloaded, 0 unchanged, -1 on error (the old snapshot stays in use).
+ * Thread-safe; concurrent calls serialize. */
 int keys_refresh(keys_t *k);
 
 /* Is presented a valid (not revoked) key? 1 and *out filled, or 0. Hashes the
@@ -69,18 +63,18 @@ int keys_lookup(keys_t *k, slice_t presented, key_info *out);
 /* Creates a key for project under the global name (names are unique across
  * projects and stay taken after revocation) and writes it NUL-terminated to
  * key_out (n >= KEY_TEXT_MAX). The key is never stored, only its hash; it is
- * durable (synchronous=FULL commit) before this returns 0. -1 + err: 400 if
- * project or name is invalid or the name exists, 500 on I/O errors. */
-int keys_create(const char *data_dir, const char *project, const char *name, int scope, char *key_out,
-                size_t n, kn_err *err);
+ * durable before this returns 0. -1 + err: 400 if project or name is invalid
+ * or the name exists, 500/503 on I/O errors. */
+int keys_create(struct store *s, const char *project, const char *name, int scope, char *key_out, size_t n,
+                kn_err *err);
 
 /* Revokes the key called name. 0 revoked now, 1 already revoked, -1 + err
  * (404 unknown name, 500 I/O). */
-int keys_revoke(const char *data_dir, const char *name, kn_err *err);
+int keys_revoke(struct store *s, const char *name, kn_err *err);
 
 /* Calls cb for every key (revoked ones included), ordered by project then name.
- * A missing keys.db lists nothing. 0, or -1 + err. */
-int keys_list(const char *data_dir, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err);
+ * No keys yet lists nothing. 0, or -1 + err. */
+int keys_list(struct store *s, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err);
 
 /* Parses an Authorization header value "Bearer KEY" (scheme case-insensitive,
  * spaces around KEY ignored). 1 and *key_out (pointing into authorization), or 0. */
@@ -92,12 +86,5 @@ int keys_scope_parse(const char *s);
 
 /* Is s a valid project or key name ([A-Za-z0-9_.-]{1,64})? */
 int keys_name_valid(slice_t s);
-
-/* Shared with usage.c: opens DATA/file (creating data_dir and the db when
- * create is set) in WAL mode with synchronous=FULL and a busy timeout, and runs
- * schema (may be NULL). *db = NULL without error when !create and the file is
- * missing. 0, or -1 + err (500). */
-int ingest_db_open(const char *data_dir, const char *file, const char *schema, int create, sqlite3 **db,
-                   kn_err *err);
 
 #endif

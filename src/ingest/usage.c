@@ -1,6 +1,7 @@
 /* Usage counting: usage_add bumps counters in an in-memory map under one short
- * mutex; usage_flush moves them into usage.db as UPSERTed deltas. Reads merge
- * the db with what is still pending, so answers never lag the flush. */
+ * mutex; usage_flush moves them into the store as deltas (store_usage_write).
+ * Reads merge the store's rows with what is still pending, so answers never
+ * lag the flush. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,22 +10,10 @@
 #include "base/hash.h"
 #include "base/timeutil.h"
 #include "base/u64map.h"
-#include "ingest/keys.h"
 #include "ingest/usage.h"
 #include "store/store.h"
 
 #define USAGE_NAME_MAX 128 /* longer project or key names are truncated (keys allow 64) */
-
-static const char USAGE_SCHEMA[] = "CREATE TABLE IF NOT EXISTS usage("
-                                   " day INTEGER NOT NULL,"
-                                   " project TEXT NOT NULL,"
-                                   " key TEXT NOT NULL,"
-                                   " accepted INTEGER NOT NULL DEFAULT 0,"
-                                   " rejected_rate_limited INTEGER NOT NULL DEFAULT 0,"
-                                   " rejected_too_large INTEGER NOT NULL DEFAULT 0,"
-                                   " rejected_invalid INTEGER NOT NULL DEFAULT 0,"
-                                   " rejected_out_of_window INTEGER NOT NULL DEFAULT 0,"
-                                   " PRIMARY KEY(day, project, key))";
 
 typedef struct {
 	int64_t day;
@@ -42,12 +31,11 @@ typedef struct {
 } usage_map;
 
 struct usage {
-	pthread_mutex_t _mu; /* guards _pending and _totals */
-	usage_map _pending;  /* counts not yet in usage.db */
-	usage_map _totals;   /* since open, per (project, key); day = 0 */
-	pthread_mutex_t _db_mu; /* guards _db; held across a flush or a read so none sees a half-moved delta */
-	sqlite3 *_db;
-	store_t *_store; /* instead of _db: the engine keeps the counters (ClickHouse) */
+	pthread_mutex_t _mu;    /* guards _pending and _totals */
+	usage_map _pending;     /* counts not yet in the store */
+	usage_map _totals;      /* since open, per (project, key); day = 0 */
+	pthread_mutex_t _db_mu; /* held across a flush or a read so none sees a half-moved delta */
+	store_t *_store;
 };
 
 static void map_init(usage_map *m)
@@ -120,21 +108,7 @@ static void entry_add(usage_entry *e, const uint64_t counts[USAGE_COUNTERS])
 		e->counts[i] += counts[i];
 }
 
-usage_t *usage_open(const char *data_dir, kn_err *err)
-{
-	usage_t *u = xcalloc(1, sizeof *u);
-	pthread_mutex_init(&u->_mu, NULL);
-	pthread_mutex_init(&u->_db_mu, NULL);
-	map_init(&u->_pending);
-	map_init(&u->_totals);
-	if (ingest_db_open(data_dir, "usage.db", USAGE_SCHEMA, 1, &u->_db, err) < 0) {
-		usage_close(u);
-		return NULL;
-	}
-	return u;
-}
-
-usage_t *usage_open_store(store_t *s)
+usage_t *usage_open(store_t *s)
 {
 	usage_t *u = xcalloc(1, sizeof *u);
 	pthread_mutex_init(&u->_mu, NULL);
@@ -149,11 +123,8 @@ void usage_close(usage_t *u)
 {
 	if (!u)
 		return;
-	if (u->_db || u->_store) {
-		kn_err err;
-		usage_flush(u, &err);
-		sqlite3_close(u->_db);
-	}
+	kn_err err;
+	usage_flush(u, &err);
 	map_free(&u->_pending);
 	map_free(&u->_totals);
 	pthread_mutex_destroy(&u->_mu);
@@ -179,42 +150,6 @@ void usage_add(usage_t *u, slice_t project, slice_t key, int64_t t_ns, uint64_t 
 	pthread_mutex_unlock(&u->_mu);
 }
 
-static int upsert_all(sqlite3 *db, const usage_map *m, kn_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-	                       "INSERT INTO usage VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(day, project, key) DO UPDATE SET"
-	                       " accepted = accepted + excluded.accepted,"
-	                       " rejected_rate_limited = rejected_rate_limited + excluded.rejected_rate_limited,"
-	                       " rejected_too_large = rejected_too_large + excluded.rejected_too_large,"
-	                       " rejected_invalid = rejected_invalid + excluded.rejected_invalid,"
-	                       " rejected_out_of_window = rejected_out_of_window + excluded.rejected_out_of_window",
-	                       -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	for (size_t i = 0; i < m->n; i++) {
-		const usage_entry *e = m->v[i];
-		sqlite3_bind_int64(st, 1, e->day);
-		sqlite3_bind_text(st, 2, e->names, (int)e->plen, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, e->names + e->plen, (int)e->klen, SQLITE_STATIC);
-		for (int c = 0; c < USAGE_COUNTERS; c++)
-			sqlite3_bind_int64(st, 4 + c, (int64_t)e->counts[c]);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_reset(st);
-	}
-	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-		rc = 0;
-out:
-	if (rc < 0) {
-		err_set(err, 500, "usage.db: %s", sqlite3_errmsg(db));
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
 static int store_write_all(store_t *s, const usage_map *m, kn_err *err)
 {
 	store_usage_row *rows = xmalloc((m->n + 1) * sizeof *rows);
@@ -237,12 +172,13 @@ int usage_flush(usage_t *u, kn_err *err)
 	map_init(&u->_pending);
 	pthread_mutex_unlock(&u->_mu);
 
-	int rc = moving.n ? (u->_store ? store_write_all(u->_store, &moving, err) : upsert_all(u->_db, &moving, err)) : 0;
+	int rc = moving.n ? store_write_all(u->_store, &moving, err) : 0;
 	if (rc < 0) { /* put the counts back for the next flush */
 		pthread_mutex_lock(&u->_mu);
 		for (size_t i = 0; i < moving.n; i++) {
 			const usage_entry *e = moving.v[i];
-			entry_add(map_get(&u->_pending, e->day, entry_project(e), entry_key(e), SIZE_MAX), e->counts);
+			entry_add(map_get(&u->_pending, e->day, entry_project(e), entry_key(e), SIZE_MAX),
+			          e->counts);
 		}
 		pthread_mutex_unlock(&u->_mu);
 	}
@@ -265,38 +201,6 @@ static void store_row(const store_usage_row *r, void *ctx)
 	entry_add(map_get(ctx, r->day, r->project, r->key, SIZE_MAX), r->counts);
 }
 
-/* Reads the matching db rows into m. Caller holds _db_mu. */
-static int read_db(usage_t *u, slice_t project, int64_t from_day, int64_t until_day, usage_map *m, kn_err *err)
-{
-	if (u->_store)
-		return store_usage_read(u->_store, project, from_day, until_day, store_row, m, err);
-	sqlite3_stmt *st = NULL;
-	int rc = -1, step = SQLITE_ERROR;
-	if (sqlite3_prepare_v2(u->_db,
-	                       "SELECT day, project, key, accepted, rejected_rate_limited, rejected_too_large,"
-	                       " rejected_invalid, rejected_out_of_window FROM usage"
-	                       " WHERE day BETWEEN ?1 AND ?2 AND (?3 = '' OR project = ?3)",
-	                       -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	sqlite3_bind_int64(st, 1, from_day);
-	sqlite3_bind_int64(st, 2, until_day);
-	sqlite3_bind_text(st, 3, project.n ? (const char *)project.p : "", (int)project.n, SQLITE_STATIC);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		slice_t p = slice_make(sqlite3_column_text(st, 1), (size_t)sqlite3_column_bytes(st, 1));
-		slice_t k = slice_make(sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 2));
-		uint64_t counts[USAGE_COUNTERS];
-		for (int c = 0; c < USAGE_COUNTERS; c++)
-			counts[c] = (uint64_t)sqlite3_column_int64(st, 3 + c);
-		entry_add(map_get(m, sqlite3_column_int64(st, 0), p, k, SIZE_MAX), counts);
-	}
-	rc = step == SQLITE_DONE ? 0 : -1;
-out:
-	if (rc < 0)
-		err_set(err, 500, "usage.db: %s", sqlite3_errmsg(u->_db));
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
                void (*cb)(const usage_row *row, void *ctx), void *ctx, kn_err *err)
 {
@@ -304,7 +208,7 @@ int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
 	usage_map m;
 	map_init(&m);
 	pthread_mutex_lock(&u->_db_mu);
-	int rc = read_db(u, project, from_day, until_day, &m, err);
+	int rc = store_usage_read(u->_store, project, from_day, until_day, store_row, &m, err);
 	if (rc == 0) {
 		pthread_mutex_lock(&u->_mu);
 		for (size_t i = 0; i < u->_pending.n; i++) {
@@ -320,7 +224,8 @@ int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
 	if (rc == 0 && m.n) {
 		qsort(m.v, m.n, sizeof *m.v, entry_order);
 		for (size_t i = 0; i < m.n; i++) {
-			usage_row row = {.day = m.v[i]->day, .project = entry_project(m.v[i]), .key = entry_key(m.v[i])};
+			usage_row row = {
+			    .day = m.v[i]->day, .project = entry_project(m.v[i]), .key = entry_key(m.v[i])};
 			memcpy(row.counts, m.v[i]->counts, sizeof row.counts);
 			cb(&row, ctx);
 		}
@@ -348,7 +253,8 @@ static void row_json(const usage_row *r, void *arg)
 	               ",\"accepted\":%llu,\"rejected\":%llu,\"rejected_by_reason\":{\"rate_limited\":%llu,"
 	               "\"too_large\":%llu,\"invalid\":%llu,\"out_of_window\":%llu}}",
 	               (unsigned long long)r->counts[USAGE_ACCEPTED], (unsigned long long)rejected,
-	               (unsigned long long)r->counts[USAGE_RATE_LIMITED], (unsigned long long)r->counts[USAGE_TOO_LARGE],
+	               (unsigned long long)r->counts[USAGE_RATE_LIMITED],
+	               (unsigned long long)r->counts[USAGE_TOO_LARGE],
 	               (unsigned long long)r->counts[USAGE_INVALID],
 	               (unsigned long long)r->counts[USAGE_OUT_OF_WINDOW]) < 0)
 		c->full = 1;
@@ -366,7 +272,8 @@ int usage_query(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns, 
 	return 0;
 }
 
-void usage_totals(usage_t *u, void (*cb)(slice_t project, slice_t key, const uint64_t counts[USAGE_COUNTERS], void *ctx),
+void usage_totals(usage_t *u,
+                  void (*cb)(slice_t project, slice_t key, const uint64_t counts[USAGE_COUNTERS], void *ctx),
                   void *ctx)
 {
 	pthread_mutex_lock(&u->_mu);

@@ -1,6 +1,8 @@
 /* Usage (SPEC S6.3): samples accepted and rejected (by reason) per project, key
- * name and UTC day, counted in memory and flushed to DATA/usage.db each second.
- * It does not decide what a request counts as; the push routes tell it. */
+ * name and UTC day, counted in memory and flushed to the store each second
+ * (store_usage_write: DATA/usage.db on the embedded engine, the usage table
+ * on ClickHouse). It does not decide what a request counts as; the push
+ * routes tell it, nor where the counts are kept; the store does. */
 #ifndef KILN_INGEST_USAGE_H
 #define KILN_INGEST_USAGE_H
 
@@ -29,14 +31,9 @@ typedef struct {
 	uint64_t counts[USAGE_COUNTERS];
 } usage_row;
 
-/* Opens (creating the directory and db if missing) DATA/usage.db:
- * usage(day, project, key, accepted, rejected_rate_limited, rejected_too_large,
- * rejected_invalid, rejected_out_of_window), primary key (day, project, key). */
-usage_t *usage_open(const char *data_dir, kn_err *err);
-/* The same over the store's own counters (store_is_shared(s): ClickHouse),
- * shared by every Kiln process on that store; no file. */
+/* Counts into s (store.h's usage rows); opening reads nothing. */
 struct store;
-usage_t *usage_open_store(struct store *s);
+usage_t *usage_open(struct store *s);
 /* Flushes what is pending, then closes. NULL is fine. */
 void usage_close(usage_t *u);
 
@@ -50,10 +47,10 @@ void usage_close(usage_t *u);
 void usage_add(usage_t *u, slice_t project, slice_t key, int64_t t_ns, uint64_t accepted, int reason,
                uint64_t samples);
 
-/* Writes the pending counts to usage.db, adding them to what is there (one
- * transaction, synchronous=FULL). The server calls it every second and at
- * shutdown, so a kill -9 loses at most about one second of counts. On failure
- * the counts stay pending for the next flush. 0, or -1 + err. Thread-safe. */
+/* Writes the pending counts to the store, adding them to what is there (one
+ * store_usage_write: one transaction with synchronous=FULL, one INSERT). The server calls it every second and
+ * at shutdown, so a kill -9 loses at most about one second of counts. On failure the counts stay pending for
+ * the next flush. 0, or -1 + err. Thread-safe. */
 int usage_flush(usage_t *u, kn_err *err);
 
 /* Calls cb for every row of project (all projects if project is empty) whose

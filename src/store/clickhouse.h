@@ -194,8 +194,11 @@ int ch_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *
 int ch_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
                   void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
 
-int ch_keys_write(store_t *s, const store_key_row *row, kn_err *err);
+int ch_keys_create(store_t *s, const store_key_row *row, kn_err *err);
+int ch_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
 int ch_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
+int ch_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
+                 kn_err *err);
 
 /* ---- clickhouse_view.c ---- */
 int ch_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,

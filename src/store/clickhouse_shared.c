@@ -2,6 +2,7 @@
  * the rows every Kiln process shares, so that any query process reports
  * what every ingestor counted and every process accepts the same keys. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/alloc.h"
 #include "base/timeutil.h"
@@ -80,9 +81,11 @@ int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_
 
 /* ---- ingestion keys (SPEC S6.1) ---- */
 
-int ch_keys_write(store_t *st, const store_key_row *row, kn_err *err)
+#define CH_KEYS_REFRESH_NS (1000 * 1000000LL) /* store_keys_poll re-reads the table at most once a second */
+
+/* Writes the whole state of one key name: the newest row of a name wins. */
+static int keys_write(ch_store *s, const store_key_row *row, kn_err *err)
 {
-	ch_store *s = (ch_store *)st;
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
 	ch_put_str(&b, row->name);
@@ -91,7 +94,7 @@ int ch_keys_write(store_t *st, const store_key_row *row, kn_err *err)
 	ch_put_str(&b, row->hash);
 	ch_put_i64(&b, row->created_ns);
 	ch_put_i64(&b, row->revoked_ns);
-	ch_put_i64(&b, time_now_ns()); /* version: the newest row of a name wins */
+	ch_put_i64(&b, time_now_ns()); /* version */
 	ch_conn *c = ch_conn_get(s);
 	int rc = ch_schema(s, c, err);
 	if (rc == 0)
@@ -102,15 +105,20 @@ int ch_keys_write(store_t *st, const store_key_row *row, kn_err *err)
 	return rc;
 }
 
-int ch_keys_read(store_t *st, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+/* The current row of every key name, or of *name only. */
+static int keys_select(ch_store *s, const slice_t *name, void (*cb)(const store_key_row *row, void *ctx),
+                       void *ctx, kn_err *err)
 {
-	ch_store *s = (ch_store *)st;
 	buf_t q;
 	buf_init(&q, SIZE_MAX);
 	buf_puts(&q,
 	         "SELECT name, argMax(project, version) AS p, argMax(scope, version), argMax(hash, version), "
-	         "argMax(created_ns, version), argMax(revoked_ns, version) FROM keys GROUP BY name "
-	         "ORDER BY p, name");
+	         "argMax(created_ns, version), argMax(revoked_ns, version) FROM keys");
+	if (name) {
+		buf_puts(&q, " WHERE name = ");
+		ch_sql_str(&q, *name);
+	}
+	buf_puts(&q, " GROUP BY name ORDER BY p, name");
 	ch_conn *c = ch_conn_get(s);
 	ch_rd rd;
 	int rc = ch_select(s, c, &q, &rd, err);
@@ -129,5 +137,87 @@ int ch_keys_read(store_t *st, void (*cb)(const store_key_row *row, void *ctx), v
 	}
 	ch_conn_put(s, c);
 	buf_free(&q);
+	return rc;
+}
+
+int ch_keys_read(store_t *st, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+{
+	return keys_select((ch_store *)st, NULL, cb, ctx, err);
+}
+
+int ch_keys_poll(store_t *st, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
+                 kn_err *err)
+{
+	int64_t now = time_mono_ns();
+	if (*stamp && now - *stamp < CH_KEYS_REFRESH_NS)
+		return 0;
+	*stamp = now; /* a failed read too waits a second: an unreachable ClickHouse is not hammered */
+	return ch_keys_read(st, cb, ctx, err) < 0 ? -1 : 1;
+}
+
+/* One key name's row, copied (its strings in buf). */
+typedef struct {
+	int found;
+	store_key_row row;
+	buf_t buf;
+} key_found;
+
+static void keep_key(const store_key_row *r, void *ctx)
+{
+	key_found *f = ctx;
+	if (f->found)
+		return;
+	f->found = 1;
+	f->row = *r;
+	buf_append(&f->buf, r->project.p, r->project.n);
+	buf_append(&f->buf, r->scope.p, r->scope.n);
+	buf_append(&f->buf, r->hash.p, r->hash.n);
+}
+
+/* Reads the row of name into f (f->found 0 when there is none). */
+static int key_find(ch_store *s, slice_t name, key_found *f, kn_err *err)
+{
+	memset(f, 0, sizeof *f);
+	buf_init(&f->buf, SIZE_MAX);
+	if (keys_select(s, &name, keep_key, f, err) < 0)
+		return -1;
+	if (f->found) {
+		const uint8_t *p = f->buf.p;
+		f->row.name = name;
+		f->row.project = slice_make(p, f->row.project.n);
+		f->row.scope = slice_make(p + f->row.project.n, f->row.scope.n);
+		f->row.hash = slice_make(p + f->row.project.n + f->row.scope.n, f->row.hash.n);
+	}
+	return 0;
+}
+
+int ch_keys_create(store_t *st, const store_key_row *row, kn_err *err)
+{
+	ch_store *s = (ch_store *)st;
+	key_found f;
+	int rc = key_find(s, row->name, &f, err);
+	if (rc == 0 && f.found)
+		rc = err_set(err, 400, "a key named '%.*s' already exists (names are unique across projects)",
+		             (int)row->name.n, (const char *)row->name.p);
+	if (rc == 0)
+		rc = keys_write(s, row, err);
+	buf_free(&f.buf);
+	return rc;
+}
+
+int ch_keys_revoke(store_t *st, slice_t name, int64_t now_ns, kn_err *err)
+{
+	ch_store *s = (ch_store *)st;
+	key_found f;
+	int rc = key_find(s, name, &f, err);
+	if (rc == 0 && !f.found)
+		rc = err_set(err, 404, "no key named '%.*s'", (int)name.n, (const char *)name.p);
+	else if (rc == 0 && f.row.revoked_ns)
+		rc = 1;
+	else if (rc == 0) {
+		f.row.revoked_ns = now_ns;
+		rc = keys_write(s, &f.row, err);
+	}
+	buf_free(&f.buf);
 	return rc;
 }

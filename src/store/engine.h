@@ -22,12 +22,15 @@ typedef struct store_engine {
 	int (*retention_sweep)(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
 	                       kn_err *err);
 	void (*get_stats)(store_t *s, store_stats *out);
-	int (*usage_write)(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err); /* NULL: none */
+	/* Keys and usage (store.h): every engine fills these. */
+	int (*usage_write)(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
 	int (*usage_read)(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
 	                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
-
-	int (*keys_write)(store_t *s, const store_key_row *row, kn_err *err);
+	int (*keys_create)(store_t *s, const store_key_row *row, kn_err *err);
+	int (*keys_revoke)(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
 	int (*keys_read)(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
+	int (*keys_poll)(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx),
+	                 void *ctx, kn_err *err);
 
 	int (*view_open)(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
 	                 kn_err *err);

@@ -111,6 +111,12 @@ struct store {
 	size_t cap_damaged;
 	_Atomic uint64_t damaged_count;
 
+	/* Keys and usage (local_shared.c): one connection to keys.db and one to
+	 * usage.db, each opened on first use and guarded by its mutex. */
+	int keys_usage_only; /* store_config.keys_usage_only: no lock, no writer */
+	pthread_mutex_t keys_mu, usage_mu;
+	sqlite3 *keys_db, *usage_db;
+
 	/* Writer thread only. */
 	local_part **parts;
 	uint32_t n_parts;
@@ -208,7 +214,24 @@ int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn
 /* The sweep of job j (writer thread, between groups). */
 int local_retention_run(store_t *s, local_job *j, kn_err *err);
 
+/* ---- local_shared.c: keys.db and usage.db (store.h's keys and usage) ---- */
+/* Sets up the mutexes and, unless keys_usage_only, opens (creating them)
+ * keys.db and usage.db, so a server that cannot use them fails at start.
+ * local_shared_close is needed either way. 0, or -1 + err. */
+int local_shared_open(store_t *s, kn_err *err);
+void local_shared_close(store_t *s);
+int local_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+int local_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
+                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+int local_keys_create(store_t *s, const store_key_row *row, kn_err *err);
+int local_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
+int local_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
+int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
+                    kn_err *err);
+
 /* ---- the engine's entry points (store_local_engine, local_writer.c) ---- */
+/* mkdir -p dir. 0, or -1 + err (500). */
+int local_mkdir_p(const char *dir, kn_err *err);
 void local_drain(store_t *s);
 void local_close(store_t *s);
 void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);

@@ -29,7 +29,7 @@ typedef struct {
 	size_t n, cap;
 } part_list;
 
-static int mkdir_p(const char *dir, kn_err *err)
+int local_mkdir_p(const char *dir, kn_err *err)
 {
 	char *d = xstrdup(dir);
 	for (char *c = d + 1;; c++) {
@@ -52,32 +52,62 @@ static int mkdir_p(const char *dir, kn_err *err)
 
 static void run_group(void *ctx, store_job **jobs, size_t n);
 
+/* What local_open set up, undone (the writer thread already joined or never started). */
+static void local_free(store_t *s)
+{
+	local_scratch *sc = &s->sc;
+	free(sc->frame_map);
+	free(sc->node_map);
+	free(sc->attr_map);
+	free(sc->span_ref);
+	free(sc->span_sets);
+	free(sc->chain);
+	free(sc->entries);
+	buf_free(&sc->raw);
+	buf_free(&sc->packed);
+	buf_free(&sc->labels);
+	ZSTD_freeCCtx(sc->zc);
+	local_shared_close(s);
+	local_retention_free(s);
+	local_damage_free(s);
+	store_writeq_destroy(&s->q);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	free(s->dir);
+	free(s);
+}
+
 store_t *local_open(const store_config *cfg, kn_err *err)
 {
 	if (!cfg || !cfg->dir || !*cfg->dir) {
 		err_set(err, 500, "store: no data directory configured");
 		return NULL;
 	}
-	if (mkdir_p(cfg->dir, err) < 0)
-		return NULL;
-	/* Two processes writing one embedded store would each cache ids and open
-	 * partitions as if alone: refuse the second. The lock dies with the
-	 * process (kill -9 included). */
-	char lock_path[4096];
-	snprintf(lock_path, sizeof lock_path, "%s/LOCK", cfg->dir);
-	int lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (lock_fd < 0) {
-		err_set(err, 500, "store: cannot open %s: %s", lock_path, strerror(errno));
-		return NULL;
-	}
-	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		err_set(err, 503, "store: data directory %s is in use by another kiln process", cfg->dir);
-		close(lock_fd);
-		return NULL;
+	int lock_fd = -1;
+	if (!cfg->keys_usage_only) {
+		if (local_mkdir_p(cfg->dir, err) < 0)
+			return NULL;
+		/* Two processes writing one embedded store would each cache ids and open
+		 * partitions as if alone: refuse the second. The lock dies with the
+		 * process (kill -9 included). */
+		char lock_path[4096];
+		snprintf(lock_path, sizeof lock_path, "%s/LOCK", cfg->dir);
+		lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (lock_fd < 0) {
+			err_set(err, 500, "store: cannot open %s: %s", lock_path, strerror(errno));
+			return NULL;
+		}
+		if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			err_set(err, 503, "store: data directory %s is in use by another kiln process",
+			        cfg->dir);
+			close(lock_fd);
+			return NULL;
+		}
 	}
 	store_t *s = xcalloc(1, sizeof *s);
 	s->head_.engine = &store_local_engine;
 	s->lock_fd = lock_fd;
+	s->keys_usage_only = cfg->keys_usage_only;
 	s->dir = xstrdup(cfg->dir);
 	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
 	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
@@ -96,14 +126,17 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	    .run = run_group,
 	    .ctx = s,
 	};
-	if (store_writeq_start(&s->q, &qc, err) < 0) {
-		store_writeq_destroy(&s->q);
-		local_retention_free(s);
-		local_damage_free(s);
-		ZSTD_freeCCtx(s->sc.zc);
-		close(s->lock_fd);
-		free(s->dir);
-		free(s);
+	int rc = local_shared_open(s, err);
+	if (rc == 0 && !cfg->keys_usage_only) {
+		rc = store_writeq_start(&s->q, &qc, err);
+	} else { /* no writer thread: the queue refuses every job (503), as while draining */
+		s->q.cfg = qc;
+		pthread_mutex_init(&s->q.mu, NULL);
+		pthread_cond_init(&s->q.cv, NULL);
+		s->q.closing = s->q.joined = 1;
+	}
+	if (rc < 0) {
+		local_free(s);
 		return NULL;
 	}
 	return s;
@@ -120,24 +153,7 @@ void local_close(store_t *s)
 		return;
 	local_drain(s);
 	local_parts_close_all(s);
-	local_scratch *sc = &s->sc;
-	free(sc->frame_map);
-	free(sc->node_map);
-	free(sc->attr_map);
-	free(sc->span_ref);
-	free(sc->span_sets);
-	free(sc->chain);
-	free(sc->entries);
-	buf_free(&sc->raw);
-	buf_free(&sc->packed);
-	buf_free(&sc->labels);
-	ZSTD_freeCCtx(sc->zc);
-	local_retention_free(s);
-	local_damage_free(s);
-	store_writeq_destroy(&s->q);
-	close(s->lock_fd);
-	free(s->dir);
-	free(s);
+	local_free(s);
 }
 
 void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
@@ -362,6 +378,12 @@ const store_engine store_local_engine = {
     .projects = local_projects,
     .retention_sweep = local_retention_sweep,
     .get_stats = local_get_stats,
+    .usage_write = local_usage_write,
+    .usage_read = local_usage_read,
+    .keys_create = local_keys_create,
+    .keys_revoke = local_keys_revoke,
+    .keys_read = local_keys_read,
+    .keys_poll = local_keys_poll,
     .view_open = local_view_open,
     .view_close = local_view_close,
     .view_partitions = local_view_partitions,

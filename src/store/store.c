@@ -209,35 +209,36 @@ int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t no
 
 void store_get_stats(store_t *s, store_stats *out) { ENGINE(s)->get_stats(s, out); }
 
-int store_is_shared(const store_t *s) { return ENGINE(s)->usage_write != NULL; }
-
 int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err)
 {
-	if (!ENGINE(s)->usage_write)
-		return err_set(err, 500, "store: the %s engine keeps no usage", ENGINE(s)->name);
 	return ENGINE(s)->usage_write(s, rows, n, err);
 }
 
 int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
                      void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err)
 {
-	if (!ENGINE(s)->usage_read)
-		return err_set(err, 500, "store: the %s engine keeps no usage", ENGINE(s)->name);
 	return ENGINE(s)->usage_read(s, project, from_day, until_day, cb, ctx, err);
 }
 
-int store_keys_write(store_t *s, const store_key_row *row, kn_err *err)
+int store_keys_create(store_t *s, const store_key_row *row, kn_err *err)
 {
-	if (!ENGINE(s)->keys_write)
-		return err_set(err, 500, "store: the %s engine keeps no keys", ENGINE(s)->name);
-	return ENGINE(s)->keys_write(s, row, err);
+	return ENGINE(s)->keys_create(s, row, err);
+}
+
+int store_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err)
+{
+	return ENGINE(s)->keys_revoke(s, name, now_ns, err);
 }
 
 int store_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
 {
-	if (!ENGINE(s)->keys_read)
-		return err_set(err, 500, "store: the %s engine keeps no keys", ENGINE(s)->name);
 	return ENGINE(s)->keys_read(s, cb, ctx, err);
+}
+
+int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
+                    kn_err *err)
+{
+	return ENGINE(s)->keys_poll(s, stamp, cb, ctx, err);
 }
 
 int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,

@@ -33,6 +33,9 @@ typedef struct {
 	int retention_days;       /* retention of projects without store_set_retention; 0 (default):
 	                             none, views are not clamped (tools, tests); the server passes the
 	                             configured default (14 days, SPEC S6.4). */
+	int keys_usage_only;      /* 1: only keys and usage will be used (kiln keys, kiln usage beside a
+	                             running server): the embedded engine takes no lock, starts no writer
+	                             (writes get a 503) and creates nothing until a key or count is written */
 } store_config;
 
 store_t *store_open(const store_config *cfg, kn_err *err);
@@ -119,39 +122,53 @@ void store_get_stats(store_t *s, store_stats *out);
 /* "local" or "clickhouse". */
 const char *store_engine_name(const store_t *s);
 
-/* ---- Usage counters kept by the engine (SPEC S6.3) -------------------
- * The ClickHouse engine keeps the usage counters of every Kiln process in
- * one table, so a query node sees what every ingestor counted; the embedded
- * engine leaves usage to ingest/usage's own file (store_is_shared 0). */
+/* ---- Usage counters and ingestion keys (SPEC S6.3, S6.1) -------------
+ * Every engine keeps them. The embedded engine: DATA/usage.db and
+ * DATA/keys.db (SQLite, WAL, synchronous=FULL), which `kiln keys` and
+ * `kiln usage` open beside a running server (store_config.keys_usage_only).
+ * ClickHouse: its usage and keys tables, shared by every Kiln process on it,
+ * so a query node sees what every ingestor counted and a key created once
+ * works everywhere. All of these are thread-safe. */
 typedef struct {
 	int64_t day; /* days since 1970-01-01, UTC */
 	slice_t project, key;
 	uint64_t counts[5]; /* accepted, rejected: rate_limited, too_large, invalid, out_of_window */
 } store_usage_row;
-/* 1 when the engine keeps usage counters and ingestion keys for every Kiln
- * process on it (ClickHouse), 0 when they stay in the data directory. */
-int store_is_shared(const store_t *s);
-/* Adds rows to the stored counters (one insert). 0, or -1 with err (503 when unreachable). */
+/* Adds rows to the stored counters (one transaction / one insert). 0, or -1
+ * with err (500; 503 when ClickHouse is unreachable). */
 int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
 /* Calls cb with the summed rows of project (every project when empty) for
- * days from_day..until_day inclusive, ordered by day, project, key. */
+ * days from_day..until_day inclusive, ordered by day, project, key. Nothing
+ * stored yet (no usage.db) is no rows. */
 int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
                      void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
 
-/* ---- Ingestion keys kept by the engine (SPEC S6.1) -------------------
- * With ClickHouse, keys (their SHA-256 hashes) live in one table that every
- * Kiln process reads, so a key created once works on every ingestor and
- * query node; the embedded engine leaves keys to ingest/keys' keys.db
- * (store_is_shared 0). A row is the
- * whole state of one key name; writing the name again replaces it. */
+/* The whole state of one key name (only the key's SHA-256 hash is stored). */
 typedef struct {
-	slice_t name, project, scope; /* scope: "ingest" | "query" | "both" */
-	slice_t hash;                 /* 32 bytes */
+	slice_t name, project, scope;   /* scope: "ingest" | "query" | "both" */
+	slice_t hash;                   /* 32 bytes */
 	int64_t created_ns, revoked_ns; /* revoked_ns 0: active */
 } store_key_row;
-int store_keys_write(store_t *s, const store_key_row *row, kn_err *err);
-/* Every key name's current row, ordered by project, then name. */
+/* Adds the key row->name, durable before this returns 0. -1 + err: 400 when
+ * the name is taken (names stay taken after revocation; on ClickHouse two
+ * creations of one name at the same instant may both succeed, the newer row
+ * wins), 500/503 on I/O. */
+int store_keys_create(store_t *s, const store_key_row *row, kn_err *err);
+/* Revokes the key called name at now_ns: 0 revoked now, 1 already revoked,
+ * -1 + err (404 unknown name, 500/503 I/O). */
+int store_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
+/* Every key name's current row, ordered by project, then name. No keys yet
+ * (no keys.db) is no rows. Rows are the engine's bytes: callers check them. */
 int store_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
+/* store_keys_read when the keys may have changed since *stamp (start with
+ * *stamp = 0), which the engine then updates: 1 read (cb called), 0 unchanged
+ * (cb not called), -1 + err. The engine decides what is cheap: embedded, a
+ * look at keys.db's change counter (PRAGMA data_version), so polling it every
+ * 250 ms costs one query while nothing changes, and a failed read is tried
+ * again at the next poll; ClickHouse cannot tell, so it re-reads the table,
+ * at most once a second, even after a failure. */
+int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
+                    kn_err *err);
 
 /* ---- Reading ---------------------------------------------------------
  * A view is a read snapshot of one project's partitions overlapping

@@ -142,9 +142,7 @@ static int setup(void **state)
 	f->store = open_store(f->dir);
 	f->drained = open_store(f->dir2);
 	store_drain(f->drained); /* every submit is refused: 503 */
-	kn_err err = {0};
-	f->usage = usage_open(f->dir, &err);
-	assert_non_null(f->usage);
+	f->usage = usage_open(f->store);
 	f->loop = loop_new();
 	f->pool = pool_new(2);
 	f->limiter = ratelimit_new(1);
@@ -164,9 +162,9 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 	pool_free(f->pool);
+	usage_close(f->usage); /* flushes into f->store */
 	store_close(f->store);
 	store_close(f->drained);
-	usage_close(f->usage);
 	loop_free(f->loop);
 	ratelimit_free(f->limiter);
 	buf_free(&f->big);

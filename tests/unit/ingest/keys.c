@@ -1,6 +1,8 @@
-/* Tests src/ingest/keys.c: create/list/revoke, lookups, refresh seeing another
- * process's changes within a second, crash safety of create under kill -9, and
- * lookups racing refreshes. */
+/* Tests src/ingest/keys.c over the embedded store: create/list/revoke,
+ * lookups, refresh seeing another process's changes within a second, crash
+ * safety of create under kill -9, and lookups racing refreshes. Keys are
+ * changed the way `kiln keys` does (a keys-and-usage-only store beside the
+ * server's). */
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,10 +13,10 @@
 #include "base/timeutil.h"
 #include "ingest/keys.h"
 
-static void create_ok(const char *dir, const char *project, const char *name, int scope, char key[KEY_TEXT_MAX])
+static void create_ok(store_t *st, const char *project, const char *name, int scope, char key[KEY_TEXT_MAX])
 {
 	kn_err err = {0};
-	if (keys_create(dir, project, name, scope, key, KEY_TEXT_MAX, &err) != 0)
+	if (keys_create(st, project, name, scope, key, KEY_TEXT_MAX, &err) != 0)
 		fail_msg("keys_create %s: %s", name, err.msg);
 }
 
@@ -40,34 +42,41 @@ static void test_create_list_revoke(void **state)
 	char *dir = temp_dir(), k1[KEY_TEXT_MAX], k2[KEY_TEXT_MAX];
 	kn_err err = {0};
 	rows_seen seen = {0};
+	store_t *cli = open_store(dir, 1);
 	/* No keys.db yet: an empty list, and nothing created by listing. */
-	assert_int_equal(keys_list(dir, collect_row, &seen, &err), 0);
+	assert_int_equal(keys_list(cli, collect_row, &seen, &err), 0);
 	assert_int_equal(seen.n, 0);
+	char path[300];
+	snprintf(path, sizeof path, "%s/keys.db", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(keys_revoke(cli, "ci", &err), -1);
+	assert_int_equal(err.status, 404);
+	assert_int_equal(access(path, F_OK), -1);
 
-	create_ok(dir, "shop", "ci", KEY_SCOPE_INGEST, k1);
-	create_ok(dir, "other", "grafana", KEY_SCOPE_QUERY, k2);
+	create_ok(cli, "shop", "ci", KEY_SCOPE_INGEST, k1);
+	create_ok(cli, "other", "grafana", KEY_SCOPE_QUERY, k2);
 	assert_int_equal(strncmp(k1, "kiln_", 5), 0);
 	assert_int_equal(strlen(k1), 5 + 43); /* 256 bits in base64url */
 	assert_string_not_equal(k1, k2);
 
 	/* Names are global; bad names and scopes are 400s. */
 	char k3[KEY_TEXT_MAX];
-	assert_int_equal(keys_create(dir, "elsewhere", "ci", KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
+	assert_int_equal(keys_create(cli, "elsewhere", "ci", KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
 	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.msg, "already exists"));
-	assert_int_equal(keys_create(dir, "a b", "x", KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
+	assert_int_equal(keys_create(cli, "a b", "x", KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
 	assert_int_equal(err.status, 400);
-	assert_int_equal(keys_create(dir, "p", "", KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
+	assert_int_equal(keys_create(cli, "p", "", KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
 	assert_int_equal(err.status, 400);
 	char long_name[80];
 	memset(long_name, 'a', 65);
 	long_name[65] = 0;
-	assert_int_equal(keys_create(dir, "p", long_name, KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
+	assert_int_equal(keys_create(cli, "p", long_name, KEY_SCOPE_BOTH, k3, sizeof k3, &err), -1);
 	long_name[64] = 0;
-	create_ok(dir, "p", long_name, KEY_SCOPE_BOTH, k3);
-	assert_int_equal(keys_create(dir, "p", "y", 7, k3, sizeof k3, &err), -1);
+	create_ok(cli, "p", long_name, KEY_SCOPE_BOTH, k3);
+	assert_int_equal(keys_create(cli, "p", "y", 7, k3, sizeof k3, &err), -1);
 
-	assert_int_equal(keys_list(dir, collect_row, &seen, &err), 0);
+	assert_int_equal(keys_list(cli, collect_row, &seen, &err), 0);
 	assert_int_equal(seen.n, 3); /* ordered by project, name */
 	assert_string_equal(seen.rows[0].name, "grafana");
 	assert_int_equal(seen.rows[0].scope, KEY_SCOPE_QUERY);
@@ -75,13 +84,14 @@ static void test_create_list_revoke(void **state)
 	assert_true(seen.rows[2].created_ns > 0);
 	assert_int_equal(seen.rows[2].revoked_ns, 0);
 
-	assert_int_equal(keys_revoke(dir, "ci", &err), 0);
-	assert_int_equal(keys_revoke(dir, "ci", &err), 1); /* already revoked */
-	assert_int_equal(keys_revoke(dir, "nope", &err), -1);
+	assert_int_equal(keys_revoke(cli, "ci", &err), 0);
+	assert_int_equal(keys_revoke(cli, "ci", &err), 1); /* already revoked */
+	assert_int_equal(keys_revoke(cli, "nope", &err), -1);
 	assert_int_equal(err.status, 404);
 	seen.n = 0;
-	assert_int_equal(keys_list(dir, collect_row, &seen, &err), 0);
+	assert_int_equal(keys_list(cli, collect_row, &seen, &err), 0);
 	assert_true(seen.rows[2].revoked_ns >= seen.rows[2].created_ns);
+	store_close(cli);
 	remove_dir(dir);
 }
 
@@ -89,8 +99,11 @@ static void test_lookup(void **state)
 {
 	char *dir = temp_dir(), k1[KEY_TEXT_MAX], k2[KEY_TEXT_MAX], k3[KEY_TEXT_MAX];
 	kn_err err = {0};
-	create_ok(dir, "shop", "ci", KEY_SCOPE_INGEST, k1);
-	keys_t *k = keys_open(dir, &err);
+	store_t *cli = open_store(dir, 1);
+	create_ok(cli, "shop", "ci", KEY_SCOPE_INGEST, k1);
+	store_t *server = open_store(dir, 0);
+	keys_t *k = keys_open(server, &err);
+	assert_int_equal(keys_ready(k), 1);
 	assert_non_null(k);
 	key_info info;
 	assert_int_equal(keys_lookup(k, slice_cstr(k1), &info), 1);
@@ -111,7 +124,7 @@ static void test_lookup(void **state)
 
 	/* Nothing changed: refresh is a no-op. A new key appears after refresh. */
 	assert_int_equal(keys_refresh(k), 0);
-	create_ok(dir, "shop", "ci2", KEY_SCOPE_BOTH, k2);
+	create_ok(cli, "shop", "ci2", KEY_SCOPE_BOTH, k2);
 	assert_int_equal(keys_lookup(k, slice_cstr(k2), &info), 0);
 	assert_int_equal(keys_refresh(k), 1);
 	assert_int_equal(keys_lookup(k, slice_cstr(k2), &info), 1);
@@ -119,7 +132,7 @@ static void test_lookup(void **state)
 	assert_int_equal(keys_refresh(k), 0);
 
 	/* Revoked: refused after refresh; the others still work. */
-	assert_int_equal(keys_revoke(dir, "ci", &err), 0);
+	assert_int_equal(keys_revoke(cli, "ci", &err), 0);
 	assert_int_equal(keys_refresh(k), 1);
 	assert_int_equal(keys_lookup(k, slice_cstr(k1), &info), 0);
 	assert_int_equal(keys_lookup(k, slice_cstr(k2), NULL), 1);
@@ -128,7 +141,7 @@ static void test_lookup(void **state)
 	for (int i = 0; i < 50; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "bulk%d", i);
-		create_ok(dir, "bulk", name, KEY_SCOPE_INGEST, k3);
+		create_ok(cli, "bulk", name, KEY_SCOPE_INGEST, k3);
 	}
 	assert_int_equal(keys_refresh(k), 1);
 	assert_int_equal(keys_lookup(k, slice_cstr(k3), &info), 1);
@@ -136,10 +149,14 @@ static void test_lookup(void **state)
 	keys_close(k);
 
 	/* Reopen: the revoked key stays revoked. */
-	k = keys_open(dir, &err);
+	store_close(server);
+	server = open_store(dir, 0);
+	k = keys_open(server, &err);
 	assert_int_equal(keys_lookup(k, slice_cstr(k1), &info), 0);
 	assert_int_equal(keys_lookup(k, slice_cstr(k2), &info), 1);
 	keys_close(k);
+	store_close(server);
+	store_close(cli);
 	remove_dir(dir);
 }
 
@@ -165,7 +182,8 @@ static void test_refresh_other_process(void **state)
 {
 	char *dir = temp_dir();
 	kn_err err = {0};
-	keys_t *k = keys_open(dir, &err);
+	store_t *server = open_store(dir, 0);
+	keys_t *k = keys_open(server, &err);
 	assert_non_null(k);
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
@@ -174,7 +192,9 @@ static void test_refresh_other_process(void **state)
 		char key[KEY_TEXT_MAX];
 		kn_err cerr;
 		usleep(100 * 1000);
-		if (keys_create(dir, "p", "late", KEY_SCOPE_INGEST, key, sizeof key, &cerr) != 0)
+		store_config c = {.dir = dir, .keys_usage_only = 1};
+		store_t *cli = store_open(&c, &cerr);
+		if (!cli || keys_create(cli, "p", "late", KEY_SCOPE_INGEST, key, sizeof key, &cerr) != 0)
 			_exit(3);
 		_exit(write(fds[1], key, KEY_TEXT_MAX) == KEY_TEXT_MAX ? 0 : 4);
 	}
@@ -195,6 +215,7 @@ static void test_refresh_other_process(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	close(fds[0]);
 	keys_close(k);
+	store_close(server);
 	remove_dir(dir);
 }
 
@@ -210,11 +231,17 @@ static void test_create_crash_safety(void **state)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(fds[0]);
+			store_config c = {.dir = dir, .keys_usage_only = 1};
+			kn_err oerr;
+			store_t *cli = store_open(&c, &oerr);
+			if (!cli)
+				_exit(2);
 			for (int i = 0;; i++) {
 				char name[32], key[KEY_TEXT_MAX];
 				kn_err cerr;
 				snprintf(name, sizeof name, "r%d-%d", round, i);
-				if (keys_create(dir, "crash", name, KEY_SCOPE_INGEST, key, sizeof key, &cerr) != 0)
+				if (keys_create(cli, "crash", name, KEY_SCOPE_INGEST, key, sizeof key,
+				                &cerr) != 0)
 					_exit(3);
 				if (write(fds[1], key, KEY_TEXT_MAX) != KEY_TEXT_MAX)
 					_exit(4);
@@ -228,8 +255,9 @@ static void test_create_crash_safety(void **state)
 		assert_true(WIFSIGNALED(status));
 
 		kn_err err = {0};
-		keys_t *k = keys_open(dir, &err);
-		if (!k)
+		store_t *server = open_store(dir, 0);
+		keys_t *k = keys_open(server, &err);
+		if (!k || !keys_ready(k))
 			fail_msg("reopen after kill -9: %s", err.msg);
 		char key[KEY_TEXT_MAX];
 		size_t n = 0;
@@ -241,6 +269,7 @@ static void test_create_crash_safety(void **state)
 		total += n;
 		close(fds[0]);
 		keys_close(k);
+		store_close(server);
 	}
 	assert_true(total > 0);
 	remove_dir(dir);
@@ -268,8 +297,9 @@ static void test_lookup_during_refresh(void **state)
 {
 	char *dir = temp_dir(), key[KEY_TEXT_MAX], other[KEY_TEXT_MAX];
 	kn_err err = {0};
-	create_ok(dir, "p", "stable", KEY_SCOPE_INGEST, key);
-	keys_t *k = keys_open(dir, &err);
+	store_t *cli = open_store(dir, 1), *server = open_store(dir, 0);
+	create_ok(cli, "p", "stable", KEY_SCOPE_INGEST, key);
+	keys_t *k = keys_open(server, &err);
 	lookup_ctx c = {.k = k, .key = key};
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++)
@@ -277,7 +307,7 @@ static void test_lookup_during_refresh(void **state)
 	for (int i = 0; i < 20; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "n%d", i);
-		create_ok(dir, "p", name, KEY_SCOPE_INGEST, other);
+		create_ok(cli, "p", name, KEY_SCOPE_INGEST, other);
 		assert_int_equal(keys_refresh(k), 1);
 	}
 	__atomic_store_n(&c.stop, 1, __ATOMIC_RELAXED);
@@ -286,15 +316,20 @@ static void test_lookup_during_refresh(void **state)
 	assert_true(c.hits > 0);
 	assert_int_equal(keys_lookup(k, slice_cstr(other), NULL), 1);
 	keys_close(k);
+	store_close(server);
+	store_close(cli);
 	remove_dir(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_create_list_revoke),   cmocka_unit_test(test_lookup),
-	        cmocka_unit_test(test_bearer),               cmocka_unit_test(test_refresh_other_process),
-	        cmocka_unit_test(test_create_crash_safety),  cmocka_unit_test(test_lookup_during_refresh),
+	    cmocka_unit_test(test_create_list_revoke),
+	    cmocka_unit_test(test_lookup),
+	    cmocka_unit_test(test_bearer),
+	    cmocka_unit_test(test_refresh_other_process),
+	    cmocka_unit_test(test_create_crash_safety),
+	    cmocka_unit_test(test_lookup_during_refresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -250,7 +250,6 @@ static void test_unreachable_refuses_writes(void **state)
 	store_t *s = store_open(&c, &err);
 	assert_non_null(s);
 	assert_string_equal(store_engine_name(s), "clickhouse");
-	assert_int_equal(store_is_shared(s), 1);
 	/* No store.maxAnswerMiB: the ceiling is LIMIT_CH_ANSWER_BYTES, 256 MiB. */
 	assert_int_equal(((ch_store *)s)->answer_max, 256u << 20);
 	assert_int_equal(((ch_store *)s)->answer_mib, 256);
@@ -271,6 +270,21 @@ static void test_unreachable_refuses_writes(void **state)
 	assert_string_equal(err.msg, "store: ClickHouse is unreachable; retry later");
 	store_view *v = NULL;
 	assert_int_equal(store_view_open(s, slice_cstr("default"), 0, INT64_MAX, &v, &err), -1);
+	assert_int_equal(err.status, 503);
+	/* Keys and usage too: 503s, and a key poll that failed waits a second
+	 * before asking again (an unreachable ClickHouse is not asked 4 times a second). */
+	store_usage_row u = {.day = 20000, .project = slice_cstr("p"), .key = slice_cstr("k"), .counts = {1}};
+	err.status = 0;
+	assert_int_equal(store_usage_write(s, &u, 1, &err), -1);
+	assert_int_equal(err.status, 503);
+	int64_t stamp = 0;
+	err.status = 0;
+	assert_int_equal(store_keys_poll(s, &stamp, NULL, NULL, &err), -1);
+	assert_int_equal(err.status, 503);
+	assert_true(stamp != 0);
+	assert_int_equal(store_keys_poll(s, &stamp, NULL, NULL, &err), 0);
+	err.status = 0;
+	assert_int_equal(store_keys_revoke(s, slice_cstr("k"), 1, &err), -1);
 	assert_int_equal(err.status, 503);
 	store_close(s);
 }
