@@ -38,9 +38,7 @@ ch_conn *ch_conn_get(ch_store *s)
 	if (c)
 		return c;
 	c = xcalloc(1, sizeof *c);
-	c->curl = curl_easy_init();
-	if (!c->curl)
-		abort(); /* out of memory */
+	c->curl = xcheck(curl_easy_init());
 	buf_init(&c->resp, SIZE_MAX);
 	return c;
 }
@@ -109,7 +107,7 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	c->resp.max = s->answer_max;
 	c->over = 0;
 	curl_easy_reset(h);
-	struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
+	struct curl_slist *hdr = xcheck(curl_slist_append(NULL, "Expect:"));
 	curl_easy_setopt(h, CURLOPT_URL, (const char *)url.p);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	/* Credentials as HTTP basic auth, never in the URL (proxies log URLs). */
