@@ -466,15 +466,14 @@ static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_ch
 		return part_err(err, vp, rc, "reading a chunk");
 	}
 	slice_t data = slice_make(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
-	const char *why = NULL;
 	rc = local_payload_decode(data, h->t_ns, h->_scale, h->n_entries, h->total, vp->max_node,
 	                          vp->max_attrset, v->zd, &v->tmp, &v->cap_tmp, &v->entries, &v->cap_entries,
-	                          &why);
+	                          err);
 	sqlite3_reset(st);
 	if (rc < 0) {
-		vp->damage = 1;
-		return err_set(err, 500, "store: %s is damaged: chunk %lld: %s", vp->path,
-		               (long long)h->_rowid, why);
+		char what[sizeof err->msg];
+		snprintf(what, sizeof what, "chunk %lld: %.200s", (long long)h->_rowid, err->msg);
+		return damaged(err, vp, what);
 	}
 	v->last_part = p;
 	v->last_payload = h->_payload;
