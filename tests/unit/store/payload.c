@@ -7,7 +7,7 @@
 
 #include "base/buf.h"
 #include "store/local.h"
-#include "testutil.h"
+#include "helpers.h"
 
 /* A row of the table: payload bytes, chunk header fields, and either the
  * expected error message or NULL for a payload that decodes. */
@@ -22,17 +22,6 @@ typedef struct {
 
 #define MAX_NODE 5
 #define MAX_ATTRSET 3
-
-static size_t unhex(const char *h, uint8_t *out)
-{
-	size_t n = 0;
-	for (; h[0] && h[1]; h += 2) {
-		unsigned v;
-		assert_int_equal(sscanf(h, "%2x", &v), 1);
-		out[n++] = (uint8_t)v;
-	}
-	return n;
-}
 
 static int decode(const uint8_t *p, size_t n, const payload_case *c, uint32_t max_node, store_entry **e,
                   size_t *cap_e, kn_err *err)
@@ -83,7 +72,7 @@ static void test_payload_table(void **state)
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const payload_case *c = &cases[i];
 		uint8_t bytes[64];
-		size_t n = unhex(c->bytes, bytes);
+		size_t n = hex_bytes(c->bytes, bytes);
 		store_entry *e = NULL;
 		size_t cap_e = 0;
 		kn_err err = {0};
@@ -111,7 +100,7 @@ static void test_payload_attrs_and_times(void **state)
 	(void)state;
 	payload_case c = {"", "0002030101020302040201", 7, 1, 2, 3, NULL};
 	uint8_t bytes[64];
-	size_t n = unhex(c.bytes, bytes);
+	size_t n = hex_bytes(c.bytes, bytes);
 	store_entry *e = NULL;
 	size_t cap_e = 0;
 	kn_err err = {0};
