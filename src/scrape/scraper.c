@@ -273,7 +273,7 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
 		event_del(ev);
 		event_assign(ev, s->base, fd, kind, on_socket_event, s);
 	} else {
-		ev = event_new(s->base, fd, kind, on_socket_event, s);
+		ev = xcheck(event_new(s->base, fd, kind, on_socket_event, s));
 		curl_multi_assign(s->multi, fd, ev);
 	}
 	event_add(ev, NULL);
@@ -403,13 +403,7 @@ static void start_scrape(target_state *ts)
 		job_finish(j);
 		return;
 	}
-	CURL *e = curl_easy_init();
-	if (!e) {
-		j->result = SCRAPE_CONNECTION_ERROR;
-		snprintf(j->detail, sizeof j->detail, "libcurl could not create a handle");
-		job_finish(j);
-		return;
-	}
+	CURL *e = xcheck(curl_easy_init());
 	long timeout_ms = (long)(j->t.timeout_ns / 1000000);
 	curl_easy_setopt(e, CURLOPT_URL, j->t.url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
@@ -459,7 +453,7 @@ static target_state *target_new(scraper *s, const scrape_target *t)
 	ts->last_result = -1;
 	scrape_mask_url(t->url, ts->masked, sizeof ts->masked);
 	ts->offset_ns = scrape_offset_ns(t->key, s->o.interval_ns);
-	ts->timer = evtimer_new(s->base, on_due, ts);
+	ts->timer = xcheck(evtimer_new(s->base, on_due, ts));
 	if (t->type == SCRAPE_MEMORY)
 		ts->delta = scrape_delta_new(DELTA_MAX_ENTRIES);
 	schedule(ts, time_mono_ns());
@@ -629,13 +623,9 @@ scraper *scraper_new(const scraper_opts *o)
 	scraper *s = xcalloc(1, sizeof *s);
 	s->o = *o;
 	s->base = loop_base(o->loop);
-	s->multi = curl_multi_init();
-	if (!s->multi) {
-		free(s);
-		return NULL;
-	}
-	s->curl_timer = evtimer_new(s->base, on_curl_timer, s);
-	s->no_headers = curl_slist_append(NULL, "Accept:"); /* curl's only default header */
+	s->multi = xcheck(curl_multi_init());
+	s->curl_timer = xcheck(evtimer_new(s->base, on_curl_timer, s));
+	s->no_headers = xcheck(curl_slist_append(NULL, "Accept:")); /* curl's only default header */
 	curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
 	curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
 	curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer_change);

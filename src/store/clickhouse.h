@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/u64map.h"
 #include "store/engine.h"
 
@@ -142,15 +143,33 @@ static inline void ch_put_i64(buf_t *b, int64_t v)
 }
 void ch_put_str(buf_t *b, slice_t v);
 
-/* RowBinary reader over an answer; any overrun sets bad and reads zeros. */
+/* RowBinary reader over an answer. An answer must parse exactly to its
+ * end: the first thing that does not (a value cut short, a malformed
+ * length, a string past the end, bytes left over, or a value the caller
+ * rejects with ch_rd_fail) is kept in err, a 503 saying what and where
+ * ("a UInt32 cut short at byte 12 of 14"); from then on reads return zeros
+ * and ch_rd_more is 0. Callers read rows while ch_rd_more, then ch_rd_end. */
 struct ch_rd {
-	const uint8_t *p, *end;
-	int bad;
+	const uint8_t *start, *p, *end;
+	kn_err err; /* status 0 while the answer parses */
 };
+/* A reader over p[0..n) (p may be NULL when n is 0). */
+void ch_rd_init(ch_rd *r, const uint8_t *p, size_t n);
 static inline int ch_rd_more(const ch_rd *r)
 {
-	return !r->bad && r->p < r->end;
+	return !r->err.status && r->p < r->end;
 }
+static inline int ch_rd_bad(const ch_rd *r)
+{
+	return r->err.status != 0;
+}
+/* Records that the answer is malformed because of what the caller just
+ * read ("a series id of 0"), unless an error is already kept. */
+void ch_rd_fail(ch_rd *r, const char *what);
+/* After the rows: 0 when the answer parsed to its end; else -1 with err
+ * set to status and "store: ClickHouse sent a malformed <what>: <the
+ * reader's error>" (what: "usage row", "day list", …). */
+int ch_rd_end(ch_rd *r, kn_err *err, int status, const char *what);
 uint8_t ch_rd_u8(ch_rd *r);
 uint32_t ch_rd_u32(ch_rd *r);
 uint64_t ch_rd_u64(ch_rd *r);

@@ -38,9 +38,7 @@ ch_conn *ch_conn_get(ch_store *s)
 	if (c)
 		return c;
 	c = xcalloc(1, sizeof *c);
-	c->curl = curl_easy_init();
-	if (!c->curl)
-		abort(); /* out of memory */
+	c->curl = xcheck(curl_easy_init());
 	buf_init(&c->resp, SIZE_MAX);
 	return c;
 }
@@ -109,7 +107,7 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	c->resp.max = s->answer_max;
 	c->over = 0;
 	curl_easy_reset(h);
-	struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
+	struct curl_slist *hdr = xcheck(curl_slist_append(NULL, "Expect:"));
 	curl_easy_setopt(h, CURLOPT_URL, (const char *)url.p);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	/* Credentials as HTTP basic auth, never in the URL (proxies log URLs). */
@@ -326,10 +324,42 @@ void ch_put_str(buf_t *b, slice_t v)
 	buf_append(b, v.p, v.n);
 }
 
-static int rd_need(ch_rd *r, size_t n)
+void ch_rd_init(ch_rd *r, const uint8_t *p, size_t n)
 {
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = 1;
+	r->start = r->p = p;
+	r->end = n ? p + n : p; /* a buffer's p is NULL until a first byte */
+	memset(&r->err, 0, sizeof r->err);
+}
+
+void ch_rd_fail(ch_rd *r, const char *what)
+{
+	if (r->err.status)
+		return;
+	err_set(&r->err, 503, "%s at byte %zu of %zu", what, (size_t)(r->p - r->start),
+	        (size_t)(r->end - r->start));
+}
+
+int ch_rd_end(ch_rd *r, kn_err *err, int status, const char *what)
+{
+	if (!r->err.status && r->p < r->end) {
+		char left[64];
+		snprintf(left, sizeof left, "%zu bytes after the last row", (size_t)(r->end - r->p));
+		ch_rd_fail(r, left);
+	}
+	if (!r->err.status)
+		return 0;
+	return err_set(err, status, "store: ClickHouse sent a malformed %s: %s", what, r->err.msg);
+}
+
+/* 1 when n more bytes are there; else records what was cut short and 0. */
+static int rd_need(ch_rd *r, size_t n, const char *what)
+{
+	if (r->err.status)
+		return 0;
+	if ((size_t)(r->end - r->p) < n) {
+		char m[64];
+		snprintf(m, sizeof m, "%s cut short", what);
+		ch_rd_fail(r, m);
 		return 0;
 	}
 	return 1;
@@ -337,12 +367,12 @@ static int rd_need(ch_rd *r, size_t n)
 
 uint8_t ch_rd_u8(ch_rd *r)
 {
-	return rd_need(r, 1) ? *r->p++ : 0;
+	return rd_need(r, 1, "a UInt8") ? *r->p++ : 0;
 }
 
 uint32_t ch_rd_u32(ch_rd *r)
 {
-	if (!rd_need(r, 4))
+	if (!rd_need(r, 4, "a UInt32"))
 		return 0;
 	uint32_t v =
 	    (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
@@ -352,7 +382,7 @@ uint32_t ch_rd_u32(ch_rd *r)
 
 uint64_t ch_rd_u64(ch_rd *r)
 {
-	if (!rd_need(r, 8))
+	if (!rd_need(r, 8, "a 64-bit value"))
 		return 0;
 	uint64_t v = 0;
 	for (int i = 7; i >= 0; i--)
@@ -379,8 +409,11 @@ int64_t ch_rd_sum(ch_rd *r)
 uint64_t ch_rd_varint(ch_rd *r)
 {
 	uint64_t v;
-	if (r->bad || num_uvarint_get(&r->p, r->end, &v) < 0) {
-		r->bad = 1;
+	if (r->err.status)
+		return 0;
+	if (num_uvarint_get(&r->p, r->end, &v) < 0) {
+		/* Fewer than NUM_UVARINT_MAX bytes fail only by ending inside the varint. */
+		ch_rd_fail(r, r->end - r->p < NUM_UVARINT_MAX ? "a length cut short" : "a malformed length");
 		return 0;
 	}
 	return v;
@@ -389,8 +422,14 @@ uint64_t ch_rd_varint(ch_rd *r)
 slice_t ch_rd_str(ch_rd *r)
 {
 	uint64_t n = ch_rd_varint(r);
-	if (!rd_need(r, n))
+	if (r->err.status)
 		return slice_make("", 0);
+	if ((uint64_t)(r->end - r->p) < n) {
+		char m[80];
+		snprintf(m, sizeof m, "a String of %llu bytes cut short", (unsigned long long)n);
+		ch_rd_fail(r, m);
+		return slice_make("", 0);
+	}
 	slice_t s = slice_make((const char *)r->p, (size_t)n);
 	r->p += n;
 	return s;
@@ -423,8 +462,6 @@ int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err)
 	sql->n--; /* callers may append and run again */
 	if (rc < 0)
 		return -1;
-	rd->p = c->resp.p;
-	rd->end = c->resp.n ? c->resp.p + c->resp.n : c->resp.p; /* p is NULL until a first byte */
-	rd->bad = 0;
+	ch_rd_init(rd, c->resp.p, c->resp.n);
 	return 0;
 }

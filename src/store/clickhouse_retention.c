@@ -102,13 +102,18 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 		while (ch_rd_more(&rd)) {
 			uint32_t day = ch_rd_u32(&rd);
 			/* Only what was asked for (DISTINCT, ORDER BY day, day < floor): a
-			 * broken answer must never drop a day the sweep keeps. */
-			if (rd.bad || day >= floor || day <= last)
-				continue;
+			 * broken answer must never drop a day the sweep keeps, so it drops none. */
+			if (ch_rd_bad(&rd))
+				break;
+			if (day >= floor || day <= last) {
+				ch_rd_fail(&rd, "a day not before the first kept day, or out of order");
+				break;
+			}
 			last = day;
 			days = xgrow(days, &cap, (size_t)n + 1, sizeof *days);
 			days[n++] = day;
 		}
+		rc = ch_rd_end(&rd, err, 503, "day list"); /* then no day of the list is dropped */
 		for (uint32_t i = 0; i < n && rc == 0; i++) {
 			buf_reset(&q);
 			/* Qualified: on a cluster each host runs it outside this session's database. */
@@ -149,9 +154,11 @@ int ch_projects(store_t *st, void (*cb)(slice_t project, void *ctx), void *ctx, 
 	int rc = ch_select(s, c, &q, &rd, err);
 	while (rc == 0 && ch_rd_more(&rd)) {
 		slice_t p = ch_rd_str(&rd);
-		if (!rd.bad)
+		if (!ch_rd_bad(&rd))
 			cb(p, ctx);
 	}
+	if (rc == 0)
+		rc = ch_rd_end(&rd, err, 503, "project list");
 	buf_free(&q);
 	ch_conn_put(s, c);
 	return rc;

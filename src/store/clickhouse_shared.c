@@ -69,11 +69,11 @@ int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_
 		r.key = ch_rd_str(&rd);
 		for (int k = 0; k < 5; k++)
 			r.counts[k] = ch_rd_u64(&rd);
-		if (rd.bad)
-			rc = err_set(err, 500, "store: ClickHouse sent a malformed usage row");
-		else
+		if (!ch_rd_bad(&rd))
 			cb(&r, ctx);
 	}
+	if (rc == 0)
+		rc = ch_rd_end(&rd, err, 500, "usage row");
 	ch_conn_put(s, c);
 	buf_free(&q);
 	return rc;
@@ -130,11 +130,11 @@ static int keys_select(ch_store *s, const slice_t *name, void (*cb)(const store_
 		r.hash = ch_rd_str(&rd);
 		r.created_ns = ch_rd_i64(&rd);
 		r.revoked_ns = ch_rd_i64(&rd);
-		if (rd.bad)
-			rc = err_set(err, 500, "store: ClickHouse sent a malformed key row");
-		else
+		if (!ch_rd_bad(&rd))
 			cb(&r, ctx);
 	}
+	if (rc == 0)
+		rc = ch_rd_end(&rd, err, 500, "key row");
 	ch_conn_put(s, c);
 	buf_free(&q);
 	return rc;

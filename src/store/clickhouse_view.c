@@ -108,6 +108,20 @@ static int skip(ch_view *v, uint32_t p, const char *why)
 	return 0;
 }
 
+/* An answer about partition p that does not parse, or whose row just read
+ * fails the caller's checks (problem, recorded at the reader's offset when
+ * the answer parsed so far): p is reported damaged with the reader's error
+ * ("store: ClickHouse sent a malformed <row>: … at byte N of M") and
+ * skipped (0). */
+static int skip_answer(ch_view *v, uint32_t p, ch_rd *rd, const char *row, const char *problem)
+{
+	if (problem)
+		ch_rd_fail(rd, problem);
+	kn_err e = {0};
+	ch_rd_end(rd, &e, 503, row);
+	return skip(v, p, e.msg);
+}
+
 int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
                  kn_err *err)
 {
@@ -153,14 +167,16 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 	}
 	size_t cap = 0;
 	int64_t last = -1;
-	uint32_t ignored = 0;
 	while (ch_rd_more(&rd)) {
 		uint32_t day = ch_rd_u32(&rd);
 		/* DISTINCT ... ORDER BY day inside [d0, d1]: any other day is a broken
-		 * answer, and would cost a partition (and its queries) per 4 bytes. */
-		if (rd.bad || day < d0 || day > d1 || day <= last) {
-			ignored++;
-			continue;
+		 * answer (read as days, 64 MiB of garbage would cost a partition, and
+		 * its queries, per 4 bytes): the query fails. */
+		if (ch_rd_bad(&rd))
+			break;
+		if (day < d0 || day > d1 || day <= last) {
+			ch_rd_fail(&rd, "a day outside the view or out of order");
+			break;
 		}
 		last = day;
 		v->parts = xgrow(v->parts, &cap, (size_t)v->n_parts + 1, sizeof *v->parts);
@@ -173,10 +189,11 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 		u64map_init(&cp->attr_ix);
 		u64map_init(&cp->chunk_ix);
 	}
-	if (ignored)
-		log_warn("clickhouse answer is malformed",
-		         "project=%s what=\"days outside the view or out of order\" ignored=%u", v->proj,
-		         ignored);
+	if (ch_rd_end(&rd, err, 503, "day list") < 0) {
+		ch_view_close(*out);
+		*out = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -245,17 +262,21 @@ static slice_t keep(ch_view *v, slice_t s)
 static int read_labels(ch_view *v, ch_rd *rd, model_label **labels, size_t *cap, uint32_t *n)
 {
 	uint64_t nk = ch_rd_varint(rd);
-	if (nk > (uint64_t)(rd->end - rd->p))
+	if (nk > (uint64_t)(rd->end - rd->p)) {
+		ch_rd_fail(rd, "an Array(String) longer than the answer");
 		return -1;
+	}
 	*labels = xgrow(*labels, cap, (size_t)*n + nk + 1, sizeof **labels);
 	for (uint64_t i = 0; i < nk; i++)
 		(*labels)[*n + i].key = keep(v, ch_rd_str(rd));
-	if (ch_rd_varint(rd) != nk)
+	if (ch_rd_varint(rd) != nk) {
+		ch_rd_fail(rd, "label keys and values of different lengths");
 		return -1;
+	}
 	for (uint64_t i = 0; i < nk; i++)
 		(*labels)[*n + i].value = keep(v, ch_rd_str(rd));
 	*n += (uint32_t)nk;
-	return rd->bad ? -1 : 0;
+	return ch_rd_bad(rd) ? -1 : 0;
 }
 
 static int load_series(ch_view *v, uint32_t p, kn_err *err)
@@ -299,10 +320,10 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 		se->cpu_alias = ch_rd_u8(&rd);
 		first[cp->n_series] = n_labels;
 		/* Ids are hashes, never 0 (the id maps reserve it): 0 is a broken answer. */
-		if (read_labels(v, &rd, &labels, &cap_labels, &n_labels) < 0 || rd.bad || !se->id) {
+		if (read_labels(v, &rd, &labels, &cap_labels, &n_labels) < 0 || !se->id) {
 			free(labels);
 			free(first);
-			return skip(v, p, "malformed series row");
+			return skip_answer(v, p, &rd, "series row", "a series id of 0");
 		}
 		se->n_labels = n_labels - first[cp->n_series];
 		u64map_put(&cp->series_ix, se->id, se->local);
@@ -347,11 +368,11 @@ static int load_frames(ch_view *v, uint32_t p, kn_err *err)
 		f->kind = keep(v, ch_rd_str(&rd));
 		f->unsymbolized = ch_rd_u8(&rd);
 		if (!f->id)
-			return skip(v, p, "malformed frame row");
+			return skip_answer(v, p, &rd, "frame row", "a frame id of 0");
 		u64map_put(&cp->frame_ix, f->id, cp->n_frames);
 	}
-	if (rd.bad)
-		return skip(v, p, "malformed frame row");
+	if (ch_rd_bad(&rd))
+		return skip_answer(v, p, &rd, "frame row", NULL);
 	cp->have_frames = 1;
 	return 0;
 }
@@ -381,15 +402,15 @@ static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
 		uint32_t lp = 0, lf = 0;
 		if (!id || (parent && !u64map_get(&cp->node_ix, parent, &lp)) ||
 		    !u64map_get(&cp->frame_ix, frame, &lf))
-			return skip(v, p, "a node names an unknown parent or frame");
+			return skip_answer(v, p, &rd, "node row", "a node naming an unknown parent or frame");
 		n++;
 		cp->node_id[n] = id;
 		cp->node_parent[n] = lp;
 		cp->node_frame[n] = lf;
 		u64map_put(&cp->node_ix, id, n);
 	}
-	if (rd.bad)
-		return skip(v, p, "malformed node row");
+	if (ch_rd_bad(&rd))
+		return skip_answer(v, p, &rd, "node row", NULL);
 	if (!n) { /* index 0 unused, but the arrays must exist */
 		cp->node_id = xgrow(cp->node_id, &cap, 1, sizeof *cp->node_id);
 		cp->node_parent = xgrow(cp->node_parent, &cap2, 1, sizeof *cp->node_parent);
@@ -424,12 +445,12 @@ static int load_attrsets(ch_view *v, uint32_t p, kn_err *err)
 		a->id = ch_rd_u64(&rd);
 		a->first = n_labels;
 		if (read_labels(v, &rd, &cp->attr_labels, &cap_labels, &n_labels) < 0 || !a->id)
-			return skip(v, p, "malformed attribute set row");
+			return skip_answer(v, p, &rd, "attribute set row", "an attribute set id of 0");
 		a->count = n_labels - a->first;
 		u64map_put(&cp->attr_ix, a->id, cp->n_attrsets);
 	}
-	if (rd.bad)
-		return skip(v, p, "malformed attribute set row");
+	if (ch_rd_bad(&rd))
+		return skip_answer(v, p, &rd, "attribute set row", NULL);
 	cp->have_attrsets = 1;
 	return 0;
 }
@@ -574,10 +595,12 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 		uint64_t count = ch_rd_u64(&rd);
 		h->total = ch_rd_sum(&rd);
 		/* The query asked for t in [from_ns, until_ns): the queries above rely on it. */
-		if (rd.bad || !chunk || !u64map_get(&cp->series_ix, sid, &local) || count > UINT32_MAX ||
-		    h->t_ns < v->from_ns || h->t_ns >= v->until_ns) {
+		if (ch_rd_bad(&rd) || !chunk || !u64map_get(&cp->series_ix, sid, &local) ||
+		    count > UINT32_MAX || h->t_ns < v->from_ns || h->t_ns >= v->until_ns) {
 			*out = v->heads;
-			return skip(v, p, "malformed chunk head");
+			return skip_answer(
+			    v, p, &rd, "chunk head",
+			    "a chunk 0, an unknown series, a count past 2^32 or a time outside the view");
 		}
 		h->series = local;
 		h->n_entries = (uint32_t)count;
@@ -639,9 +662,10 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 		uint64_t chunk = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_i64(&rd), t = ch_rd_i64(&rd);
 		uint32_t ln = 0, la = 0;
-		if (rd.bad || !chunk || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
+		if (ch_rd_bad(&rd) || !chunk || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la))) {
-			rc = skip(v, p, "an entry names an unknown node or attribute set");
+			rc = skip_answer(v, p, &rd, "entry",
+			                 "an entry naming an unknown node or attribute set");
 			cp->skipped = 1;
 			break;
 		}
@@ -751,10 +775,11 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 		uint64_t sid = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_sum(&rd);
 		uint32_t ls = 0, ln = 0, la = 0;
-		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (ch_rd_bad(&rd) || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
-			return skip(v, p, "a sum names an unknown series, node or attribute set");
+			return skip_answer(v, p, &rd, "sum",
+			                   "a sum naming an unknown series, node or attribute set");
 		v->sums = xgrow(v->sums, &v->cap_sums, (size_t)k + 1, sizeof *v->sums);
 		v->sums[k++] = (store_sum){ls, ln, la, value};
 	}
@@ -809,9 +834,10 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		int64_t t = ch_rd_i64(&rd), dur = ch_rd_i64(&rd);
 		uint64_t attrset = ch_rd_u64(&rd);
 		uint32_t ls = 0, la = 0;
-		if (rd.bad || !chunk || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (ch_rd_bad(&rd) || !chunk || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->attr_ix, attrset, &la) || t < v->from_ns || t >= v->until_ns)
-			return skip(v, p, "a span link names an unknown series, attribute set or time");
+			return skip_answer(v, p, &rd, "span link",
+			                   "a span link naming an unknown series, attribute set or time");
 		v->hits = xgrow(v->hits, &v->cap_hits, (size_t)k + 1, sizeof *v->hits);
 		store_span_hit *h = &v->hits[k++];
 		memset(h, 0, sizeof *h);
@@ -855,7 +881,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 				uint64_t chunk = ch_rd_u64(&rd), count = ch_rd_u64(&rd);
 				int64_t total = ch_rd_sum(&rd);
 				uint32_t i;
-				if (rd.bad || !u64map_get(&ix, chunk, &i))
+				if (ch_rd_bad(&rd) || !u64map_get(&ix, chunk, &i))
 					continue;
 				for (; i != UINT32_MAX; i = next[i]) {
 					v->hits[i].head.n_entries =
@@ -863,8 +889,8 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 					v->hits[i].head.total = total;
 				}
 			}
-			if (rd.bad)
-				skip(v, p, "malformed chunk head");
+			if (ch_rd_bad(&rd))
+				skip_answer(v, p, &rd, "chunk head", NULL);
 		}
 		free(chunks);
 		free(next);

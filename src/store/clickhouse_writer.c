@@ -467,8 +467,7 @@ static int count_chunks(ch_store *s, const uint32_t *days, size_t n_days, const 
 	int rc = ch_select(s, s->wconn, &q, &rd, err);
 	if (rc == 0) {
 		*count = ch_rd_u64(&rd);
-		if (rd.bad)
-			rc = err_set(err, 503, "store: ClickHouse sent a malformed count");
+		rc = ch_rd_end(&rd, err, 503, "count");
 	}
 	buf_free(&q);
 	return rc;

@@ -144,10 +144,12 @@ void local_payload_raw(const store_wentry *e, uint32_t n, buf_t *raw, int64_t *s
 void local_payload_pack(const buf_t *raw, buf_t *out, void *zc);
 /* Decodes a payload; checks every length and id (nodes <= max_node, attrsets
  * <= max_attrset) and that count and total match the chunk header. *tmp is
- * a reusable decompression buffer. -1 with a reason in *why. */
+ * a reusable decompression buffer. -1 on a payload that fails a check: err
+ * is 500 with what failed ("truncated value column"); the caller names the
+ * file and chunk (err_prefix). */
 int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_expect, int64_t total_expect,
                          uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
-                         store_entry **out, size_t *cap_out, const char **why);
+                         store_entry **out, size_t *cap_out, kn_err *err);
 void local_labels_encode(const model_label *l, uint32_t n, buf_t *out);
 /* The stored form of a span_id / trace_id value (spans table): even-length
  * hex (either case) becomes its bytes in out (LOCAL_SPAN_HEX), any other

@@ -135,7 +135,8 @@ void local_payload_pack(const buf_t *raw, buf_t *out, void *zc)
 	if (raw->n >= 64 && buf_reserve(out, 12 + bound) == 0) {
 		buf_putc(out, PAYLOAD_ZSTD);
 		buf_put_uvarint(out, raw->n);
-		size_t z = ZSTD_compressCCtx(zc, out->p + out->n, out->cap - out->n, raw->p, raw->n, ZSTD_LEVEL);
+		size_t z =
+		    ZSTD_compressCCtx(zc, out->p + out->n, out->cap - out->n, raw->p, raw->n, ZSTD_LEVEL);
 		if (!ZSTD_isError(z) && out->n + z < raw->n + 1) {
 			out->n += z;
 			return;
@@ -146,17 +147,23 @@ void local_payload_pack(const buf_t *raw, buf_t *out, void *zc)
 	buf_append(out, raw->p, raw->n);
 }
 
+/* A payload that fails a check: damage, so a server-side error (500). */
+static int bad(kn_err *err, const char *what)
+{
+	return err_set(err, 500, "%s", what);
+}
+
 int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_expect, int64_t total_expect,
                          uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
-                         store_entry **out, size_t *cap_out, const char **why)
+                         store_entry **out, size_t *cap_out, kn_err *err)
 {
 	const uint8_t *p, *end;
 	if (data.n < 1)
-		return *why = "empty payload", -1;
+		return bad(err, "empty payload");
 	if (scale < 1)
-		return *why = "bad value scale", -1;
+		return bad(err, "bad value scale");
 	if (n_expect > LOCAL_MAX_ENTRIES)
-		return *why = "entry count out of range", -1;
+		return bad(err, "entry count out of range");
 	if (data.p[0] == PAYLOAD_RAW) {
 		p = data.p + 1;
 		end = data.p + data.n;
@@ -165,27 +172,27 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		uint64_t raw_n;
 		/* At most 2 + 4 varints of <= 10 bytes per entry. */
 		if (num_uvarint_get(&q, qend, &raw_n) < 0 || raw_n > 24 + (uint64_t)n_expect * 40)
-			return *why = "bad payload length", -1;
+			return bad(err, "bad payload length");
 		if (*cap_tmp < raw_n) {
 			*tmp = xrealloc(*tmp, (size_t)raw_n);
 			*cap_tmp = (size_t)raw_n;
 		}
 		size_t got = ZSTD_decompressDCtx(zd, *tmp, (size_t)raw_n, q, (size_t)(qend - q));
 		if (ZSTD_isError(got) || got != raw_n)
-			return *why = "payload does not decompress", -1;
+			return bad(err, "payload does not decompress");
 		p = *tmp;
 		end = *tmp + raw_n;
 	} else {
-		return *why = "unknown payload format", -1;
+		return bad(err, "unknown payload format");
 	}
 
 	uint64_t n, flags;
 	if (num_uvarint_get(&p, end, &n) < 0 || num_uvarint_get(&p, end, &flags) < 0)
-		return *why = "truncated payload header", -1;
+		return bad(err, "truncated payload header");
 	if (n != n_expect)
-		return *why = "entry count differs from the chunk header", -1;
+		return bad(err, "entry count differs from the chunk header");
 	if (flags & ~(uint64_t)(PF_ATTRS | PF_TIMES))
-		return *why = "unknown payload flags", -1;
+		return bad(err, "unknown payload flags");
 	if (*cap_out < n) {
 		*out = xrealloc(*out, (size_t)(n ? n : 1) * sizeof **out);
 		*cap_out = (size_t)n;
@@ -194,10 +201,10 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	uint64_t node = 0, v;
 	for (uint32_t i = 0; i < n; i++) {
 		if (num_uvarint_get(&p, end, &v) < 0)
-			return *why = "truncated node column", -1;
+			return bad(err, "truncated node column");
 		node += v;
 		if (node == 0 || node > max_node || v > max_node)
-			return *why = "node id out of range", -1;
+			return bad(err, "node id out of range");
 		e[i].node = (uint32_t)node;
 		e[i].attrset = 0;
 		e[i].t_ns = t_ns;
@@ -205,19 +212,19 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	if (flags & PF_ATTRS)
 		for (uint32_t i = 0; i < n; i++) {
 			if (num_uvarint_get(&p, end, &v) < 0)
-				return *why = "truncated attribute column", -1;
+				return bad(err, "truncated attribute column");
 			if (v > max_attrset)
-				return *why = "attribute set id out of range", -1;
+				return bad(err, "attribute set id out of range");
 			e[i].attrset = (uint32_t)v;
 		}
 	uint64_t wrapped = 0; /* the total of files written before totals saturated */
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (num_uvarint_get(&p, end, &v) < 0)
-			return *why = "truncated value column", -1;
+			return bad(err, "truncated value column");
 		int64_t x;
 		if (__builtin_mul_overflow(unzigzag(v), scale, &x))
-			return *why = "value out of range", -1;
+			return bad(err, "value out of range");
 		e[i].value = x;
 		sum = num_sat_add(sum, x);
 		wrapped += (uint64_t)x;
@@ -226,15 +233,15 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		for (uint32_t i = 0; i < n; i++) {
 			int64_t off;
 			if (num_uvarint_get(&p, end, &v) < 0)
-				return *why = "truncated time column", -1;
+				return bad(err, "truncated time column");
 			if (__builtin_mul_overflow(unzigzag(v), (int64_t)1000000000, &off) ||
 			    __builtin_add_overflow(t_ns, off, &e[i].t_ns))
-				return *why = "sample time out of range", -1;
+				return bad(err, "sample time out of range");
 		}
 	if (p != end)
-		return *why = "trailing bytes in payload", -1;
+		return bad(err, "trailing bytes in payload");
 	if (sum != total_expect && (int64_t)wrapped != total_expect)
-		return *why = "values do not add up to the chunk total", -1;
+		return bad(err, "values do not add up to the chunk total");
 	return 0;
 }
 

@@ -113,7 +113,8 @@ static char **list_days(const char *dir, const char *first, const char *last, ui
 	size_t cap = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!name_is_day(de->d_name) || strncmp(de->d_name, first, 10) < 0 || strncmp(de->d_name, last, 10) > 0)
+		if (!name_is_day(de->d_name) || strncmp(de->d_name, first, 10) < 0 ||
+		    strncmp(de->d_name, last, 10) > 0)
 			continue;
 		names = xgrow(names, &cap, (size_t)*n + 1, sizeof *names);
 		names[(*n)++] = xstrdup(de->d_name);
@@ -158,10 +159,11 @@ static int part_open_ro(view_part *vp, kn_err *err)
 		return err_set(err, 500, "store: %s has partition format %lld, this Kiln reads %d", vp->path,
 		               (long long)v, LOCAL_FORMAT);
 	}
-	rc = sqlite3_prepare_v3(vp->db,
-	                        "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
-	                        " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns",
-	                        -1, SQLITE_PREPARE_PERSISTENT, &vp->heads, NULL);
+	rc = sqlite3_prepare_v3(
+	    vp->db,
+	    "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
+	    " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns",
+	    -1, SQLITE_PREPARE_PERSISTENT, &vp->heads, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(vp->db, "SELECT data FROM payloads WHERE local = ?1", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &vp->payload, NULL);
@@ -216,7 +218,7 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	v->s = s;
 	v->from_ns = from_ns;
 	v->until_ns = until_ns;
-	v->zd = ZSTD_createDCtx();
+	v->zd = xcheck(ZSTD_createDCtx());
 	v->last_payload = -1;
 	if (until_ns <= from_ns) {
 		*out = v;
@@ -334,14 +336,16 @@ static int dense_rows(view_part *vp, sqlite3_stmt *st, uint32_t i, kn_err *err)
 	return 0;
 }
 
-static int series_read(store_view *v, uint32_t p, view_part *vp, const store_series **out, uint32_t *n, kn_err *err)
+static int series_read(store_view *v, uint32_t p, view_part *vp, const store_series **out, uint32_t *n,
+                       kn_err *err)
 {
 	if (!vp->have_series) {
 		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(vp->db,
-		                            "SELECT local, id, service, type, period_type, period_unit, period,"
-		                            " aggregation, cpu_alias, labels FROM series ORDER BY local",
-		                            -1, &st, NULL);
+		int rc =
+		    sqlite3_prepare_v2(vp->db,
+		                       "SELECT local, id, service, type, period_type, period_unit, period,"
+		                       " aggregation, cpu_alias, labels FROM series ORDER BY local",
+		                       -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return part_err(err, vp, rc, "reading series");
 		size_t cap = 0;
@@ -362,7 +366,8 @@ static int series_read(store_view *v, uint32_t p, view_part *vp, const store_ser
 			se->aggregation = (uint8_t)sqlite3_column_int(st, 7);
 			se->cpu_alias = (uint8_t)sqlite3_column_int(st, 8);
 			model_label *labels;
-			slice_t blob = slice_make(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
+			slice_t blob =
+			    slice_make(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
 			if (local_labels_decode(blob, vp->arena, &labels, &se->n_labels) < 0) {
 				damaged(err, vp, "series labels");
 				break;
@@ -412,7 +417,7 @@ static int read_head(view_part *vp, sqlite3_stmt *st, int c, store_chunk_head *h
 }
 
 static int heads_read(store_view *v, uint32_t p, view_part *vp, const uint32_t *series, uint32_t n_series,
-                     const store_chunk_head **out, uint32_t *n, kn_err *err)
+                      const store_chunk_head **out, uint32_t *n, kn_err *err)
 {
 	size_t k = 0;
 	sqlite3_stmt *st = vp->heads;
@@ -439,8 +444,8 @@ static int heads_read(store_view *v, uint32_t p, view_part *vp, const uint32_t *
 	return 0;
 }
 
-static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_chunk_head *h, const store_entry **out,
-                       uint32_t *n, kn_err *err)
+static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_chunk_head *h,
+                        const store_entry **out, uint32_t *n, kn_err *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -461,13 +466,14 @@ static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_ch
 		return part_err(err, vp, rc, "reading a chunk");
 	}
 	slice_t data = slice_make(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
-	const char *why = NULL;
-	rc = local_payload_decode(data, h->t_ns, h->_scale, h->n_entries, h->total, vp->max_node, vp->max_attrset,
-	                          v->zd, &v->tmp, &v->cap_tmp, &v->entries, &v->cap_entries, &why);
+	rc = local_payload_decode(data, h->t_ns, h->_scale, h->n_entries, h->total, vp->max_node,
+	                          vp->max_attrset, v->zd, &v->tmp, &v->cap_tmp, &v->entries, &v->cap_entries,
+	                          err);
 	sqlite3_reset(st);
 	if (rc < 0) {
-		vp->damage = 1;
-		return err_set(err, 500, "store: %s is damaged: chunk %lld: %s", vp->path, (long long)h->_rowid, why);
+		char what[sizeof err->msg];
+		snprintf(what, sizeof what, "chunk %lld: %.200s", (long long)h->_rowid, err->msg);
+		return damaged(err, vp, what);
 	}
 	v->last_part = p;
 	v->last_payload = h->_payload;
@@ -489,8 +495,8 @@ static int nodes_read(store_view *v, uint32_t p, view_part *vp, store_nodes *out
 		vp->frame = xcalloc((size_t)n + 1, sizeof *vp->frame);
 		vp->node_id = xcalloc((size_t)n + 1, sizeof *vp->node_id);
 		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(vp->db, "SELECT local, id, parent, frame FROM nodes ORDER BY local", -1,
-		                            &st, NULL);
+		int rc = sqlite3_prepare_v2(
+		    vp->db, "SELECT local, id, parent, frame FROM nodes ORDER BY local", -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return part_err(err, vp, rc, "reading nodes");
 		uint32_t k = 0;
@@ -499,7 +505,8 @@ static int nodes_read(store_view *v, uint32_t p, view_part *vp, store_nodes *out
 			if (k >= n || dense_rows(vp, st, k + 1, err) < 0)
 				break;
 			k++;
-			if (parent < 0 || parent >= (int64_t)k || frame < 1 || frame > (int64_t)vp->max_frame) {
+			if (parent < 0 || parent >= (int64_t)k || frame < 1 ||
+			    frame > (int64_t)vp->max_frame) {
 				damaged(err, vp, "node parent or frame out of range");
 				break;
 			}
@@ -524,7 +531,8 @@ static int nodes_read(store_view *v, uint32_t p, view_part *vp, store_nodes *out
 	return 0;
 }
 
-static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_frame **out, uint32_t *n, kn_err *err)
+static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_frame **out, uint32_t *n,
+                       kn_err *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -532,10 +540,11 @@ static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_fra
 		uint32_t max = vp->max_frame;
 		vp->frames = xcalloc((size_t)max + 1, sizeof *vp->frames);
 		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(vp->db,
-		                            "SELECT local, id, name, file, binary, build_id, kind, unsym FROM frames"
-		                            " ORDER BY local",
-		                            -1, &st, NULL);
+		int rc = sqlite3_prepare_v2(
+		    vp->db,
+		    "SELECT local, id, name, file, binary, build_id, kind, unsym FROM frames"
+		    " ORDER BY local",
+		    -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return part_err(err, vp, rc, "reading frames");
 		uint32_t k = 0;
@@ -564,8 +573,8 @@ static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_fra
 	return 0;
 }
 
-static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_attrset **sets, const model_label **labels,
-                        uint32_t *n, kn_err *err)
+static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_attrset **sets,
+                         const model_label **labels, uint32_t *n, kn_err *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -573,8 +582,8 @@ static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_a
 		uint32_t max = vp->max_attrset;
 		vp->attrsets = xcalloc((size_t)max + 1, sizeof *vp->attrsets);
 		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(vp->db, "SELECT local, id, labels FROM attrsets ORDER BY local", -1, &st,
-		                            NULL);
+		int rc = sqlite3_prepare_v2(vp->db, "SELECT local, id, labels FROM attrsets ORDER BY local",
+		                            -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return part_err(err, vp, rc, "reading attribute sets");
 		/* Labels of all sets in one array: decode each set, then lay them end to end. */
@@ -586,7 +595,8 @@ static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_a
 				break;
 			model_attrset *a = &vp->attrsets[++k];
 			a->id = (uint64_t)sqlite3_column_int64(st, 1);
-			slice_t blob = slice_make(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
+			slice_t blob =
+			    slice_make(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
 			if (local_labels_decode(blob, vp->arena, &per[k], &a->count) < 0) {
 				rc = SQLITE_CORRUPT;
 				break;
@@ -609,7 +619,8 @@ static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_a
 		for (uint32_t i = 1; i <= max; i++) {
 			vp->attrsets[i].first = at;
 			if (vp->attrsets[i].count)
-				memcpy(vp->attr_labels + at, per[i], vp->attrsets[i].count * sizeof *vp->attr_labels);
+				memcpy(vp->attr_labels + at, per[i],
+				       vp->attrsets[i].count * sizeof *vp->attr_labels);
 			at += vp->attrsets[i].count;
 		}
 		free(per);
@@ -630,8 +641,8 @@ static int prepare_spans(view_part *vp, int *absent, kn_err *err)
 	if (!vp->spans_table) {
 		sqlite3_stmt *st;
 		int rc = sqlite3_prepare_v2(
-		    vp->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'spans'", -1, &st,
-		    NULL);
+		    vp->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'spans'", -1,
+		    &st, NULL);
 		if (rc != SQLITE_OK)
 			return part_err(err, vp, rc, "looking for the span index");
 		rc = sqlite3_step(st);
@@ -644,15 +655,18 @@ static int prepare_spans(view_part *vp, int *absent, kn_err *err)
 	*absent = vp->spans_table < 0;
 	if (*absent || vp->by_span)
 		return 0;
-#define HIT_COLS                                                                                                \
-	"SELECT s.attrset, c.local, c.series, c.t_ns, c.duration_ns, c.n_entries, c.total, c.scale, c.payload" \
+#define HIT_COLS                                                                                             \
+	"SELECT s.attrset, c.local, c.series, c.t_ns, c.duration_ns, c.n_entries, c.total, c.scale, "        \
+	"c.payload"                                                                                          \
 	" FROM spans s JOIN chunks c ON c.local = s.chunk"
 	int rc = sqlite3_prepare_v3(vp->db,
-	                            HIT_COLS " WHERE s.span = ?1 AND (?2 IS NULL OR s.trace IS NULL OR s.trace = ?2)"
-	                                     " AND c.t_ns >= ?3 AND c.t_ns < ?4",
+	                            HIT_COLS
+	                            " WHERE s.span = ?1 AND (?2 IS NULL OR s.trace IS NULL OR s.trace = ?2)"
+	                            " AND c.t_ns >= ?3 AND c.t_ns < ?4",
 	                            -1, SQLITE_PREPARE_PERSISTENT, &vp->by_span, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(vp->db, HIT_COLS " WHERE s.trace = ?2 AND c.t_ns >= ?3 AND c.t_ns < ?4", -1,
+		rc = sqlite3_prepare_v3(vp->db,
+		                        HIT_COLS " WHERE s.trace = ?2 AND c.t_ns >= ?3 AND c.t_ns < ?4", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &vp->by_trace, NULL);
 #undef HIT_COLS
 	if (rc != SQLITE_OK)
@@ -661,7 +675,7 @@ static int prepare_spans(view_part *vp, int *absent, kn_err *err)
 }
 
 static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t span_id, slice_t trace_id,
-                           const store_span_hit **out, uint32_t *n, kn_err *err)
+                            const store_span_hit **out, uint32_t *n, kn_err *err)
 {
 	*out = v->hits;
 	*n = 0;

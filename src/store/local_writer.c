@@ -116,7 +116,7 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	buf_init(&s->sc.raw, SIZE_MAX);
 	buf_init(&s->sc.packed, SIZE_MAX);
 	buf_init(&s->sc.labels, SIZE_MAX);
-	s->sc.zc = ZSTD_createCCtx();
+	s->sc.zc = xcheck(ZSTD_createCCtx());
 	local_damage_init(s);
 	store_writeq_config qc = {
 	    .window_ms = cfg->commit_interval_ms == 0  ? 2

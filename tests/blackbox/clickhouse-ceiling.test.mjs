@@ -13,6 +13,9 @@
 //      statement 200 and every SELECT with 64 MiB of bytes) behind kiln with
 //      store.maxAnswerMiB: 1: the query answers the same 503 (the answer was
 //      cut off while receiving, kiln's own count), kiln stays up.
+//   3. The same server with store.maxAnswerMiB: 128: the 64 MiB of garbage
+//      fit, and must still parse exactly as the list of days asked for; the
+//      query answers 503 naming the malformed answer (once an empty 200).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -95,16 +98,18 @@ test('store.maxAnswerMiB on a real ClickHouse: a day past the ceiling answers 50
   }
 });
 
-test('a server that sends more than store.maxAnswerMiB: kiln cuts the answer off while receiving, answers 503 naming the limit, stays up', async () => {
-  const SENT = 64 << 20; // more than the kernel's socket buffers hold: a reader that hangs up leaves it unsent
-  let selects = 0;
-  let cut = 0;
-  const fake = http.createServer((req, res) => {
+const SENT = 64 << 20; // more than the kernel's socket buffers hold: a reader that hangs up leaves it unsent
+
+// A misbehaving "ClickHouse": every statement answers 200, every SELECT with
+// SENT bytes of 'A'. stats counts the SELECTs and the answers cut off by the reader.
+async function garbageClickHouse() {
+  const stats = { selects: 0, cut: 0 };
+  const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => { body += d; });
     req.on('end', () => {
       if (!/^\s*SELECT/i.test(body)) { res.writeHead(200); res.end(); return; }
-      selects++;
+      stats.selects++;
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': SENT });
       const chunk = Buffer.alloc(64 << 10, 0x41);
       let sent = 0;
@@ -116,21 +121,46 @@ test('a server that sends more than store.maxAnswerMiB: kiln cuts the answer off
         res.end();
       };
       // A reader that took every byte lets the answer finish; kiln must hang up before.
-      res.on('close', () => { if (!res.writableFinished) cut++; });
+      res.on('close', () => { if (!res.writableFinished) stats.cut++; });
       pump();
     });
   });
-  await new Promise((r) => fake.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${fake.address().port}`;
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { server, stats, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+test('a server that sends more than store.maxAnswerMiB: kiln cuts the answer off while receiving, answers 503 naming the limit, stays up', async () => {
+  const { server: fake, stats, url } = await garbageClickHouse();
   const kiln = await startServer({ config: config(url, 'kiln_fake'), checkStore: false });
   try {
     for (let i = 0; i < 2; i++) {
       await expectCeiling(kiln, { from: nowS() - 3600, until: nowS() + 60 }, `query ${i} on the misbehaving server`);
     }
-    assert.ok(selects >= 2, `SELECTs sent: ${selects}`);
-    assert.ok(cut >= 1, 'kiln read every byte instead of cutting the answer off');
+    assert.ok(stats.selects >= 2, `SELECTs sent: ${stats.selects}`);
+    assert.ok(stats.cut >= 1, 'kiln read every byte instead of cutting the answer off');
     assert.match(kiln.stderr(), /answer cut off at 1048576 bytes \(store.maxAnswerMiB\)/);
     // Still serving: the process answers its health route.
+    const h = await get(kiln.uiUrl, '/healthz');
+    assert.equal(h.status, 200, `healthz: ${h.status}`);
+    assert.equal(kiln.exitInfo(), null);
+  } finally {
+    await kiln.stop();
+    fake.close();
+  }
+});
+
+// Within the ceiling, garbage is still garbage: 64 MiB of 'A' read as the
+// list of days (RowBinary UInt32s) must parse exactly, and 0x41414141 is no
+// day of the view. This once answered an empty 200.
+test('a server that answers garbage within store.maxAnswerMiB: the query answers 503 naming the malformed answer, not an empty 200', async () => {
+  const { server: fake, stats, url } = await garbageClickHouse();
+  const yaml = `limits: {samplesPerSecond: 1000000000}\n${clickhouseStoreYaml({ url, database: 'kiln_fake' })}  maxAnswerMiB: 128\n`;
+  const kiln = await startServer({ config: yaml, checkStore: false });
+  try {
+    const r = await get(kiln.uiUrl, '/api/flamegraph', { service: SVC, type: TYPE, from: nowS() - 3600, until: nowS() + 60 }, { timeoutMs: 60000 });
+    assert.equal(r.status, 503, `${r.status} ${r.text.slice(0, 300)}\n${tail(kiln.stderr(), 10)}`);
+    assert.deepEqual(r.json, { error: `store: ClickHouse sent a malformed day list: a day outside the view or out of order at byte 4 of ${SENT}` });
+    assert.equal(stats.cut, 0, 'within the ceiling kiln reads the whole answer');
     const h = await get(kiln.uiUrl, '/healthz');
     assert.equal(h.status, 200, `healthz: ${h.status}`);
     assert.equal(kiln.exitInfo(), null);

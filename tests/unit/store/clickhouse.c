@@ -5,11 +5,14 @@
  * key form, and store_open's refusals of a bad configuration. */
 #include "testutil.h"
 
+#include "helpers.h"
 #include "store/clickhouse.h"
 
 static ch_rd reader(const buf_t *b)
 {
-	return (ch_rd){b->p, b->p + b->n, 0};
+	ch_rd r;
+	ch_rd_init(&r, b->p, b->n);
+	return r;
 }
 
 static void test_rowbinary_round_trip(void **state)
@@ -46,7 +49,7 @@ static void test_rowbinary_round_trip(void **state)
 	s = ch_rd_str(&r);
 	assert_int_equal(s.n, 300);
 	assert_true(ch_rd_varint(&r) == UINT64_MAX);
-	assert_false(r.bad);
+	assert_false(ch_rd_bad(&r));
 	assert_false(ch_rd_more(&r));
 	buf_free(&b);
 }
@@ -63,26 +66,28 @@ static void test_truncated_answers(void **state)
 	for (size_t n = 0; n < b.n; n++) {
 		uint8_t *copy = malloc(n ? n : 1); /* exactly n bytes: ASan catches any overrun */
 		memcpy(copy, b.p, n);
-		ch_rd r = {copy, copy + n, 0};
+		ch_rd r;
+		ch_rd_init(&r, copy, n);
 		ch_rd_u64(&r);
 		slice_t s = ch_rd_str(&r);
 		ch_rd_u32(&r);
-		assert_true(r.bad);
+		assert_true(ch_rd_bad(&r));
 		assert_true(s.n == 0 || s.n == 4);
 		free(copy);
 	}
 	/* A string claiming more bytes than the answer has. */
 	uint8_t lie[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 'a'};
-	ch_rd r = {lie, lie + sizeof lie, 0};
+	ch_rd r;
+	ch_rd_init(&r, lie, sizeof lie);
 	slice_t s = ch_rd_str(&r);
-	assert_true(r.bad);
+	assert_true(ch_rd_bad(&r));
 	assert_int_equal(s.n, 0);
 	/* A varint that never ends. */
 	uint8_t endless[12];
 	memset(endless, 0x80, sizeof endless);
-	r = (ch_rd){endless, endless + sizeof endless, 0};
+	ch_rd_init(&r, endless, sizeof endless);
 	ch_rd_varint(&r);
-	assert_true(r.bad);
+	assert_true(ch_rd_bad(&r));
 	buf_free(&b);
 }
 
@@ -128,7 +133,7 @@ static void test_sums_saturate(void **state)
 		int64_t got = ch_rd_sum(&r);
 		if (got != cases[i].want)
 			fail_msg("case %zu: %lld, want %lld", i, (long long)got, (long long)cases[i].want);
-		assert_false(r.bad);
+		assert_false(ch_rd_bad(&r));
 		assert_false(ch_rd_more(&r));
 		buf_free(&b);
 	}
@@ -139,10 +144,128 @@ static void test_sums_saturate(void **state)
 	ch_put_u64(&b, 0x7ff8000000000000ULL);
 	ch_rd r = reader(&b);
 	assert_true(ch_rd_sum(&r) == 42);
-	r = (ch_rd){b.p, b.p + 12, 0};
+	ch_rd_init(&r, b.p, 12);
 	assert_true(ch_rd_sum(&r) == 42);
-	assert_true(r.bad);
+	assert_true(ch_rd_bad(&r));
 	buf_free(&b);
+}
+
+/* Reads rows of the columns in cols ('b' UInt8, 'i' UInt32, 'l' 64-bit,
+ * 's' String, 'd' a UInt32 day that must be below 100) from hex until the
+ * answer ends or fails, then ch_rd_end: 0 and *rows, or -1 with err. */
+static int read_rows(const char *cols, const char *hex, const char *what, int status, unsigned *rows,
+                     kn_err *err)
+{
+	size_t len = strlen(hex) / 2;
+	uint8_t *p = malloc(len ? len : 1); /* exactly the answer: ASan catches an overrun */
+	size_t n = hex_bytes(hex, p);
+	ch_rd r;
+	ch_rd_init(&r, n ? p : NULL, n);
+	*rows = 0;
+	while (ch_rd_more(&r)) {
+		for (const char *c = cols; *c; c++)
+			switch (*c) {
+			case 'b':
+				ch_rd_u8(&r);
+				break;
+			case 'i':
+				ch_rd_u32(&r);
+				break;
+			case 'l':
+				ch_rd_u64(&r);
+				break;
+			case 's':
+				ch_rd_str(&r);
+				break;
+			case 'd':
+				if (ch_rd_u32(&r) >= 100 && !ch_rd_bad(&r))
+					ch_rd_fail(&r, "a day outside the view or out of order");
+				break;
+			}
+		if (!ch_rd_bad(&r))
+			(*rows)++;
+	}
+	int rc = ch_rd_end(&r, err, status, what);
+	/* Once failed, a reader stays failed and reads zeros. */
+	if (rc < 0) {
+		assert_false(ch_rd_more(&r));
+		assert_int_equal(ch_rd_u64(&r), 0);
+		assert_int_equal(ch_rd_str(&r).n, 0);
+	}
+	free(p);
+	return rc;
+}
+
+/* A table of answers, well-formed and malformed, and the exact error each
+ * gives: an answer must parse exactly to its end. */
+static void test_malformed_answers(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *cols, *hex, *what;
+		int status;
+		unsigned rows;   /* rows read before the failure (or all of them) */
+		const char *msg; /* NULL: the answer parses */
+	} cases[] = {
+	    {"is", "", "usage row", 500, 0, NULL},
+	    {"is", "0100000003616263", "usage row", 500, 1, NULL},
+	    {"is", "01000000036162630200000000", "usage row", 500, 2, NULL},
+	    {"is", "0100", "usage row", 500, 0,
+	     "store: ClickHouse sent a malformed usage row: a UInt32 cut short at byte 0 of 2"},
+	    {"is", "01000000", "usage row", 500, 0,
+	     "store: ClickHouse sent a malformed usage row: a length cut short at byte 4 of 4"},
+	    {"is", "0100000080", "usage row", 500, 0,
+	     "store: ClickHouse sent a malformed usage row: a length cut short at byte 4 of 5"},
+	    {"is", "01000000ffffffffffffffffffff01", "key row", 500, 0,
+	     "store: ClickHouse sent a malformed key row: a malformed length at byte 4 of 15"},
+	    {"is", "010000000a616263", "key row", 500, 0,
+	     "store: ClickHouse sent a malformed key row: a String of 10 bytes cut short at byte 5 of 8"},
+	    {"is", "0100000003616263020000", "usage row", 500, 1,
+	     "store: ClickHouse sent a malformed usage row: a UInt32 cut short at byte 8 of 11"},
+	    {"l", "2a00000000000000", "count", 503, 1, NULL},
+	    {"l", "2a000000000000", "count", 503, 0,
+	     "store: ClickHouse sent a malformed count: a 64-bit value cut short at byte 0 of 7"},
+	    {"b", "", "flag", 503, 0, NULL},
+	    {"d", "0500000006000000", "day list", 503, 2, NULL},
+	    {"d", "0500000041414141", "day list", 503, 1,
+	     "store: ClickHouse sent a malformed day list: a day outside the view or out of order at byte 8 "
+	     "of 8"},
+	    /* Garbage read as days: the first "day" is out of range, not zero rows. */
+	    {"d", "4141414141414141414141414141414141414141", "day list", 503, 0,
+	     "store: ClickHouse sent a malformed day list: a day outside the view or out of order at byte 4 "
+	     "of 20"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		kn_err err = {0};
+		unsigned rows;
+		int rc = read_rows(cases[i].cols, cases[i].hex, cases[i].what, cases[i].status, &rows, &err);
+		if (rows != cases[i].rows)
+			fail_msg("case %zu: %u rows, want %u", i, rows, cases[i].rows);
+		if (!cases[i].msg) {
+			if (rc != 0)
+				fail_msg("case %zu: %s", i, err.msg);
+			continue;
+		}
+		if (rc != -1 || err.status != cases[i].status || strcmp(err.msg, cases[i].msg) != 0)
+			fail_msg("case %zu: rc %d status %d \"%s\"\n want %d \"%s\"", i, rc, err.status,
+			         err.msg, cases[i].status, cases[i].msg);
+	}
+	/* Bytes left over after a single-value answer (a count): read without a
+	 * ch_rd_more loop, the end check still finds them. */
+	uint8_t extra[11] = {42};
+	ch_rd r;
+	ch_rd_init(&r, extra, sizeof extra);
+	assert_int_equal(ch_rd_u64(&r), 42);
+	kn_err err = {0};
+	assert_int_equal(ch_rd_end(&r, &err, 503, "count"), -1);
+	assert_int_equal(err.status, 503);
+	assert_string_equal(
+	    err.msg, "store: ClickHouse sent a malformed count: 3 bytes after the last row at byte 8 of 11");
+	/* The first error stands: a later ch_rd_fail does not replace it. */
+	ch_rd_fail(&r, "something else");
+	assert_int_equal(ch_rd_end(&r, &err, 503, "count"), -1);
+	assert_string_equal(
+	    err.msg, "store: ClickHouse sent a malformed count: 3 bytes after the last row at byte 8 of 11");
 }
 
 static void test_sql_strings(void **state)
@@ -292,13 +415,10 @@ static void test_unreachable_refuses_writes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rowbinary_round_trip),
-	    cmocka_unit_test(test_truncated_answers),
-	    cmocka_unit_test(test_sql_strings),
-	    cmocka_unit_test(test_sums_saturate),
-	    cmocka_unit_test(test_span_keys),
-	    cmocka_unit_test(test_bad_configurations),
-	    cmocka_unit_test(test_unreachable_refuses_writes),
+	    cmocka_unit_test(test_rowbinary_round_trip), cmocka_unit_test(test_truncated_answers),
+	    cmocka_unit_test(test_malformed_answers),    cmocka_unit_test(test_sql_strings),
+	    cmocka_unit_test(test_sums_saturate),        cmocka_unit_test(test_span_keys),
+	    cmocka_unit_test(test_bad_configurations),   cmocka_unit_test(test_unreachable_refuses_writes),
 	    cmocka_unit_test(test_answer_ceiling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

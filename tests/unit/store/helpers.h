@@ -17,6 +17,18 @@
 
 #define DAY0 (19501LL * NS_PER_DAY) /* 2023-05-24 */
 
+/* Decodes the hex string h into out (strlen(h) / 2 bytes); returns the count. */
+static inline size_t hex_bytes(const char *h, uint8_t *out)
+{
+	size_t n = 0;
+	for (; h[0] && h[1]; h += 2) {
+		unsigned v;
+		assert_int_equal(sscanf(h, "%2x", &v), 1);
+		out[n++] = (uint8_t)v;
+	}
+	return n;
+}
+
 static inline char *tmpdir_new(void)
 {
 	char *d = strdup("/tmp/kiln-store-XXXXXX");
@@ -154,7 +166,8 @@ static inline void write_ok(store_t *s, model_batch *b)
 }
 
 /* Sum of the totals of every chunk of every series of the project over [from, until). */
-static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, int64_t until, uint32_t *chunks)
+static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, int64_t until,
+                                 uint32_t *chunks)
 {
 	store_view *v;
 	kn_err err = {0};
