@@ -53,8 +53,8 @@ typedef struct {
 /* Who sent a request: its project and key name ("default"/"default" on
  * listeners without auth, S1). */
 typedef struct {
-	char project[KEY_NAME_MAX + 1];
-	char key[KEY_NAME_MAX + 1];
+	char project[LIMIT_NAME_BYTES + 1];
+	char key[LIMIT_NAME_BYTES + 1];
 } api_caller;
 
 /* Identifies the caller from the request's key (x-kiln-key, Authorization:

@@ -12,8 +12,8 @@
 #include "base/timeutil.h"
 
 const char *const listener_names[LISTENER_COUNT] = {"upload", "otlp_http", "otlp_grpc", "ui"};
-const char *const config_scrape_type_names[CONFIG_SCRAPE_TYPES] = {"cpu", "memory", "goroutine", "block", "mutex"};
-#define CONFIG_MAX_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */
+const char *const config_scrape_type_names[CONFIG_SCRAPE_TYPES] = {"cpu", "memory", "goroutine", "block",
+                                                                   "mutex"};
 
 static const char *const default_addrs[LISTENER_COUNT] = {":8028", ":4318", ":4317", ":4040"};
 
@@ -31,9 +31,9 @@ void config_defaults(kiln_config *c)
 	config_set(&c->store.engine, "local");
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		config_set(&c->listeners[i].addr, default_addrs[i]);
-	c->max_rows = 10000;
-	c->samples_per_second = 20000;
-	c->bodies_mib = 512;
+	c->max_rows = LIMIT_SAMPLE_ROWS;
+	c->samples_per_second = LIMIT_SAMPLES_PER_SECOND;
+	c->bodies_mib = LIMIT_BODIES_MIB;
 	c->retention_days = 14;
 	c->retention_max_days = 14;
 	c->scrape.interval_ns = 60 * 1000000000LL;
@@ -228,9 +228,11 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 			if (!s)
 				return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes: each item is a "
 				                         "prefix such as example.com/profiles");
-			if (sc->n_prefixes == CONFIG_PREFIXES_MAX)
-				return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes: at most %d",
-				               CONFIG_PREFIXES_MAX);
+			if (sc->n_prefixes == LIMIT_ANNOTATION_PREFIXES)
+				return err_set(
+				    err, 400,
+				    "config receivers.profiles.scrape.extraAnnotationPrefixes: at most %d",
+				    LIMIT_ANNOTATION_PREFIXES);
 			sc->prefixes[sc->n_prefixes++] = xstrndup(s, len);
 		}
 	}
@@ -241,9 +243,10 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 		void *it = NULL;
 		struct fy_node *n;
 		while ((n = fy_node_sequence_iterate(st, &it))) {
-			if (sc->n_statics == CONFIG_STATIC_TARGETS_MAX)
-				return err_set(err, 400, "config receivers.profiles.scrape.static: at most %d targets",
-				               CONFIG_STATIC_TARGETS_MAX);
+			if (sc->n_statics == LIMIT_STATIC_TARGETS)
+				return err_set(err, 400,
+				               "config receivers.profiles.scrape.static: at most %d targets",
+				               LIMIT_STATIC_TARGETS);
 			if (load_static_target(n, sc->n_statics, &sc->statics[sc->n_statics], err) < 0) {
 				sc->n_statics++; /* freed by config_free */
 				return -1;
@@ -372,16 +375,18 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 		if (read_string(root, p, &c->listeners[i].tls_key, err) < 0)
 			goto out;
 	}
-	if (read_number(root, "/limits/samplesPerSecond", 1, 1e9, &c->samples_per_second, err) < 0)
+	if (read_number(root, "/limits/samplesPerSecond", 1, LIMIT_SAMPLES_PER_SECOND_MAX,
+	                &c->samples_per_second, err) < 0)
 		goto out;
-	if (read_number(root, "/limits/requestBodiesMiB", 64, 1 << 20, &c->bodies_mib, err) < 0)
+	if (read_number(root, "/limits/requestBodiesMiB", LIMIT_BODIES_MIB_MIN, LIMIT_BODIES_MIB_MAX,
+	                &c->bodies_mib, err) < 0)
 		goto out;
 	double d;
-	if ((rc = read_number(root, "/retention/days", 1, 3650, &d, err)) < 0)
+	if ((rc = read_number(root, "/retention/days", 1, LIMIT_RETENTION_DAYS, &d, err)) < 0)
 		goto out;
 	if (rc == 1)
 		c->retention_days = (int)d;
-	if ((rc = read_number(root, "/retention/maxDays", 1, 3650, &d, err)) < 0)
+	if ((rc = read_number(root, "/retention/maxDays", 1, LIMIT_RETENTION_DAYS, &d, err)) < 0)
 		goto out;
 	if (rc == 1)
 		c->retention_max_days = (int)d;
@@ -402,12 +407,16 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 			snprintf(num, sizeof num, "%.*s", (int)(v ? vl : 0), v ? v : "");
 			char *end;
 			long days = strtol(num, &end, 10);
-			if (!k || !v || *end || days < 1 || days > 3650) {
-				err_set(err, 400, "config retention.projects: each value must be a number of days (1-3650)");
+			if (!k || !v || *end || days < 1 || days > LIMIT_RETENTION_DAYS) {
+				err_set(
+				    err, 400,
+				    "config retention.projects: each value must be a number of days (1-%d)",
+				    LIMIT_RETENTION_DAYS);
 				goto out;
 			}
-			if (c->n_project_retention == 64) {
-				err_set(err, 400, "config retention.projects: at most 64 projects");
+			if (c->n_project_retention == LIMIT_RETENTION_PROJECTS) {
+				err_set(err, 400, "config retention.projects: at most %d projects",
+				        LIMIT_RETENTION_PROJECTS);
 				goto out;
 			}
 			c->project_retention[c->n_project_retention].project = xstrndup(k, kl);
@@ -420,10 +429,13 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 	if (rows) {
 		char *end;
 		long v = strtol(rows, &end, 10);
-		int bad = *end || v < 1 || v > 10000000;
+		int bad = *end || v < 1 || v > LIMIT_SAMPLE_ROWS_MAX;
 		free(rows);
 		if (bad) {
-			err_set(err, 400, "config receivers.profiles.maxDecodedSampleRows must be a number from 1 to 10000000");
+			err_set(
+			    err, 400,
+			    "config receivers.profiles.maxDecodedSampleRows must be a number from 1 to %d",
+			    LIMIT_SAMPLE_ROWS_MAX);
 			goto out;
 		}
 		c->max_rows = (uint32_t)v;
@@ -459,13 +471,13 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 	if (!f)
 		return err_set(err, 400, "cannot read config %s: %s", path, strerror(errno));
 	buf_t b;
-	buf_init(&b, CONFIG_MAX_BYTES);
+	buf_init(&b, LIMIT_CONFIG_BYTES);
 	char chunk[4096];
 	size_t got;
 	int rc = 0;
 	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
 		if (buf_append(&b, chunk, got) < 0)
-			rc = err_set(err, 400, "config %s is larger than %u bytes", path, CONFIG_MAX_BYTES);
+			rc = err_set(err, 400, "config %s is larger than %u bytes", path, LIMIT_CONFIG_BYTES);
 	if (rc == 0 && ferror(f))
 		rc = err_set(err, 400, "cannot read config %s: %s", path, strerror(errno));
 	fclose(f);

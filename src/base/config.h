@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 
 enum { LISTENER_UPLOAD, LISTENER_OTLP_HTTP, LISTENER_OTLP_GRPC, LISTENER_UI, LISTENER_COUNT };
 
@@ -24,8 +25,6 @@ typedef struct {
 } scrape_type_config;
 
 #define CONFIG_SCRAPE_TYPES 5 /* cpu, memory, goroutine, block, mutex (enum scrape_type order) */
-#define CONFIG_STATIC_TARGETS_MAX 256
-#define CONFIG_PREFIXES_MAX 16
 
 /* receivers.profiles.scrape.static[i]: a host outside Kubernetes. Either url
  * ("http://host:port", no path) or host + port. */
@@ -42,9 +41,9 @@ typedef struct {
 	int enabled;
 	int64_t interval_ns; /* default 1m */
 	int default_port;
-	char *prefixes[CONFIG_PREFIXES_MAX]; /* extraAnnotationPrefixes */
+	char *prefixes[LIMIT_ANNOTATION_PREFIXES]; /* extraAnnotationPrefixes */
 	uint32_t n_prefixes;
-	static_target_config statics[CONFIG_STATIC_TARGETS_MAX]; /* static */
+	static_target_config statics[LIMIT_STATIC_TARGETS]; /* static */
 	uint32_t n_statics;
 } scrape_config;
 
@@ -70,7 +69,7 @@ typedef struct kiln_config {
 	struct {
 		char *project;
 		int days;
-	} project_retention[64];
+	} project_retention[LIMIT_RETENTION_PROJECTS];
 	/* store (SPEC S8): engine local (default, under data_dir) or clickhouse. */
 	struct {
 		char *engine;   /* "local" | "clickhouse" */

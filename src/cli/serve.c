@@ -70,7 +70,7 @@ typedef struct {
 static void sweep_project(slice_t project, void *arg)
 {
 	sweep_ctx *c = arg;
-	char name[KEY_NAME_MAX + 1];
+	char name[LIMIT_NAME_BYTES + 1];
 	snprintf(name, sizeof name, "%.*s", (int)project.n, (const char *)project.p);
 	uint32_t deleted = 0;
 	kn_err err;

@@ -7,10 +7,9 @@
 
 #include "base/alloc.h"
 #include "base/config.h"
+#include "base/limits.h"
 #include "cli/cli.h"
 #include "store/store.h"
-
-#define SECRET_MAX 1023 /* bytes of a password file, trailing newline excluded */
 
 /* The contents of a secret file without its trailing newline; NULL + err
  * (a longer file or a NUL byte would otherwise send a cut password). */
@@ -21,14 +20,14 @@ static char *read_secret(const char *path, kn_err *err)
 		err_set(err, 400, "store.passwordFile %s: %s", path, strerror(errno));
 		return NULL;
 	}
-	char buf[SECRET_MAX + 3]; /* room for "\r\n" and one byte to spot a longer file */
+	char buf[LIMIT_SECRET_BYTES + 3]; /* room for "\r\n" and one byte to spot a longer file */
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = 0;
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = 0;
-	if (n > SECRET_MAX) {
-		err_set(err, 400, "store.passwordFile %s: longer than %d bytes", path, SECRET_MAX);
+	if (n > LIMIT_SECRET_BYTES) {
+		err_set(err, 400, "store.passwordFile %s: longer than %d bytes", path, LIMIT_SECRET_BYTES);
 		return NULL;
 	}
 	if (memchr(buf, 0, n)) {

@@ -20,7 +20,6 @@
 #include "store/store.h"
 
 #define KEY_HASH_LEN 32
-#define KEY_PRESENTED_MAX 256 /* longer "keys" are refused before hashing */
 
 static const char KEYS_SCHEMA[] = "CREATE TABLE IF NOT EXISTS keys("
                                   " name TEXT PRIMARY KEY,"
@@ -112,7 +111,7 @@ out:
 
 int keys_name_valid(slice_t s)
 {
-	if (s.n < 1 || s.n > KEY_NAME_MAX)
+	if (s.n < 1 || s.n > LIMIT_NAME_BYTES)
 		return 0;
 	for (size_t i = 0; i < s.n; i++) {
 		uint8_t c = s.p[i];
@@ -191,8 +190,8 @@ static void snap_insert(keys_snap *s, const uint8_t hash[KEY_HASH_LEN], const ke
 static void copy_text(char *dst, const unsigned char *src, int n)
 {
 	size_t len = src && n > 0 ? (size_t)n : 0;
-	if (len > KEY_NAME_MAX)
-		len = KEY_NAME_MAX;
+	if (len > LIMIT_NAME_BYTES)
+		len = LIMIT_NAME_BYTES;
 	if (len)
 		memcpy(dst, src, len);
 	dst[len] = 0;
@@ -260,8 +259,8 @@ static void collect_key(const store_key_row *r, void *ctx)
 		if (slice_eq_cstr(r->scope, keys_scope_name(sc)))
 			info.scope = sc;
 	/* Shared rows are treated as hostile too: wrong hash length or scope, long names are skipped. */
-	if (r->revoked_ns || r->hash.n != KEY_HASH_LEN || !info.scope || r->name.n > KEY_NAME_MAX ||
-	    r->project.n > KEY_NAME_MAX)
+	if (r->revoked_ns || r->hash.n != KEY_HASH_LEN || !info.scope || r->name.n > LIMIT_NAME_BYTES ||
+	    r->project.n > LIMIT_NAME_BYTES)
 		return;
 	copy_text(info.name, r->name.p, (int)r->name.n);
 	copy_text(info.project, r->project.p, (int)r->project.n);
@@ -443,7 +442,7 @@ static int sha256(const EVP_MD *md, slice_t s, uint8_t out[KEY_HASH_LEN])
 int keys_lookup(keys_t *k, slice_t presented, key_info *out)
 {
 	uint8_t h[KEY_HASH_LEN];
-	if (presented.n == 0 || presented.n > KEY_PRESENTED_MAX || sha256(k->_sha256, presented, h) < 0)
+	if (presented.n == 0 || presented.n > LIMIT_KEY_BYTES || sha256(k->_sha256, presented, h) < 0)
 		return 0;
 	int found = 0;
 	pthread_rwlock_rdlock(&k->_snap_lock);
@@ -640,7 +639,7 @@ typedef struct {
 	const char *name;
 	int found;
 	store_key_row row; /* of name; strings copied into buf */
-	char buf[3 * (KEY_NAME_MAX + 1) + KEY_HASH_LEN];
+	char buf[3 * (LIMIT_NAME_BYTES + 1) + KEY_HASH_LEN];
 	void (*cb)(const key_row *row, void *ctx);
 	void *ctx;
 } store_find;
@@ -648,8 +647,8 @@ typedef struct {
 static void find_key(const store_key_row *r, void *ctx)
 {
 	store_find *f = ctx;
-	if (f->found || !slice_eq_cstr(r->name, f->name) || r->project.n > KEY_NAME_MAX || r->scope.n > KEY_NAME_MAX ||
-	    r->hash.n > KEY_HASH_LEN)
+	if (f->found || !slice_eq_cstr(r->name, f->name) || r->project.n > LIMIT_NAME_BYTES ||
+	    r->scope.n > LIMIT_NAME_BYTES || r->hash.n > KEY_HASH_LEN)
 		return;
 	f->found = 1;
 	f->row = *r;
@@ -705,8 +704,8 @@ int keys_revoke_store(store_t *st, const char *name, kn_err *err)
 static void list_key(const store_key_row *r, void *ctx)
 {
 	store_find *f = ctx;
-	char name[KEY_NAME_MAX + 1], project[KEY_NAME_MAX + 1], scope[KEY_NAME_MAX + 1];
-	if (r->name.n > KEY_NAME_MAX || r->project.n > KEY_NAME_MAX || r->scope.n > KEY_NAME_MAX)
+	char name[LIMIT_NAME_BYTES + 1], project[LIMIT_NAME_BYTES + 1], scope[LIMIT_NAME_BYTES + 1];
+	if (r->name.n > LIMIT_NAME_BYTES || r->project.n > LIMIT_NAME_BYTES || r->scope.n > LIMIT_NAME_BYTES)
 		return;
 	copy_text(name, r->name.p, (int)r->name.n);
 	copy_text(project, r->project.p, (int)r->project.n);

@@ -1,6 +1,6 @@
 /* Pod watch → annotation targets + static targets → scraper_set_targets. The
  * live pods are kept as their JSON objects (a jansson object keyed by
- * "namespace/name", at most K8S_PODS_MAX); every change schedules one rebuild
+ * "namespace/name", at most LIMIT_K8S_PODS); every change schedules one rebuild
  * of the whole set DISCOVERY_DEBOUNCE_MS later. Loop thread only. */
 #include "scrape/discovery.h"
 
@@ -23,7 +23,7 @@ struct discovery {
 	size_t n_statics;
 	scrape_skips static_skips;
 	int64_t interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
-	int full_logged; /* the K8S_PODS_MAX warning was logged */
+	int full_logged;     /* the LIMIT_K8S_PODS warning was logged */
 };
 
 static void pod_key(const char *ns, const char *name, char *out, size_t n)
@@ -47,12 +47,12 @@ static void on_upsert(void *ctx, const json_t *pod)
 	const char *name = json_string_value(json_object_get(meta, "name"));
 	if (!ns || !name)
 		return;
-	char key[2 * SCRAPE_NAME_MAX + 2];
+	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 2];
 	pod_key(ns, name, key, sizeof key);
-	if (!json_object_get(d->pods, key) && json_object_size(d->pods) >= K8S_PODS_MAX) {
+	if (!json_object_get(d->pods, key) && json_object_size(d->pods) >= LIMIT_K8S_PODS) {
 		if (!d->full_logged)
 			log_warn("too many pods on the node: the rest are not scraped", "max=%d",
-			         K8S_PODS_MAX);
+			         LIMIT_K8S_PODS);
 		d->full_logged = 1;
 		return;
 	}
@@ -63,7 +63,7 @@ static void on_upsert(void *ctx, const json_t *pod)
 static void on_delete(void *ctx, const char *ns, const char *name)
 {
 	discovery *d = ctx;
-	char key[2 * SCRAPE_NAME_MAX + 2];
+	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 2];
 	pod_key(ns, name, key, sizeof key);
 	if (json_object_del(d->pods, key) == 0)
 		schedule(d);

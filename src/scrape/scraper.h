@@ -21,10 +21,6 @@
 #include "scrape/target.h"
 #include "store/store.h"
 
-#define SCRAPE_MAX_INFLIGHT 64                   /* S3.6: more at once → skipped_concurrency */
-#define SCRAPE_MAX_COMPRESSED (8u << 20)         /* S3.7: response body as received */
-#define SCRAPE_MAX_DECOMPRESSED (32u << 20)      /* S3.7: after gunzip */
-#define SCRAPE_MIN_INTERVAL_NS (10LL * 1000000000LL) /* S3.1 */
 #define SCRAPE_PROJECT "default"                 /* scraped data's project and usage key (S1) */
 
 /* Results of one scrape (S3.8), in this order in /metrics and /api/targets.
@@ -83,8 +79,8 @@ void scraper_report_skipped(scraper *s, const char *reason, const char *namespac
 typedef struct {
 	uint32_t count[SCRAPE_SKIP_REASONS];
 	int type[SCRAPE_SKIP_REASONS];
-	char namespace_[SCRAPE_SKIP_REASONS][SCRAPE_NAME_MAX];
-	char pod[SCRAPE_SKIP_REASONS][SCRAPE_NAME_MAX];
+	char namespace_[SCRAPE_SKIP_REASONS][LIMIT_SCRAPE_NAME_BYTES];
+	char pod[SCRAPE_SKIP_REASONS][LIMIT_SCRAPE_NAME_BYTES];
 } scrape_skips;
 
 /* Counts one skip (the first of a reason is its example). Out-of-range reasons are ignored. */

@@ -114,7 +114,7 @@ int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n
 {
 	if (invalid_n)
 		invalid[0] = 0;
-	if (interval_ns < SCRAPE_MIN_INTERVAL_NS) {
+	if (interval_ns < LIMIT_SCRAPE_INTERVAL_MIN_NS) {
 		snprintf(reason, reason_n, "interval %.3gs is below the minimum of 10s", (double)interval_ns / SEC);
 		return -1;
 	}
@@ -217,7 +217,8 @@ int scrape_static_target(const static_target_config *c, int type, scrape_target 
 	}
 	int n = snprintf(t->url, sizeof t->url, "%s://%s%s%s", scheme, hp, path, extra);
 	if (n < 0 || (size_t)n >= sizeof t->url) {
-		snprintf(msg, msg_n, "the url of %s is longer than %d bytes", config_scrape_type_names[type], SCRAPE_URL_MAX - 1);
+		snprintf(msg, msg_n, "the url of %s is longer than %d bytes", config_scrape_type_names[type],
+		         LIMIT_SCRAPE_URL_BYTES - 1);
 		return -1;
 	}
 	t->https = !strcmp(scheme, "https");

@@ -16,8 +16,8 @@ void scrape_skips_add(scrape_skips *sk, int reason, const char *namespace_, cons
 		return;
 	if (sk->count[reason]++ == 0) {
 		sk->type[reason] = type;
-		snprintf(sk->namespace_[reason], SCRAPE_NAME_MAX, "%s", namespace_ ? namespace_ : "");
-		snprintf(sk->pod[reason], SCRAPE_NAME_MAX, "%s", pod ? pod : "");
+		snprintf(sk->namespace_[reason], LIMIT_SCRAPE_NAME_BYTES, "%s", namespace_ ? namespace_ : "");
+		snprintf(sk->pod[reason], LIMIT_SCRAPE_NAME_BYTES, "%s", pod ? pod : "");
 	}
 }
 

@@ -391,7 +391,7 @@ slice_t ch_rd_str(ch_rd *r)
 
 slice_t ch_span_key(slice_t v, char *out)
 {
-	if (v.n == 0 || v.n > STORE_SPAN_ID_MAX)
+	if (v.n == 0 || v.n > LIMIT_SPAN_ID_BYTES)
 		return slice_make("", 0);
 	int hex = v.n % 2 == 0;
 	for (size_t i = 0; i < v.n && hex; i++) {

@@ -48,7 +48,7 @@ typedef struct {
 	store_head head_; /* first: store.c dispatches through it */
 	ch_store *s;
 	ch_conn *c;
-	char proj[CH_PROJECT_MAX + 1];
+	char proj[LIMIT_NAME_BYTES + 1];
 	slice_t project;
 	int64_t from_ns, until_ns;
 	ch_part *parts;
@@ -112,8 +112,8 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
                  kn_err *err)
 {
 	ch_store *s = (ch_store *)st;
-	if (project.n == 0 || project.n > CH_PROJECT_MAX)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	int64_t start = ch_retention_start(st, project, time_now_ns());
 	if (from_ns < start)
 		from_ns = start;
@@ -639,7 +639,7 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 		uint64_t chunk = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_i64(&rd), t = ch_rd_i64(&rd);
 		uint32_t ln = 0, la = 0;
-		if (rd.bad || !chunk || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
+		if (rd.bad || !chunk || n >= LIMIT_CH_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la))) {
 			rc = skip(v, p, "an entry names an unknown node or attribute set");
 			cp->skipped = 1;
@@ -751,7 +751,7 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 		uint64_t sid = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_sum(&rd);
 		uint32_t ls = 0, ln = 0, la = 0;
-		if (rd.bad || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (rd.bad || k >= LIMIT_CH_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
 			return skip(v, p, "a sum names an unknown series, node or attribute set");
@@ -778,7 +778,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 	ch_part *cp = &v->parts[p];
 	if (cp->skipped)
 		return 0;
-	char sb[STORE_SPAN_ID_MAX], tb[STORE_SPAN_ID_MAX];
+	char sb[LIMIT_SPAN_ID_BYTES], tb[LIMIT_SPAN_ID_BYTES];
 	slice_t span = ch_span_key(span_id, sb), trace = ch_span_key(trace_id, tb);
 	if (span_id.n ? !span.n : !trace.n)
 		return 0;
@@ -809,7 +809,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		int64_t t = ch_rd_i64(&rd), dur = ch_rd_i64(&rd);
 		uint64_t attrset = ch_rd_u64(&rd);
 		uint32_t ls = 0, la = 0;
-		if (rd.bad || !chunk || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (rd.bad || !chunk || k >= LIMIT_CH_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->attr_ix, attrset, &la) || t < v->from_ns || t >= v->until_ns)
 			return skip(v, p, "a span link names an unknown series, attribute set or time");
 		v->hits = xgrow(v->hits, &v->cap_hits, (size_t)k + 1, sizeof *v->hits);

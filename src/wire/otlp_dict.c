@@ -212,8 +212,6 @@ int ot_dict_load(ot_dec *d, const slice_t *dicts, uint32_t n_dicts, kn_err *err)
 
 /* ---- Attribute values ---------------------------------------------------- */
 
-#define OT_MAX_NESTING 32u
-
 static const ot_field anyvalue_fields[] = {
     {1, OT_LEN, "string_value"}, {2, OT_VARINT, "bool_value"},
     {3, OT_VARINT, "int_value"}, {4, OT_I64, "double_value"},
@@ -233,8 +231,8 @@ static int check_keyvalue(const ot_dec *d, slice_t msg, const ot_path *p, unsign
 static int read_anyvalue(const ot_dec *d, slice_t msg, const ot_path *p, unsigned depth, int *kind,
                          uint64_t *v, slice_t *s, kn_err *err)
 {
-	if (depth > OT_MAX_NESTING)
-		return ot_fail(err, 400, p, NULL, "values nested deeper than %u levels", OT_MAX_NESTING);
+	if (depth > LIMIT_OTLP_NESTING)
+		return ot_fail(err, 400, p, NULL, "values nested deeper than %u levels", LIMIT_OTLP_NESTING);
 	pb_reader r = pb_reader_make(msg);
 	const ot_field *f;
 	int wt, rc;

@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kn_err err = {0};
 	config_defaults(&c);
 	if (config_load_yaml(&c, (const char *)data, size, &err) == 0) {
-		if (c.n_project_retention > 64 || c.scrape.n_prefixes > CONFIG_PREFIXES_MAX ||
-		    c.scrape.n_statics > CONFIG_STATIC_TARGETS_MAX)
+		if (c.n_project_retention > 64 || c.scrape.n_prefixes > LIMIT_ANNOTATION_PREFIXES ||
+		    c.scrape.n_statics > LIMIT_STATIC_TARGETS)
 			abort();
 		if (config_validate(&c, &err) == 0)
 			(void)config_retention_days(&c, "default");

@@ -67,6 +67,11 @@ static void test_file(void **state)
 	assert_string_equal(c.kubernetes.ca_file, "/ca.crt");
 	assert_string_equal(c.kubernetes.node, "n1");
 	config_free(&c);
+	/* the retention bound itself is accepted (test_invalid: one day more is not) */
+	assert_int_equal(load(&c, "retention: {days: 3650, maxDays: 3650, projects: {a: 3650}}\n", &e), 0);
+	assert_int_equal(config_retention_days(&c, "a"), 3650);
+	assert_int_equal(config_retention_days(&c, "b"), 3650);
+	config_free(&c);
 }
 
 static void test_invalid(void **state)
@@ -79,6 +84,11 @@ static void test_invalid(void **state)
 	    {"limits: {samplesPerSecond: fast}\n", "config /limits/samplesPerSecond must be a number from 1 to 1e+09"},
 	    {"retention: {days: 30}\n", "retention.days (30) is above retention.maxDays (14): raise maxDays to keep data longer"},
 	    {"retention: {projects: {a: 100}}\n", "retention.projects.a (100 days) is above retention.maxDays (14)"},
+	    /* one bound with the store (LIMIT_RETENTION_DAYS): 3,650 days */
+	    {"retention: {maxDays: 3651}\n", "config /retention/maxDays must be a number from 1 to 3650"},
+	    {"retention: {days: 3651}\n", "config /retention/days must be a number from 1 to 3650"},
+	    {"retention: {maxDays: 3650, projects: {a: 3651}}\n",
+	     "config retention.projects: each value must be a number of days (1-3650)"},
 	    {"listeners: {upload: {tls: {cert: c.pem}}}\n", "listeners.upload.tls needs both cert and key"},
 	    {"listeners: {upload: {addr: nowhere}}\n", "listener upload: address nowhere must be host:port, :port or off"},
 	    {"- a\n- b\n", "the top level must be a mapping"},
