@@ -99,7 +99,7 @@ static void export_handler(grpc_call *call, void *ctx)
 	}
 	j->in = (ingest_otlp_req){
 	    .project = slice_cstr(j->caller.project),
-	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
+	    .max_rows = api->limits ? api->limits->max_rows : 0,
 	    .retention_days = (uint32_t)api_retention_days(api, j->caller.project),
 	    .now_ns = time_now_ns(),
 	};

@@ -61,7 +61,7 @@
 #define LIMIT_TIMELINE_POINTS 10000         /* points of one timeline */
 #define LIMIT_LABEL_VALUES 1000 /* values per label name in /api/labels (more: "truncated":true) */
 
-/* Config (cli/serve, base/config.c) */
+/* Config (cli/config.c, cli/store_open.c) */
 #define LIMIT_CONFIG_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */
 #define LIMIT_SECRET_BYTES 1023       /* a password file, trailing newline excluded */
 #define LIMIT_RETENTION_DAYS 3650     /* retention.days, maxDays, projects, and store_set_retention */

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/config.h"
 #include "base/limits.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "store/store.h"
 
 /* The contents of a secret file without its trailing newline; NULL + err
@@ -39,7 +39,7 @@ static char *read_secret(const char *path, kn_err *err)
 
 store_t *cli_store_open(const kiln_config *cfg, kn_err *err)
 {
-	store_config sc = {.dir = cfg->data_dir, .retention_days = config_retention_days(cfg, "")};
+	store_config sc = {.dir = cfg->data_dir, .retention_days = store_retention_days(&cfg->retention, "")};
 	char *password = NULL;
 	if (!strcmp(cfg->store.engine, "clickhouse")) {
 		sc.engine = STORE_ENGINE_CLICKHOUSE;

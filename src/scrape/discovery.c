@@ -103,10 +103,11 @@ static void rebuild(evutil_socket_t fd, short what, void *arg)
 	free(t);
 }
 
-discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop, scraper *s)
+discovery *discovery_start(const scrape_options *c, const k8s_options *k, const char *node, kn_loop *loop,
+                           scraper *s)
 {
-	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
-		if (!annot_prefix_valid(c->scrape.prefixes[i])) {
+	for (uint32_t i = 0; i < c->n_prefixes; i++)
+		if (!annot_prefix_valid(c->prefixes[i])) {
 			log_error("profile scraping is disabled",
 			          "reason=\"extraAnnotationPrefixes[%u] is not a DNS subdomain\"", i);
 			return NULL;
@@ -114,15 +115,12 @@ discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop
 	discovery *d = xcalloc(1, sizeof *d);
 	d->scraper = s;
 	d->pods = json_object();
-	d->settings = (annot_settings){(const char *const *)c->scrape.prefixes, c->scrape.n_prefixes,
-	                               c->scrape.default_port};
-	d->interval_ns = c->scrape.interval_ns;
-	d->n_statics = scrape_static_targets(&c->scrape, 0, &d->statics, &d->static_skips);
+	d->settings = (annot_settings){(const char *const *)c->prefixes, c->n_prefixes, c->default_port};
+	d->interval_ns = c->interval_ns;
+	d->n_statics = scrape_static_targets(c, 0, &d->statics, &d->static_skips);
 	d->rebuild = evtimer_new(loop_base(loop), rebuild, d);
-	k8s_config kc = {.api_server = c->kubernetes.api_server,
-	                 .token_file = c->kubernetes.token_file,
-	                 .ca_file = c->kubernetes.ca_file,
-	                 .node = node};
+	k8s_config kc = {
+	    .api_server = k->api_server, .token_file = k->token_file, .ca_file = k->ca_file, .node = node};
 	static const k8s_callbacks cb = {on_upsert, on_delete, on_synced};
 	kn_err err;
 	d->watcher = k8s_watch_start(loop_base(loop), &kc, &cb, d, &err);
@@ -133,7 +131,7 @@ discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop
 		return NULL;
 	}
 	log_info("pod discovery started", "node=%s api_server=%s", node,
-	         c->kubernetes.api_server ? c->kubernetes.api_server : "in-cluster");
+	         k->api_server ? k->api_server : "in-cluster");
 	return d;
 }
 

@@ -11,7 +11,8 @@
 
 struct event_base;
 
-/* Bounds on what the API server can make the watcher hold. */
+/* Bounds on what the API server can make the watcher hold: LIMIT_K8S_* in
+ * base/limits.h. */
 
 typedef struct {
 	const char *

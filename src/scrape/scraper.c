@@ -75,7 +75,7 @@ struct scraper {
 
 static const char *type_name(int type)
 {
-	return type >= 0 && type < SCRAPE_TYPES ? config_scrape_type_names[type] : "unknown";
+	return type >= 0 && type < SCRAPE_TYPES ? scrape_type_name(type) : "unknown";
 }
 
 /* A value safe inside a logfmt quoted string. */

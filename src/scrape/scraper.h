@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-#include "base/config.h"
 #include "base/err.h"
 #include "ingest/usage.h"
 #include "model/model.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "scrape/options.h"
 #include "scrape/target.h"
 #include "store/store.h"
 
@@ -105,12 +105,14 @@ void scraper_free(scraper *s);
 /* The static targets of c (receivers.profiles.scrape.static) into a fresh
  * array (*out, caller frees; count returned); skips are added to sk and, when
  * log, logged as `static scrape target is invalid`. */
-size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **out, scrape_skips *sk);
+size_t scrape_static_targets(const scrape_options *c, int log, scrape_target **out, scrape_skips *sk);
 
-/* From kiln serve's config: checks the settings (logging the S3.1 lines),
- * builds the static targets (logging skips) and starts scraping them.
+/* From kiln serve's settings (c; max_rows: maxDecodedSampleRows): checks
+ * them (logging the S3.1 lines), builds the static targets (logging skips)
+ * and starts scraping them.
  * NULL when scraping is off (not enabled, or disabled by a bad setting). */
-scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store, usage_t *usage);
+scraper *scraper_from_config(const scrape_options *c, uint32_t max_rows, kn_loop *loop, kn_pool *pool,
+                             store_t *store, usage_t *usage);
 
 /* ---- Pure rules (scraper_rules.c): no I/O, any thread. ---------------- */
 
@@ -135,7 +137,7 @@ int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n
  * url or host+port plus path (default per type; `seconds` added or checked),
  * scheme, timeouts, attribution, key "static/NAME/TYPE". 0, or -1 with the
  * skip reason ("invalid_target", "invalid_port") and a message. */
-int scrape_static_target(const static_target_config *c, int type, scrape_target *t, const char **reason,
+int scrape_static_target(const scrape_static_options *c, int type, scrape_target *t, const char **reason,
                          char *msg, size_t msg_n);
 
 /* Keeps the profiles whose sample type is in list (comma separated, spaces

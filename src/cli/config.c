@@ -1,5 +1,7 @@
-/* Settings from YAML (libfyaml) and defaults (base/config.h). */
-#include "base/config.h"
+/* Settings from YAML (libfyaml) into each module's options struct
+ * (cli/config.h). Every message here is part of the interface: tests assert
+ * them byte for byte. */
+#include "cli/config.h"
 
 #include <errno.h>
 #include <libfyaml.h>
@@ -9,13 +11,8 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/limits.h"
 #include "base/timeutil.h"
-
-const char *const listener_names[LISTENER_COUNT] = {"upload", "otlp_http", "otlp_grpc", "ui"};
-const char *const config_scrape_type_names[CONFIG_SCRAPE_TYPES] = {"cpu", "memory", "goroutine", "block",
-                                                                   "mutex"};
-
-static const char *const default_addrs[LISTENER_COUNT] = {":8028", ":4318", ":4317", ":4040"};
 
 void config_set(char **field, const char *value)
 {
@@ -28,58 +25,22 @@ void config_defaults(kiln_config *c)
 	memset(c, 0, sizeof *c);
 	config_set(&c->data_dir, "./kiln-data");
 	config_set(&c->role, "all");
-	config_set(&c->store.engine, "local");
-	for (int i = 0; i < LISTENER_COUNT; i++)
-		config_set(&c->listeners[i].addr, default_addrs[i]);
-	c->max_rows = LIMIT_SAMPLE_ROWS;
-	c->samples_per_second = LIMIT_SAMPLES_PER_SECOND;
-	c->bodies_mib = LIMIT_BODIES_MIB;
-	c->retention_days = 14;
-	c->retention_max_days = 14;
-	c->scrape.interval_ns = 60 * 1000000000LL;
-}
-
-int config_retention_days(const kiln_config *c, const char *project)
-{
-	int days = c->retention_days;
-	for (uint32_t i = 0; i < c->n_project_retention; i++)
-		if (!strcmp(c->project_retention[i].project, project))
-			days = c->project_retention[i].days;
-	return days > c->retention_max_days ? c->retention_max_days : days;
+	listener_options_defaults(c->listeners);
+	ingest_options_defaults(&c->limits);
+	store_retention_defaults(&c->retention);
+	store_options_defaults(&c->store);
+	scrape_options_defaults(&c->scrape);
 }
 
 void config_free(kiln_config *c)
 {
 	free(c->data_dir);
 	free(c->role);
-	for (uint32_t i = 0; i < c->n_project_retention; i++)
-		free(c->project_retention[i].project);
-	for (int i = 0; i < LISTENER_COUNT; i++) {
-		free(c->listeners[i].addr);
-		free(c->listeners[i].tls_cert);
-		free(c->listeners[i].tls_key);
-	}
-	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
-		free(c->scrape.prefixes[i]);
-	char *store_strs[] = {c->store.engine, c->store.url, c->store.database, c->store.user,
-	                      c->store.password, c->store.cluster, c->store.password_file};
-	for (size_t k = 0; k < sizeof store_strs / sizeof *store_strs; k++)
-		free(store_strs[k]);
-	free(c->kubernetes.api_server);
-	free(c->kubernetes.token_file);
-	free(c->kubernetes.ca_file);
-	free(c->kubernetes.node);
-	for (uint32_t i = 0; i < c->scrape.n_statics; i++) {
-		static_target_config *t = &c->scrape.statics[i];
-		char *strs[] = {t->name, t->url, t->host, t->service, t->namespace_, t->pod, t->container, t->workload};
-		for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
-			free(strs[k]);
-		for (int k = 0; k < CONFIG_SCRAPE_TYPES; k++) {
-			free(t->types[k].path);
-			free(t->types[k].scheme);
-			free(t->types[k].sample_types);
-		}
-	}
+	listener_options_free(c->listeners);
+	store_retention_free(&c->retention);
+	store_options_free(&c->store);
+	scrape_options_free(&c->scrape);
+	k8s_options_free(&c->kubernetes);
 	memset(c, 0, sizeof *c);
 }
 
@@ -145,7 +106,7 @@ static int read_bool(struct fy_node *root, const char *path, int *out, kn_err *e
 }
 
 /* One entry of receivers.profiles.scrape.static (a mapping). */
-static int load_static_target(struct fy_node *n, uint32_t i, static_target_config *t, kn_err *err)
+static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_options *t, kn_err *err)
 {
 	if (!fy_node_is_mapping(n))
 		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] must be a mapping", i);
@@ -177,16 +138,18 @@ static int load_static_target(struct fy_node *n, uint32_t i, static_target_confi
 		size_t kl;
 		const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &kl);
 		int type = -1;
-		for (int ty = 0; k && ty < CONFIG_SCRAPE_TYPES; ty++)
-			if (strlen(config_scrape_type_names[ty]) == kl && !memcmp(k, config_scrape_type_names[ty], kl))
+		for (int ty = 0; k && ty < SCRAPE_TYPES; ty++)
+			if (strlen(scrape_type_name(ty)) == kl && !memcmp(k, scrape_type_name(ty), kl))
 				type = ty;
 		struct fy_node *v = fy_node_pair_value(pair);
+		_Static_assert(SCRAPE_TYPES == 5,
+		               "the message below lists the scrape types of scrape/target.h");
 		if (type < 0 || !v || !fy_node_is_mapping(v))
 			return err_set(err, 400,
 			               "config receivers.profiles.scrape.static[%u].types: each key is one of cpu, memory, "
 			               "goroutine, block, mutex with a mapping {scrape, path, scheme, sample_types}",
 			               i);
-		scrape_type_config *tc = &t->types[type];
+		scrape_type_options *tc = &t->types[type];
 		if (read_bool(v, "scrape", &tc->scrape, err) < 0 || read_string(v, "path", &tc->path, err) < 0 ||
 		    read_string(v, "scheme", &tc->scheme, err) < 0 ||
 		    read_string(v, "sample_types", &tc->sample_types, err) < 0)
@@ -196,7 +159,7 @@ static int load_static_target(struct fy_node *n, uint32_t i, static_target_confi
 }
 
 /* receivers.profiles.scrape (SPEC S3.1, S3.2). */
-static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
+static int load_scrape(struct fy_node *root, scrape_options *sc, kn_err *err)
 {
 	if (read_bool(root, "/receivers/profiles/scrape/enabled", &sc->enabled, err) < 0)
 		return -1;
@@ -258,7 +221,7 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 }
 
 /* kubernetes: {apiServer, tokenFile, caFile, node} (SPEC S3.2). */
-static int load_kubernetes(struct fy_node *root, kube_config *k, kn_err *err)
+static int load_kubernetes(struct fy_node *root, k8s_options *k, kn_err *err)
 {
 	struct fy_node *n = fy_node_by_path(root, "/kubernetes", (size_t)-1, FYNWF_DONT_FOLLOW);
 	if (!n)
@@ -376,20 +339,20 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 			goto out;
 	}
 	if (read_number(root, "/limits/samplesPerSecond", 1, LIMIT_SAMPLES_PER_SECOND_MAX,
-	                &c->samples_per_second, err) < 0)
+	                &c->limits.samples_per_second, err) < 0)
 		goto out;
 	if (read_number(root, "/limits/requestBodiesMiB", LIMIT_BODIES_MIB_MIN, LIMIT_BODIES_MIB_MAX,
-	                &c->bodies_mib, err) < 0)
+	                &c->limits.bodies_mib, err) < 0)
 		goto out;
 	double d;
 	if ((rc = read_number(root, "/retention/days", 1, LIMIT_RETENTION_DAYS, &d, err)) < 0)
 		goto out;
 	if (rc == 1)
-		c->retention_days = (int)d;
+		c->retention.days = (int)d;
 	if ((rc = read_number(root, "/retention/maxDays", 1, LIMIT_RETENTION_DAYS, &d, err)) < 0)
 		goto out;
 	if (rc == 1)
-		c->retention_max_days = (int)d;
+		c->retention.max_days = (int)d;
 	rc = -1;
 	struct fy_node *projects = fy_node_by_path(root, "/retention/projects", (size_t)-1, FYNWF_DONT_FOLLOW);
 	if (projects) {
@@ -414,13 +377,13 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 				    LIMIT_RETENTION_DAYS);
 				goto out;
 			}
-			if (c->n_project_retention == LIMIT_RETENTION_PROJECTS) {
+			if (c->retention.n_projects == LIMIT_RETENTION_PROJECTS) {
 				err_set(err, 400, "config retention.projects: at most %d projects",
 				        LIMIT_RETENTION_PROJECTS);
 				goto out;
 			}
-			c->project_retention[c->n_project_retention].project = xstrndup(k, kl);
-			c->project_retention[c->n_project_retention++].days = (int)days;
+			c->retention.projects[c->retention.n_projects].project = xstrndup(k, kl);
+			c->retention.projects[c->retention.n_projects++].days = (int)days;
 		}
 	}
 	char *rows = NULL;
@@ -438,7 +401,7 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 			    LIMIT_SAMPLE_ROWS_MAX);
 			goto out;
 		}
-		c->max_rows = (uint32_t)v;
+		c->limits.max_rows = (uint32_t)v;
 	}
 	if (load_scrape(root, &c->scrape, err) < 0 || load_kubernetes(root, &c->kubernetes, err) < 0 ||
 	    load_store(root, c, err) < 0)
@@ -509,13 +472,17 @@ int config_validate(const kiln_config *c, kn_err *err)
 	}
 	if (!c->data_dir || !*c->data_dir)
 		return err_set(err, 400, "data directory must not be empty");
-	if (c->retention_days > c->retention_max_days)
-		return err_set(err, 400, "retention.days (%d) is above retention.maxDays (%d): raise maxDays to keep data longer",
-		               c->retention_days, c->retention_max_days);
-	for (uint32_t i = 0; i < c->n_project_retention; i++)
-		if (c->project_retention[i].days > c->retention_max_days)
-			return err_set(err, 400, "retention.projects.%s (%d days) is above retention.maxDays (%d)",
-			               c->project_retention[i].project, c->project_retention[i].days, c->retention_max_days);
+	const store_retention_options *r = &c->retention;
+	if (r->days > r->max_days)
+		return err_set(
+		    err, 400,
+		    "retention.days (%d) is above retention.maxDays (%d): raise maxDays to keep data longer",
+		    r->days, r->max_days);
+	for (uint32_t i = 0; i < r->n_projects; i++)
+		if (r->projects[i].days > r->max_days)
+			return err_set(err, 400,
+			               "retention.projects.%s (%d days) is above retention.maxDays (%d)",
+			               r->projects[i].project, r->projects[i].days, r->max_days);
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		if (!c->listeners[i].tls_cert != !c->listeners[i].tls_key)
 			return err_set(err, 400, "listeners.%s.tls needs both cert and key", listener_names[i]);
