@@ -21,7 +21,7 @@
 #include "scrape/target.h"
 #include "store/store.h"
 
-#define SCRAPE_PROJECT "default"                 /* scraped data's project and usage key (S1) */
+#define SCRAPE_PROJECT "default" /* scraped data's project and usage key (S1) */
 
 /* Results of one scrape (S3.8), in this order in /metrics and /api/targets.
  * http_5xx is a 5xx other than Go's busy CPU profiler (the spec has no code
