@@ -22,7 +22,7 @@
 #
 #   bench/scrape.sh
 # Environment: TARGETS (1000), INTERVAL (10, seconds), TYPES ("memory
-#   goroutine" at 10 s; cpu needs INTERVAL >= 20, SPEC S3.1), DURATION (90),
+#   goroutine" at 10 s; cpu needs INTERVAL >= 20, OPS: Scrape settings), DURATION (90),
 #   CPU_HOLD (1: the cpu endpoint answers after `seconds` as Go does; 0:
 #   at once), REFRESH (1s: how often the targets take the heap/goroutine
 #   profiles they serve; 0 = one per request, see bench/go/pprofserve),

@@ -1,9 +1,9 @@
 /* HTTP and gRPC routes: the pprof push endpoint (upload listener), OTLP over
  * HTTP and gRPC, the query API, /metrics, /healthz and the UI. Handlers run on
  * the event loop thread, identify the caller (keys, S6.1) and hand CPU work to
- * the worker pool; admission (rate limit, S6.2) and usage counting (S6.3)
- * happen on the worker once the request is decoded; replies go back through
- * loop_post. */
+ * the worker pool; a push runs as an ingest_push job (ingest/push.h: decode,
+ * attribution, admission S6.2, store, usage S6.3 after the commit) with the
+ * route's decoder and reply; replies go back through loop_post. */
 #ifndef KILN_API_API_H
 #define KILN_API_API_H
 
@@ -12,6 +12,7 @@
 #include "api/options.h"
 #include "ingest/keys.h"
 #include "ingest/options.h"
+#include "ingest/push.h"
 #include "ingest/ratelimit.h"
 #include "ingest/usage.h"
 #include "net/grpc.h"
@@ -25,7 +26,7 @@
 
 /* Operational counters for /metrics (all atomics; no lock). */
 typedef struct {
-	_Atomic uint64_t requests[LISTENER_COUNT][6]; /* by status class: 1xx..5xx, [0] = other */
+	_Atomic uint64_t requests[LISTENER_COUNT][6];      /* by status class: 1xx..5xx, [0] = other */
 	_Atomic uint64_t status_counts[LISTENER_COUNT][8]; /* 200 400 401 403 404 413 429 503 */
 	_Atomic uint64_t bytes_in[LISTENER_COUNT];
 } api_metrics;
@@ -34,13 +35,15 @@ typedef struct {
 	store_t *store;
 	kn_loop *loop;
 	kn_pool *pool;
-	keys_t *keys;          /* may be NULL when no listener requires auth */
-	ratelimit_t *limiter;
+	keys_t *keys;                 /* may be NULL when no listener requires auth */
+	ratelimit_t *limiter;         /* keys' limit (limits.samplesPerSecond) */
+	ratelimit_t *default_limiter; /* the caller of listeners without auth
+	                                 (limits.defaultSamplesPerSecond); NULL: unlimited */
 	usage_t *usage;
 	const ingest_options *limits;             /* NULL: the defaults of limits.h */
 	const store_retention_options *retention; /* NULL: 14 days */
-	scraper *scraper;      /* NULL when this process does not scrape (role, settings) */
-	k8s_watcher *k8s;      /* the pod watch for push attribution (S2.1a); NULL when not watching */
+	scraper *scraper; /* NULL when this process does not scrape (role, settings) */
+	k8s_watcher *k8s; /* the pod watch for push attribution (S2.1a); NULL when not watching */
 	api_metrics metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
 } api_ctx;
@@ -54,11 +57,8 @@ typedef struct {
 } api_listener;
 
 /* Who sent a request: its project and key name ("default"/"default" on
- * listeners without auth, S1). */
-typedef struct {
-	char project[LIMIT_NAME_BYTES + 1];
-	char key[LIMIT_NAME_BYTES + 1];
-} api_caller;
+ * listeners without auth, S1: then anonymous). */
+typedef ingest_caller api_caller;
 
 /* Identifies the caller from the request's key (x-kiln-key, Authorization:
  * Bearer, or for the UI the kiln_key cookie; any may be NULL). need is
@@ -68,14 +68,6 @@ typedef struct {
 int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t *authorization,
                  const slice_t *cookie, int need, api_caller *c, kn_err *err);
 
-/* After decoding a push of `samples` samples: the rate limit (S6.2). 0
- * admitted; -1 + err 429 with retry_after (and the usage counted). */
-int api_admit(api_ctx *a, const api_caller *c, uint64_t samples, kn_err *err);
-/* Counts a push's samples in the usage (S6.3): accepted (err NULL) or
- * rejected with the reason derived from err's status. */
-void api_account(api_ctx *a, const api_caller *c, uint64_t samples, const kn_err *err);
-/* The same with an explicit USAGE_* reason (accepted samples + samples of reason). */
-void api_account_reason(api_ctx *a, const api_caller *c, uint64_t accepted, int reason, uint64_t samples);
 /* Counts a finished request for /metrics. */
 void api_count(api_ctx *a, int listener, int status, size_t bytes_in);
 /* Retention of a project, in days (config, capped). */
@@ -94,6 +86,14 @@ int api_peer_pod(const api_ctx *a, slice_t peer, k8s_pod_info *out);
  * finished again (new series id). */
 void api_attribute_batch(const api_ctx *a, slice_t peer, model_batch *b);
 
+/* Starts a push on listener l (loop thread): identifies the caller from the
+ * x-kiln-key and authorization headers (either may be NULL) and fills p's
+ * environment, caller, peer, decoder and reply. 0, or -1 when the caller is
+ * refused: p was answered (its reply ran) and must not be touched. */
+int api_push_begin(const api_listener *l, ingest_push *p, const slice_t *x_kiln_key,
+                   const slice_t *authorization, slice_t peer, ingest_push_decode_fn decode,
+                   ingest_push_reply_fn reply);
+
 /* Upload listener (SPEC S2.1). */
 int api_upload_on_headers(http_req *r, void *ctx);
 void api_upload_on_request(http_req *r, void *ctx);
@@ -102,6 +102,14 @@ void api_upload_on_request(http_req *r, void *ctx);
 int api_otlp_on_headers(http_req *r, void *ctx);
 void api_otlp_on_request(http_req *r, void *ctx);
 void api_otlp_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
+
+/* The OTLP/gRPC decoder of the push job: the call's message (gRPC
+ * decompression) through ingest_otlp_decode. p->ctx is an api_grpc_push. */
+typedef struct {
+	ingest_otlp_push otlp; /* first: ingest_otlp_decode reads p->ctx as one */
+	grpc_call *call;
+} api_grpc_push;
+int api_grpc_decode(ingest_push *p, kn_err *err);
 
 /* OTLP/gRPC listener (SPEC S2.3): the methods it serves (ctx: api_listener). */
 extern const grpc_method api_grpc_methods[];

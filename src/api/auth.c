@@ -1,12 +1,11 @@
-/* Who is calling and may they: key identification per listener (S1, S6.1),
- * the rate limit after decoding (S6.2), usage counting (S6.3) and the
- * request counters behind /metrics. */
+/* Who is calling and may they: key identification per listener (S1, S6.1)
+ * and the request counters behind /metrics. The rate limit (S6.2) and usage
+ * counting (S6.3) are the push job's (ingest/push.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
-#include "base/timeutil.h"
 
 #define DEFAULT_NAME "default"
 
@@ -23,7 +22,8 @@ static slice_t cookie_value(const slice_t *cookie, const char *name)
 		size_t start = i;
 		while (i < cookie->n && cookie->p[i] != ';')
 			i++;
-		if (i - start > nl && memcmp(cookie->p + start, name, nl) == 0 && cookie->p[start + nl] == '=')
+		if (i - start > nl && memcmp(cookie->p + start, name, nl) == 0 &&
+		    cookie->p[start + nl] == '=')
 			return slice_make(cookie->p + start + nl + 1, i - start - nl - 1);
 	}
 	return none;
@@ -35,6 +35,7 @@ int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t
 	if (!l->auth_required) {
 		snprintf(c->project, sizeof c->project, DEFAULT_NAME);
 		snprintf(c->key, sizeof c->key, DEFAULT_NAME);
+		c->anonymous = 1;
 		return 0;
 	}
 	slice_t key = {NULL, 0};
@@ -45,71 +46,30 @@ int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t
 	if (!key.n && l->listener == LISTENER_UI)
 		key = cookie_value(cookie, "kiln_key");
 	if (!key.n)
-		return err_set(err, 401, "this listener requires a key: send it in the x-kiln-key header "
-		                         "(or Authorization: Bearer KEY)");
+		return err_set(err, 401,
+		               "this listener requires a key: send it in the x-kiln-key header "
+		               "(or Authorization: Bearer KEY)");
 	key_info info;
 	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info)) {
 		if (l->api->keys && !keys_ready(l->api->keys)) {
-			err_set(err, 503, "keys cannot be checked yet: the store holding them is unreachable");
+			err_set(err, 503,
+			        "keys cannot be checked yet: the store holding them is unreachable");
 			if (err)
 				err->retry_after = 5;
 			return -1;
 		}
-		return err_set(err, 401, "the key in x-kiln-key (or Authorization: Bearer) is unknown or revoked");
+		return err_set(err, 401,
+		               "the key in x-kiln-key (or Authorization: Bearer) is unknown or revoked");
 	}
 	if (!(info.scope & need))
-		return err_set(err, 403, "key %s may only %s; %s needs a key with scope %s or both", info.name,
-		               info.scope == KEY_SCOPE_QUERY ? "query" : "push profiles",
+		return err_set(err, 403, "key %s may only %s; %s needs a key with scope %s or both",
+		               info.name, info.scope == KEY_SCOPE_QUERY ? "query" : "push profiles",
 		               need == KEY_SCOPE_QUERY ? "querying" : "pushing profiles",
 		               need == KEY_SCOPE_QUERY ? "query" : "ingest");
 	snprintf(c->project, sizeof c->project, "%s", info.project);
 	snprintf(c->key, sizeof c->key, "%s", info.name);
+	c->anonymous = 0;
 	return 0;
-}
-
-static int reason_of(const kn_err *err)
-{
-	if (!err)
-		return USAGE_ACCEPTED;
-	switch (err->status) {
-	case 429:
-		return USAGE_RATE_LIMITED;
-	case 413:
-		return USAGE_TOO_LARGE;
-	default:
-		return USAGE_INVALID;
-	}
-}
-
-void api_account(api_ctx *a, const api_caller *c, uint64_t samples, const kn_err *err)
-{
-	if (err && (err->status == 503 || err->status == 500 || err->status == 401 || err->status == 403))
-		return; /* not the sender's data's fault, or not the key's */
-	int reason = reason_of(err);
-	if (reason == USAGE_ACCEPTED)
-		api_account_reason(a, c, samples, USAGE_ACCEPTED, 0); /* usage_add counts accepted once */
-	else
-		api_account_reason(a, c, 0, reason, samples);
-}
-
-void api_account_reason(api_ctx *a, const api_caller *c, uint64_t accepted, int reason, uint64_t samples)
-{
-	if (a->usage)
-		usage_add(a->usage, slice_cstr(c->project), slice_cstr(c->key), time_now_ns(), accepted, reason,
-		          samples);
-}
-
-int api_admit(api_ctx *a, const api_caller *c, uint64_t samples, kn_err *err)
-{
-	int retry = 0;
-	if (!a->limiter || ratelimit_take(a->limiter, slice_cstr(c->key), samples, time_now_ns(), &retry) == 0)
-		return 0;
-	err_set(err, 429,
-	        "key %s is over its rate limit of %.0f samples/s: this request has %llu samples; retry in %d s",
-	        c->key, ratelimit_rate(a->limiter), (unsigned long long)samples, retry);
-	err->retry_after = retry;
-	api_account(a, c, samples, err);
-	return -1;
 }
 
 static const int counted_statuses[8] = {200, 400, 401, 403, 404, 413, 429, 503};
@@ -154,12 +114,14 @@ void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out)
 	              "# TYPE kiln_requests_total counter\n");
 	for (int l = 0; l < LISTENER_COUNT; l++) {
 		for (int i = 0; i < 8; i++)
-			buf_printf(out, "kiln_requests_total{listener=\"%s\",status=\"%d\"} %llu\n", listener_names[l],
-			           counted_statuses[i], (unsigned long long)atomic_load(&a->metrics.status_counts[l][i]));
+			buf_printf(out, "kiln_requests_total{listener=\"%s\",status=\"%d\"} %llu\n",
+			           listener_names[l], counted_statuses[i],
+			           (unsigned long long)atomic_load(&a->metrics.status_counts[l][i]));
 		static const char *classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 		for (int k = 0; k < 6; k++)
 			buf_printf(out, "kiln_requests_by_class_total{listener=\"%s\",class=\"%s\"} %llu\n",
-			           listener_names[l], classes[k], (unsigned long long)atomic_load(&a->metrics.requests[l][k]));
+			           listener_names[l], classes[k],
+			           (unsigned long long)atomic_load(&a->metrics.requests[l][k]));
 	}
 	buf_puts(out, "# HELP kiln_received_bytes_total Request body bytes received, by listener.\n"
 	              "# TYPE kiln_received_bytes_total counter\n");
@@ -188,7 +150,8 @@ void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out)
 	           "# HELP kiln_store_partitions Day partitions on disk.\n"
 	           "# TYPE kiln_store_partitions gauge\n"
 	           "kiln_store_partitions %u\n"
-	           "# HELP kiln_store_partitions_damaged_total Damaged partition files found (skipped by queries, moved "
+	           "# HELP kiln_store_partitions_damaged_total Damaged partition files found (skipped by "
+	           "queries, moved "
 	           "aside by the writer).\n"
 	           "# TYPE kiln_store_partitions_damaged_total counter\n"
 	           "kiln_store_partitions_damaged_total %llu\n"

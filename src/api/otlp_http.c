@@ -1,8 +1,7 @@
 /* POST /v1development/profiles (SPEC S2.2): OTLP/HTTP in protobuf or JSON.
- * Content checks before the body is read; decode on a worker; 200 only once
- * the store reports the data durable; replies and errors in the request's
- * content type (ExportProfilesServiceResponse / google.rpc.Status). */
-#include <stdatomic.h>
+ * Content checks before the body is read; then the push job (ingest/push.h)
+ * with the OTLP decoder; 200 only once the store reports the data durable; replies and errors in the
+ * request's content type (ExportProfilesServiceResponse / google.rpc.Status). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +15,11 @@
 #define OTLP_PATH "/v1development/profiles"
 
 typedef struct {
+	ingest_push push; /* first: the job's callbacks get &push */
+	ingest_otlp_push otlp;
 	api_ctx *api;
-	api_caller caller;
 	http_req *req;
 	int json;
-	ingest_otlp_req in;
-	otlp_result res;
-	kn_err err;
-	int failed;
 } otlp_job;
 
 /* 1 = JSON, 0 = protobuf, -1 = neither. */
@@ -59,8 +55,8 @@ static void otlp_reply_error(http_req *r, int json, const kn_err *err)
 	char extra[64] = "";
 	if (retry)
 		snprintf(extra, sizeof extra, "Retry-After: %d\r\n", retry);
-	http_respond(r, status, json ? "application/json" : "application/x-protobuf", extra[0] ? extra : NULL, body.p,
-	             body.n);
+	http_respond(r, status, json ? "application/json" : "application/x-protobuf", extra[0] ? extra : NULL,
+	             body.p, body.n);
 	buf_free(&body);
 }
 
@@ -72,62 +68,24 @@ void api_otlp_format_error(int status, const char *msg, buf_t *body, const char 
 	*content_type = "application/x-protobuf";
 }
 
-static void otlp_reply(void *arg)
+static void otlp_reply(ingest_push *p, const kn_err *err)
 {
-	otlp_job *j = arg;
-	api_count(j->api, LISTENER_OTLP_HTTP, j->failed ? j->err.status : 200, j->req->body.n);
-	if (j->failed) {
-		otlp_reply_error(j->req, j->json, &j->err);
+	otlp_job *j = (otlp_job *)p;
+	api_count(j->api, LISTENER_OTLP_HTTP, err ? err->status : 200, j->req->body.n);
+	if (err) {
+		otlp_reply_error(j->req, j->json, err);
 	} else {
 		buf_t body;
 		buf_init(&body, SIZE_MAX);
 		if (j->json)
-			otlp_response_json(&j->res, &body);
+			otlp_response_json(&j->otlp.res, &body);
 		else
-			otlp_response_pb(&j->res, &body);
-		http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf", NULL, body.p, body.n);
+			otlp_response_pb(&j->otlp.res, &body);
+		http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf", NULL,
+		             body.p, body.n);
 		buf_free(&body);
 	}
-	atomic_fetch_sub(&j->api->_inflight, 1);
 	free(j);
-}
-
-static void otlp_stored(void *arg, const kn_err *err)
-{
-	otlp_job *j = arg;
-	if (err) {
-		j->err = *err;
-		j->failed = 1;
-	} else {
-		api_account_reason(j->api, &j->caller, j->res.samples, USAGE_OUT_OF_WINDOW, j->res.rejected_samples);
-	}
-	loop_post(j->api->loop, otlp_reply, j);
-}
-
-static void otlp_work(void *arg)
-{
-	otlp_job *j = arg;
-	model_batch *b = NULL;
-	if (ingest_otlp(&j->in, buf_slice(&j->req->body), &b, &j->res, &j->err) < 0) {
-		api_account(j->api, &j->caller, 1, &j->err); /* sample count unknown: counts 1 */
-		j->failed = 1;
-		loop_post(j->api->loop, otlp_reply, j);
-		return;
-	}
-	if (b->n_profiles == 0) { /* empty request, or everything out of the window */
-		api_account_reason(j->api, &j->caller, 0, USAGE_OUT_OF_WINDOW, j->res.rejected_samples);
-		model_batch_free(b);
-		loop_post(j->api->loop, otlp_reply, j);
-		return;
-	}
-	api_attribute_batch(j->api, j->req->peer, b); /* S2.1a */
-	if (api_admit(j->api, &j->caller, j->res.samples, &j->err) < 0) {
-		model_batch_free(b);
-		j->failed = 1;
-		loop_post(j->api->loop, otlp_reply, j);
-		return;
-	}
-	store_submit(j->api->store, b, otlp_stored, j);
 }
 
 int api_otlp_on_headers(http_req *r, void *ctx)
@@ -140,11 +98,13 @@ int api_otlp_on_headers(http_req *r, void *ctx)
 		err_set(&err, 404, "no route %.*s on the OTLP/HTTP listener: POST " OTLP_PATH,
 		        (int)(r->path.n > 128 ? 128 : r->path.n), (const char *)r->path.p);
 	} else if (!slice_eq_cstr(r->method, "POST")) {
-		err_set(&err, 405, "method %.*s not allowed: POST an ExportProfilesServiceRequest to " OTLP_PATH,
+		err_set(&err, 405,
+		        "method %.*s not allowed: POST an ExportProfilesServiceRequest to " OTLP_PATH,
 		        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
 	} else if (json < 0) {
-		err_set(&err, 415,
-		        "unsupported Content-Type: send application/x-protobuf or application/json (OTLP/HTTP)");
+		err_set(
+		    &err, 415,
+		    "unsupported Content-Type: send application/x-protobuf or application/json (OTLP/HTTP)");
 	} else if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
 	                        KEY_SCOPE_INGEST, &c, &err) == 0) {
 		return 0;
@@ -160,23 +120,21 @@ void api_otlp_on_request(http_req *r, void *ctx)
 	api_ctx *api = l->api;
 	otlp_job *j = xcalloc(1, sizeof *j);
 	j->api = api;
-	atomic_fetch_add(&api->_inflight, 1);
 	j->req = r;
 	j->json = content_kind(r) == 1;
-	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL, KEY_SCOPE_INGEST,
-	                 &j->caller, &j->err) < 0) {
-		j->failed = 1;
-		otlp_reply(j);
+	j->push.ctx = &j->otlp;
+	j->push.body = buf_slice(&r->body);
+	if (api_push_begin(l, &j->push, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
+	                   r->peer, ingest_otlp_decode, otlp_reply) < 0)
 		return;
-	}
 	const slice_t *ce = http_header(r, "content-encoding");
-	j->in = (ingest_otlp_req){
-	    .project = slice_cstr(j->caller.project),
+	j->otlp.req = (ingest_otlp_req){
+	    .project = slice_cstr(j->push.caller.project),
 	    .encoding = ce ? *ce : slice_make("", 0),
 	    .json = j->json,
 	    .max_rows = api->limits ? api->limits->max_rows : 0,
-	    .retention_days = (uint32_t)api_retention_days(api, j->caller.project),
+	    .retention_days = (uint32_t)api_retention_days(api, j->push.caller.project),
 	    .now_ns = time_now_ns(),
 	};
-	pool_submit(api->pool, otlp_work, j);
+	ingest_push_start(&j->push);
 }

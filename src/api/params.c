@@ -4,18 +4,8 @@
 #include <string.h>
 
 #include "base/limits.h"
+#include "base/num.h"
 #include "base/timeutil.h"
-
-static int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decodes s into a NUL-terminated arena string; NULL on bad escapes or NUL bytes. */
 static const char *decode(arena_t *a, const uint8_t *s, size_t n)
@@ -29,7 +19,7 @@ static const char *decode(arena_t *a, const uint8_t *s, size_t n)
 		} else if (c == '%') {
 			if (i + 2 >= n)
 				return NULL;
-			int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+			int h = num_hex_digit(s[i + 1]), l = num_hex_digit(s[i + 2]);
 			if (h < 0 || l < 0)
 				return NULL;
 			c = (uint8_t)(h * 16 + l);

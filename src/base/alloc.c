@@ -12,6 +12,19 @@ static void oom(size_t n)
 	abort();
 }
 
+void xoom(const char *what)
+{
+	fprintf(stderr, "kiln: out of memory in %s\n", what);
+	abort();
+}
+
+void *xcheck_at(void *p, const char *what)
+{
+	if (!p)
+		xoom(what);
+	return p;
+}
+
 void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);

@@ -14,4 +14,16 @@ void *xgrow(void *p, size_t *cap, size_t need, size_t elem);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
+/* The same policy for the constructors of the libraries Kiln uses
+ * (evtimer_new, event_new, curl_easy_init, curl_multi_init, curl_slist_append,
+ * ZSTD_createCCtx/DCtx, libdeflate_alloc_*, json_object, …), which return NULL
+ * only when they cannot allocate: xcheck(expr) is expr, or the process aborts
+ * naming the call. Constructors that fail for other reasons (a socket, a
+ * certificate, a listen address) are errors to report, not this. */
+#define xcheck(expr) xcheck_at((expr), #expr)
+void *xcheck_at(void *p, const char *what);
+/* Aborts naming what could not be allocated (for constructors that report
+ * out-of-memory as a return code, e.g. nghttp2_session_server_new). */
+_Noreturn void xoom(const char *what);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/num.h"
 
 int slice_cmp(slice_t a, slice_t b)
 {
@@ -66,6 +67,12 @@ int buf_append(buf_t *b, const void *p, size_t n)
 int buf_putc(buf_t *b, uint8_t c)
 {
 	return buf_append(b, &c, 1);
+}
+
+int buf_put_uvarint(buf_t *b, uint64_t v)
+{
+	uint8_t tmp[NUM_UVARINT_MAX];
+	return buf_append(b, tmp, num_uvarint_put(tmp, v));
 }
 
 int buf_puts(buf_t *b, const char *s)

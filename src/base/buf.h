@@ -27,6 +27,8 @@ int buf_putc(buf_t *b, uint8_t c);
 int buf_puts(buf_t *b, const char *s);
 int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(buf_t *b, const char *fmt, va_list ap);
+/* Appends v as an unsigned LEB128 varint (base/num.h). */
+int buf_put_uvarint(buf_t *b, uint64_t v);
 /* Appends s as a JSON string literal, quotes included (UTF-8 passed through,
  * invalid bytes and control characters escaped). */
 int buf_json_str(buf_t *b, slice_t s);

@@ -52,6 +52,7 @@
 /* Per-key state (ingest/) */
 #define LIMIT_SAMPLES_PER_SECOND 20000.0 /* samples per second per key (limits.samplesPerSecond) */
 #define LIMIT_SAMPLES_PER_SECOND_MAX 1e9 /*   the most that setting accepts (from 1) */
+/* limits.defaultSamplesPerSecond (listeners without auth) takes 0 (unlimited, the default) to the same max */
 #define LIMIT_RATE_BUCKETS 100000u       /* keys with a token bucket at once */
 #define LIMIT_USAGE_TOTALS 100000u       /* (project, key) pairs in the /metrics usage totals */
 #define LIMIT_USAGE_NAME_BYTES 128       /* project or key name as counted in usage (longer: truncated) */
@@ -100,6 +101,9 @@
 #define LIMIT_DAMAGED_FILES 256        /* distinct damaged files logged per process; later ones are counted */
 #define LIMIT_CH_ROWS (1u << 26)       /* rows one ClickHouse read accepts (a bound on a hostile answer) */
 #define LIMIT_CH_SEEN 2000000u         /* dictionary rows the ClickHouse writer remembers as written */
+#define LIMIT_CH_ANSWER_BYTES (256u << 20) /* one answer read from ClickHouse (store.maxAnswerMiB) */
+#define LIMIT_CH_ANSWER_MIB_MIN 1          /*   its range in the config, in MiB */
+#define LIMIT_CH_ANSWER_MIB_MAX 65536
 
 /* clang-format on */
 

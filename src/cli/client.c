@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "cli/cli.h"
 
@@ -22,15 +23,15 @@ static int parse_opts(int argc, char **argv, client_opts *o, const char *default
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name, field)                                                                                         \
-	if (!strcmp(a, name)) {                                                                                   \
-		if (!v) {                                                                                         \
-			fprintf(stderr, "kiln: %s needs a value\n", name);                                        \
-			return -1;                                                                                \
-		}                                                                                                 \
-		o->field = v;                                                                                     \
-		i++;                                                                                              \
-		continue;                                                                                         \
+#define OPT(name, field)                                                                                     \
+	if (!strcmp(a, name)) {                                                                              \
+		if (!v) {                                                                                    \
+			fprintf(stderr, "kiln: %s needs a value\n", name);                                   \
+			return -1;                                                                           \
+		}                                                                                            \
+		o->field = v;                                                                                \
+		i++;                                                                                         \
+		continue;                                                                                    \
 	}
 		OPT("--service", service)
 		OPT("--type", type)
@@ -102,7 +103,9 @@ int cli_upload(int argc, char **argv)
 {
 	client_opts o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:8028") < 0 || !o.file || !o.service) {
-		fprintf(stderr, "usage: kiln upload FILE --service NAME [--url http://HOST:8028] [--label K=V ...]\n");
+		fprintf(
+		    stderr,
+		    "usage: kiln upload FILE --service NAME [--url http://HOST:8028] [--label K=V ...]\n");
 		return 2;
 	}
 	FILE *f = fopen(o.file, "rb");
@@ -123,7 +126,7 @@ int cli_upload(int argc, char **argv)
 		}
 	fclose(f);
 
-	CURL *c = curl_easy_init();
+	CURL *c = xcheck(curl_easy_init());
 	buf_t url, resp;
 	buf_init(&url, 1 << 16);
 	buf_init(&resp, 1 << 20);
@@ -137,8 +140,8 @@ int cli_upload(int argc, char **argv)
 		snprintf(key, sizeof key, "label.%.*s", (int)(eq - o.labels[i]), o.labels[i]);
 		add_param(c, &url, key, eq + 1);
 	}
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
-	h = curl_slist_append(h, "Expect:");
+	struct curl_slist *h = xcheck(curl_slist_append(NULL, "Content-Type: application/octet-stream"));
+	h = xcheck(curl_slist_append(h, "Expect:"));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.p);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.n);
@@ -158,7 +161,7 @@ int cli_upload(int argc, char **argv)
 
 static CURL *query_url(const client_opts *o, const char *route, buf_t *url)
 {
-	CURL *c = curl_easy_init();
+	CURL *c = xcheck(curl_easy_init());
 	buf_printf(url, "%s%s", o->url, route);
 	add_param(c, url, "service", o->service);
 	add_param(c, url, "type", o->type);
@@ -195,7 +198,8 @@ int cli_top(int argc, char **argv)
 {
 	client_opts o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:4040") < 0 || !o.service || !o.type) {
-		fprintf(stderr, "usage: kiln top --service NAME --type TYPE [--from T] [--until T] [--limit N] [--url URL]\n");
+		fprintf(stderr, "usage: kiln top --service NAME --type TYPE [--from T] [--until T] [--limit "
+		                "N] [--url URL]\n");
 		return 2;
 	}
 	if (!o.limit)
@@ -224,13 +228,15 @@ int cli_top(int argc, char **argv)
 			printf("%12s %7s %12s %7s  %s\n", "self", "self%", "total", "total%", "name");
 			size_t i;
 			json_t *row;
-			json_array_foreach(rows, i, row) {
+			json_array_foreach(rows, i, row)
+			{
 				double self = json_number_value(json_object_get(row, "self"));
 				double tot = json_number_value(json_object_get(row, "total"));
 				format_value(self, unit ? unit : "", a, sizeof a);
 				format_value(tot, unit ? unit : "", b, sizeof b);
-				printf("%12s %6.2f%% %12s %6.2f%%  %s\n", a, total ? 100 * self / total : 0, b,
-				       total ? 100 * tot / total : 0, json_string_value(json_object_get(row, "name")));
+				printf("%12s %6.2f%% %12s %6.2f%%  %s\n", a, total ? 100 * self / total : 0,
+				       b, total ? 100 * tot / total : 0,
+				       json_string_value(json_object_get(row, "name")));
 			}
 			ret = 0;
 		}
@@ -245,7 +251,8 @@ int cli_export(int argc, char **argv)
 {
 	client_opts o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:4040") < 0 || !o.service || !o.type) {
-		fprintf(stderr, "usage: kiln export --service NAME --type TYPE [--from T] [--until T] [--url URL] > out.pb.gz\n");
+		fprintf(stderr, "usage: kiln export --service NAME --type TYPE [--from T] [--until T] [--url "
+		                "URL] > out.pb.gz\n");
 		return 2;
 	}
 	buf_t url, resp;

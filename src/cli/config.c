@@ -273,7 +273,7 @@ static int known_keys(struct fy_node *root, const char *path, const char *const 
 static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 {
 	static const char *const keys[] = {"engine", "url", "database", "user", "password", "passwordFile",
-	                                   "cluster", "replicated", NULL};
+	                                   "cluster", "replicated", "maxAnswerMiB", NULL};
 	if (known_keys(root, "/store", keys, err) < 0)
 		return -1;
 	struct fy_node *n = fy_node_by_path(root, "/store", (size_t)-1, FYNWF_DONT_FOLLOW);
@@ -291,6 +291,16 @@ static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 	    read_string(root, "/store/cluster", &c->store.cluster, err) < 0 ||
 	    read_bool(root, "/store/replicated", &c->store.replicated, err) < 0)
 		return -1;
+	double mib;
+	int rc = read_number(root, "/store/maxAnswerMiB", LIMIT_CH_ANSWER_MIB_MIN, LIMIT_CH_ANSWER_MIB_MAX,
+	                     &mib, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 1) {
+		if (mib != (double)(int)mib)
+			return err_set(err, 400, "config /store/maxAnswerMiB must be a whole number of MiB");
+		c->store.max_answer_mib = (int)mib;
+	}
 	return 0;
 }
 
@@ -340,6 +350,9 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 	}
 	if (read_number(root, "/limits/samplesPerSecond", 1, LIMIT_SAMPLES_PER_SECOND_MAX,
 	                &c->limits.samples_per_second, err) < 0)
+		goto out;
+	if (read_number(root, "/limits/defaultSamplesPerSecond", 0, LIMIT_SAMPLES_PER_SECOND_MAX,
+	                &c->limits.default_samples_per_second, err) < 0)
 		goto out;
 	if (read_number(root, "/limits/requestBodiesMiB", LIMIT_BODIES_MIB_MIN, LIMIT_BODIES_MIB_MAX,
 	                &c->limits.bodies_mib, err) < 0)

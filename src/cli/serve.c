@@ -347,6 +347,9 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	s.api.limiter = ratelimit_new(s.cfg.limits.samples_per_second);
+	/* 0: the caller of listeners without auth is not limited */
+	if (s.cfg.limits.default_samples_per_second > 0)
+		s.api.default_limiter = ratelimit_new(s.cfg.limits.default_samples_per_second);
 	for (uint32_t i = 0; i < s.cfg.retention.n_projects; i++) {
 		const char *p = s.cfg.retention.projects[i].project;
 		if (store_set_retention(s.store, slice_cstr(p), store_retention_days(&s.cfg.retention, p),
@@ -412,6 +415,8 @@ out:
 	store_close(s.store);
 	if (s.api.limiter)
 		ratelimit_free(s.api.limiter);
+	if (s.api.default_limiter)
+		ratelimit_free(s.api.default_limiter);
 	s.api.k8s = NULL;
 	discovery_free(s.discovery); /* after the pool: workers look pods up (S2.1a) */
 	if (s.loop)

@@ -49,6 +49,7 @@ store_t *cli_store_open(const kiln_config *cfg, kn_err *err)
 		sc.ch_password = cfg->store.password;
 		sc.ch_cluster = cfg->store.cluster;
 		sc.ch_replicated = cfg->store.replicated;
+		sc.ch_max_answer_mib = (uint32_t)cfg->store.max_answer_mib;
 		if (cfg->store.password_file) {
 			if (!(password = read_secret(cfg->store.password_file, err)))
 				return NULL;

@@ -1,7 +1,7 @@
 /* Ingest: turns a push (bytes + request metadata) into a validated normalized
  * batch ready for the store. CPU work; runs on worker threads, never on the
  * event loop. Knows wire formats only through wire/, storage not at all.
- * (Keys, rate limits, usage and deltas arrive here in later issues.) */
+ * The job around these decoders (admission, store, usage) is push.h. */
 #ifndef KILN_INGEST_INGEST_H
 #define KILN_INGEST_INGEST_H
 

@@ -11,8 +11,10 @@
 typedef struct {
 	uint32_t max_rows;         /* receivers.profiles.maxDecodedSampleRows (LIMIT_SAMPLE_ROWS) */
 	double samples_per_second; /* limits.samplesPerSecond: per key (S6.2), LIMIT_SAMPLES_PER_SECOND */
-	double bodies_mib;         /* limits.requestBodiesMiB: request bodies held at once, all
-	                              listeners together (net/budget.h), LIMIT_BODIES_MIB */
+	double default_samples_per_second; /* limits.defaultSamplesPerSecond: the caller of listeners
+	                                      without auth (project default); 0 (default) = unlimited */
+	double bodies_mib;                 /* limits.requestBodiesMiB: request bodies held at once, all
+	                                      listeners together (net/budget.h), LIMIT_BODIES_MIB */
 } ingest_options;
 
 void ingest_options_defaults(ingest_options *o);

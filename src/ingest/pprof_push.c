@@ -1,10 +1,13 @@
 /* The pprof push path (SPEC S2.1): body → bounded gunzip → pprof decode →
- * one profile per sample type, at `from` or at receive time. Does not talk to
- * the store or the network. */
+ * one profile per sample type, at `from` or at receive time; and the push
+ * job's pprof decoder, which adds the window of `from` (S5.3). Does not talk
+ * to the store or the network. */
 #include "ingest/ingest.h"
 
 #include "base/buf.h"
 #include "base/limits.h"
+#include "base/timeutil.h"
+#include "ingest/push.h"
 #include "wire/compress.h"
 #include "wire/pprof.h"
 
@@ -12,9 +15,11 @@ int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ing
 {
 	*out = NULL;
 	if (body.n == 0)
-		return err_set(err, 400, "empty body: send a pprof profile (raw or gzip) as the request body");
+		return err_set(err, 400,
+		               "empty body: send a pprof profile (raw or gzip) as the request body");
 	if (body.n > LIMIT_BODY_BYTES)
-		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n, LIMIT_BODY_BYTES >> 20);
+		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n,
+		               LIMIT_BODY_BYTES >> 20);
 
 	buf_t plain;
 	buf_init(&plain, LIMIT_DECODED_BYTES);
@@ -24,7 +29,8 @@ int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ing
 			goto fail;
 		data = buf_slice(&plain);
 	} else if (r->content_gzip) {
-		err_set(err, 400, "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
+		err_set(err, 400,
+		        "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
 		goto fail;
 	}
 	if (data.n == 0) {
@@ -60,4 +66,25 @@ int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ing
 fail:
 	buf_free(&plain);
 	return -1;
+}
+
+int ingest_pprof_decode(ingest_push *p, kn_err *err)
+{
+	ingest_pprof_push *pp = p->ctx;
+	if (ingest_pprof(&pp->req, p->body, &p->batch, &pp->res, err) < 0)
+		return -1;
+	p->samples = pp->res.samples;
+	if (!pp->retention_days)
+		return 0;
+	/* S5.3: a profile placed outside the retention window is refused whole. */
+	int64_t now = pp->req.now_ns, t = pp->req.from_ns ? pp->req.from_ns : now;
+	if (t >= now - pp->retention_days * NS_PER_DAY && t <= now + INGEST_FUTURE_NS)
+		return 0;
+	p->rejected = pp->res.samples;
+	p->reason = USAGE_OUT_OF_WINDOW;
+	return err_set(
+	    err, 400,
+	    "from=%lld is outside the window Kiln stores: the last %d days (the project's retention) up "
+	    "to 10 minutes from now",
+	    (long long)(t / NS_PER_SEC), pp->retention_days);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/num.h"
 
 /* XXH3 inlined here: a node id per frame of every stack, a frame id per
  * location, through libxxhash's out-of-line calls they were most of the
@@ -206,16 +207,6 @@ static int sample_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* a + b saturating at INT64_MAX / INT64_MIN: sample values come from the
- * network, and a merged sum must not overflow (the OTLP fuzzer found it). */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 /* The sort key of a sample as two words: (node, attrset) and the time with
  * its sign bit flipped, so that unsigned order is sample_cmp's order. */
 typedef struct {
@@ -373,7 +364,8 @@ void model_profile_finish(model_batch *b, model_profile *p)
 	uint32_t out = 0;
 	for (uint32_t i = 0; i < p->samples_count; i++) {
 		if (out && sample_cmp(&s[out - 1], &s[i]) == 0) {
-			s[out - 1].value = sat_add(s[out - 1].value, s[i].value);
+			/* Values come from the network: a merged sum saturates (the OTLP fuzzer found it). */
+			s[out - 1].value = num_sat_add(s[out - 1].value, s[i].value);
 			continue;
 		}
 		s[out++] = s[i];

@@ -30,7 +30,7 @@ struct h2_server {
 	kn_listener lis;
 	h2_opts o;
 	struct h2_conn *conns, *oldest; /* newest first; oldest = the list's tail */
-	int draining; /* stop_accepting called */
+	int draining;                   /* stop_accepting called */
 };
 
 enum req_state {
@@ -632,9 +632,10 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	c->bev = bev;
 	c->out_at_timeout = SIZE_MAX;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
-	c->timer = evtimer_new(s->base, timer_cb, c);
+	c->timer = xcheck(evtimer_new(s->base, timer_cb, c));
 	nghttp2_session_callbacks *cb = callbacks_new();
-	nghttp2_session_server_new(&c->ng, cb, c);
+	if (nghttp2_session_server_new(&c->ng, cb, c) != 0)
+		xoom("nghttp2_session_server_new");
 	nghttp2_session_callbacks_del(cb);
 	c->next = s->conns;
 	if (s->conns)

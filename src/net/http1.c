@@ -55,7 +55,7 @@ struct http_server {
 	kn_listener lis;
 	http_opts o;
 	struct http_conn *conns, *oldest; /* newest first; oldest = the list's tail */
-	int draining; /* stop_accepting called: answer what is in flight, then close */
+	int draining;                     /* stop_accepting called: answer what is in flight, then close */
 };
 
 static void conn_free(struct http_conn *c);
@@ -648,7 +648,7 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	struct http_conn *c = xcalloc(1, sizeof *c);
 	c->srv = s;
 	c->bev = bev;
-	c->timer = evtimer_new(s->base, timer_cb, c);
+	c->timer = xcheck(evtimer_new(s->base, timer_cb, c));
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	c->next = s->conns;
 	if (s->conns)

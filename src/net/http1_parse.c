@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "base/limits.h"
+#include "base/num.h"
 
 enum { SCAN_TEXT, SCAN_LF, SCAN_LF_CR };
 
@@ -312,16 +313,6 @@ enum {
 	CH_DONE,
 };
 
-static int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = lower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 static int chunk_bad(size_t i, size_t *used, const char **msg, const char *m)
 {
 	*used = i;
@@ -352,7 +343,7 @@ int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size
 		switch (c->st) {
 		case CH_SIZE0:
 		case CH_SIZE: {
-			int d = hexval(b);
+			int d = num_hex_digit(b);
 			if (d >= 0) {
 				c->left = c->left * 16 + (uint64_t)d;
 				c->st = CH_SIZE;

@@ -214,7 +214,7 @@ int listener_open(kn_listener *l, struct event_base *base, const char *addr, con
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                         : ((struct sockaddr_in *)&ss)->sin_port);
-	l->_retry = evtimer_new(base, accept_retry_cb, l);
+	l->_retry = xcheck(evtimer_new(base, accept_retry_cb, l));
 	l->_lis = evconnlistener_new(base, accept_cb, l, LEV_OPT_CLOSE_ON_FREE, 511, fd);
 	if (!l->_lis) {
 		err_set(err, 500, "cannot listen on %s: %s", addr, strerror(errno));

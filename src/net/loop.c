@@ -68,9 +68,7 @@ kn_loop *loop_new(void)
 	l->base = event_base_new();
 	if (!l->base)
 		goto fail;
-	l->wake = event_new(l->base, -1, 0, wake_cb, l);
-	if (!l->wake)
-		goto fail;
+	l->wake = xcheck(event_new(l->base, -1, 0, wake_cb, l));
 	return l;
 fail:
 	if (l->base)

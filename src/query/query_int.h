@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "base/num.h"
 #include "base/u64map.h"
 #include "query/query.h"
 
@@ -74,9 +75,16 @@ static inline const query_sel *query_part_sel(const query_part *qp, const store_
 int query_chunk_value(store_view *v, const query_part *qp, const store_chunk_head *h, int64_t *out,
                       kn_err *err);
 
-/* Saturating arithmetic: on-disk values are not trusted to stay in range. */
-int64_t query_sat_add(int64_t a, int64_t b);
-int64_t query_sat_mul(int64_t a, int64_t b);
+/* Saturating arithmetic: on-disk values are not trusted to stay in range.
+ * The one definition is base/num.h's; these names are the query's. */
+static inline int64_t query_sat_add(int64_t a, int64_t b)
+{
+	return num_sat_add(a, b);
+}
+static inline int64_t query_sat_mul(int64_t a, int64_t b)
+{
+	return num_sat_mul(a, b);
+}
 
 /* Writes "type":…,"unit":…, (with the trailing comma) for t. */
 int query_json_type(buf_t *json, const query_type *t);

@@ -225,22 +225,6 @@ int query_chunk_value(store_view *v, const query_part *qp, const store_chunk_hea
 	return 0;
 }
 
-int64_t query_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-int64_t query_sat_mul(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_mul_overflow(a, b, &r))
-		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-	return r;
-}
-
 int query_json_i64(buf_t *json, int64_t v)
 {
 	char tmp[24];

@@ -22,8 +22,9 @@ struct discovery {
 	scrape_target *statics;
 	size_t n_statics;
 	scrape_skips static_skips;
-	int64_t interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
-	int full_logged;     /* the LIMIT_K8S_PODS warning was logged */
+	int64_t
+	    interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
+	int full_logged; /* the LIMIT_K8S_PODS warning was logged */
 };
 
 static void pod_key(const char *ns, const char *name, char *out, size_t n)
@@ -114,11 +115,11 @@ discovery *discovery_start(const scrape_options *c, const k8s_options *k, const 
 		}
 	discovery *d = xcalloc(1, sizeof *d);
 	d->scraper = s;
-	d->pods = json_object();
+	d->pods = xcheck(json_object());
 	d->settings = (annot_settings){(const char *const *)c->prefixes, c->n_prefixes, c->default_port};
 	d->interval_ns = c->interval_ns;
 	d->n_statics = scrape_static_targets(c, 0, &d->statics, &d->static_skips);
-	d->rebuild = evtimer_new(loop_base(loop), rebuild, d);
+	d->rebuild = xcheck(evtimer_new(loop_base(loop), rebuild, d));
 	k8s_config kc = {
 	    .api_server = k->api_server, .token_file = k->token_file, .ca_file = k->ca_file, .node = node};
 	static const k8s_callbacks cb = {on_upsert, on_delete, on_synced};

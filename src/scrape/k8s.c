@@ -167,7 +167,7 @@ static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void 
 	short kind = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
 	if (!ks) {
 		ks = xcalloc(1, sizeof *ks);
-		ks->ev = event_new(w->base, s, kind, on_socket_event, w);
+		ks->ev = xcheck(event_new(w->base, s, kind, on_socket_event, w));
 		ks->next = w->socks;
 		if (w->socks)
 			w->socks->prev = ks;
@@ -356,17 +356,17 @@ static void start_request(k8s_watcher *w, enum req_kind kind)
 	}
 
 	curl_slist_free_all(w->headers);
-	w->headers = curl_slist_append(NULL, "Accept: application/json");
+	w->headers = xcheck(curl_slist_append(NULL, "Accept: application/json"));
 	if (w->token && w->token[0]) {
 		buf_t h;
 		buf_init(&h, SIZE_MAX);
 		buf_printf(&h, "Authorization: Bearer %s", w->token);
 		buf_putc(&h, 0);
-		w->headers = curl_slist_append(w->headers, (const char *)h.p);
+		w->headers = xcheck(curl_slist_append(w->headers, (const char *)h.p));
 		buf_free(&h);
 	}
 
-	CURL *e = curl_easy_init();
+	CURL *e = xcheck(curl_easy_init());
 	curl_easy_setopt(e, CURLOPT_URL, (const char *)url.p);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, w->headers);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
@@ -573,14 +573,14 @@ k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const
 	if (!w)
 		return NULL;
 	w->base = base;
-	w->multi = curl_multi_init();
+	w->multi = xcheck(curl_multi_init());
 	curl_multi_setopt(w->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
 	curl_multi_setopt(w->multi, CURLMOPT_SOCKETDATA, w);
 	curl_multi_setopt(w->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout);
 	curl_multi_setopt(w->multi, CURLMOPT_TIMERDATA, w);
-	w->curl_timer = evtimer_new(base, on_curl_timer, w);
-	w->retry_timer = evtimer_new(base, on_retry_timer, w);
-	w->token_timer = evtimer_new(base, on_token_timer, w);
+	w->curl_timer = xcheck(evtimer_new(base, on_curl_timer, w));
+	w->retry_timer = xcheck(evtimer_new(base, on_retry_timer, w));
+	w->token_timer = xcheck(evtimer_new(base, on_token_timer, w));
 
 	read_token(w);
 	struct timeval tv = {w->token_refresh_ms / 1000, (w->token_refresh_ms % 1000) * 1000};

@@ -1,6 +1,8 @@
 /* The scrape loop (SPEC S3.6-S3.8): one libevent timer per target at its
  * stable offset in the interval, libcurl multi driven by the loop's sockets
- * (socket API), the body decoded on the worker pool like a push. It never
+ * (socket API), the body handed to the push job (ingest/push.h) like a push,
+ * with the scrape decoder (bounded gunzip, .sample_types, rows, heap delta)
+ * and no rate limit. It never
  * blocks the loop and never waits for one target to scrape another. */
 #include "scrape/scraper.h"
 
@@ -16,20 +18,23 @@
 #include "base/log.h"
 #include "base/timeutil.h"
 #include "base/u64map.h"
-#include "ingest/ingest.h"
+#include "ingest/push.h"
 #include "scrape/delta.h"
 #include "wire/compress.h"
 
 typedef struct target_state target_state;
 
-/* One scrape: the transfer on the loop, then the decode on a worker. */
+/* One scrape: the transfer on the loop, then the push job (decode on a
+ * worker, store, usage after the commit). */
 typedef struct {
+	ingest_push push; /* first: the job's callbacks get &push */
+	scrape_push sp;
 	scraper *s;
 	target_state *ts;
 	scrape_target t; /* a copy: the target set may change meanwhile */
 	scrape_delta *delta;
-	CURL *easy;      /* while the transfer runs */
-	int slot;        /* index in s->transfers */
+	CURL *easy; /* while the transfer runs */
+	int slot;   /* index in s->transfers */
 	buf_t body;
 	int too_large;
 	int result;
@@ -44,9 +49,9 @@ struct target_state {
 	char masked[LIMIT_SCRAPE_URL_BYTES];
 	int64_t offset_ns, next_due_ns; /* monotonic */
 	struct event *timer;
-	scrape_job *job;   /* the scrape in progress, if any */
-	int removed;       /* no longer in the set: freed when its job ends */
-	int last_result;   /* -1 before the first */
+	scrape_job *job;                         /* the scrape in progress, if any */
+	int removed;                             /* no longer in the set: freed when its job ends */
+	int last_result;                         /* -1 before the first */
 	int64_t last_scrape_ns, last_success_ns; /* wall clock */
 	uint32_t consecutive;
 	uint64_t counts[SCRAPE_RESULTS];
@@ -118,8 +123,10 @@ static void job_finish(scrape_job *j)
 	if (r == SCRAPE_OK) {
 		ts->last_success_ns = j->started_ns;
 		if (ts->consecutive)
-			log_info("profile scrape target recovered", "namespace=\"%s\" pod=\"%s\" type=%s key=\"%s\" url=\"%s\" failures=%u",
-			         t->namespace_, t->pod, type_name(t->type), t->key, ts->masked, ts->consecutive);
+			log_info("profile scrape target recovered",
+			         "namespace=\"%s\" pod=\"%s\" type=%s key=\"%s\" url=\"%s\" failures=%u",
+			         t->namespace_, t->pod, type_name(t->type), t->key, ts->masked,
+			         ts->consecutive);
 		ts->consecutive = 0;
 	} else {
 		ts->consecutive++;
@@ -127,9 +134,10 @@ static void job_finish(scrape_job *j)
 			char detail[sizeof j->detail];
 			log_safe(j->detail, detail, sizeof detail);
 			log_warn("profile scrape failed",
-			         "result=%s namespace=\"%s\" pod=\"%s\" type=%s consecutive=%u key=\"%s\" url=\"%s\" error=\"%s\"",
-			         scrape_result_name(r), t->namespace_, t->pod, type_name(t->type), ts->consecutive, t->key,
-			         ts->masked, detail);
+			         "result=%s namespace=\"%s\" pod=\"%s\" type=%s consecutive=%u key=\"%s\" "
+			         "url=\"%s\" error=\"%s\"",
+			         scrape_result_name(r), t->namespace_, t->pod, type_name(t->type),
+			         ts->consecutive, t->key, ts->masked, detail);
 		}
 	}
 	if (ts->removed)
@@ -137,18 +145,7 @@ static void job_finish(scrape_job *j)
 	job_free(j);
 }
 
-static void job_finish_posted(void *arg)
-{
-	job_finish(arg);
-}
-
-/* ---- the worker: the push path for a scraped body ---- */
-
-static void on_stored(void *ctx, const kn_err *err)
-{
-	if (err)
-		log_warn("scraped profile not stored", "status=%d error=\"%s\"", err->status, err->msg);
-}
+/* ---- the push job's scrape decoder and reply ---- */
 
 static void add_label(model_label *l, uint32_t *n, const char *key, const char *value)
 {
@@ -159,66 +156,89 @@ static void add_label(model_label *l, uint32_t *n, const char *key, const char *
 	(*n)++;
 }
 
-/* Worker thread: gunzip (bounded), decode, .sample_types, row limit, heap
- * delta, store. Touches only j (and j->delta, which no one else uses while
- * the target's scrape is in progress). */
-static void job_process(void *arg)
+int scrape_push_decode(ingest_push *p, kn_err *err)
 {
-	scrape_job *j = arg;
-	scraper *s = j->s;
-	kn_err err = {0};
-	model_batch *b = NULL;
+	scrape_push *sp = p->ctx;
+	const scrape_target *t = sp->t;
 	buf_t plain;
 	buf_init(&plain, LIMIT_SCRAPE_DECODED_BYTES);
-	slice_t body = buf_slice(&j->body);
-	j->result = SCRAPE_VALIDATION_ERROR;
-	if (gz_is_gzip(body)) {
-		if (gz_inflate(body, &plain, &err) < 0) {
-			if (err.status == 413)
-				j->result = SCRAPE_TOO_LARGE;
-			goto fail;
+	int rc = -1;
+	sp->result = SCRAPE_VALIDATION_ERROR;
+	if (gz_is_gzip(p->body)) {
+		if (gz_inflate(p->body, &plain, err) < 0) {
+			if (err->status == 413)
+				sp->result = SCRAPE_TOO_LARGE;
+			goto out;
 		}
-		body = buf_slice(&plain);
+		p->body = buf_slice(&plain);
 	}
 	model_label labels[4];
 	uint32_t n = 0;
-	add_label(labels, &n, "k8s.namespace.name", j->t.namespace_);
-	add_label(labels, &n, "k8s.pod.name", j->t.pod);
-	add_label(labels, &n, "k8s.container.name", j->t.container);
-	add_label(labels, &n, "workload", j->t.workload);
-	ingest_pprof_req r = {
+	add_label(labels, &n, "k8s.namespace.name", t->namespace_);
+	add_label(labels, &n, "k8s.pod.name", t->pod);
+	add_label(labels, &n, "k8s.container.name", t->container);
+	add_label(labels, &n, "workload", t->workload);
+	sp->pprof.req = (ingest_pprof_req){
 	    .project = slice_cstr(SCRAPE_PROJECT),
-	    .service = slice_cstr(j->t.service),
+	    .service = slice_cstr(t->service),
 	    .labels = labels,
 	    .n_labels = n,
-	    .max_rows = j->t.sample_types[0] ? LIMIT_SCRAPE_DECODE_ROWS : s->o.max_rows,
+	    .max_rows = t->sample_types[0] ? LIMIT_SCRAPE_DECODE_ROWS : sp->max_rows,
 	    .now_ns = time_now_ns(),
 	};
-	ingest_result res;
-	if (ingest_pprof(&r, body, &b, &res, &err) < 0 || scrape_filter_sample_types(b, j->t.sample_types, &err) < 0 ||
-	    scrape_check_rows(b, s->o.max_rows, &err) < 0)
-		goto fail;
-	if (j->t.type == SCRAPE_MEMORY && j->delta)
-		scrape_delta_apply(j->delta, b);
-	uint64_t samples = 0;
-	for (uint32_t i = 0; i < b->n_profiles; i++)
-		samples += b->profiles[i].samples_count;
-	if (b->n_profiles) {
-		if (s->o.usage)
-			usage_add(s->o.usage, slice_cstr(SCRAPE_PROJECT), slice_cstr(SCRAPE_PROJECT), r.now_ns, samples,
-			          USAGE_ACCEPTED, samples);
-		store_submit(s->o.store, b, on_stored, NULL);
-		b = NULL;
-	}
-	j->result = SCRAPE_OK;
-	goto out;
-fail:
-	snprintf(j->detail, sizeof j->detail, "%.300s", err.msg);
+	sp->pprof.retention_days = 0; /* stored at receive time: always in the window */
+	if (ingest_pprof_decode(p, err) < 0 ||
+	    scrape_filter_sample_types(p->batch, t->sample_types, err) < 0 ||
+	    scrape_check_rows(p->batch, sp->max_rows, err) < 0)
+		goto out;
+	if (t->type == SCRAPE_MEMORY && sp->delta)
+		scrape_delta_apply(sp->delta, p->batch);
+	p->samples = 0;
+	for (uint32_t i = 0; i < p->batch->n_profiles; i++)
+		p->samples += p->batch->profiles[i].samples_count;
+	sp->result = SCRAPE_OK;
+	rc = 0;
 out:
-	model_batch_free(b);
 	buf_free(&plain);
+	p->body = slice_make(NULL, 0); /* plain is gone */
+	return rc;
+}
+
+/* Loop thread: the push of a scraped body is over (stored, refused, or
+ * nothing to store). */
+static void job_pushed(ingest_push *p, const kn_err *err)
+{
+	scrape_job *j = (scrape_job *)p;
+	j->result = j->sp.result;
+	if (err && j->result == SCRAPE_OK)
+		log_warn("scraped profile not stored", "status=%d error=\"%s\"", err->status, err->msg);
+	else if (err)
+		snprintf(j->detail, sizeof j->detail, "%.300s", err->msg);
 	buf_free(&j->body);
-	loop_post(s->o.loop, job_finish_posted, j);
+	job_finish(j);
+}
+
+/* Hands a fetched body to the push job under project and key default. */
+static void job_push(scrape_job *j)
+{
+	scraper *s = j->s;
+	j->push.env = (ingest_push_env){
+	    .loop = s->o.loop,
+	    .pool = s->o.pool,
+	    .store = s->o.store,
+	    .usage = s->o.usage,
+	};
+	snprintf(j->push.caller.project, sizeof j->push.caller.project, SCRAPE_PROJECT);
+	snprintf(j->push.caller.key, sizeof j->push.caller.key, SCRAPE_PROJECT);
+	j->push.caller.anonymous = 1;
+	j->push.body = buf_slice(&j->body);
+	j->push.decode = scrape_push_decode;
+	j->push.reply = job_pushed;
+	j->push.ctx = &j->sp;
+	j->sp.t = &j->t;
+	j->sp.delta = j->delta;
+	j->sp.max_rows = s->o.max_rows;
+	ingest_push_start(&j->push);
 }
 
 /* ---- libcurl multi on libevent (socket API) ---- */
@@ -244,7 +264,8 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
 		curl_multi_assign(s->multi, fd, NULL);
 		return 0;
 	}
-	short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
+	short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0) |
+	                     EV_PERSIST);
 	if (ev) {
 		event_del(ev);
 		event_assign(ev, s->base, fd, kind, on_socket_event, s);
@@ -301,7 +322,8 @@ static int classify(scrape_job *j, CURLcode rc, long status)
 		return SCRAPE_TIMEOUT;
 	}
 	if (rc != CURLE_OK) {
-		snprintf(j->detail, sizeof j->detail, "%s", j->errbuf[0] ? j->errbuf : curl_easy_strerror(rc));
+		snprintf(j->detail, sizeof j->detail, "%s",
+		         j->errbuf[0] ? j->errbuf : curl_easy_strerror(rc));
 		return SCRAPE_CONNECTION_ERROR;
 	}
 	snprintf(j->detail, sizeof j->detail, "HTTP %ld", status);
@@ -309,8 +331,8 @@ static int classify(scrape_job *j, CURLcode rc, long status)
 		return SCRAPE_HTTP_3XX;
 	if (status >= 400 && status < 500)
 		return SCRAPE_HTTP_4XX;
-	if (status == 500 && memmem(j->body.p ? (const void *)j->body.p : "", j->body.n, "cpu profiling already in use",
-	                            28))
+	if (status == 500 &&
+	    memmem(j->body.p ? (const void *)j->body.p : "", j->body.n, "cpu profiling already in use", 28))
 		return SCRAPE_TARGET_BUSY;
 	if (status >= 500)
 		return SCRAPE_HTTP_5XX;
@@ -339,7 +361,7 @@ static void check_done(scraper *s)
 		s->inflight--;
 		j->result = classify(j, rc, status);
 		if (j->result == SCRAPE_OK && !s->stopped) {
-			pool_submit(s->o.pool, job_process, j);
+			job_push(j);
 			continue;
 		}
 		job_finish(j);
@@ -392,9 +414,9 @@ static void start_scrape(target_state *ts)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);                 /* S3.6: http_3xx */
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->no_headers);          /* S3.6: no request headers */
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);                 /* S3.3: https unverified */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);        /* S3.6: http_3xx */
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->no_headers); /* S3.6: no request headers */
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);        /* S3.3: https unverified */
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);
@@ -446,14 +468,16 @@ void scraper_set_targets(scraper *s, const scrape_target *t, size_t n)
 	u64map_t old;
 	u64map_init(&old);
 	for (size_t i = 0; i < s->n_targets; i++)
-		u64map_put(&old, hash_bytes(s->targets[i]->t.key, strlen(s->targets[i]->t.key), 0), (uint32_t)i);
+		u64map_put(&old, hash_bytes(s->targets[i]->t.key, strlen(s->targets[i]->t.key), 0),
+		           (uint32_t)i);
 	uint8_t *taken = xcalloc(s->n_targets ? s->n_targets : 1, 1);
 	target_state **next = xcalloc(n ? n : 1, sizeof *next);
 	size_t k = 0;
 	u64map_t seen;
 	u64map_init(&seen);
 	for (size_t i = 0; i < n; i++) {
-		if (t[i].type < 0 || t[i].type >= SCRAPE_TYPES || t[i].timeout_ns > s->o.interval_ns || !t[i].key[0])
+		if (t[i].type < 0 || t[i].type >= SCRAPE_TYPES || t[i].timeout_ns > s->o.interval_ns ||
+		    !t[i].key[0])
 			continue;
 		uint64_t h = hash_bytes(t[i].key, strlen(t[i].key), 0);
 		int inserted;
@@ -508,7 +532,8 @@ void scraper_report_skipped(scraper *s, const char *reason, const char *namespac
 		snprintf(s->skips[slot].reason, sizeof s->skips[slot].reason, "%s", reason);
 	}
 	if (count && !s->skips[slot].active)
-		log_warn("profile scrape targets skipped", "reason=%s namespace=\"%s\" pod=\"%s\" type=%s count=%u", reason,
+		log_warn("profile scrape targets skipped",
+		         "reason=%s namespace=\"%s\" pod=\"%s\" type=%s count=%u", reason,
 		         namespace_ ? namespace_ : "", pod ? pod : "", type ? type : "", count);
 	s->skips[slot].active = count > 0;
 }
@@ -562,10 +587,11 @@ void scraper_write_targets(scraper *s, buf_t *out)
 			put_field(out, "last_result", scrape_result_name(ts->last_result), 0);
 		put_time(out, "last_scrape", ts->last_scrape_ns);
 		put_time(out, "last_success", ts->last_success_ns);
-		buf_printf(out, ",\"consecutive_failures\":%u,\"in_progress\":%s,\"results\":{", ts->consecutive,
-		           ts->job ? "true" : "false");
+		buf_printf(out, ",\"consecutive_failures\":%u,\"in_progress\":%s,\"results\":{",
+		           ts->consecutive, ts->job ? "true" : "false");
 		for (int r = 0; r < SCRAPE_RESULTS; r++)
-			buf_printf(out, "%s\"%s\":%llu", r ? "," : "", scrape_result_name(r), (unsigned long long)ts->counts[r]);
+			buf_printf(out, "%s\"%s\":%llu", r ? "," : "", scrape_result_name(r),
+			           (unsigned long long)ts->counts[r]);
 		buf_puts(out, "}}");
 	}
 	buf_puts(out, "]}\n");
@@ -574,12 +600,13 @@ void scraper_write_targets(scraper *s, buf_t *out)
 
 void scraper_write_metrics(scraper *s, buf_t *out)
 {
-	buf_puts(out, "# HELP kiln_scrape_results_total Scrapes of pprof endpoints, by profile type and result.\n"
-	              "# TYPE kiln_scrape_results_total counter\n");
+	buf_puts(out,
+	         "# HELP kiln_scrape_results_total Scrapes of pprof endpoints, by profile type and result.\n"
+	         "# TYPE kiln_scrape_results_total counter\n");
 	for (int t = 0; t < SCRAPE_TYPES; t++)
 		for (int r = 0; r < SCRAPE_RESULTS; r++)
-			buf_printf(out, "kiln_scrape_results_total{type=\"%s\",result=\"%s\"} %llu\n", type_name(t),
-			           scrape_result_name(r), (unsigned long long)s->results[t][r]);
+			buf_printf(out, "kiln_scrape_results_total{type=\"%s\",result=\"%s\"} %llu\n",
+			           type_name(t), scrape_result_name(r), (unsigned long long)s->results[t][r]);
 	buf_printf(out,
 	           "# HELP kiln_scrape_targets Scrape targets (one per endpoint and profile type).\n"
 	           "# TYPE kiln_scrape_targets gauge\n"

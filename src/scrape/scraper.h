@@ -13,10 +13,12 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "ingest/push.h"
 #include "ingest/usage.h"
 #include "model/model.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "scrape/delta.h"
 #include "scrape/options.h"
 #include "scrape/target.h"
 #include "store/store.h"
@@ -50,9 +52,9 @@ typedef struct {
 	kn_loop *loop;
 	kn_pool *pool;
 	store_t *store;
-	usage_t *usage;        /* may be NULL */
-	int64_t interval_ns;   /* checked already (scrape_check_settings) */
-	uint32_t max_rows;     /* maxDecodedSampleRows, after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
+	usage_t *usage;      /* may be NULL */
+	int64_t interval_ns; /* checked already (scrape_check_settings) */
+	uint32_t max_rows;   /* maxDecodedSampleRows, after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
 } scraper_opts;
 
 /* A scraper with no targets. NULL if libcurl cannot be set up. */
@@ -114,6 +116,23 @@ size_t scrape_static_targets(const scrape_options *c, int log, scrape_target **o
 scraper *scraper_from_config(const scrape_options *c, uint32_t max_rows, kn_loop *loop, kn_pool *pool,
                              store_t *store, usage_t *usage);
 
+/* ---- The push job's scrape decoder (worker thread). ------------------ */
+
+/* p->ctx of a scrape's push. */
+typedef struct {
+	ingest_pprof_push pprof; /* first: ingest_pprof_decode reads p->ctx as one */
+	const scrape_target *t;
+	scrape_delta *delta; /* memory targets' baseline, or NULL */
+	uint32_t max_rows;   /* maxDecodedSampleRows after .sample_types (0 = LIMIT_SAMPLE_ROWS) */
+	int result;          /* out: SCRAPE_OK, or SCRAPE_VALIDATION_ERROR / SCRAPE_TOO_LARGE */
+} scrape_push;
+
+/* Gunzips p->body (bounded by LIMIT_SCRAPE_DECODED_BYTES), decodes it as the
+ * target's pprof (project default, its attribution labels), keeps the
+ * listed .sample_types, checks the rows (S3.7) and, for memory targets,
+ * turns alloc_* into deltas (S5.2). 0, or -1 + err. */
+int scrape_push_decode(ingest_push *p, kn_err *err);
+
 /* ---- Pure rules (scraper_rules.c): no I/O, any thread. ---------------- */
 
 /* Copies url into out (size n, NUL-terminated, truncated) with every query
@@ -130,8 +149,9 @@ int64_t scrape_next_due(int64_t now_ns, int64_t interval_ns, int64_t offset_ns);
  * the minimum of 10s", "extraAnnotationPrefixes[1] \"Bad_Prefix\" is not a
  * DNS subdomain") otherwise. type_ok[type] = 1 for types whose timeout fits
  * the interval; invalid gets their names ("cpu,block,mutex"; "" when none). */
-int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n_prefixes, int type_ok[SCRAPE_TYPES],
-                          char *invalid, size_t invalid_n, char *reason, size_t reason_n);
+int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n_prefixes,
+                          int type_ok[SCRAPE_TYPES], char *invalid, size_t invalid_n, char *reason,
+                          size_t reason_n);
 
 /* Fills t from one static target's type settings (S3.2-S3.4): url from
  * url or host+port plus path (default per type; `seconds` added or checked),

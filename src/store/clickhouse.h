@@ -36,7 +36,8 @@ extern const char *const ch_table_names[CH_T_COUNT];
 typedef struct ch_conn {
 	CURL *curl;
 	int unsent; /* the last ch_exec failed before its request could reach ClickHouse */
-	buf_t resp;
+	int over;   /* the last answer passed the store's ceiling (resp.max) and was cut off */
+	buf_t resp; /* the answer; resp.max is the store's answer_max during a request */
 	char errbuf[CURL_ERROR_SIZE];
 	struct ch_conn *next; /* the store's free list */
 } ch_conn;
@@ -61,6 +62,8 @@ typedef struct ch_store {
 	char *url;        /* base URL, ending in '/' */
 	char *db, *user, *password, *cluster;
 	int replicated;
+	size_t answer_max;   /* bytes one answer may hold (store.maxAnswerMiB, LIMIT_CH_ANSWER_BYTES) */
+	uint32_t answer_mib; /* the same in MiB, for messages */
 
 	pthread_mutex_t pool_mu;
 	ch_conn *pool; /* idle connections */
@@ -95,18 +98,29 @@ typedef struct ch_store {
 
 /* ---- clickhouse_http.c: the HTTP interface ---- */
 ch_conn *ch_conn_get(ch_store *s);
+/* libcurl's write callback of every request (conn: its ch_conn): appends
+ * to conn->resp and, past resp.max, refuses the bytes (libcurl then stops
+ * the transfer, CURLE_WRITE_ERROR) and sets conn->over. So an answer never
+ * holds more than the ceiling, however much ClickHouse sends. */
+size_t ch_on_answer(char *p, size_t size, size_t n, void *conn);
 void ch_conn_put(ch_store *s, ch_conn *c);
 void ch_conn_free(ch_conn *c);
 /* Runs sql. With data (an INSERT … FORMAT RowBinary), sql goes in the URL
  * and data is the body; else sql is the body and the answer lands in
  * c->resp. settings: extra URL parameters ("a=1&b=2") or NULL. use_db: pass
  * the database (0 only to create it). 0, or -1 with err: 503 (+ retry) when
- * ClickHouse is unreachable or answers an error, with its message. */
+ * ClickHouse is unreachable or answers an error (its message goes to the
+ * log); 503 without retry, naming store.maxAnswerMiB, when the answer
+ * passed s->answer_max (cut off while receiving) or ClickHouse refused to
+ * send more than max_result_bytes / max_result_rows (ch_select). */
 int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db,
             kn_err *err);
 /* Runs the SELECT in sql (FORMAT RowBinary is appended) and points rd at
  * the answer (in c->resp, valid until c's next call). Creates the schema
- * first when needed. 0, or -1 with err as ch_exec. */
+ * first when needed. ClickHouse is asked to throw rather than answer more
+ * than s->answer_max bytes or LIMIT_CH_ROWS rows (max_result_bytes,
+ * max_result_rows, result_overflow_mode=throw), so an oversized answer is
+ * usually refused before it is sent. 0, or -1 with err as ch_exec. */
 typedef struct ch_rd ch_rd;
 int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err);
 /* Makes sure the database and tables exist (once per process, retried after a failure). */
@@ -115,7 +129,7 @@ int ch_schema(ch_store *s, ch_conn *c, kn_err *err);
 /* Appends a ClickHouse string literal for v ('…' with \\, \' and bytes < 0x20 escaped). */
 void ch_sql_str(buf_t *b, slice_t v);
 
-/* RowBinary writers. */
+/* RowBinary writers (a varint is buf_put_uvarint). */
 void ch_put_u8(buf_t *b, uint8_t v);
 void ch_put_u32(buf_t *b, uint32_t v);
 void ch_put_u64(buf_t *b, uint64_t v);
@@ -124,7 +138,6 @@ static inline void ch_put_i64(buf_t *b, int64_t v)
 	ch_put_u64(b, (uint64_t)v);
 }
 void ch_put_str(buf_t *b, slice_t v);
-void ch_put_varint(buf_t *b, uint64_t v);
 
 /* RowBinary reader over an answer; any overrun sets bad and reads zeros. */
 struct ch_rd {

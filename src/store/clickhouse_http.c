@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/num.h"
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
@@ -17,10 +18,14 @@
 
 const char *const ch_table_names[CH_T_COUNT] = {"frames", "nodes", "attrsets", "series", "samples"};
 
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
+size_t ch_on_answer(char *p, size_t size, size_t n, void *conn)
 {
-	ch_conn *c = arg;
-	return buf_append(&c->resp, p, size * n) < 0 ? 0 : size * n;
+	ch_conn *c = conn;
+	if (buf_append(&c->resp, p, size * n) < 0) {
+		c->over = 1;
+		return 0; /* libcurl stops the transfer: CURLE_WRITE_ERROR */
+	}
+	return size * n;
 }
 
 ch_conn *ch_conn_get(ch_store *s)
@@ -101,6 +106,8 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	buf_putc(&url, 0);
 
 	buf_reset(&c->resp);
+	c->resp.max = s->answer_max;
+	c->over = 0;
 	curl_easy_reset(h);
 	struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
 	curl_easy_setopt(h, CURLOPT_URL, (const char *)url.p);
@@ -118,7 +125,7 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(sql));
 	}
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_on_answer);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CH_CONNECT_TIMEOUT_MS);
@@ -136,7 +143,10 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 	 * log, at most every few seconds while ClickHouse stays away. */
 	if (rc != CURLE_OK || status != 200) {
 		char line[320];
-		if (rc != CURLE_OK)
+		if (c->over)
+			snprintf(line, sizeof line, "answer cut off at %zu bytes (store.maxAnswerMiB)",
+			         s->answer_max);
+		else if (rc != CURLE_OK)
 			snprintf(line, sizeof line, "%s", c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
 		else
 			first_line(&c->resp, line, sizeof line);
@@ -149,6 +159,17 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 		 * create the schema again on the next request. */
 		if (rc == CURLE_OK && (!strncmp(line, "Code: 81,", 9) || !strncmp(line, "Code: 60,", 9)))
 			atomic_store(&s->schema_ok, 0);
+		/* Past the ceiling, by our count or ClickHouse's (396: TOO_MANY_ROWS_OR_BYTES,
+		 * from max_result_bytes / max_result_rows): asking again would not help. */
+		int too_many = rc == CURLE_OK && !strncmp(line, "Code: 396,", 10);
+		if (c->over || (too_many && !strstr(line, "max rows")))
+			return err_set(
+			    err, 503,
+			    "store: the answer from ClickHouse exceeded %u MiB (store.maxAnswerMiB)",
+			    s->answer_mib);
+		if (too_many)
+			return err_set(err, 503, "store: the answer from ClickHouse exceeded %u rows",
+			               LIMIT_CH_ROWS);
 		err_set(err, 503,
 		        rc != CURLE_OK ? "store: ClickHouse is unreachable; retry later"
 		                       : "store: ClickHouse refused the request; retry later");
@@ -299,18 +320,9 @@ void ch_put_u64(buf_t *b, uint64_t v)
 	buf_append(b, x, 8);
 }
 
-void ch_put_varint(buf_t *b, uint64_t v)
-{
-	while (v >= 0x80) {
-		buf_putc(b, (uint8_t)(v | 0x80));
-		v >>= 7;
-	}
-	buf_putc(b, (uint8_t)v);
-}
-
 void ch_put_str(buf_t *b, slice_t v)
 {
-	ch_put_varint(b, v.n);
+	buf_put_uvarint(b, v.n);
 	buf_append(b, v.p, v.n);
 }
 
@@ -366,17 +378,12 @@ int64_t ch_rd_sum(ch_rd *r)
 
 uint64_t ch_rd_varint(ch_rd *r)
 {
-	uint64_t v = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (!rd_need(r, 1))
-			return 0;
-		uint8_t b = *r->p++;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
+	uint64_t v;
+	if (r->bad || num_uvarint_get(&r->p, r->end, &v) < 0) {
+		r->bad = 1;
+		return 0;
 	}
-	r->bad = 1;
-	return 0;
+	return v;
 }
 
 slice_t ch_rd_str(ch_rd *r)
@@ -394,10 +401,8 @@ slice_t ch_span_key(slice_t v, char *out)
 	if (v.n == 0 || v.n > LIMIT_SPAN_ID_BYTES)
 		return slice_make("", 0);
 	int hex = v.n % 2 == 0;
-	for (size_t i = 0; i < v.n && hex; i++) {
-		char c = v.p[i];
-		hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-	}
+	for (size_t i = 0; i < v.n && hex; i++)
+		hex = num_hex_digit(v.p[i]) >= 0;
 	if (!hex)
 		return v;
 	for (size_t i = 0; i < v.n; i++)
@@ -411,7 +416,10 @@ int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err)
 		return -1;
 	buf_puts(sql, " FORMAT RowBinary");
 	buf_putc(sql, 0);
-	int rc = ch_exec(s, c, (const char *)sql->p, (slice_t){0}, NULL, 1, err);
+	char limits[128];
+	snprintf(limits, sizeof limits, "max_result_bytes=%zu&max_result_rows=%u&result_overflow_mode=throw",
+	         s->answer_max, LIMIT_CH_ROWS);
+	int rc = ch_exec(s, c, (const char *)sql->p, (slice_t){0}, limits, 1, err);
 	sql->n--; /* callers may append and run again */
 	if (rc < 0)
 		return -1;

@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/hash.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
@@ -70,6 +71,8 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	s->password = dup_or(cfg->ch_password, "");
 	s->cluster = cfg->ch_cluster && *cfg->ch_cluster ? xstrdup(cfg->ch_cluster) : NULL;
 	s->replicated = cfg->ch_replicated;
+	s->answer_max = cfg->ch_max_answer_mib ? (size_t)cfg->ch_max_answer_mib << 20 : LIMIT_CH_ANSWER_BYTES;
+	s->answer_mib = (uint32_t)(s->answer_max >> 20);
 	s->default_days =
 	    cfg->retention_days > 0 && cfg->retention_days <= LIMIT_RETENTION_DAYS ? cfg->retention_days : 0;
 	pthread_mutex_init(&s->pool_mu, NULL);
@@ -257,10 +260,10 @@ static void row_head(enc *e, int t)
 
 static void put_labels(buf_t *r, const model_label *l, uint32_t n)
 {
-	ch_put_varint(r, n);
+	buf_put_uvarint(r, n);
 	for (uint32_t i = 0; i < n; i++)
 		ch_put_str(r, l[i].key);
-	ch_put_varint(r, n);
+	buf_put_uvarint(r, n);
 	for (uint32_t i = 0; i < n; i++)
 		ch_put_str(r, l[i].value);
 }
@@ -337,51 +340,20 @@ static void find_spans(enc *e)
 		store_span_labels(e->b, &e->b->attrsets[i], &e->span[i], &e->trace[i]);
 }
 
-typedef struct {
-	uint32_t node, attrset; /* batch indexes */
-	int64_t t_off;
-	int64_t value;
-} ch_entry;
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const ch_entry *x = a, *y = b;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	if (x->attrset != y->attrset)
-		return x->attrset < y->attrset ? -1 : 1;
-	return (x->t_off > y->t_off) - (x->t_off < y->t_off);
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return a > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *cap)
+static void put_profile(enc *e, const model_profile *p, store_wentry **ent, size_t *cap)
 {
 	const model_batch *b = e->b;
 	e->day = time_day(p->time_ns);
 	put_series(e, p);
 	uint32_t n = p->samples_count;
 	*ent = xgrow(*ent, cap, (size_t)n + 1, sizeof **ent);
-	ch_entry *en = *ent;
+	store_wentry *en = *ent;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample *smp = &b->samples[p->samples_first + i];
-		en[i] = (ch_entry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns),
-		                   smp->value};
+		en[i] = (store_wentry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns),
+		                       smp->value};
 	}
-	qsort(en, n, sizeof *en, entry_cmp);
-	uint32_t m = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (m && entry_cmp(&en[m - 1], &en[i]) == 0)
-			en[m - 1].value = sat_add(en[m - 1].value, en[i].value);
-		else
-			en[m++] = en[i];
-	}
+	uint32_t m = store_entries_merge(en, n);
 	uint64_t chunk = (uint64_t)(time_now_ns() / 1000000) << 22 | (e->s->chunk_next++ & 0x3fffff);
 	e->chunks = xgrow(e->chunks, &e->cap_chunks, e->n_chunks + 1, sizeof *e->chunks);
 	e->chunks[e->n_chunks++] = chunk;
@@ -395,8 +367,6 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 	buf_t *r = &e->s->rows[CH_T_SAMPLES];
 	char span_buf[LIMIT_SPAN_ID_BYTES], trace_buf[LIMIT_SPAN_ID_BYTES];
 	for (uint32_t i = 0; i < m; i++) {
-		if (en[i].value == 0)
-			continue;
 		put_node(e, en[i].node);
 		put_attrset(e, en[i].attrset);
 		slice_t span = slice_make("", 0), trace = slice_make("", 0);
@@ -425,7 +395,7 @@ static void put_profile(enc *e, const model_profile *p, ch_entry **ent, size_t *
 	}
 }
 
-static void encode(ch_store *s, const model_batch *b, enc *e, ch_entry **ent, size_t *cap)
+static void encode(ch_store *s, const model_batch *b, enc *e, store_wentry **ent, size_t *cap)
 {
 	e->s = s;
 	e->b = b;
@@ -575,7 +545,7 @@ static void write_group(ch_store *s, store_job **jobs, size_t n)
 		buf_reset(&s->rows[t]);
 	u64map_clear(&s->group);
 	enc e = {0};
-	ch_entry *ent = NULL;
+	store_wentry *ent = NULL;
 	size_t cap_ent = 0, written = 0;
 	for (size_t k = 0; k < n; k++) {
 		kn_err err = {0};

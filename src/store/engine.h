@@ -74,6 +74,18 @@ void store_commit_read(const store_commit_stats *c, store_stats *out);
  * the sample has no time of its own. Entries keep this 1 s resolution (S5.3). */
 int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns);
 
+/* A sample entry as both writers store it: node and attrset (the writer's
+ * ids), whole seconds from the chunk's time (store_second_offset), value. */
+typedef struct {
+	uint32_t node, attrset;
+	int64_t t_off;
+	int64_t value;
+} store_wentry;
+/* Sorts e[0..n) by (node, attrset, t_off), merges entries with equal keys
+ * (saturating sums, base/num.h) and drops those whose sum is 0; returns the
+ * new n. Both engines store what this leaves, so they answer alike. */
+uint32_t store_entries_merge(store_wentry *e, uint32_t n);
+
 /* The span link of attribute set a: *span, *trace = index + 1 in
  * b->attr_labels of its span_id (else `profile_id`, the span label of
  * Pyroscope's otel-profiling-go) and trace_id labels, 0 when absent. */

@@ -49,13 +49,6 @@ typedef struct local_job {
 	char proj[3 * LIMIT_NAME_BYTES + 2];
 } local_job;
 
-/* An entry being encoded: local ids plus the sample's second offset from the chunk's time. */
-typedef struct {
-	uint32_t node, attrset;
-	int64_t value;
-	int64_t t_off; /* seconds from the chunk's t_ns */
-} local_entry;
-
 /* The span link of one attribute set of a batch, found once per batch and
  * partition when the set is first resolved. */
 typedef struct {
@@ -73,7 +66,7 @@ typedef struct {
 	uint32_t n_span_sets;
 	size_t cap_span_sets;
 	uint32_t stamp; /* chunks written by the current local_part_write, + 1 */
-	local_entry *entries;
+	store_wentry *entries;
 	size_t cap_entries;
 	buf_t raw, packed, labels;
 	void *zc; /* ZSTD_CCtx */
@@ -129,18 +122,13 @@ int local_project_dir(slice_t project, char out[3 * LIMIT_NAME_BYTES + 2]);
 /* Decodes a project directory name (the inverse of local_project_dir); -1
  * unless dir is exactly what local_project_dir makes of some project. */
 int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n);
-/* a + b, saturating at INT64_MAX / INT64_MIN. */
-int64_t local_sat_add(int64_t a, int64_t b);
-/* Sorts and merges e[0..n) by (node, attrset, t_off) (saturating sums), drops zero sums; returns the new n.
- */
-uint32_t local_entries_normalize(local_entry *e, uint32_t n);
-/* Encodes normalized e[0..n) column-wise into raw (reset first). *scale
- * receives the common divisor of the values (stored in the chunk row, so
+/* Encodes e[0..n) (as store_entries_merge leaves them) column-wise into
+ * raw (reset first). *scale receives the common divisor of the values (stored in the chunk row, so
  * payloads that differ only by a factor, like samples:count and
  * cpu:nanoseconds of one pprof, are equal), *total their sum in entry
  * order, saturating (format-1 files written before saturation hold the
  * wrapping sum: the decoder accepts either). */
-void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total);
+void local_payload_raw(const store_wentry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total);
 /* raw -> stored form: format byte, then raw or zstd (whichever is smaller). */
 void local_payload_pack(const buf_t *raw, buf_t *out, void *zc);
 /* Decodes a payload; checks every length and id (nodes <= max_node, attrsets

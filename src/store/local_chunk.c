@@ -9,41 +9,12 @@
 
 #include "base/alloc.h"
 #include "base/arena.h"
+#include "base/num.h"
 #include "store/local.h"
 
 enum { PAYLOAD_RAW = 0, PAYLOAD_ZSTD = 1 };
 enum { PF_ATTRS = 1, PF_TIMES = 2 };
 #define ZSTD_LEVEL 9
-
-static void put_uvarint(buf_t *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-	while (v >= 0x80) {
-		tmp[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (uint8_t)v;
-	buf_append(b, tmp, n);
-}
-
-static int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-	const uint8_t *p = *pp;
-	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (p >= end)
-			return -1;
-		uint8_t c = *p++;
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*pp = p;
-			*out = v;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 static uint64_t zigzag(int64_t v)
 {
@@ -88,8 +59,6 @@ int local_project_dir(slice_t project, char out[3 * LIMIT_NAME_BYTES + 2])
 	return 0;
 }
 
-static int hex_val(uint8_t c);
-
 int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n)
 {
 	size_t o = 0;
@@ -106,7 +75,8 @@ int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n)
 			c++;
 			continue;
 		}
-		int hi = c[1] ? hex_val((uint8_t)c[1]) : -1, lo = hi >= 0 && c[2] ? hex_val((uint8_t)c[2]) : -1;
+		int hi = c[1] ? num_hex_digit((uint8_t)c[1]) : -1,
+		    lo = hi >= 0 && c[2] ? num_hex_digit((uint8_t)c[2]) : -1;
 		if (lo < 0)
 			return -1;
 		out[o++] = (char)(hi << 4 | lo);
@@ -120,53 +90,14 @@ int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n)
 	return 0;
 }
 
-int64_t local_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const local_entry *x = a, *y = b;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	if (x->attrset != y->attrset)
-		return x->attrset < y->attrset ? -1 : 1;
-	if (x->t_off != y->t_off)
-		return x->t_off < y->t_off ? -1 : 1;
-	return 0;
-}
-
-uint32_t local_entries_normalize(local_entry *e, uint32_t n)
-{
-	if (n > 1)
-		qsort(e, n, sizeof *e, entry_cmp);
-	uint32_t out = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (out && entry_cmp(&e[out - 1], &e[i]) == 0) {
-			e[out - 1].value = local_sat_add(e[out - 1].value, e[i].value);
-			continue;
-		}
-		e[out++] = e[i];
-	}
-	uint32_t kept = 0;
-	for (uint32_t i = 0; i < out; i++)
-		if (e[i].value != 0)
-			e[kept++] = e[i];
-	return kept;
-}
-
-void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total)
+void local_payload_raw(const store_wentry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total)
 {
 	uint64_t g = 0;
 	int64_t sum = 0;
 	unsigned flags = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t v = (uint64_t)e[i].value;
-		sum = local_sat_add(sum, e[i].value);
+		sum = num_sat_add(sum, e[i].value);
 		g = gcd_u64(g, e[i].value < 0 ? -v : v);
 		if (e[i].attrset)
 			flags |= PF_ATTRS;
@@ -180,21 +111,21 @@ void local_payload_raw(const local_entry *e, uint32_t n, buf_t *raw, int64_t *sc
 	*total = sum;
 
 	buf_reset(raw);
-	put_uvarint(raw, n);
-	put_uvarint(raw, flags);
+	buf_put_uvarint(raw, n);
+	buf_put_uvarint(raw, flags);
 	uint32_t prev = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		put_uvarint(raw, e[i].node - prev);
+		buf_put_uvarint(raw, e[i].node - prev);
 		prev = e[i].node;
 	}
 	if (flags & PF_ATTRS)
 		for (uint32_t i = 0; i < n; i++)
-			put_uvarint(raw, e[i].attrset);
+			buf_put_uvarint(raw, e[i].attrset);
 	for (uint32_t i = 0; i < n; i++)
-		put_uvarint(raw, zigzag(e[i].value / (int64_t)g));
+		buf_put_uvarint(raw, zigzag(e[i].value / (int64_t)g));
 	if (flags & PF_TIMES)
 		for (uint32_t i = 0; i < n; i++)
-			put_uvarint(raw, zigzag(e[i].t_off));
+			buf_put_uvarint(raw, zigzag(e[i].t_off));
 }
 
 void local_payload_pack(const buf_t *raw, buf_t *out, void *zc)
@@ -203,7 +134,7 @@ void local_payload_pack(const buf_t *raw, buf_t *out, void *zc)
 	size_t bound = ZSTD_compressBound(raw->n);
 	if (raw->n >= 64 && buf_reserve(out, 12 + bound) == 0) {
 		buf_putc(out, PAYLOAD_ZSTD);
-		put_uvarint(out, raw->n);
+		buf_put_uvarint(out, raw->n);
 		size_t z = ZSTD_compressCCtx(zc, out->p + out->n, out->cap - out->n, raw->p, raw->n, ZSTD_LEVEL);
 		if (!ZSTD_isError(z) && out->n + z < raw->n + 1) {
 			out->n += z;
@@ -233,7 +164,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		const uint8_t *q = data.p + 1, *qend = data.p + data.n;
 		uint64_t raw_n;
 		/* At most 2 + 4 varints of <= 10 bytes per entry. */
-		if (get_uvarint(&q, qend, &raw_n) < 0 || raw_n > 24 + (uint64_t)n_expect * 40)
+		if (num_uvarint_get(&q, qend, &raw_n) < 0 || raw_n > 24 + (uint64_t)n_expect * 40)
 			return *why = "bad payload length", -1;
 		if (*cap_tmp < raw_n) {
 			*tmp = xrealloc(*tmp, (size_t)raw_n);
@@ -249,7 +180,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	}
 
 	uint64_t n, flags;
-	if (get_uvarint(&p, end, &n) < 0 || get_uvarint(&p, end, &flags) < 0)
+	if (num_uvarint_get(&p, end, &n) < 0 || num_uvarint_get(&p, end, &flags) < 0)
 		return *why = "truncated payload header", -1;
 	if (n != n_expect)
 		return *why = "entry count differs from the chunk header", -1;
@@ -262,7 +193,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	store_entry *e = *out;
 	uint64_t node = 0, v;
 	for (uint32_t i = 0; i < n; i++) {
-		if (get_uvarint(&p, end, &v) < 0)
+		if (num_uvarint_get(&p, end, &v) < 0)
 			return *why = "truncated node column", -1;
 		node += v;
 		if (node == 0 || node > max_node || v > max_node)
@@ -273,7 +204,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	}
 	if (flags & PF_ATTRS)
 		for (uint32_t i = 0; i < n; i++) {
-			if (get_uvarint(&p, end, &v) < 0)
+			if (num_uvarint_get(&p, end, &v) < 0)
 				return *why = "truncated attribute column", -1;
 			if (v > max_attrset)
 				return *why = "attribute set id out of range", -1;
@@ -282,19 +213,19 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	uint64_t wrapped = 0; /* the total of files written before totals saturated */
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (get_uvarint(&p, end, &v) < 0)
+		if (num_uvarint_get(&p, end, &v) < 0)
 			return *why = "truncated value column", -1;
 		int64_t x;
 		if (__builtin_mul_overflow(unzigzag(v), scale, &x))
 			return *why = "value out of range", -1;
 		e[i].value = x;
-		sum = local_sat_add(sum, x);
+		sum = num_sat_add(sum, x);
 		wrapped += (uint64_t)x;
 	}
 	if (flags & PF_TIMES)
 		for (uint32_t i = 0; i < n; i++) {
 			int64_t off;
-			if (get_uvarint(&p, end, &v) < 0)
+			if (num_uvarint_get(&p, end, &v) < 0)
 				return *why = "truncated time column", -1;
 			if (__builtin_mul_overflow(unzigzag(v), (int64_t)1000000000, &off) ||
 			    __builtin_add_overflow(t_ns, off, &e[i].t_ns))
@@ -310,11 +241,11 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 void local_labels_encode(const model_label *l, uint32_t n, buf_t *out)
 {
 	buf_reset(out);
-	put_uvarint(out, n);
+	buf_put_uvarint(out, n);
 	for (uint32_t i = 0; i < n; i++) {
-		put_uvarint(out, l[i].key.n);
+		buf_put_uvarint(out, l[i].key.n);
 		buf_append(out, l[i].key.p, l[i].key.n);
-		put_uvarint(out, l[i].value.n);
+		buf_put_uvarint(out, l[i].value.n);
 		buf_append(out, l[i].value.p, l[i].value.n);
 	}
 }
@@ -322,7 +253,7 @@ void local_labels_encode(const model_label *l, uint32_t n, buf_t *out)
 static int get_bytes(const uint8_t **p, const uint8_t *end, arena_t *a, slice_t *out)
 {
 	uint64_t len;
-	if (get_uvarint(p, end, &len) < 0 || len > (uint64_t)(end - *p))
+	if (num_uvarint_get(p, end, &len) < 0 || len > (uint64_t)(end - *p))
 		return -1;
 	*out = arena_slice(a, slice_make(*p, (size_t)len));
 	*p += len;
@@ -338,7 +269,7 @@ int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n
 	if (blob.n == 0)
 		return 0;
 	/* Each label takes at least two bytes, which bounds count by the blob size. */
-	if (get_uvarint(&p, end, &count) < 0 || count > (uint64_t)(end - p) / 2)
+	if (num_uvarint_get(&p, end, &count) < 0 || count > (uint64_t)(end - p) / 2)
 		return -1;
 	model_label *l = count ? arena_alloc(a, (size_t)count * sizeof *l) : NULL;
 	for (uint64_t i = 0; i < count; i++)
@@ -351,17 +282,6 @@ int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n
 	return 0;
 }
 
-static int hex_val(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n)
 {
 	*n = 0;
@@ -370,7 +290,7 @@ int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n)
 	if (v.n % 2)
 		return LOCAL_SPAN_TEXT;
 	for (size_t i = 0; i < v.n; i += 2) {
-		int hi = hex_val(v.p[i]), lo = hex_val(v.p[i + 1]);
+		int hi = num_hex_digit(v.p[i]), lo = num_hex_digit(v.p[i + 1]);
 		if (hi < 0 || lo < 0)
 			return LOCAL_SPAN_TEXT;
 		out[i / 2] = (uint8_t)(hi << 4 | lo);

@@ -708,7 +708,7 @@ static int write_profile(wctx *w, const model_profile *pr)
 	sc->stamp++;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample *smp = &b->samples[pr->samples_first + i];
-		local_entry *e = &sc->entries[i];
+		store_wentry *e = &sc->entries[i];
 		if (resolve_node(w, smp->node, &e->node) < 0 || resolve_attrset(w, smp->attrset, &e->attrset) < 0)
 			return -1;
 		local_span_ref *r = &sc->span_ref[smp->attrset];
@@ -721,7 +721,7 @@ static int write_profile(wctx *w, const model_profile *pr)
 		e->value = smp->value;
 		e->t_off = store_second_offset(smp->time_ns, pr->time_ns);
 	}
-	n = local_entries_normalize(sc->entries, n);
+	n = store_entries_merge(sc->entries, n);
 	int64_t scale, total, payload = 0;
 	local_payload_raw(sc->entries, n, &sc->raw, &scale, &total);
 	if (store_payload(w, &payload) < 0)

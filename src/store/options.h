@@ -16,6 +16,7 @@ typedef struct {
 	char *url, *database, *user, *password, *cluster;
 	char *password_file; /* passwordFile: read at start (a mounted Secret) */
 	int replicated;
+	int max_answer_mib; /* maxAnswerMiB: ceiling on one ClickHouse answer (0: LIMIT_CH_ANSWER_BYTES) */
 } store_options;
 
 /* retention: days for every project, the cap, and per-project days. */

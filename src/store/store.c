@@ -1,7 +1,11 @@
 /* store/store.h's calls, dispatched to the engine chosen at store_open
- * (store/engine.h), and what every engine shares: waiting for a write. */
+ * (store/engine.h), and what every engine shares: waiting for a write, the
+ * sort and merge of a chunk's entries, the span links of a batch. */
 #include "store/engine.h"
 
+#include <stdlib.h>
+
+#include "base/num.h"
 #include "base/timeutil.h"
 
 #define ENGINE(s) (((const store_head *)(s))->engine)
@@ -97,6 +101,34 @@ int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns)
 		return 0;
 	int64_t q = d / NS_PER_SEC;
 	return (d % NS_PER_SEC < 0) ? q - 1 : q;
+}
+
+static int wentry_cmp(const void *a, const void *b)
+{
+	const store_wentry *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->attrset != y->attrset)
+		return x->attrset < y->attrset ? -1 : 1;
+	return (x->t_off > y->t_off) - (x->t_off < y->t_off);
+}
+
+uint32_t store_entries_merge(store_wentry *e, uint32_t n)
+{
+	if (n > 1)
+		qsort(e, n, sizeof *e, wentry_cmp);
+	uint32_t out = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (out && wentry_cmp(&e[out - 1], &e[i]) == 0)
+			e[out - 1].value = num_sat_add(e[out - 1].value, e[i].value);
+		else
+			e[out++] = e[i];
+	}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < out; i++)
+		if (e[i].value != 0)
+			e[kept++] = e[i];
+	return kept;
 }
 
 void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *span, uint32_t *trace)

@@ -25,6 +25,9 @@ typedef struct {
 	 * ON CLUSTER: Distributed over MergeTree tables on every shard). */
 	const char *ch_url, *ch_database, *ch_user, *ch_password, *ch_cluster;
 	int ch_replicated;        /* with a cluster: Replicated*MergeTree local tables ({shard}, {replica} macros) */
+	/* clickhouse: MiB one answer may hold (0: LIMIT_CH_ANSWER_BYTES); past it a read fails with a
+	 * 503 that names store.maxAnswerMiB. */
+	uint32_t ch_max_answer_mib;
 	int commit_interval_ms;   /* group commit window; default 2 */
 	int max_batches_per_commit; /* default 256 */
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */

@@ -9,6 +9,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "base/alloc.h"
 #include "base/err.h"
 
 int gz_is_gzip(slice_t in)
@@ -50,9 +51,7 @@ int gz_inflate(slice_t in, buf_t *out, kn_err *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "gzip body is corrupt: empty body");
-	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-	if (!d)
-		return err_set(err, 500, "out of memory for the gzip decompressor");
+	struct libdeflate_decompressor *d = xcheck(libdeflate_alloc_decompressor());
 	size_t start = out->n;
 	const uint8_t *p = in.p;
 	size_t left = in.n;
@@ -114,9 +113,7 @@ int gz_deflate(slice_t in, int level, buf_t *out)
 {
 	if (level < 1 || level > 12)
 		return -1;
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
-	if (!c)
-		return -1;
+	struct libdeflate_compressor *c = xcheck(libdeflate_alloc_compressor(level));
 	size_t bound = libdeflate_gzip_compress_bound(c, in.n);
 	int rc = -1;
 	if (buf_reserve(out, bound) == 0) {
@@ -136,9 +133,7 @@ int zstd_inflate(slice_t in, buf_t *out, kn_err *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "zstd body is corrupt: empty body");
-	ZSTD_DStream *ds = ZSTD_createDStream();
-	if (!ds)
-		return err_set(err, 500, "out of memory for the zstd decompressor");
+	ZSTD_DStream *ds = xcheck(ZSTD_createDStream());
 	/* The window is memory the decoder allocates on the frame's say-so:
 	 * no more than the output could ever hold (and at least zstd's minimum). */
 	int wlog = 10;
@@ -221,9 +216,7 @@ int zlib_inflate(slice_t in, buf_t *out, kn_err *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "deflate body is corrupt: empty body");
-	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-	if (!d)
-		return err_set(err, 500, "out of memory for the deflate decompressor");
+	struct libdeflate_decompressor *d = xcheck(libdeflate_alloc_decompressor());
 	int zlib = is_zlib_header(in);
 	size_t room = out->max > out->n ? out->max - out->n : 0;
 	size_t guess = in.n > room / 4 ? room : (in.n * 4 > 4096 ? in.n * 4 : 4096);

@@ -12,38 +12,21 @@
 #include "base/limits.h"
 #include "wire/otlp_int.h"
 
-static const ot_field request_fields[] = {{1, OT_LEN, "resource_profiles"}, {2, OT_LEN, "dictionary"}};
-static const ot_field rp_fields[] = {
-    {1, OT_LEN, "resource"}, {2, OT_LEN, "scope_profiles"}, {3, OT_LEN, "schema_url"}};
-static const ot_field resource_fields[] = {
-    {1, OT_LEN, "attributes"}, {2, OT_VARINT, "dropped_attributes_count"}, {3, OT_LEN, "entity_refs"}};
-static const ot_field sp_fields[] = {
-    {1, OT_LEN, "scope"}, {2, OT_LEN, "profiles"}, {3, OT_LEN, "schema_url"}};
-static const ot_field scope_fields[] = {
-    {1, OT_LEN, "name"},
-    {2, OT_LEN, "version"},
-    {3, OT_LEN, "attributes"},
-    {4, OT_VARINT, "dropped_attributes_count"},
-};
-static const ot_field profile_fields[] = {
-    {1, OT_LEN, "sample_type"},
-    {2, OT_LEN, "samples"},
-    {3, OT_I64, "time_unix_nano"},
-    {4, OT_VARINT, "duration_nano"},
-    {5, OT_LEN, "period_type"},
-    {6, OT_VARINT, "period"},
-    {7, OT_LEN, "profile_id"},
-    {8, OT_VARINT, "dropped_attributes_count"},
-    {9, OT_LEN, "original_payload_format"},
-    {10, OT_LEN, "original_payload"},
-    {11, OT_PVARINT, "attribute_indices"},
-};
-static const ot_field value_type_fields[] = {{1, OT_VARINT, "type_strindex"},
-                                             {2, OT_VARINT, "unit_strindex"}};
-static const ot_field sample_fields[] = {
-    {1, OT_VARINT, "stack_index"}, {2, OT_PVARINT, "attribute_indices"}, {3, OT_ANY, "link_index"},
-    {4, OT_PVARINT, "values"},     {5, OT_PI64, "timestamps_unix_nano"},
-};
+PB_SPEC(request_spec, {1, PB_F_LEN, "resource_profiles"}, {2, PB_F_LEN, "dictionary"});
+PB_SPEC(rp_spec, {1, PB_F_LEN, "resource"}, {2, PB_F_LEN, "scope_profiles"}, {3, PB_F_LEN, "schema_url"});
+PB_SPEC(resource_spec, {1, PB_F_LEN, "attributes"}, {2, PB_F_VARINT, "dropped_attributes_count"},
+        {3, PB_F_LEN, "entity_refs"});
+PB_SPEC(sp_spec, {1, PB_F_LEN, "scope"}, {2, PB_F_LEN, "profiles"}, {3, PB_F_LEN, "schema_url"});
+PB_SPEC(scope_spec, {1, PB_F_LEN, "name"}, {2, PB_F_LEN, "version"}, {3, PB_F_LEN, "attributes"},
+        {4, PB_F_VARINT, "dropped_attributes_count"});
+PB_SPEC(profile_spec, {1, PB_F_LEN, "sample_type"}, {2, PB_F_LEN, "samples"}, {3, PB_F_I64, "time_unix_nano"},
+        {4, PB_F_VARINT, "duration_nano"}, {5, PB_F_LEN, "period_type"}, {6, PB_F_VARINT, "period"},
+        {7, PB_F_LEN, "profile_id"}, {8, PB_F_VARINT, "dropped_attributes_count"},
+        {9, PB_F_LEN, "original_payload_format"}, {10, PB_F_LEN, "original_payload"},
+        {11, PB_F_PVARINT, "attribute_indices"});
+PB_SPEC(value_type_spec, {1, PB_F_VARINT, "type_strindex"}, {2, PB_F_VARINT, "unit_strindex"});
+PB_SPEC(sample_spec, {1, PB_F_VARINT, "stack_index"}, {2, PB_F_PVARINT, "attribute_indices"},
+        {3, PB_F_ANY, "link_index"}, {4, PB_F_PVARINT, "values"}, {5, PB_F_PI64, "timestamps_unix_nano"});
 
 /* What a resource gives each of its profiles. */
 typedef struct {
@@ -130,7 +113,7 @@ static void push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
 }
 
 /* The attribute set of the sample just read (d->attr_ix and link). */
-static int sample_attrset(ot_dec *d, uint32_t link, const ot_path *p, uint32_t *out, kn_err *err)
+static int sample_attrset(ot_dec *d, uint32_t link, const pb_path *p, uint32_t *out, kn_err *err)
 {
 	if (d->n_attr_ix == 0 && link == 0 && d->n[T_LINK] == 0) {
 		*out = 0;
@@ -143,8 +126,7 @@ static int sample_attrset(ot_dec *d, uint32_t link, const ot_path *p, uint32_t *
 	for (size_t i = 0; i < d->n_attr_ix; i++) {
 		slice_t k, v;
 		int scalar;
-		ot_path ap = ot_path_push(ot_path_push((ot_path){0}, "dictionary", OT_NOIX),
-		                          "attribute_table", (uint32_t)d->attr_ix[i]);
+		pb_path ap = {&ot_dictionary_path, "attribute_table", (uint32_t)d->attr_ix[i]};
 		char *text = d->label_text[n < LIMIT_LABELS ? n : 0];
 		if (ot_keyvalue(d, d->tbl[T_ATTRIBUTE][d->attr_ix[i]], 1, &k, &v, &scalar, text, &ap, err) <
 		    0)
@@ -152,7 +134,7 @@ static int sample_attrset(ot_dec *d, uint32_t link, const ot_path *p, uint32_t *
 		if (!scalar || !k.n)
 			continue;
 		if (n >= LIMIT_LABELS)
-			return ot_fail(err, 413, p, "attribute_indices",
+			return pb_fail(&d->src, err, 413, p, "attribute_indices",
 			               "sample has more than %u attributes; the limit is %u", LIMIT_LABELS,
 			               LIMIT_LABELS);
 		d->labels[n++] = (model_label){k, v};
@@ -166,18 +148,18 @@ static int sample_attrset(ot_dec *d, uint32_t link, const ot_path *p, uint32_t *
 	return 0;
 }
 
-static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_ts, kn_err *err)
+static int decode_sample(ot_dec *d, slice_t msg, const pb_path *p, int64_t *min_ts, kn_err *err)
 {
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint64_t v, stack = 0, link = 0;
 	size_t before;
 	d->n_attr_ix = d->n_values = d->n_stamps = 0;
-	while ((rc = ot_next_field(d, &r, sample_fields, 5, p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &sample_spec, p, &f, &wt, err)) == 1) {
 		switch (f->num) {
 		case 1:
-			if (ot_read_varint(d, &r, &stack, p, f->name, err) < 0 ||
+			if (pb_read_varint(&d->src, &r, &stack, p, f->name, err) < 0 ||
 			    ot_check_index(d, (int64_t)stack, T_STACK, p, f->name, err) < 0)
 				return -1;
 			break;
@@ -193,15 +175,16 @@ static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_
 			break;
 		case 3:
 			if (wt == PB_LEN)
-				return ot_fail(
-				    err, 400, p, f->name,
+				return pb_fail(
+				    &d->src, err, 400, p, f->name,
 				    "wire type 2 (length-delimited), expected varint: a length-delimited "
 				    "Sample field 3 is the attribute_indices of opentelemetry-proto "
 				    "v1.8/v1.9 (Collector 0.136-0.147): the sender's OTLP version differs "
 				    "from the one supported; Kiln supports " OT_SUPPORTED);
 			if (wt != PB_VARINT)
-				return ot_fail(err, 400, p, f->name, "wire type %d, expected varint", wt);
-			if (ot_read_varint(d, &r, &link, p, f->name, err) < 0)
+				return pb_fail(&d->src, err, 400, p, f->name, "wire type %d, expected varint",
+				               wt);
+			if (pb_read_varint(&d->src, &r, &link, p, f->name, err) < 0)
 				return -1;
 			break;
 		case 4:
@@ -211,16 +194,16 @@ static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_
 			break;
 		default:
 			if (wt == PB_I64) {
-				if (pb_fixed64(&r, &v) < 0)
-					return ot_fail(err, 400, p, f->name, "truncated fixed64");
+				if (pb_read_fixed64(&d->src, &r, &v, p, f->name, err) < 0)
+					return -1;
 				push_u64(&d->stamps, &d->n_stamps, &d->cap_stamps, v);
 				break;
 			}
 			slice_t s;
-			if (ot_read_len(d, &r, &s, p, f->name, err) < 0)
+			if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 				return -1;
 			if (s.n % 8)
-				return ot_fail(err, 400, p, f->name,
+				return pb_fail(&d->src, err, 400, p, f->name,
 				               "packed fixed64 of %zu bytes is not a multiple of 8", s.n);
 			if (d->n_stamps + s.n / 8 > d->cap_stamps)
 				d->stamps = xgrow(d->stamps, &d->cap_stamps, d->n_stamps + s.n / 8,
@@ -238,11 +221,12 @@ static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_
 	    ot_check_index(d, (int64_t)link, T_LINK, p, "link_index", err) < 0)
 		return -1;
 	if (d->n_values == 0 && d->n_stamps == 0)
-		return ot_fail(err, 400, p, NULL,
+		return pb_fail(&d->src, err, 400, p, NULL,
 		               "no values and no timestamps (a sample needs at least one)");
 	if (d->n_values && d->n_stamps && d->n_values != d->n_stamps)
-		return ot_fail(err, 400, p, NULL, "%zu values but %zu timestamps (the lengths must be equal)",
-		               d->n_values, d->n_stamps);
+		return pb_fail(&d->src, err, 400, p, NULL,
+		               "%zu values but %zu timestamps (the lengths must be equal)", d->n_values,
+		               d->n_stamps);
 
 	const ot_stack *st = &d->stacks[stack];
 	d->frames_total += st->depth;
@@ -260,7 +244,7 @@ static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_
 	for (size_t i = 0; i < d->n_values; i++) {
 		uint64_t a = (int64_t)d->values[i] < 0 ? (uint64_t)0 - d->values[i] : d->values[i];
 		if (a > (uint64_t)INT64_MAX - d->abs_sum)
-			return ot_fail(err, 400, p, "values",
+			return pb_fail(&d->src, err, 400, p, "values",
 			               "the profile's values add up past %" PRId64 " (a value of %" PRId64
 			               ")",
 			               INT64_MAX, (int64_t)d->values[i]);
@@ -268,7 +252,7 @@ static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_
 	}
 	if (!d->n_values) { /* value 1 per timestamp */
 		if (d->n_stamps > (uint64_t)INT64_MAX - d->abs_sum)
-			return ot_fail(err, 400, p, "timestamps_unix_nano",
+			return pb_fail(&d->src, err, 400, p, "timestamps_unix_nano",
 			               "the profile's values add up past %" PRId64, INT64_MAX);
 		d->abs_sum += d->n_stamps;
 	}
@@ -286,15 +270,15 @@ static int decode_sample(ot_dec *d, slice_t msg, const ot_path *p, int64_t *min_
 
 /* ---- Profiles -------------------------------------------------------------- */
 
-static int value_type(const ot_dec *d, slice_t msg, const ot_path *p, slice_t *type, slice_t *unit,
+static int value_type(const ot_dec *d, slice_t msg, const pb_path *p, slice_t *type, slice_t *unit,
                       kn_err *err)
 {
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint64_t v, ix[3] = {0};
-	while ((rc = ot_next_field(d, &r, value_type_fields, 2, p, &f, &wt, err)) == 1) {
-		if (ot_read_varint(d, &r, &v, p, f->name, err) < 0 ||
+	while ((rc = pb_next(&d->src, &r, &value_type_spec, p, &f, &wt, err)) == 1) {
+		if (pb_read_varint(&d->src, &r, &v, p, f->name, err) < 0 ||
 		    ot_check_index(d, (int64_t)v, T_STRING, p, f->name, err) < 0)
 			return -1;
 		ix[f->num] = v;
@@ -319,30 +303,30 @@ static int in_window(const otlp_decode_opts *o, int64_t t)
 	return (!o->min_time_ns || t >= o->min_time_ns) && (!o->max_time_ns || t <= o->max_time_ns);
 }
 
-static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_resource *res, otlp_result *out,
+static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_resource *res, otlp_result *out,
                           kn_err *err)
 {
 	const otlp_decode_opts *o = d->o;
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint64_t v, time_ns = 0, duration = 0, period = 0, n_samples = 0;
 	slice_t s, type_msg = {0}, period_msg = {0};
-	while ((rc = ot_next_field(d, &r, profile_fields, 11, p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &profile_spec, p, &f, &wt, err)) == 1) {
 		switch (f->kind) {
-		case OT_I64:
-			if (pb_fixed64(&r, &time_ns) < 0)
-				return ot_fail(err, 400, p, f->name, "truncated fixed64");
+		case PB_F_I64:
+			if (pb_read_fixed64(&d->src, &r, &time_ns, p, f->name, err) < 0)
+				return -1;
 			break;
-		case OT_VARINT:
-			if (ot_read_varint(d, &r, &v, p, f->name, err) < 0)
+		case PB_F_VARINT:
+			if (pb_read_varint(&d->src, &r, &v, p, f->name, err) < 0)
 				return -1;
 			if (f->num == 4)
 				duration = v;
 			else if (f->num == 6)
 				period = v;
 			break;
-		case OT_PVARINT:
+		case PB_F_PVARINT:
 			d->n_u64s = 0;
 			if (ot_read_packed_varint(d, &r, wt, &d->u64s, &d->n_u64s, &d->cap_u64s, p, f->name,
 			                          err) < 0)
@@ -352,7 +336,7 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 					return -1;
 			break;
 		default:
-			if (ot_read_len(d, &r, &s, p, f->name, err) < 0)
+			if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 				return -1;
 			if (f->num == 1)
 				type_msg = s;
@@ -361,7 +345,7 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 			else if (f->num == 2)
 				n_samples++;
 			else if (f->num == 7 && s.n != 0 && s.n != 16)
-				return ot_fail(err, 400, p, f->name,
+				return pb_fail(&d->src, err, 400, p, f->name,
 				               "%zu bytes; a profile id has 16 (or none)", s.n);
 			break;
 		}
@@ -369,13 +353,13 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 	if (rc < 0)
 		return -1;
 	slice_t type, unit, ptype, punit;
-	ot_path tp = ot_path_push(*p, "sample_type", OT_NOIX), pp = ot_path_push(*p, "period_type", OT_NOIX);
+	pb_path tp = {p, "sample_type", PB_NOIX}, pp = {p, "period_type", PB_NOIX};
 	if (value_type(d, type_msg, &tp, &type, &unit, err) < 0 ||
 	    value_type(d, period_msg, &pp, &ptype, &punit, err) < 0)
 		return -1;
 	uint32_t max_rows = o->max_rows ? o->max_rows : LIMIT_SAMPLE_ROWS;
 	if (n_samples > max_rows)
-		return ot_fail(err, 413, p, NULL,
+		return pb_fail(&d->src, err, 413, p, NULL,
 		               "%" PRIu64 " samples; the limit is %" PRIu32
 		               " sample rows per profile (maxDecodedSampleRows)",
 		               n_samples, max_rows);
@@ -395,7 +379,7 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 		}
 		if (pb_bytes(&r, &s) < 0)
 			break;
-		ot_path sp = ot_path_push(*p, "samples", k++);
+		pb_path sp = {p, "samples", k++};
 		if (decode_sample(d, s, &sp, &min_ts, err) < 0)
 			return -1;
 	}
@@ -442,26 +426,26 @@ static int decode_profile(ot_dec *d, slice_t msg, const ot_path *p, const ot_res
 
 /* ---- Resources and scopes ------------------------------------------------- */
 
-static int check_scope(ot_dec *d, slice_t msg, const ot_path *p, kn_err *err)
+static int check_scope(ot_dec *d, slice_t msg, const pb_path *p, kn_err *err)
 {
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint32_t k = 0;
-	while ((rc = ot_next_field(d, &r, scope_fields, 4, p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &scope_spec, p, &f, &wt, err)) == 1) {
 		slice_t s, key, value;
 		uint64_t v;
 		int scalar;
 		char text[32];
-		if (f->kind == OT_VARINT) {
-			if (ot_read_varint(d, &r, &v, p, f->name, err) < 0)
+		if (f->kind == PB_F_VARINT) {
+			if (pb_read_varint(&d->src, &r, &v, p, f->name, err) < 0)
 				return -1;
 			continue;
 		}
-		if (ot_read_len(d, &r, &s, p, f->name, err) < 0)
+		if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 			return -1;
 		if (f->num == 3) {
-			ot_path ap = ot_path_push(*p, "attributes", k++);
+			pb_path ap = {p, "attributes", k++};
 			if (ot_keyvalue(d, s, 0, &key, &value, &scalar, text, &ap, err) < 0)
 				return -1;
 		}
@@ -469,23 +453,23 @@ static int check_scope(ot_dec *d, slice_t msg, const ot_path *p, kn_err *err)
 	return rc;
 }
 
-static int decode_scope(ot_dec *d, slice_t msg, const ot_path *p, const ot_resource *res, otlp_result *out,
+static int decode_scope(ot_dec *d, slice_t msg, const pb_path *p, const ot_resource *res, otlp_result *out,
                         kn_err *err)
 {
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint32_t k = 0, first = d->b->n_profiles;
-	while ((rc = ot_next_field(d, &r, sp_fields, 3, p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &sp_spec, p, &f, &wt, err)) == 1) {
 		slice_t s;
-		if (ot_read_len(d, &r, &s, p, f->name, err) < 0)
+		if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 			return -1;
 		if (f->num == 1) {
-			ot_path sp = ot_path_push(*p, "scope", OT_NOIX);
+			pb_path sp = {p, "scope", PB_NOIX};
 			if (check_scope(d, s, &sp, err) < 0)
 				return -1;
 		} else if (f->num == 2) {
-			ot_path pp = ot_path_push(*p, "profiles", k++);
+			pb_path pp = {p, "profiles", k++};
 			if (decode_profile(d, s, &pp, res, out, err) < 0)
 				return -1;
 		}
@@ -505,29 +489,29 @@ static int decode_scope(ot_dec *d, slice_t msg, const ot_path *p, const ot_resou
 }
 
 /* Service (SPEC S4) and series labels of a Resource. */
-static int decode_resource(ot_dec *d, slice_t msg, const ot_path *p, ot_resource *res, kn_err *err)
+static int decode_resource(ot_dec *d, slice_t msg, const pb_path *p, ot_resource *res, kn_err *err)
 {
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint32_t k = 0;
 	slice_t service = {0}, env_service = {0}, exe = {0};
 	res->n_labels = 0;
-	while ((rc = ot_next_field(d, &r, resource_fields, 3, p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &resource_spec, p, &f, &wt, err)) == 1) {
 		slice_t s, key, value;
 		uint64_t v;
 		int scalar;
 		char text[32];
-		if (f->kind == OT_VARINT) {
-			if (ot_read_varint(d, &r, &v, p, f->name, err) < 0)
+		if (f->kind == PB_F_VARINT) {
+			if (pb_read_varint(&d->src, &r, &v, p, f->name, err) < 0)
 				return -1;
 			continue;
 		}
-		if (ot_read_len(d, &r, &s, p, f->name, err) < 0)
+		if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 			return -1;
 		if (f->num != 1)
 			continue;
-		ot_path ap = ot_path_push(*p, "attributes", k++);
+		pb_path ap = {p, "attributes", k++};
 		if (ot_keyvalue(d, s, 0, &key, &value, &scalar, text, &ap, err) < 0)
 			return -1;
 		if (!scalar || !key.n)
@@ -572,36 +556,36 @@ static int decode_resource(ot_dec *d, slice_t msg, const ot_path *p, ot_resource
 
 static int decode_resource_profiles(ot_dec *d, slice_t msg, uint32_t i, otlp_result *out, kn_err *err)
 {
-	ot_path p = ot_path_push((ot_path){0}, "resource_profiles", i);
+	pb_path p = {NULL, "resource_profiles", i};
 	ot_resource *res = xmalloc(sizeof *res);
 	pb_reader r = pb_reader_make(msg);
-	const ot_field *f;
+	const pb_field *f;
 	int wt, rc;
 	slice_t s, resource = {0};
 	/* The resource may follow its scopes: find it first. */
-	while ((rc = ot_next_field(d, &r, rp_fields, 3, &p, &f, &wt, err)) == 1) {
-		if (ot_read_len(d, &r, &s, &p, f->name, err) < 0) {
+	while ((rc = pb_next(&d->src, &r, &rp_spec, &p, &f, &wt, err)) == 1) {
+		if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0) {
 			rc = -1;
 			break;
 		}
 		if (f->num == 1)
 			resource = s;
 	}
-	ot_path resp = ot_path_push(p, "resource", OT_NOIX);
+	pb_path resp = {&p, "resource", PB_NOIX};
 	if (rc < 0 || decode_resource(d, resource, &resp, res, err) < 0) {
 		free(res);
 		return -1;
 	}
 	uint32_t k = 0;
 	r = pb_reader_make(msg);
-	while ((rc = ot_next_field(d, &r, rp_fields, 3, &p, &f, &wt, err)) == 1) {
-		if (ot_read_len(d, &r, &s, &p, f->name, err) < 0) {
+	while ((rc = pb_next(&d->src, &r, &rp_spec, &p, &f, &wt, err)) == 1) {
+		if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0) {
 			rc = -1;
 			break;
 		}
 		if (f->num != 2)
 			continue;
-		ot_path sp = ot_path_push(p, "scope_profiles", k++);
+		pb_path sp = {&p, "scope_profiles", k++};
 		if (decode_scope(d, s, &sp, res, out, err) < 0) {
 			rc = -1;
 			break;
@@ -640,13 +624,13 @@ static int decode(ot_dec *d, slice_t pb, otlp_result *res, kn_err *err)
 	slice_t *rps = NULL, *dicts = NULL;
 	for (int pass = 0; pass < 2; pass++) {
 		pb_reader r = pb_reader_make(pb);
-		const ot_field *f;
+		const pb_field *f;
 		int wt, rc;
 		uint32_t k_rp = 0, k_dict = 0;
-		while ((rc = ot_next_field(d, &r, request_fields, 2, NULL, &f, &wt, err)) == 1) {
+		while ((rc = pb_next(&d->src, &r, &request_spec, NULL, &f, &wt, err)) == 1) {
 			slice_t s;
-			ot_path p = ot_path_push((ot_path){0}, f->name, f->num == 1 ? k_rp : OT_NOIX);
-			if (ot_read_len(d, &r, &s, &p, NULL, err) < 0)
+			pb_path p = {NULL, f->name, f->num == 1 ? k_rp : PB_NOIX};
+			if (pb_read_len(&d->src, &r, &s, &p, NULL, err) < 0)
 				return -1;
 			if (f->num == 1) {
 				if (pass)
@@ -709,7 +693,7 @@ int otlp_decode(slice_t pb, const otlp_decode_opts *o, model_batch *b, otlp_resu
 {
 	memset(res, 0, sizeof *res);
 	ot_dec *d = xcalloc(1, sizeof *d);
-	d->base = pb.p;
+	d->src = (pb_src){pb.p, NULL};
 	d->scratch = arena_new();
 	d->o = o;
 	d->b = b;

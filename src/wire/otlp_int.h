@@ -1,5 +1,5 @@
 /* Private to the OTLP decoder (otlp_decode.c, otlp_dict.c): the decoder's
- * state, error paths, field reading and the dictionary. Not for other
+ * state, index checks and the dictionary. Not for other
  * modules: they use wire/otlp.h. */
 #ifndef KILN_WIRE_OTLP_INT_H
 #define KILN_WIRE_OTLP_INT_H
@@ -18,35 +18,11 @@
 #define OT_INDEX_HINT                                                                                        \
 	"; the sender's format version may differ from the one supported (v1.10 wire format, Collector "     \
 	"\xe2\x89\xa5 0.148)"
-#define OT_NOIX UINT32_MAX
+#define OT_NOIX UINT32_MAX /* no entry (mapping, frames, node) */
 
-/* Where an error happened: "resource_profiles[0].scope_profiles[1].profiles[2]";
- * an element with ix OT_NOIX is not repeated ("dictionary", "resource"). */
-typedef struct {
-	const char *name[8];
-	uint32_t ix[8];
-	uint8_t n;
-} ot_path;
-
-static inline ot_path ot_path_push(ot_path p, const char *name, uint32_t ix)
-{
-	if (p.n < 8) {
-		p.name[p.n] = name;
-		p.ix[p.n] = ix;
-		p.n++;
-	}
-	return p;
-}
-
-/* Field kinds: varint, length-delimited, fixed64, and repeated scalars that
- * may arrive packed (length-delimited) or one by one. */
-enum { OT_VARINT, OT_LEN, OT_I64, OT_PVARINT, OT_PI64, OT_ANY /* the caller checks the wire type */ };
-
-typedef struct {
-	uint32_t num;
-	uint8_t kind;
-	const char *name;
-} ot_field;
+/* Error paths, field specs and checked reads are wire/pb.h's; errors name
+ * no root ("resource_profiles[0].scope_profiles[1].profiles[2].samples[3]"). */
+extern const pb_path ot_dictionary_path; /* "dictionary" */
 
 /* Dictionary tables, in field-number order (ProfilesDictionary 1..7). */
 enum { T_MAPPING, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTRIBUTE, T_STACK, T_COUNT };
@@ -70,7 +46,7 @@ typedef struct {
 } ot_stack;
 
 typedef struct {
-	const uint8_t *base; /* start of the request, for byte offsets */
+	pb_src src; /* the request: byte offsets in errors */
 	arena_t *scratch;
 	const otlp_decode_opts *o;
 	model_batch *b;
@@ -79,7 +55,7 @@ typedef struct {
 	 * the strings themselves). */
 	slice_t *tbl[T_COUNT];
 	uint32_t n[T_COUNT];
-	uint8_t *attr_code; /* per attribute_table entry: 1 + index in the keys frames use, else 0 */
+	uint8_t *attr_code;  /* per attribute_table entry: 1 + index in the keys frames use, else 0 */
 	slice_t *attr_value; /* per attribute_table entry with an attr_code: its value text */
 	ot_function *functions;
 	uint32_t *mapping_file; /* string index of each mapping's filename */
@@ -106,66 +82,19 @@ typedef struct {
 	char link_hex[2][33];
 	u64map_t attrset_cache;
 
-	uint64_t points; /* sample points of the request (lenient count): room reserved in the batch */
+	uint64_t points;  /* sample points of the request (lenient count): room reserved in the batch */
 	uint64_t abs_sum; /* sum of |value| over the current profile: merges cannot overflow */
 	uint64_t frames_total;
 	int frames_over;
 } ot_dec;
 
-/* Sets err to "<path>.<field>: <message>" (field may be NULL). Returns -1. */
-int ot_fail(kn_err *err, int status, const ot_path *p, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
 /* 400 "index I out of range for TABLE (N entries)" plus the version hint,
  * unless 0 <= ix < n. */
-int ot_check_index(const ot_dec *d, int64_t ix, int table, const ot_path *p, const char *field, kn_err *err);
-/* Next known field of a message, skipping unknown ones. 1: *f and *wt set,
- * the value is next; 0: end of message; -1: err set. ot_next_field_slow is
- * the general case; ot_next_field inlines the common one (every spec lists
- * fields 1..n in order, so a known field is spec[num - 1]) and hands
- * everything else to it from the key. */
-int ot_next_field_slow(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec, const ot_path *p,
-                       const ot_field **f, int *wt, kn_err *err);
-static inline int ot_wire_ok(uint8_t kind, int w)
-{
-	switch (kind) {
-	case OT_VARINT:
-		return w == PB_VARINT;
-	case OT_LEN:
-		return w == PB_LEN;
-	case OT_I64:
-		return w == PB_I64;
-	case OT_PVARINT:
-		return w == PB_VARINT || w == PB_LEN;
-	case OT_ANY:
-		return 1;
-	default:
-		return w == PB_I64 || w == PB_LEN;
-	}
-}
-static inline int ot_next_field(const ot_dec *d, pb_reader *r, const ot_field *spec, size_t n_spec,
-                                const ot_path *p, const ot_field **f, int *wt, kn_err *err)
-{
-	if (pb_done(r))
-		return 0;
-	const uint8_t *at = r->p;
-	uint32_t num;
-	int w;
-	if (pb_key(r, &num, &w) == 0 && num - 1 < n_spec && spec[num - 1].num == num &&
-	    ot_wire_ok(spec[num - 1].kind, w)) {
-		*f = &spec[num - 1];
-		*wt = w;
-		return 1;
-	}
-	r->p = at;
-	return ot_next_field_slow(d, r, spec, n_spec, p, f, wt, err);
-}
-int ot_read_varint(const ot_dec *d, pb_reader *r, uint64_t *v, const ot_path *p, const char *field,
-                   kn_err *err);
-int ot_read_len(const ot_dec *d, pb_reader *r, slice_t *s, const ot_path *p, const char *field, kn_err *err);
+int ot_check_index(const ot_dec *d, int64_t ix, int table, const pb_path *p, const char *field, kn_err *err);
 /* Reads one occurrence of a packable varint field (wt from ot_next_field),
  * appending each value to *arr (grown; scratch owned by the caller). */
 int ot_read_packed_varint(const ot_dec *d, pb_reader *r, int wt, uint64_t **arr, size_t *n, size_t *cap,
-                          const ot_path *p, const char *field, kn_err *err);
+                          const pb_path *p, const char *field, kn_err *err);
 
 /* Counts and fills the dictionary tables from every `dictionary` field of
  * the request (dicts[0..n_dicts)). Only the framing is checked here. */
@@ -178,7 +107,7 @@ int ot_dict_check(ot_dec *d, kn_err *err);
  * arrays, kvlists, bytes and empty values). text holds rendered numbers.
  * The entry was checked before, so this does not fail on checked input. */
 int ot_keyvalue(const ot_dec *d, slice_t msg, int table_entry, slice_t *key, slice_t *value, int *scalar,
-                char text[32], const ot_path *p, kn_err *err);
+                char text[32], const pb_path *p, kn_err *err);
 /* The leaf node of stack si (interned on first use); MODEL_NONE when empty. */
 uint32_t ot_stack_node(ot_dec *d, uint32_t si);
 /* Label text of link li into d->link_hex: 0 when it carries no ids. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/num.h"
 #include "wire/otlp.h"
 #include "wire/pb.h"
 
@@ -252,17 +253,6 @@ static int get_double(jctx *c, json_t *v, double *out)
 	return jfail(c, "expected a number");
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 static int b64val(int ch)
 {
 	if (ch >= 'A' && ch <= 'Z')
@@ -292,7 +282,7 @@ static int get_bytes(jctx *c, json_t *v, int is_hex, uint8_t **out, size_t *n)
 		if (len % 2)
 			goto bad;
 		for (size_t i = 0; i < len; i += 2) {
-			int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+			int hi = num_hex_digit(s[i]), lo = num_hex_digit(s[i + 1]);
 			if (hi < 0 || lo < 0)
 				goto bad;
 			p[k++] = (uint8_t)(hi << 4 | lo);

@@ -1,11 +1,16 @@
 /* Protobuf wire format (pb.h): a bounded reader that never reads past its
- * cursor's end and never allocates, and a writer appending to a buf_t.
- * It knows nothing about messages or field meanings; groups are refused. */
+ * cursor's end and never allocates, the out-of-line half of the message
+ * layer (error paths, unknown and mistyped fields), and a writer appending
+ * to a buf_t. Field meanings are the decoders'; groups are refused. */
 #include "wire/pb.h"
 
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/num.h"
 
 /* The reader's inline fast paths are in pb.h; this is the multi-byte case. */
 int pb_varint_slow(pb_reader *r, uint64_t *v)
@@ -54,21 +59,10 @@ static void put_or_die(buf_t *b, const void *p, size_t n)
 	}
 }
 
-static size_t varint_encode(uint8_t out[10], uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		out[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	out[n++] = (uint8_t)v;
-	return n;
-}
-
 void pb_put_varint(buf_t *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	put_or_die(b, tmp, varint_encode(tmp, v));
+	uint8_t tmp[NUM_UVARINT_MAX];
+	put_or_die(b, tmp, num_uvarint_put(tmp, v));
 }
 
 void pb_put_key(buf_t *b, uint32_t field, int wire_type)
@@ -111,9 +105,9 @@ void pb_put_packed(buf_t *b, uint32_t field, const uint64_t *v, size_t n)
 	if (!n)
 		return;
 	size_t len = 0;
-	uint8_t tmp[10];
+	uint8_t tmp[NUM_UVARINT_MAX];
 	for (size_t i = 0; i < n; i++)
-		len += varint_encode(tmp, v[i]);
+		len += num_uvarint_put(tmp, v[i]);
 	pb_put_key(b, field, PB_LEN);
 	pb_put_varint(b, len);
 	for (size_t i = 0; i < n; i++)
@@ -134,8 +128,8 @@ size_t pb_begin(buf_t *b, uint32_t field)
 void pb_end(buf_t *b, size_t mark)
 {
 	size_t len = b->n - mark - 1;
-	uint8_t tmp[10];
-	size_t k = varint_encode(tmp, len);
+	uint8_t tmp[NUM_UVARINT_MAX];
+	size_t k = num_uvarint_put(tmp, len);
 	if (k > 1) {
 		if (buf_reserve(b, k - 1) < 0) {
 			fprintf(stderr, "pb: nested message length past the buffer ceiling\n");
@@ -161,4 +155,102 @@ const char *pb_wire_type_name(int wt)
 	default:
 		return "group";
 	}
+}
+
+/* ---- Messages -------------------------------------------------------------- */
+
+/* "a[1].b.c[2]": the outermost PB_PATH_SHOWN elements of p, cut to n bytes. */
+static void path_str(const pb_path *p, char *out, size_t n)
+{
+	const pb_path *chain[PB_PATH_SHOWN];
+	size_t depth = 0, at = 0;
+	for (const pb_path *e = p; e; e = e->up)
+		depth++;
+	size_t shown = depth < PB_PATH_SHOWN ? depth : PB_PATH_SHOWN;
+	const pb_path *e = p;
+	for (size_t skip = depth - shown; skip; skip--)
+		e = e->up;
+	for (size_t i = shown; i; i--, e = e->up)
+		chain[i - 1] = e;
+	out[0] = 0;
+	for (size_t i = 0; i < shown && at < n; i++) {
+		int k = chain[i]->ix == PB_NOIX
+		            ? snprintf(out + at, n - at, "%s%s", i ? "." : "", chain[i]->name)
+		            : snprintf(out + at, n - at, "%s%s[%" PRIu32 "]", i ? "." : "", chain[i]->name,
+		                       chain[i]->ix);
+		if (k < 0)
+			break;
+		at += (size_t)k;
+	}
+}
+
+int pb_fail(const pb_src *s, kn_err *err, int status, const pb_path *p, const char *field, const char *fmt,
+            ...)
+{
+	char where[200], what[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	path_str(p, where, sizeof where);
+	if (!where[0] && !field && s->root)
+		snprintf(where, sizeof where, "%s", s->root);
+	if (where[0] && field)
+		return err_set(err, status, "%s.%s: %s", where, field, what);
+	if (where[0] || field)
+		return err_set(err, status, "%s: %s", where[0] ? where : field, what);
+	return err_set(err, status, "%s", what);
+}
+
+const char *pb_kind_name(uint8_t kind)
+{
+	switch (kind) {
+	case PB_F_VARINT:
+		return "varint";
+	case PB_F_LEN:
+		return "length-delimited";
+	case PB_F_I64:
+		return "fixed64";
+	case PB_F_PVARINT:
+		return "varint or packed";
+	case PB_F_PI64:
+		return "fixed64 or packed";
+	default:
+		return "any wire type";
+	}
+}
+
+int pb_next_slow(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_path *p, const pb_field **f,
+                 int *wt, kn_err *err)
+{
+	while (!pb_done(r)) {
+		const uint8_t *at = r->p;
+		uint32_t num;
+		int w;
+		if (pb_key(r, &num, &w) < 0)
+			return pb_fail(
+			    s, err, 400, p, NULL,
+			    "malformed field key at byte %zu (truncated, field 0 or wire type 6/7)",
+			    pb_offset(s, at));
+		const pb_field *k = NULL;
+		for (uint32_t i = 0; i < spec->n && !k; i++)
+			if (spec->f[i].num == num)
+				k = &spec->f[i];
+		if (!k) {
+			if (pb_skip(r, w) < 0)
+				return pb_fail(s, err, 400, p, NULL,
+				               "unknown field %" PRIu32
+				               " (wire type %d) at byte %zu is truncated or malformed",
+				               num, w, pb_offset(s, at));
+			continue;
+		}
+		if (!pb_kind_ok(k->kind, w))
+			return pb_fail(s, err, 400, p, k->name,
+			               "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
+			               pb_wire_type_name(w), pb_kind_name(k->kind), num, pb_offset(s, at));
+		*f = k;
+		*wt = w;
+		return 1;
+	}
+	return 0;
 }

@@ -1,5 +1,29 @@
-/* Protobuf wire format: a bounded reader (no allocation, every length checked)
- * and a writer into a buf_t. The reader is the hot path of every decoder. */
+/* Protobuf wire format: a bounded reader (no allocation, every length checked),
+ * the message layer every decoder is written with (field specs, error paths,
+ * checked reads), and a writer into a buf_t. The reader is the hot path of
+ * every decoder.
+ *
+ * Decoding a message (pprof_decode.c and the OTLP decoder use it; so should
+ * the next ones: Pyroscope Push, Connect RPC requests, the JFR labels
+ * snapshot):
+ *
+ *   PB_SPEC(label_spec, {1, PB_F_VARINT, "key"}, {2, PB_F_LEN, "str"},
+ *           {3, PB_F_PVARINT, "ids"});               // fields 1..n in order
+ *   pb_src src = {input.p, "profile"};               // offsets; what an empty path names
+ *   pb_path sp = {NULL, "sample", i}, lp = {&sp, "label", k};   // "sample[i].label[k]"
+ *   const pb_field *f; int wt, rc;
+ *   while ((rc = pb_next(&src, &r, &label_spec, &lp, &f, &wt, err)) == 1)
+ *           switch (f->num) {
+ *           case 1: if (pb_read_varint(&src, &r, &v, &lp, f->name, err) < 0) return -1; ...
+ *           case 3: pb_read_packable(...) then pb_next_packed(...) per value
+ *           }
+ *   if (rc < 0) return -1;                           // err: 400 naming the path
+ *
+ * pb_next skips unknown fields and refuses a known field with the wrong
+ * wire type. Its errors and the checked reads' are 400s "<path>.<field>:
+ * <what>" (pb_fail; decoders use it for their own checks too), most with
+ * the byte offset from src.base. A table's length is never typed by hand:
+ * PB_SPEC counts it, PB_COUNTOF counts any array. */
 #ifndef KILN_WIRE_PB_H
 #define KILN_WIRE_PB_H
 
@@ -8,6 +32,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/slice.h"
 
 enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2, PB_SGROUP = 3, PB_EGROUP = 4, PB_I32 = 5 };
@@ -163,11 +188,191 @@ static inline int pb_packed_varint_next(pb_reader *packed, uint64_t *v)
 	return pb_varint(packed, v);
 }
 
+/* ---- Messages: field specs, error paths, checked reads ------------------ */
+
+#define PB_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What a field may arrive as: varint, length-delimited, fixed64, repeated
+ * scalars that may be packed (length-delimited) or come one by one, or any
+ * wire type (the caller checks it). */
+enum { PB_F_VARINT, PB_F_LEN, PB_F_I64, PB_F_PVARINT, PB_F_PI64, PB_F_ANY };
+
+typedef struct {
+	uint32_t num;
+	uint8_t kind; /* PB_F_* */
+	const char *name;
+} pb_field;
+
+/* The known fields of a message, numbered 1..n in order (pb_next's fast
+ * path looks field num up as f[num - 1]; a gap still works, slower). */
+typedef struct {
+	const pb_field *f;
+	uint32_t n;
+} pb_spec;
+
+/* Defines the static pb_spec `name` over the pb_field initialisers given. */
+#define PB_SPEC(name, ...)                                                                                   \
+	static const pb_field name##_fields[] = {__VA_ARGS__};                                               \
+	static const pb_spec name = {name##_fields, (uint32_t)PB_COUNTOF(name##_fields)}
+
+/* Where in the input an error is: a chain of elements from the innermost
+ * up, each "name" or, when repeated, "name[ix]"; NULL is the message
+ * itself. Elements live on the decoder's stack:
+ *   pb_path rp = {NULL, "resource_profiles", 0}, res = {&rp, "resource", PB_NOIX};
+ * Errors show the outermost PB_PATH_SHOWN elements. */
+#define PB_NOIX UINT32_MAX
+#define PB_PATH_SHOWN 8
+typedef struct pb_path {
+	const struct pb_path *up;
+	const char *name;
+	uint32_t ix; /* PB_NOIX: not repeated */
+} pb_path;
+
+/* The input a decoder reads: base for byte offsets in errors, and what an
+ * error with neither path nor field names ("profile" for pprof; NULL: the
+ * message alone). */
+typedef struct {
+	const uint8_t *base;
+	const char *root;
+} pb_src;
+
+/* Sets err to "<path>.<field>: <message>" (field may be NULL; without a
+ * path "<field>: ", without either "<root>: " or nothing). Returns -1. */
+int pb_fail(const pb_src *s, kn_err *err, int status, const pb_path *p, const char *field, const char *fmt,
+            ...) __attribute__((format(printf, 6, 7), cold));
+
+/* "varint", "length-delimited", "varint or packed", ...: what kind expects. */
+const char *pb_kind_name(uint8_t kind);
+
+static inline int pb_kind_ok(uint8_t kind, int w)
+{
+	switch (kind) {
+	case PB_F_VARINT:
+		return w == PB_VARINT;
+	case PB_F_LEN:
+		return w == PB_LEN;
+	case PB_F_I64:
+		return w == PB_I64;
+	case PB_F_PVARINT:
+		return w == PB_VARINT || w == PB_LEN;
+	case PB_F_ANY:
+		return 1;
+	default: /* PB_F_PI64 */
+		return w == PB_I64 || w == PB_LEN;
+	}
+}
+
+/* The general case of pb_next (pb.c). */
+int pb_next_slow(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_path *p, const pb_field **f,
+                 int *wt, kn_err *err);
+
+/* Advances to the next known field of the message r reads, skipping
+ * unknown ones. 1: *f and *wt are set and the value is next; 0: end of
+ * message; -1: err set (malformed key, truncated unknown field, wrong wire
+ * type). Inline: the common case (field num is spec->f[num - 1] and its
+ * wire type fits) is every decoder's inner loop; anything else goes to
+ * pb_next_slow from the key. */
+static inline int pb_next(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_path *p,
+                          const pb_field **f, int *wt, kn_err *err)
+{
+	if (pb_done(r))
+		return 0;
+	const uint8_t *at = r->p;
+	uint32_t num;
+	int w;
+	if (pb_key(r, &num, &w) == 0 && num - 1 < spec->n && spec->f[num - 1].num == num &&
+	    pb_kind_ok(spec->f[num - 1].kind, w)) {
+		*f = &spec->f[num - 1];
+		*wt = w;
+		return 1;
+	}
+	r->p = at;
+	return pb_next_slow(s, r, spec, p, f, wt, err);
+}
+
+static inline size_t pb_offset(const pb_src *s, const uint8_t *at)
+{
+	return (size_t)(at - s->base);
+}
+
+/* Checked reads of the value of field `field` (of message p): 0, or -1 with
+ * a 400 naming the path and the byte offset. */
+static inline int pb_read_varint(const pb_src *s, pb_reader *r, uint64_t *v, const pb_path *p,
+                                 const char *field, kn_err *err)
+{
+	const uint8_t *at = r->p;
+	if (pb_varint(r, v) < 0) {
+		pb_fail(s, err, 400, p, field, "truncated or overlong varint at byte %zu", pb_offset(s, at));
+		return -1;
+	}
+	return 0;
+}
+
+static inline int pb_read_len(const pb_src *s, pb_reader *r, slice_t *out, const pb_path *p,
+                              const char *field, kn_err *err)
+{
+	const uint8_t *at = r->p;
+	if (pb_bytes(r, out) < 0) {
+		pb_fail(s, err, 400, p, field,
+		        "length at byte %zu runs past the end of its message or is malformed",
+		        pb_offset(s, at));
+		return -1;
+	}
+	return 0;
+}
+
+static inline int pb_read_fixed64(const pb_src *s, pb_reader *r, uint64_t *v, const pb_path *p,
+                                  const char *field, kn_err *err)
+{
+	if (pb_fixed64(r, v) < 0) {
+		pb_fail(s, err, 400, p, field, "truncated fixed64");
+		return -1;
+	}
+	return 0;
+}
+
+/* One occurrence of a PB_F_PVARINT field (wt from pb_next): *vals reads its
+ * values, the packed payload or the single varint, with pb_next_packed. */
+static inline int pb_read_packable(const pb_src *s, pb_reader *r, int wt, pb_reader *vals, const pb_path *p,
+                                   const char *field, kn_err *err)
+{
+	if (wt == PB_LEN) {
+		slice_t v;
+		if (pb_read_len(s, r, &v, p, field, err) < 0)
+			return -1;
+		*vals = pb_reader_make(v);
+		return 0;
+	}
+	uint64_t x;
+	const uint8_t *at = r->p;
+	if (pb_read_varint(s, r, &x, p, field, err) < 0)
+		return -1;
+	vals->p = at;
+	vals->end = r->p;
+	return 0;
+}
+
+/* 1 and *v: the next value of vals; 0: no more; -1: err set. */
+static inline int pb_next_packed(const pb_src *s, pb_reader *vals, uint64_t *v, const pb_path *p,
+                                 const char *field, kn_err *err)
+{
+	if (pb_done(vals))
+		return 0;
+	const uint8_t *at = vals->p;
+	if (pb_varint(vals, v) < 0) {
+		pb_fail(s, err, 400, p, field, "malformed packed varint at byte %zu", pb_offset(s, at));
+		return -1;
+	}
+	return 1;
+}
+
+/* ---- Writer --------------------------------------------------------------- */
+
 void pb_put_varint(buf_t *b, uint64_t v);
 void pb_put_key(buf_t *b, uint32_t field, int wire_type);
-void pb_put_uint(buf_t *b, uint32_t field, uint64_t v);         /* omitted when 0 */
-void pb_put_int64(buf_t *b, uint32_t field, int64_t v);         /* omitted when 0 */
-void pb_put_bytes(buf_t *b, uint32_t field, slice_t s);         /* always written */
+void pb_put_uint(buf_t *b, uint32_t field, uint64_t v); /* omitted when 0 */
+void pb_put_int64(buf_t *b, uint32_t field, int64_t v); /* omitted when 0 */
+void pb_put_bytes(buf_t *b, uint32_t field, slice_t s); /* always written */
 void pb_put_fixed64(buf_t *b, uint32_t field, uint64_t v);
 /* Packed repeated varints. */
 void pb_put_packed(buf_t *b, uint32_t field, const uint64_t *v, size_t n);

@@ -6,7 +6,6 @@
  * refuses them; real profilers never send them). Source line numbers are not
  * kept: a frame is a function. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +17,6 @@
 #include "wire/numtext.h"
 #include "wire/pb.h"
 #include "wire/pprof.h"
-
-/* Where an error happened: "sample[7]", "location[3].line[1]", "period_type"
- * (ix UINT32_MAX: not repeated) or the profile itself (msg NULL). */
-typedef struct {
-	const char *msg;
-	uint32_t ix;
-	const char *sub;
-	uint32_t sub_ix;
-} pp_path;
-
-enum { K_VARINT, K_LEN, K_PACKABLE }; /* packable: varint or packed (length-delimited) */
-
-typedef struct {
-	uint32_t num;
-	uint8_t kind;
-	const char *name;
-} pp_field;
 
 typedef struct {
 	slice_t file, build_id;
@@ -63,7 +45,7 @@ typedef struct {
 } pp_idtab;
 
 typedef struct {
-	const uint8_t *base;
+	pb_src src; /* the input; errors with no path name "profile" */
 	arena_t *scratch;
 	const pprof_decode_opts *opts;
 	model_batch *b;
@@ -101,153 +83,20 @@ typedef struct {
 	int frames_over;
 } pp_dec;
 
-static void path_str(const pp_path *p, char *out, size_t n)
-{
-	if (!p || !p->msg)
-		snprintf(out, n, "profile");
-	else if (p->ix == UINT32_MAX)
-		snprintf(out, n, "%s", p->msg);
-	else if (!p->sub)
-		snprintf(out, n, "%s[%" PRIu32 "]", p->msg, p->ix);
-	else
-		snprintf(out, n, "%s[%" PRIu32 "].%s[%" PRIu32 "]", p->msg, p->ix, p->sub, p->sub_ix);
-}
-
-/* Sets err to "<path>.<field>: <message>"; field may be NULL. Returns -1. */
-static int fail(kn_err *err, int status, const pp_path *p, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int fail(kn_err *err, int status, const pp_path *p, const char *field, const char *fmt, ...)
-{
-	char where[128], what[320];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
-	if (field && (!p || !p->msg))
-		return err_set(err, status, "%s: %s", field, what);
-	path_str(p, where, sizeof where);
-	if (field)
-		return err_set(err, status, "%s.%s: %s", where, field, what);
-	return err_set(err, status, "%s: %s", where, what);
-}
-
-static size_t off(const pp_dec *d, const uint8_t *at)
-{
-	return (size_t)(at - d->base);
-}
-
-/* Advances to the next known field of a message, skipping unknown ones.
- * 1: *f and *wt are set and the value is next; 0: end of message; -1: err.
- * The general case of next_field below. */
-static int next_field_slow(const pp_dec *d, pb_reader *r, const pp_field *spec, size_t n_spec, const pp_path *p,
-                      const pp_field **f, int *wt, kn_err *err)
-{
-	while (!pb_done(r)) {
-		const uint8_t *at = r->p;
-		uint32_t num;
-		int w;
-		if (pb_key(r, &num, &w) < 0)
-			return fail(err, 400, p, NULL,
-			            "malformed field key at byte %zu (truncated, field 0 or wire type 6/7)",
-			            off(d, at));
-		const pp_field *s = NULL;
-		for (size_t i = 0; i < n_spec; i++)
-			if (spec[i].num == num)
-				s = &spec[i];
-		if (!s) {
-			if (pb_skip(r, w) < 0)
-				return fail(err, 400, p, NULL,
-				            "unknown field %" PRIu32
-				            " (wire type %d) at byte %zu is truncated or malformed",
-				            num, w, off(d, at));
-			continue;
-		}
-		int ok = s->kind == K_VARINT ? w == PB_VARINT
-		         : s->kind == K_LEN  ? w == PB_LEN
-		                             : (w == PB_VARINT || w == PB_LEN);
-		if (!ok)
-			return fail(err, 400, p, s->name,
-			            "wire type %d (%s), expected %s (field %" PRIu32 " at byte %zu)", w,
-			            pb_wire_type_name(w),
-			            s->kind == K_VARINT ? "varint"
-			            : s->kind == K_LEN  ? "length-delimited"
-			                                : "varint or packed",
-			            num, off(d, at));
-		*f = s;
-		*wt = w;
-		return 1;
-	}
-	return 0;
-}
-
-/* next_field's common case inline: every spec lists fields 1..n in order,
- * so a known field is spec[num - 1]; anything else (unknown fields, wrong
- * wire types, malformed keys) goes through next_field_slow from the key. */
-static inline int next_field(const pp_dec *d, pb_reader *r, const pp_field *spec, size_t n_spec,
-                             const pp_path *p, const pp_field **f, int *wt, kn_err *err)
-{
-	if (pb_done(r))
-		return 0;
-	const uint8_t *at = r->p;
-	uint32_t num;
-	int w;
-	if (pb_key(r, &num, &w) == 0 && num - 1 < n_spec && spec[num - 1].num == num) {
-		const pp_field *s = &spec[num - 1];
-		if (s->kind == K_VARINT ? w == PB_VARINT
-		    : s->kind == K_LEN  ? w == PB_LEN
-		                        : (w == PB_VARINT || w == PB_LEN)) {
-			*f = s;
-			*wt = w;
-			return 1;
-		}
-	}
-	r->p = at;
-	return next_field_slow(d, r, spec, n_spec, p, f, wt, err);
-}
-
-static int read_varint(const pp_dec *d, pb_reader *r, uint64_t *v, const pp_path *p, const char *field,
-                       kn_err *err)
-{
-	const uint8_t *at = r->p;
-	if (pb_varint(r, v) < 0)
-		return fail(err, 400, p, field, "truncated or overlong varint at byte %zu", off(d, at));
-	return 0;
-}
-
-static int read_len(const pp_dec *d, pb_reader *r, slice_t *s, const pp_path *p, const char *field,
-                    kn_err *err)
-{
-	const uint8_t *at = r->p;
-	if (pb_bytes(r, s) < 0)
-		return fail(err, 400, p, field,
-		            "length at byte %zu runs past the end of its message or is malformed",
-		            off(d, at));
-	return 0;
-}
-
 /* Calls fn for each value of a repeated varint field, packed or not. */
 typedef int (*varint_fn)(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err);
 static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn fn, void *ctx,
-                         const pp_path *p, const char *field, kn_err *err)
+                         const pb_path *p, const char *field, kn_err *err)
 {
+	pb_reader vals;
 	uint64_t v;
-	if (wt == PB_VARINT) {
-		if (read_varint(d, r, &v, p, field, err) < 0)
-			return -1;
-		return fn(d, ctx, (*k)++, v, err);
-	}
-	slice_t s;
-	if (read_len(d, r, &s, p, field, err) < 0)
+	int rc;
+	if (pb_read_packable(&d->src, r, wt, &vals, p, field, err) < 0)
 		return -1;
-	pb_reader pr = pb_reader_make(s);
-	while (!pb_done(&pr)) {
-		const uint8_t *at = pr.p;
-		if (pb_packed_varint_next(&pr, &v) < 0)
-			return fail(err, 400, p, field, "malformed packed varint at byte %zu", off(d, at));
+	while ((rc = pb_next_packed(&d->src, &vals, &v, p, field, err)) == 1)
 		if (fn(d, ctx, (*k)++, v, err) < 0)
 			return -1;
-	}
-	return 0;
+	return rc;
 }
 
 /* Map key of a pprof id. Ids are chosen by the sender, so they are mixed
@@ -299,31 +148,26 @@ static inline int idtab_get(const pp_idtab *t, uint64_t id, uint32_t *ix)
 	return u64map_get(&t->map, id_key(id), ix);
 }
 
-static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pp_path *p, const char *field,
+static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pb_path *p, const char *field,
                      kn_err *err)
 {
 	int64_t ix = (int64_t)raw;
 	if (ix < 0 || (uint64_t)ix >= d->n_strings)
-		return fail(err, 400, p, field,
-		            "string index %" PRId64 " out of range (string_table has %" PRIu32 " entries)",
-		            ix, d->n_strings);
+		return pb_fail(&d->src, err, 400, p, field,
+		               "string index %" PRId64 " out of range (string_table has %" PRIu32 " entries)",
+		               ix, d->n_strings);
 	*out = d->strings[ix];
 	return 0;
 }
 
 /* ---- Top level ---------------------------------------------------------- */
 
-static const pp_field profile_fields[] = {
-    {1, K_LEN, "sample_type"},    {2, K_LEN, "sample"},
-    {3, K_LEN, "mapping"},        {4, K_LEN, "location"},
-    {5, K_LEN, "function"},       {6, K_LEN, "string_table"},
-    {7, K_VARINT, "drop_frames"}, {8, K_VARINT, "keep_frames"},
-    {9, K_VARINT, "time_nanos"},  {10, K_VARINT, "duration_nanos"},
-    {11, K_LEN, "period_type"},   {12, K_VARINT, "period"},
-    {13, K_PACKABLE, "comment"},  {14, K_VARINT, "default_sample_type"},
-    {15, K_VARINT, "doc_url"},
-};
-#define N_PROFILE_FIELDS (sizeof profile_fields / sizeof profile_fields[0])
+PB_SPEC(profile_spec, {1, PB_F_LEN, "sample_type"}, {2, PB_F_LEN, "sample"}, {3, PB_F_LEN, "mapping"},
+        {4, PB_F_LEN, "location"}, {5, PB_F_LEN, "function"}, {6, PB_F_LEN, "string_table"},
+        {7, PB_F_VARINT, "drop_frames"}, {8, PB_F_VARINT, "keep_frames"}, {9, PB_F_VARINT, "time_nanos"},
+        {10, PB_F_VARINT, "duration_nanos"}, {11, PB_F_LEN, "period_type"}, {12, PB_F_VARINT, "period"},
+        {13, PB_F_PVARINT, "comment"}, {14, PB_F_VARINT, "default_sample_type"},
+        {15, PB_F_VARINT, "doc_url"});
 
 /* What the single pass over the top level collects: the sub-messages of
  * fields 1..6 (sample_type, sample, mapping, location, function,
@@ -355,24 +199,25 @@ static int check_comment(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *e
 static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_err *err)
 {
 	pb_reader r = pb_reader_make(data);
-	const pp_field *f;
+	const pb_field *f;
 	int wt;
 	int rc;
 	uint64_t v;
 	slice_t s;
-	while ((rc = next_field(d, &r, profile_fields, N_PROFILE_FIELDS, NULL, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &profile_spec, NULL, &f, &wt, err)) == 1) {
 		uint32_t num = f->num;
 		if (num == 13) {
 			if (pb_skip(&r, wt) < 0)
-				return fail(err, 400, NULL, f->name, "truncated or malformed value");
+				return pb_fail(&d->src, err, 400, NULL, f->name,
+				               "truncated or malformed value");
 			top->string_scalars = 1;
 			continue;
 		}
-		if (f->kind == K_LEN) {
-			pp_path p = {f->name, (uint32_t)top->n[num], NULL, 0};
+		if (f->kind == PB_F_LEN) {
+			pb_path p = {NULL, f->name, (uint32_t)top->n[num]};
 			if (num == 11)
-				p.ix = UINT32_MAX;
-			if (read_len(d, &r, &s, &p, NULL, err) < 0)
+				p.ix = PB_NOIX;
+			if (pb_read_len(&d->src, &r, &s, &p, NULL, err) < 0)
 				return -1;
 			if (num == 11) {
 				d->period_type_msg = s;
@@ -383,11 +228,12 @@ static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_
 			if (k >= keep)
 				continue;
 			if (k >= top->cap[num])
-				top->msgs[num] = xgrow(top->msgs[num], &top->cap[num], k + 1, sizeof(slice_t));
+				top->msgs[num] =
+				    xgrow(top->msgs[num], &top->cap[num], k + 1, sizeof(slice_t));
 			top->msgs[num][k] = s;
 			continue;
 		}
-		if (read_varint(d, &r, &v, NULL, f->name, err) < 0)
+		if (pb_read_varint(&d->src, &r, &v, NULL, f->name, err) < 0)
 			return -1;
 		switch (num) {
 		case 9:
@@ -413,13 +259,13 @@ static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_
 static int check_top_strings(pp_dec *d, slice_t data, kn_err *err)
 {
 	pb_reader r = pb_reader_make(data);
-	const pp_field *f;
+	const pb_field *f;
 	int wt;
 	int rc;
 	uint32_t n_comment = 0;
 	uint64_t v;
 	slice_t s;
-	while ((rc = next_field(d, &r, profile_fields, N_PROFILE_FIELDS, NULL, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &profile_spec, NULL, &f, &wt, err)) == 1) {
 		switch (f->num) {
 		case 13:
 			if (read_repeated(d, &r, wt, &n_comment, check_comment, NULL, NULL, f->name, err) < 0)
@@ -429,13 +275,14 @@ static int check_top_strings(pp_dec *d, slice_t data, kn_err *err)
 		case 8:
 		case 14:
 		case 15:
-			if (read_varint(d, &r, &v, NULL, f->name, err) < 0 ||
+			if (pb_read_varint(&d->src, &r, &v, NULL, f->name, err) < 0 ||
 			    string_at(d, v, &s, NULL, f->name, err) < 0)
 				return -1;
 			break;
 		default:
 			if (pb_skip(&r, wt) < 0)
-				return fail(err, 400, NULL, f->name, "truncated or malformed value");
+				return pb_fail(&d->src, err, 400, NULL, f->name,
+				               "truncated or malformed value");
 			break;
 		}
 	}
@@ -444,102 +291,89 @@ static int check_top_strings(pp_dec *d, slice_t data, kn_err *err)
 
 /* ---- Tables -------------------------------------------------------------- */
 
-static const pp_field value_type_fields[] = {{1, K_VARINT, "type"}, {2, K_VARINT, "unit"}};
+PB_SPEC(value_type_spec, {1, PB_F_VARINT, "type"}, {2, PB_F_VARINT, "unit"});
 
 /* Reads a message whose known fields are all varints: vals[num] is the last
  * value of field num, 0 when absent. vals has room for the largest num. */
-static int read_scalars(const pp_dec *d, slice_t msg, const pp_field *spec, size_t n_spec, const pp_path *p,
-                        uint64_t *vals, kn_err *err)
+static int read_scalars(const pp_dec *d, slice_t msg, const pb_spec *spec, const pb_path *p, uint64_t *vals,
+                        kn_err *err)
 {
 	pb_reader r = pb_reader_make(msg);
-	const pp_field *f;
+	const pb_field *f;
 	int wt, rc;
-	while ((rc = next_field(d, &r, spec, n_spec, p, &f, &wt, err)) == 1)
-		if (read_varint(d, &r, &vals[f->num], p, f->name, err) < 0)
+	while ((rc = pb_next(&d->src, &r, spec, p, &f, &wt, err)) == 1)
+		if (pb_read_varint(&d->src, &r, &vals[f->num], p, f->name, err) < 0)
 			return -1;
 	return rc;
 }
 
-static int parse_value_type(pp_dec *d, slice_t msg, const pp_path *p, slice_t *type, slice_t *unit,
+static int parse_value_type(pp_dec *d, slice_t msg, const pb_path *p, slice_t *type, slice_t *unit,
                             kn_err *err)
 {
 	uint64_t v[3] = {0};
-	if (read_scalars(d, msg, value_type_fields, 2, p, v, err) < 0 ||
+	if (read_scalars(d, msg, &value_type_spec, p, v, err) < 0 ||
 	    string_at(d, v[1], type, p, "type", err) < 0 || string_at(d, v[2], unit, p, "unit", err) < 0)
 		return -1;
 	return 0;
 }
 
-static const pp_field mapping_fields[] = {
-    {1, K_VARINT, "id"},
-    {2, K_VARINT, "memory_start"},
-    {3, K_VARINT, "memory_limit"},
-    {4, K_VARINT, "file_offset"},
-    {5, K_VARINT, "filename"},
-    {6, K_VARINT, "build_id"},
-    {7, K_VARINT, "has_functions"},
-    {8, K_VARINT, "has_filenames"},
-    {9, K_VARINT, "has_line_numbers"},
-    {10, K_VARINT, "has_inline_frames"},
-};
+PB_SPEC(mapping_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_VARINT, "memory_start"},
+        {3, PB_F_VARINT, "memory_limit"}, {4, PB_F_VARINT, "file_offset"}, {5, PB_F_VARINT, "filename"},
+        {6, PB_F_VARINT, "build_id"}, {7, PB_F_VARINT, "has_functions"}, {8, PB_F_VARINT, "has_filenames"},
+        {9, PB_F_VARINT, "has_line_numbers"}, {10, PB_F_VARINT, "has_inline_frames"});
 
 static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
 {
-	pp_path p = {"mapping", i, NULL, 0};
+	pb_path p = {NULL, "mapping", i};
 	uint64_t v[11] = {0};
 	pp_mapping *m = &d->mappings[i];
-	if (read_scalars(d, d->mapping_msgs[i], mapping_fields, 10, &p, v, err) < 0 ||
+	if (read_scalars(d, d->mapping_msgs[i], &mapping_spec, &p, v, err) < 0 ||
 	    string_at(d, v[5], &m->file, &p, "filename", err) < 0 ||
 	    string_at(d, v[6], &m->build_id, &p, "build_id", err) < 0)
 		return -1;
 	if (v[1] == 0)
-		return fail(err, 400, &p, "id", "mapping id 0 is reserved (ids start at 1)");
+		return pb_fail(&d->src, err, 400, &p, "id", "mapping id 0 is reserved (ids start at 1)");
 	d->ids[i] = v[1];
 	return 0;
 }
 
-static const pp_field function_fields[] = {
-    {1, K_VARINT, "id"},       {2, K_VARINT, "name"},       {3, K_VARINT, "system_name"},
-    {4, K_VARINT, "filename"}, {5, K_VARINT, "start_line"},
-};
+PB_SPEC(function_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_VARINT, "name"}, {3, PB_F_VARINT, "system_name"},
+        {4, PB_F_VARINT, "filename"}, {5, PB_F_VARINT, "start_line"});
 
 static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
 {
-	pp_path p = {"function", i, NULL, 0};
+	pb_path p = {NULL, "function", i};
 	uint64_t v[6] = {0};
 	slice_t system_name;
 	pp_function *fn = &d->functions[i];
-	if (read_scalars(d, d->function_msgs[i], function_fields, 5, &p, v, err) < 0 ||
+	if (read_scalars(d, d->function_msgs[i], &function_spec, &p, v, err) < 0 ||
 	    string_at(d, v[2], &fn->name, &p, "name", err) < 0 ||
 	    string_at(d, v[3], &system_name, &p, "system_name", err) < 0 ||
 	    string_at(d, v[4], &fn->file, &p, "filename", err) < 0)
 		return -1;
 	if (v[1] == 0)
-		return fail(err, 400, &p, "id", "function id 0 is reserved (ids start at 1)");
+		return pb_fail(&d->src, err, 400, &p, "id", "function id 0 is reserved (ids start at 1)");
 	if (fn->name.n == 0)
 		fn->name = system_name;
 	d->ids[i] = v[1];
 	return 0;
 }
 
-static const pp_field location_fields[] = {
-    {1, K_VARINT, "id"}, {2, K_VARINT, "mapping_id"}, {3, K_VARINT, "address"},
-    {4, K_LEN, "line"},  {5, K_VARINT, "is_folded"},
-};
-static const pp_field line_fields[] = {
-    {1, K_VARINT, "function_id"}, {2, K_VARINT, "line"}, {3, K_VARINT, "column"}};
+PB_SPEC(location_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_VARINT, "mapping_id"}, {3, PB_F_VARINT, "address"},
+        {4, PB_F_LEN, "line"}, {5, PB_F_VARINT, "is_folded"});
+PB_SPEC(line_spec, {1, PB_F_VARINT, "function_id"}, {2, PB_F_VARINT, "line"}, {3, PB_F_VARINT, "column"});
 
 /* Reads a Line; *fn = index into functions, or MODEL_NONE for function_id 0. */
-static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn_err *err)
+static int parse_line(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *fn, kn_err *err)
 {
 	uint64_t v[4] = {0};
-	if (read_scalars(d, msg, line_fields, 3, p, v, err) < 0)
+	if (read_scalars(d, msg, &line_spec, p, v, err) < 0)
 		return -1;
 	*fn = MODEL_NONE;
 	if (v[1] && !idtab_get(&d->function_ix, v[1], fn))
-		return fail(err, 400, p, "function_id",
-		            "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1],
-		            d->n_functions);
+		return pb_fail(&d->src, err, 400, p, "function_id",
+		               "function id %" PRIu64 " not found (profile has %" PRIu32 " functions)", v[1],
+		               d->n_functions);
 	return 0;
 }
 
@@ -547,26 +381,27 @@ static int parse_line(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *fn, kn
  * sample uses it (resolve_location). */
 static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 {
-	pp_path p = {"location", i, NULL, 0};
+	pb_path p = {NULL, "location", i};
 	pp_location *loc = &d->locations[i];
 	pb_reader r = pb_reader_make(d->location_msgs[i]);
-	const pp_field *f;
+	const pb_field *f;
 	int wt, rc;
 	uint64_t v, id = 0, mapping_id = 0;
 	uint32_t n_lines = 0;
 	loc->msg = d->location_msgs[i];
-	while ((rc = next_field(d, &r, location_fields, 5, &p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &location_spec, &p, &f, &wt, err)) == 1) {
 		if (f->num == 4) {
 			slice_t s;
-			pp_path lp = {"location", i, "line", n_lines++};
+			pb_path lp = {&p, "line", n_lines++};
 			uint32_t fn;
-			if (read_len(d, &r, &s, &p, f->name, err) < 0 || parse_line(d, s, &lp, &fn, err) < 0)
+			if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0 ||
+			    parse_line(d, s, &lp, &fn, err) < 0)
 				return -1;
 			if (fn != MODEL_NONE)
 				loc->fn_lines++;
 			continue;
 		}
-		if (read_varint(d, &r, &v, &p, f->name, err) < 0)
+		if (pb_read_varint(&d->src, &r, &v, &p, f->name, err) < 0)
 			return -1;
 		if (f->num == 1)
 			id = v;
@@ -576,12 +411,12 @@ static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 	if (rc < 0)
 		return -1;
 	if (id == 0)
-		return fail(err, 400, &p, "id", "location id 0 is reserved (ids start at 1)");
+		return pb_fail(&d->src, err, 400, &p, "id", "location id 0 is reserved (ids start at 1)");
 	loc->mapping = MODEL_NONE;
 	if (mapping_id && !idtab_get(&d->mapping_ix, mapping_id, &loc->mapping))
-		return fail(err, 400, &p, "mapping_id",
-		            "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)", mapping_id,
-		            d->n_mappings);
+		return pb_fail(&d->src, err, 400, &p, "mapping_id",
+		               "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)",
+		               mapping_id, d->n_mappings);
 	loc->count = loc->fn_lines ? loc->fn_lines : 1;
 	d->ids[i] = id;
 	return 0;
@@ -637,10 +472,9 @@ static void resolve_location(pp_dec *d, uint32_t li)
 
 /* ---- Samples ------------------------------------------------------------- */
 
-static const pp_field sample_fields[] = {
-    {1, K_PACKABLE, "location_id"}, {2, K_PACKABLE, "value"}, {3, K_LEN, "label"}};
-static const pp_field label_fields[] = {
-    {1, K_VARINT, "key"}, {2, K_VARINT, "str"}, {3, K_VARINT, "num"}, {4, K_VARINT, "num_unit"}};
+PB_SPEC(sample_spec, {1, PB_F_PVARINT, "location_id"}, {2, PB_F_PVARINT, "value"}, {3, PB_F_LEN, "label"});
+PB_SPEC(label_spec, {1, PB_F_VARINT, "key"}, {2, PB_F_VARINT, "str"}, {3, PB_F_VARINT, "num"},
+        {4, PB_F_VARINT, "num_unit"});
 
 typedef struct {
 	uint32_t index; /* sample index */
@@ -653,12 +487,12 @@ static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err
 	pp_sample_ctx *c = ctx;
 	uint32_t li;
 	if (!id || !idtab_get(&d->location_ix, id, &li)) {
-		pp_path p = {"sample", c->index, NULL, 0};
+		pb_path p = {NULL, "sample", c->index};
 		char field[40];
 		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
-		return fail(err, 400, &p, field,
-		            "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
-		            d->n_locations);
+		return pb_fail(&d->src, err, 400, &p, field,
+		               "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
+		               d->n_locations);
 	}
 	if (c->n_locs >= d->cap_stack_locs)
 		d->stack_locs =
@@ -677,13 +511,12 @@ static int add_value(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
 }
 
 /* Reads one Label into labels[*n] (when it carries a value). */
-static int parse_label(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *n, kn_err *err)
+static int parse_label(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *n, kn_err *err)
 {
 	uint64_t v[5] = {0};
 	slice_t key, str, unit;
-	if (read_scalars(d, msg, label_fields, 4, p, v, err) < 0 ||
-	    string_at(d, v[1], &key, p, "key", err) < 0 || string_at(d, v[2], &str, p, "str", err) < 0 ||
-	    string_at(d, v[4], &unit, p, "num_unit", err) < 0)
+	if (read_scalars(d, msg, &label_spec, p, v, err) < 0 || string_at(d, v[1], &key, p, "key", err) < 0 ||
+	    string_at(d, v[2], &str, p, "str", err) < 0 || string_at(d, v[4], &unit, p, "num_unit", err) < 0)
 		return -1;
 	/* Go's rule: a string label when str is set, else numeric when num or
 	 * num_unit is; a label with neither (or no key) carries nothing. */
@@ -706,13 +539,13 @@ static int parse_label(pp_dec *d, slice_t msg, const pp_path *p, uint32_t *n, kn
 
 static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 {
-	pp_path p = {"sample", i, NULL, 0};
+	pb_path p = {NULL, "sample", i};
 	pb_reader r = pb_reader_make(d->sample_msgs[i]);
-	const pp_field *f;
+	const pb_field *f;
 	int wt, rc;
 	pp_sample_ctx c = {i, 0, 0};
 	uint32_t n_values = 0, n_loc_ids = 0, n_label_msgs = 0, n_labels = 0;
-	while ((rc = next_field(d, &r, sample_fields, 3, &p, &f, &wt, err)) == 1) {
+	while ((rc = pb_next(&d->src, &r, &sample_spec, &p, &f, &wt, err)) == 1) {
 		if (f->num == 1) {
 			if (read_repeated(d, &r, wt, &n_loc_ids, add_location_id, &c, &p, f->name, err) < 0)
 				return -1;
@@ -721,8 +554,8 @@ static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 				return -1;
 		} else {
 			slice_t s;
-			pp_path lp = {"sample", i, "label", n_label_msgs++};
-			if (read_len(d, &r, &s, &p, f->name, err) < 0 ||
+			pb_path lp = {&p, "label", n_label_msgs++};
+			if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0 ||
 			    parse_label(d, s, &lp, &n_labels, err) < 0)
 				return -1;
 		}
@@ -730,12 +563,12 @@ static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 	if (rc < 0)
 		return -1;
 	if (n_values != d->n_types)
-		return fail(err, 400, &p, "value",
-		            "%" PRIu32 " values but the profile has %" PRIu32 " sample types", n_values,
-		            d->n_types);
+		return pb_fail(&d->src, err, 400, &p, "value",
+		               "%" PRIu32 " values but the profile has %" PRIu32 " sample types", n_values,
+		               d->n_types);
 	if (n_labels > LIMIT_LABELS)
-		return fail(err, 413, &p, "label", "sample has %" PRIu32 " labels; the limit is %u", n_labels,
-		            LIMIT_LABELS);
+		return pb_fail(&d->src, err, 413, &p, "label",
+		               "sample has %" PRIu32 " labels; the limit is %u", n_labels, LIMIT_LABELS);
 
 	uint64_t depth = c.depth < LIMIT_STACK_DEPTH ? c.depth : LIMIT_STACK_DEPTH;
 	d->frames_total += depth;
@@ -825,7 +658,7 @@ static void *scratch_array(pp_dec *d, size_t n, size_t elem)
 int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn_err *err)
 {
 	pp_dec *d = xcalloc(1, sizeof *d);
-	d->base = data.p;
+	d->src = (pb_src){data.p, "profile"};
 	d->opts = opts;
 	d->b = b;
 	d->scratch = arena_new();
@@ -842,7 +675,7 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 		goto out;
 	for (int f = 1; f <= 6; f++)
 		if (top.n[f] > UINT32_MAX / 2) {
-			err_set(err, 413, "profile has %zu %s entries", top.n[f], profile_fields[f - 1].name);
+			err_set(err, 413, "profile has %zu %s entries", top.n[f], profile_spec.f[f - 1].name);
 			goto out;
 		}
 	if (top.n[1] > LIMIT_SAMPLE_TYPES) {
@@ -889,12 +722,12 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	d->type_name = scratch_array(d, d->n_types, sizeof(slice_t));
 	d->type_unit = scratch_array(d, d->n_types, sizeof(slice_t));
 	for (uint32_t t = 0; t < d->n_types; t++) {
-		pp_path p = {"sample_type", t, NULL, 0};
+		pb_path p = {NULL, "sample_type", t};
 		if (parse_value_type(d, d->type_msgs[t], &p, &d->type_name[t], &d->type_unit[t], err) < 0)
 			goto out;
 	}
 	if (d->period_type_msg.p) {
-		pp_path p = {"period_type", UINT32_MAX, NULL, 0};
+		pb_path p = {NULL, "period_type", PB_NOIX};
 		if (parse_value_type(d, d->period_type_msg, &p, &d->period_type, &d->period_unit, err) < 0) {
 			goto out;
 		}

@@ -1,4 +1,5 @@
-// Bad input on the upload endpoint (SPEC S2.1, S2.4) and the query API (S7):
+// Bad input on the upload endpoint (API: Push: POST /profiling/upload, Push
+// errors) and the query API (API: Conventions, Query):
 // each case gets the expected status and a JSON {"error"} naming what is
 // wrong; afterwards the server still answers /healthz and nothing of the
 // refused request is stored (each case uses its own serviceName).

@@ -1,6 +1,7 @@
 // deploy/kubernetes (issue 5 item 7) and its scale-out variant (issue 8 item
 // 4): every manifest is parsed by the real kubectl offline, the objects carry
-// what SPEC S1, S2.1a, S3.2 and S3.3 ask for, and the kiln configs inside the
+// what docs/OPERATIONS.md (Roles and listeners, Discovery, Annotations) and
+// docs/API.md (Push attribution) ask for, and the kiln configs inside the
 // ConfigMaps start the real binary.
 //
 // No cluster exists here. `kubectl apply --dry-run=client` still asks a
@@ -172,11 +173,11 @@ test('eBPF profiler: privileged, hostPID, profiles feature gate, exports to the 
   assert.match(cfg, /receivers:\s*\[profiling\]/);
 });
 
-test('example app: S3.3 annotations on the pod template, the named port exists', () => {
+test('example app: profiles.kiln.dev annotations (OPS: Annotations) on the pod template, the named port exists', () => {
   const d = find('Deployment', 'example-go-app');
   const a = d.spec.template.metadata.annotations;
   const re = /^profiles\.kiln\.dev\/(?:(cpu|memory|goroutine|block|mutex)\.(scrape|port|port_name|path|scheme|sample_types)|service_name)$/;
-  for (const k of Object.keys(a)) assert.match(k, re, `annotation key ${k} is not one SPEC S3.3 defines`);
+  for (const k of Object.keys(a)) assert.match(k, re, `annotation key ${k} is not one that OPS: Annotations defines`);
   for (const t of ['cpu', 'memory', 'goroutine']) assert.equal(a[`profiles.kiln.dev/${t}.scrape`], 'true', `${t}.scrape`);
   assert.ok(a['profiles.kiln.dev/service_name']);
   const ports = d.spec.template.spec.containers.flatMap((c) => c.ports ?? []);

@@ -1,5 +1,6 @@
-// Pod discovery (SPEC S3.2, S3.3, S3.5, S3.8, S3.9) and push attribution
-// (S2.1a) end to end: the Kubernetes API stand-in (tests/k8s-standin) lists a
+// Pod discovery (OPS: Discovery, Annotations, Port and container, Scrape log
+// lines, Scrape attribution) and push attribution (API: Push attribution)
+// end to end: the Kubernetes API stand-in (tests/k8s-standin) lists a
 // Running pod whose podIP is 127.0.0.1 and whose annotations point at the Go
 // program tests/go/cpusplit; kiln serve watches the stand-in (kubernetes:
 // {apiServer, tokenFile, node}) and scrapes the pod's heap profile.
@@ -64,7 +65,7 @@ async function total(service, type, labels) {
   return r.total ?? 0;
 }
 
-test('an annotated pod is scraped under its workload with namespace and pod labels (S3.2, S3.9)', async () => {
+test('an annotated pod is scraped under its workload with namespace and pod labels (OPS: Discovery, Scrape attribution)', async () => {
   const t = await until(async () => (await targets()).find((x) => x.key === KEY), `target ${KEY} in /api/targets`);
   assert.equal(t.namespace, NS);
   assert.equal(t.pod, POD);
@@ -76,7 +77,7 @@ test('an annotated pod is scraped under its workload with namespace and pod labe
   assert.equal(await total('web', 'inuse_space:bytes', { 'label.k8s.pod.name': 'other' }), 0);
 });
 
-test('a push from the pod IP without namespace/pod is attributed to the pod (S2.1a)', async () => {
+test('a push from the pod IP without namespace/pod is attributed to the pod (API: Push attribution)', async () => {
   const heap = await get(go.url, '/debug/pprof/heap');
   assert.equal(heap.status, 200);
   const r = await upload(kiln, heap.buf, { serviceName: 'pushed-web' });
@@ -90,7 +91,7 @@ test('a push from the pod IP without namespace/pod is attributed to the pod (S2.
   assert.equal(await total('named-web', 'inuse_space:bytes', { 'label.k8s.pod.name': POD }), 0);
 });
 
-test('an OTLP push from the pod IP is attributed to the pod unless its resource names one (S2.1a)', async () => {
+test('an OTLP push from the pod IP is attributed to the pod unless its resource names one (API: Push attribution)', async () => {
   const req = (svc, attrs) => buildRequest({ resources: [{ attrs: { 'service.name': svc, ...attrs }, profiles: [{
     type: ['cpu', 'nanoseconds'], periodType: ['cpu', 'nanoseconds'], period: 10000000, timeNs: nowNs(-5), durationNs: 1000000000n,
     samples: [{ stack: ['leaf', 'main'], values: [7], timestamps: [nowNs(-4)] }] }] }] });
@@ -107,7 +108,7 @@ test('an OTLP push from the pod IP is attributed to the pod unless its resource 
   assert.equal(await total('otlp-named', cpu, { 'label.k8s.pod.name': POD }), 0);
 });
 
-test('an annotation change takes effect without restart: no port → skipped no_port (S3.5, S3.8)', async () => {
+test('an annotation change takes effect without restart: no port → skipped no_port (OPS: Port and container, Scrape log lines)', async () => {
   await control('POST', '/control/pods', pod({ 'profiles.kiln.dev/memory.scrape': 'true' }));
   const [line] = await until(async () => { const l = logLines('profile scrape targets skipped').filter((x) => x.reason === 'no_port'); return l.length && l; },
     'profile scrape targets skipped reason=no_port', 10000);
@@ -118,7 +119,7 @@ test('an annotation change takes effect without restart: no port → skipped no_
   await until(async () => !(await targets()).some((x) => x.key === KEY), 'the target gone after the port annotation was removed', 10000);
 });
 
-test('deleting the pod removes its target (S3.2)', async () => {
+test('deleting the pod removes its target (OPS: Discovery)', async () => {
   await control('POST', '/control/pods', pod({ 'profiles.kiln.dev/memory.scrape': 'true', 'profiles.kiln.dev/memory.port': String(go.port) }));
   await until(async () => (await targets()).some((x) => x.key === KEY), 'the target back after the port annotation returned', 10000);
   await control('DELETE', `/control/pods/${NS}/${POD}`);

@@ -1,4 +1,4 @@
-// The two store engines give the same answers (issue 8, SPEC S8): one kiln
+// The two store engines give the same answers (issue 8, OPS: Storage): one kiln
 // on the embedded store and one on ClickHouse are fed identical inputs —
 // the shared pprof fixtures (gzip by magic bytes, and a raw file sent with
 // Content-Encoding: gzip), hand-built heap snapshots whose averages are not

@@ -1,4 +1,5 @@
-// Project isolation (SPEC S6.1, S7): projects A and B push different data
+// Project isolation (OPS: Projects and keys; API: Query): projects A and B
+// push different data
 // (distinct services, one service name both use, one span id both use)
 // with their own keys; every /api route answered for A's key holds only A's
 // data and for B's only B's — services, types, flamegraph, top, timeline,

@@ -1,4 +1,4 @@
-// /metrics (SPEC S6.3, issue 4): Prometheus text format with
+// /metrics (OPS: Metrics, issue 4): Prometheus text format with
 // kiln_requests_total{listener,status}, kiln_received_bytes_total{listener},
 // kiln_samples_total{key,result} (the caller's project only),
 // kiln_store_queue_depth, kiln_store_commit_seconds and

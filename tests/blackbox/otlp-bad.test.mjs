@@ -1,4 +1,5 @@
-// Bad OTLP input (SPEC S2.2, S2.3a, S2.4): every index kind out of range and
+// Bad OTLP input (API: Push: OTLP profiles over HTTP, OTLP decoder checks,
+// Push errors): every index kind out of range and
 // negative, missing tables, wrong wire types, bad sample shapes and id
 // lengths, malformed protobuf/JSON, bad encodings and content types, size
 // and frame limits. Each case gets the exact HTTP status with a

@@ -3,7 +3,8 @@
 // older than the 14-day window), sent over every transport Kiln offers —
 // OTLP/HTTP identity, gzip, deflate, zstd, OTLP/JSON, OTLP/gRPC with gzip —
 // each into a fresh server. Each must read back as computed in JS from the
-// decoded request (lib/otlp-expect.mjs: S4 service naming, per-type totals,
+// decoded request (lib/otlp-expect.mjs: service naming of API: Services and
+// naming, per-type totals,
 // samples:count → cpu:nanoseconds, frame kinds, unsymbolized native frames),
 // and all transports must give identical /api/services, /api/flamegraph and
 // /api/top JSON.
@@ -29,7 +30,7 @@ before(() => {
 after(async () => { await Promise.all(servers.map((s) => s.stop())); });
 
 test('expectations of the fixture are what the testdata README describes', () => {
-  // Independent of Kiln: checks the decoding and the S4 naming rules here.
+  // Independent of Kiln: checks the decoding and the naming rules (API: Services and naming) here.
   assert.equal(fx.req.resourceProfiles.length, 77, '77 per-process resources');
   assert.deepEqual([...exp.keys()].sort(), ['unknown_service', 'unknown_service:containerd', 'unknown_service:kwin_wayland', 'unknown_service:xdg-desktop-portal']);
   const us = exp.get('unknown_service');

@@ -1,4 +1,4 @@
-// OTLP/gRPC (SPEC S2.3) with real HTTP/2 peers: @grpc/grpc-js (gzip and
+// OTLP/gRPC (API: Push: OTLP profiles over gRPC) with real HTTP/2 peers: @grpc/grpc-js (gzip and
 // identity, several channels, concurrent calls), h2load from nghttp2-client
 // (many streams per connection, many connections), unknown methods,
 // a message over 32 MiB, and the grpc-status-details-bin decoder (RetryInfo

@@ -1,8 +1,8 @@
 // Requests of older OTLP Profiles wire formats (testdata/otlp/old-formats)
 // must be refused — 400 over OTLP/HTTP, INVALID_ARGUMENT over OTLP/gRPC —
 // with a google.rpc.Status message that names the table or field that does
-// not fit and says that the sender's format version differs (SPEC S2.3a,
-// S2.4); nothing of them may be stored.
+// not fit and says that the sender's format version differs (API: OTLP decoder checks,
+// API: Push errors); nothing of them may be stored.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

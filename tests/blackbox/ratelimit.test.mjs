@@ -1,4 +1,4 @@
-// Per-key rate limits (SPEC S2.4, S6.2): with limits.samplesPerSecond R,
+// Per-key rate limits (API: Push errors; OPS: Rate limits): with limits.samplesPerSecond R,
 // a key pushing 3×R for 10 s from several concurrent clients gets what a
 // bucket of R/s and one second of burst admits for the times its requests
 // were sent (within 5 %; never more than R × D + R), every refusal
@@ -119,7 +119,7 @@ test(`one key at 3× its limit (${R}/s) for 10 s from 6 clients: accepted = what
   // Never more than the limit allows (one request of slack for the last refill).
   const ceiling = R * D + R + N;
   assert.ok(accepted <= ceiling, `accepted ${accepted} samples over ${D.toFixed(2)} s: more than ${R}/s with 1 s of burst allows (${ceiling})`);
-  // And as much as the S6.2 bucket (R/s, capacity R) admits for the times the
+  // And as much as the OPS: Rate limits bucket (R/s, capacity R) admits for the times the
   // requests were really sent: a client stalled for over a second (a loaded
   // machine) lets the full bucket overflow, which R × D + R would not see.
   const expected = bucketAdmits(replies.map((x) => x.sent).sort((a, b) => a - b), N);

@@ -1,4 +1,4 @@
-// Durability (SPEC S2.4: "answered 200 only after its data is durable"):
+// Durability (API: Push errors: "answered 200 only after its data is durable"):
 // what got 200 survives kill -9, including uploads racing with the kill.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';

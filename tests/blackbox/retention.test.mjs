@@ -1,4 +1,4 @@
-// Retention (SPEC S6.4, S5.3) without test hooks: a server whose project
+// Retention (OPS: Retention; API: Frames) without test hooks: a server whose project
 // `default` keeps 30 days takes pprofs dated 15 and 13 days ago (own
 // services); after SIGTERM and a restart with the default 14 days, the
 // cleaner (run at startup) deletes the 15-day partition, queries over that

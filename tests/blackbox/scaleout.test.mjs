@@ -1,4 +1,4 @@
-// Scale-out (issue 8, SPEC S1 roles, S8): one ClickHouse database shared by
+// Scale-out (issue 8, OPS: Roles and listeners, Storage): one ClickHouse database shared by
 // two kiln processes with `role: ingestor` and two with `role: query`.
 // Each role opens only its listeners (ingestor: upload, OTLP/HTTP,
 // OTLP/gRPC; query: the UI/API); whatever either ingestor acknowledged is

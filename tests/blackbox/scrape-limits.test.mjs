@@ -1,4 +1,5 @@
-// Scrape limits (SPEC S3.6, S3.7, S3.8): responses over 8 MiB compressed or
+// Scrape limits (OPS: Scrape requests, Scrape limits, Scrape log lines):
+// responses over 8 MiB compressed or
 // 32 MiB decompressed are too_large, profiles over maxDecodedSampleRows rows
 // (counted after .sample_types) are validation_error, and no more than 64
 // scrapes run at once (skipped_concurrency) — against a Node server that
@@ -133,7 +134,7 @@ test('maxDecodedSampleRows (10,000) counts rows after .sample_types: 10,000 ok, 
   assert.deepEqual((await getJson(kLimits.uiUrl, '/api/types', { service: `${svc}-rows10001b`, from: 'now-1h' })).types, []);
 });
 
-test('100 targets that never answer: at most 64 scrapes at once, the rest skipped_concurrency, then timeout (S3.6)', async () => {
+test('100 targets that never answer: at most 64 scrapes at once, the rest skipped_concurrency, then timeout (OPS: Scrape requests)', async () => {
   const sum = (ts, r) => ts.reduce((s, t) => s + (t.results[r] ?? 0), 0);
   const ts = await until(kSlow, async () => {
     const all = await targets(kSlow);

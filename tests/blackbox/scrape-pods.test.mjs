@@ -1,4 +1,5 @@
-// The sensor end to end on pods (SPEC S3.2-S3.9, S5.2, S2.1a): real Go
+// The sensor end to end on pods (OPS: Discovery through Scrape attribution;
+// API: Aggregation over time, Push attribution): real Go
 // programs (tests/go/cpusplit, net/http/pprof) listen on their own loopback
 // addresses, 127.0.0.2 and 127.0.0.3, which the Kubernetes API stand-in lists
 // as pod IPs; more pods on 127.0.0.20… exercise the port rules (their URLs in
@@ -33,7 +34,7 @@ const pod = (name, ip, annotations, o = {}) => ({
 const ports = (...list) => list.map(([name, containerPort]) => ({ name, containerPort }));
 const mem = (extra) => ({ 'profiles.kiln.dev/memory.scrape': 'true', ...extra });
 
-// Port order (S3.5), one pod per step. expect: [port in A, port in B]; null = skipped.
+// Port order (OPS: Port and container), one pod per step. expect: [port in A, port in B]; null = skipped.
 const PORT_PODS = [
   { name: 'po-port', ip: '127.0.0.20', a: 7000, b: 7000, container: 'app',
     annotations: mem({ 'profiles.kiln.dev/memory.port': '7000', 'profiles.kiln.dev/memory.port_name': 'named', 'profiles.kiln.dev/service_name': 'custom-svc' }),
@@ -74,14 +75,14 @@ before(async () => {
   // Nothing listens on 127.0.0.4:P until the cadence test starts go3 there.
   await c('POST', '/control/pods', pod(FLAKY, '127.0.0.4', mem({ 'profiles.kiln.dev/memory.port': String(P) })));
   for (const p of PORT_PODS) await c('POST', '/control/pods', pod(p.name, p.ip, p.annotations, { containers: p.containers, initContainers: p.initContainers }));
-  // Skip reasons (S3.8): invalid_port twice, invalid_target three times (two in B only).
+  // Skip reasons (OPS: Scrape log lines): invalid_port twice, invalid_target three times (two in B only).
   await c('POST', '/control/pods', pod('po-badport', '127.0.0.26', mem({ 'profiles.kiln.dev/memory.port': 'http' })));
   await c('POST', '/control/pods', pod('po-badport2', '127.0.0.27', mem({ 'profiles.kiln.dev/memory.port': '70000' })));
   await c('POST', '/control/pods', pod('po-badpath', '127.0.0.28', mem({ 'profiles.kiln.dev/memory.port': '7000', 'profiles.kiln.dev/memory.path': 'debug/pprof/heap' })));
   await c('POST', '/control/pods', pod('po-badcpu', '127.0.0.29', {
     'profiles.kiln.dev/cpu.scrape': 'true', 'profiles.kiln.dev/cpu.port': '7000', 'profiles.kiln.dev/cpu.path': '/debug/pprof/profile?seconds=16',
     'profiles.kiln.dev/block.scrape': 'true', 'profiles.kiln.dev/block.port': '7000', 'profiles.kiln.dev/block.path': '/debug/pprof/block?seconds=0' }));
-  // Prefix precedence (S3.3): memory from a.example.com (before b.example.com),
+  // Prefix precedence (OPS: Annotations): memory from a.example.com (before b.example.com),
   // goroutine from profiles.kiln.dev; settings do not carry over between types.
   await c('POST', '/control/pods', pod('po-prefix', '127.0.0.31', {
     'b.example.com/memory.scrape': 'true', 'b.example.com/memory.port': '7010',
@@ -117,7 +118,7 @@ after(async () => {
 const portOf = (t) => Number(new URL(t.url).port);
 const hostOf = (t) => new URL(t.url).hostname;
 
-test('port order: .port, .port_name, defaultPort, *-profiles, *-metrics, http2; the declaring container, native sidecars included (S3.5)', async () => {
+test('port order: .port, .port_name, defaultPort, *-profiles, *-metrics, http2; the declaring container, native sidecars included (OPS: Port and container)', async () => {
   for (const [server, col] of [[A, 'a'], [B, 'b']]) {
     await until(server, async () => (await targets(server)).some((t) => t.pod === 'po-twoc'), 'the pods listed');
     const all = await targets(server);
@@ -141,7 +142,7 @@ test('port order: .port, .port_name, defaultPort, *-profiles, *-metrics, http2; 
   }
 });
 
-test('skip reasons are logged once each with an example pod and the count (S3.8)', async () => {
+test('skip reasons are logged once each with an example pod and the count (OPS: Scrape log lines)', async () => {
   const want = {
     A: { no_port: ['po-none'], invalid_port: ['po-badport', 'po-badport2'], invalid_target: ['po-badpath'] },
     // B: po-none gets defaultPort; the cpu seconds=16 and block seconds=0 are invalid (B scrapes cpu and block? block's
@@ -170,7 +171,7 @@ test('skip reasons are logged once each with an example pod and the count (S3.8)
   assert.equal(logLines(B, 'profile types with invalid scrape settings are not scraped')[0]?.types, 'block,mutex');
 });
 
-test('prefix precedence: first prefix used wins per type, settings never mix across prefixes or types (S3.3)', async () => {
+test('prefix precedence: first prefix used wins per type, settings never mix across prefixes or types (OPS: Annotations)', async () => {
   const all = await targets(A);
   const mine = (type) => all.find((x) => x.key === `${NS}/po-prefix/${type}`);
   assert.equal(portOf(mine('memory')), 7011, 'memory from a.example.com (listed before b.example.com)');
@@ -182,7 +183,7 @@ test('prefix precedence: first prefix used wins per type, settings never mix acr
   assert.deepEqual(inB, [['goroutine', 7012]], 'B reads profiles.kiln.dev only');
 });
 
-test('pods on their own loopback IPs are scraped as their workload with namespace, pod and container (S3.2, S3.9)', async () => {
+test('pods on their own loopback IPs are scraped as their workload with namespace, pod and container (OPS: Discovery, Scrape attribution)', async () => {
   const web = await waitTarget(A, `${NS}/${WEB}/memory`, (t) => t.results.ok >= 1, 'a heap scrape of the web pod');
   assert.equal(web.url, `http://127.0.0.2:${P}/debug/pprof/heap`);
   assert.deepEqual([web.namespace, web.pod, web.container, web.service], [NS, WEB, 'app', 'web']);
@@ -213,7 +214,7 @@ function uploadFrom(localAddress, server, body, params) {
   });
 }
 
-test('a push from 127.0.0.2 is attributed to the pod with that IP, one from 127.0.0.3 to the other (S2.1a)', async () => {
+test('a push from 127.0.0.2 is attributed to the pod with that IP, one from 127.0.0.3 to the other (API: Push attribution)', async () => {
   const heap = (await get(go1.url.replace('127.0.0.1', '127.0.0.2'), '/debug/pprof/heap')).buf;
   for (const [ip, podName, workload] of [['127.0.0.2', WEB, 'web'], ['127.0.0.3', DB, 'db']]) {
     const svc = `pushed-${workload}`;
@@ -267,7 +268,7 @@ test('target_busy: a cpu scrape while another CPU profile is running (Go answers
   assert.ok(!logLines(A, 'profile scrape failed').some((l) => l.type === 'cpu'), 'A does not scrape cpu at 10s');
 });
 
-test('heap deltas across a restart of the target: the first scrape after the reset stores no alloc_*, none is negative (S5.2)', async () => {
+test('heap deltas across a restart of the target: the first scrape after the reset stores no alloc_*, none is negative (API: Aggregation over time)', async () => {
   const key = `${NS}/${WEB}/memory`;
   const q = { service: 'web', from: 'now-1h', 'label.k8s.pod.name': WEB };
   await waitTarget(A, key, (t) => t.results.ok >= 2, 'two heap scrapes', 30000);
@@ -305,7 +306,7 @@ test('heap deltas across a restart of the target: the first scrape after the res
   }
 });
 
-test('log cadence: failed on the 1st and 10th consecutive failure, then recovered (S3.8)', async () => {
+test('log cadence: failed on the 1st and 10th consecutive failure, then recovered (OPS: Scrape log lines)', async () => {
   const key = `${NS}/${FLAKY}/memory`;
   const failed = () => logLines(A, 'profile scrape failed').filter((l) => l.key === key);
   await until(A, async () => failed().some((l) => l.consecutive === '10'), 'the 10th consecutive failure logged', 130000);

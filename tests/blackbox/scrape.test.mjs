@@ -1,9 +1,10 @@
-// The scrape loop (SPEC S3.1, S3.6-S3.8, S5.2) against real programs: the Go
+// The scrape loop (OPS: Scrape settings, Scrape requests, Scrape limits,
+// Scrape log lines; API: Aggregation over time) against real programs: the Go
 // program tests/go/cpusplit (net/http/pprof) as a static target, behind a
 // TCP proxy that can be stopped and restarted on the same port; a tiny Node
 // server that redirects, answers 404 or never answers. Two kiln servers run
 // side by side: interval 10s (heap, goroutine, failures) and 20s (cpu: a type
-// whose 20 s timeout exceeds a 10 s interval is not scraped, S3.1).
+// whose 20 s timeout exceeds a 10 s interval is not scraped, OPS: Scrape settings).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -132,7 +133,7 @@ test('settings: interval below 10s or a bad prefix disables scraping; types whos
 test('heap and goroutine arrive with the function split; alloc_* only as the delta of two scrapes', async () => {
   const key = 'static/go/memory';
   await waitTarget(a, key, (t) => t.results.ok >= 1, 'a first successful heap scrape');
-  // First scrape: inuse only, no alloc delta yet (S5.2). "ok" is counted
+  // First scrape: inuse only, no alloc delta yet (API: Aggregation over time). "ok" is counted
   // when the profile is queued for the store; its commit follows.
   let ty = await types(a, svc);
   for (let i = 0; i < 50 && !ty.includes('inuse_space:bytes'); i++) {

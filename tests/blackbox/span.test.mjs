@@ -1,4 +1,4 @@
-// Span links (SPEC S5.4, S7 /api/span): OTLP samples linked to spans through
+// Span links (API: Span links, GET /api/span): OTLP samples linked to spans through
 // link_index → link_table (trace_id, span_id), and pprof samples with a
 // span_id label, are queryable by span. The expected flame graph of a span
 // is computed in JS from the request we built (OTLP) or from go tool pprof
@@ -104,7 +104,7 @@ test('bad ids → 400', async () => {
 
 // pprof: the span id is a sample label. go-cpu-span-labels.pb.gz carries it
 // under Pyroscope's key "profile_id" (no "span_id" label despite its name);
-// SPEC S5.4 names "span_id", so the same file with the key renamed is
+// API: Span links names "span_id", so the same file with the key renamed is
 // checked too.
 async function pprofSpanCase(renameTo) {
   const raw = await pprofRaw(SPAN_FILE);

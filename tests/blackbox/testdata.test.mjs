@@ -111,7 +111,7 @@ test('label filter label.K=V selects the samples with that pprof label', async (
   if (fg.status === 200) assert.equal(fg.json.total, 0, 'no-match label filter total');
 });
 
-test('window types are summed and snapshot types averaged over uploads (S5.2)', async () => {
+test('window types are summed and snapshot types averaged over uploads (API: Aggregation over time)', async () => {
   const f = 'go-heap-delta.pb.gz';
   const { types } = oracles.get(f);
   const body = fs.readFileSync(path.join(PPROF_DIR, f));

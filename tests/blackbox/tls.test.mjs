@@ -1,4 +1,4 @@
-// TLS on every listener (SPEC S1, S2.3): a test CA and a server
+// TLS on every listener (OPS: TLS): a test CA and a server
 // certificate for 127.0.0.1 made with the openssl CLI; curl --cacert reads
 // /healthz from the UI listener and uploads a pprof; OTLP/HTTP over HTTPS;
 // @grpc/grpc-js with grpc.credentials.createSsl(CA) calls Export (ALPN h2);

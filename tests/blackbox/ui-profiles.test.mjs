@@ -1,4 +1,4 @@
-// The Profiles screen in a real browser (issue 6, SPEC S7): real profiles are
+// The Profiles screen in a real browser (issue 6, API: Query): real profiles are
 // uploaded through /profiling/upload, then every figure the page shows is
 // checked against the JSON API it is built from: services order, type picker,
 // flame graph nodes and totals, zoom and breadcrumbs, search share, share

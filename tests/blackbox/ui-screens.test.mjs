@@ -34,7 +34,7 @@ test('empty store: the Profiles screen shows how to send data', async () => {
   assert.match(text, /curl --data-binary @cpu\.pb\.gz 'http:\/\/127\.0\.0\.1:8028\/profiling\/upload\?serviceName=/, 'pprof upload command (docs/API.md form)');
   assert.match(text, /otlp\/kiln:[\s\S]*endpoint: 127\.0\.0\.1:4317[\s\S]*otlphttp\/kiln:[\s\S]*endpoint: http:\/\/127\.0\.0\.1:4318/, 'Collector config with both exporters');
   assert.match(text, /--feature-gates=service\.profilesSupport/);
-  assert.match(text, /profiles\.kiln\.dev\/cpu\.scrape: "true"/, 'pod annotations (SPEC S3.3)');
+  assert.match(text, /profiles\.kiln\.dev\/cpu\.scrape: "true"/, 'pod annotations (OPS: Annotations)');
   assert.equal(await page.locator('.copyblock button.copy').count(), 3, 'each block can be copied');
   await screenshot(page, 'first-run');
   assert.deepEqual(page.errors, []);

@@ -1,4 +1,4 @@
-// Usage (SPEC S6.3): samples accepted and rejected per key, UTC day and
+// Usage (OPS: Usage): samples accepted and rejected per key, UTC day and
 // reason (rate_limited, too_large, invalid, out_of_window), as
 // GET /api/usage and `kiln usage` show them, equal what this test sent —
 // and they survive a restart (flushed every second).

@@ -1,5 +1,5 @@
 // A real ClickHouse cluster for the tests of kiln's `store.cluster` mode
-// (issue 8, SPEC S8): one standalone ZooKeeper (Debian's `zookeeper`, run
+// (issue 8, OPS: Storage): one standalone ZooKeeper (Debian's `zookeeper`, run
 // as a plain java process; ON CLUSTER DDL and Replicated* tables need it)
 // and N clickhouse-server processes (Debian's 18.16), each its own shard of
 // one replica, all on loopback with their data in a temporary directory and

@@ -1,5 +1,5 @@
 // A real ClickHouse for the tests of the ClickHouse store engine (issue 8,
-// SPEC S8): Debian's clickhouse-server (18.16, scripts/deps.sh) started as
+// OPS: Storage): Debian's clickhouse-server (18.16, scripts/deps.sh) started as
 // the current user on loopback, with its data, temp files and logs in a
 // temporary directory and ports that were free a moment before (a collision
 // is retried with new ports).

@@ -1,5 +1,5 @@
 // Comparing two kiln servers' answers to the same request (the store
-// engines must answer byte for byte alike, SPEC S8 / issue 8): the first
+// engines must answer byte for byte alike, OPS: Storage / issue 8): the first
 // JSON path where two values differ (lib/otlp-check.mjs firstDiff), the
 // first byte where two bodies differ, and a pprof comparison that falls back to go tool pprof's reading
 // when the bytes differ (sample order inside a pprof is not part of the

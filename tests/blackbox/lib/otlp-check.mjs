@@ -27,7 +27,7 @@ export async function checkServerAgainst(server, exp, ctx, opts = {}) {
   const list = await services(server);
   const byName = new Map(list.map((s) => [s.name, s]));
   if (opts.exactServices) {
-    assert.deepEqual([...byName.keys()].sort(), [...exp.keys()].sort(), `${ctx}: /api/services names (S4 naming from resource attributes)`);
+    assert.deepEqual([...byName.keys()].sort(), [...exp.keys()].sort(), `${ctx}: /api/services names (naming from resource attributes, API: Services and naming)`);
   }
   for (const [svc, types] of exp) {
     const e = byName.get(svc);

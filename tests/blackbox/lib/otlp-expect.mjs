@@ -3,18 +3,18 @@
 //   service   = resource service.name, else
 //               process.environment_variable.OTEL_SERVICE_NAME, else
 //               unknown_service:<process.executable.name>, else
-//               unknown_service                                  (SPEC S4)
+//               unknown_service                                  (API: Services and naming)
 //   type      = sample_type "type:unit"; samples:count with a cpu:nanoseconds
-//               period is also cpu:nanoseconds (count × period)   (SPEC S7)
+//               period is also cpu:nanoseconds (count × period)   (API: Profile types)
 //               — unless its scope also carries a real cpu:nanoseconds
 //               profile (a Go CPU pprof translated by the Collector has
 //               both; deriving would count its CPU twice, and the pprof
 //               upload of the same file does not)
-//   value     = each of a sample's values; timestamps only = 1 each (S2.3a)
+//   value     = each of a sample's values; timestamps only = 1 each (API: OTLP decoder checks)
 //   frames    = stack_table[stack_index].location_indices, leaf first; a
 //               location's lines innermost first, each a frame named by its
 //               function; a location without lines is named after its
-//               mapping's file (the binary) and is unsymbolized   (S5.3)
+//               mapping's file (the binary) and is unsymbolized   (API: Frames)
 //   kind      = the location's profile.frame.type attribute
 //   self/cum  = as go tool pprof: self by leaf, cum once per stack
 //               (the same shape lib/check.mjs checkQueryAgainst expects).

@@ -1,10 +1,11 @@
-// Helpers for the SPEC S1/S6 tests (keys, auth, rate limits, usage,
-// retention, TLS, /metrics): the `kiln keys` CLI, an HTTP(S) client that
+// Helpers for the tests of keys, auth, rate limits, usage, retention, TLS
+// and /metrics (OPS: Roles and listeners, Projects and keys, TLS, Rate
+// limits, Usage, Retention, Metrics): the `kiln keys` CLI, an HTTP(S) client that
 // sends keys and trusts a test CA, gRPC clients with key metadata and TLS,
 // pprof/OTLP bodies with a known sample count, a Prometheus text parser,
 // a test CA made with the openssl CLI, and feature probes so the tests of
 // parts the server does not have are reported as node:test "todo" instead of
-// failing the suite. Every S6 feature is on main now, so the feature probes
+// failing the suite. Every one of those features is on main now, so the feature probes
 // run only with KILN_BB_S6=probe (a regression must fail, not hide as a
 // todo); known-bug probes (usageExact) always run.
 import fs from 'node:fs';
@@ -260,7 +261,11 @@ export function configYaml({ listeners = {}, limits, retention, extra = '' } = {
       if (l.tls) lines.push('    tls:', `      cert: ${JSON.stringify(l.tls.cert)}`, `      key: ${JSON.stringify(l.tls.key)}`);
     }
   }
-  if (limits) lines.push('limits:', `  samplesPerSecond: ${limits.samplesPerSecond}`);
+  if (limits) {
+    lines.push('limits:');
+    if (limits.samplesPerSecond !== undefined) lines.push(`  samplesPerSecond: ${limits.samplesPerSecond}`);
+    if (limits.defaultSamplesPerSecond !== undefined) lines.push(`  defaultSamplesPerSecond: ${limits.defaultSamplesPerSecond}`);
+  }
   if (retention) {
     lines.push('retention:');
     if (retention.days !== undefined) lines.push(`  days: ${retention.days}`);
@@ -317,11 +322,12 @@ const probes = {
       return r.status === 401;
     } catch { return false; } finally { await quietStop(s); }
   },
-  // limits.samplesPerSecond 10: a 10-sample upload passes, the next is 429.
+  // A limit of 10 (the caller of a listener without auth takes
+  // limits.defaultSamplesPerSecond): a 10-sample upload passes, the next is 429.
   async ratelimit() {
     let s;
     try {
-      s = await startServer({ config: configYaml({ limits: { samplesPerSecond: 10 } }), timeoutMs: 5000 });
+      s = await startServer({ config: configYaml({ limits: { samplesPerSecond: 10, defaultSamplesPerSecond: 10 } }), timeoutMs: 5000 });
       const a = await uploadAs(s, pprofN(10), { serviceName: 'probe' });
       const b = await uploadAs(s, pprofN(10), { serviceName: 'probe' });
       return a.status === 200 && b.status === 429;
@@ -391,5 +397,5 @@ export async function todoUnless(...features) {
   if (!missing.length) return false;
   const bug = missing.includes('usageExact') ? 'server bug: accepted pprof samples counted twice in usage and kiln_samples_total (src/api/auth.c api_account); ' : '';
   const rest = missing.filter((f) => f !== 'usageExact');
-  return `${bug}${rest.length ? `waiting for ${rest.join(', ')} (SPEC S1/S6; probe in lib/s6.mjs)` : ''}`.replace(/; $/, '');
+  return `${bug}${rest.length ? `waiting for ${rest.join(', ')} (docs/OPERATIONS.md; probe in lib/s6.mjs)` : ''}`.replace(/; $/, '');
 }

@@ -116,7 +116,7 @@ export async function startServer(opts = {}) {
   const want = opts.listeners ?? ['upload', 'ui'];
   // Without a config of its own, a test server gets a rate limit far above
   // what any test sends: unauthenticated traffic is rate-limited under the key
-  // "default" (SPEC S1) at 20,000 samples/s, and only the rate-limit tests
+  // "default" (OPS: Projects and keys) at 20,000 samples/s, and only the rate-limit tests
   // are about that.
   const store = withStore(opts.config ?? 'limits: {samplesPerSecond: 1000000000}\n', opts, path.resolve(dataDir));
   const { config } = store;

@@ -30,6 +30,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":8028");
 	assert_string_equal(c.listeners[LISTENER_UI].addr, ":4040");
 	assert_true(c.limits.samples_per_second == 20000);
+	assert_true(c.limits.default_samples_per_second == 0); /* the project default is not limited */
 	assert_int_equal(store_retention_days(&c.retention, "default"), 14);
 	assert_null(c.kubernetes.api_server);
 	assert_null(c.kubernetes.node);
@@ -45,7 +46,7 @@ static void test_file(void **state)
 	              "role: query\n"
 	              "listeners:\n"
 	              "  upload: {addr: ':9000', auth: required, tls: {cert: c.pem, key: k.pem}}\n"
-	              "limits: {samplesPerSecond: 500}\n"
+	              "limits: {samplesPerSecond: 500, defaultSamplesPerSecond: 2500}\n"
 	              "retention: {days: 7, maxDays: 30, projects: {team-a: 30, team-b: 3}}\n"
 	              "receivers: {profiles: {maxDecodedSampleRows: 20000}}\n"
 	              "kubernetes: {apiServer: 'http://127.0.0.1:6443', tokenFile: /t, caFile: /ca.crt, node: n1}\n",
@@ -58,6 +59,7 @@ static void test_file(void **state)
 	assert_string_equal(c.listeners[LISTENER_UPLOAD].tls_cert, "c.pem");
 	assert_int_equal(c.listeners[LISTENER_UI].auth_required, 0);
 	assert_true(c.limits.samples_per_second == 500);
+	assert_true(c.limits.default_samples_per_second == 2500);
 	assert_int_equal(c.limits.max_rows, 20000);
 	assert_int_equal(store_retention_days(&c.retention, "team-a"), 30);
 	assert_int_equal(store_retention_days(&c.retention, "team-b"), 3);
@@ -82,6 +84,8 @@ static void test_invalid(void **state)
 	    {"role: boss\n", "role boss is not one of all, sensor, ingestor, query"},
 	    {"listeners: {ui: {auth: maybe}}\n", "config listeners.ui.auth must be none or required"},
 	    {"limits: {samplesPerSecond: fast}\n", "config /limits/samplesPerSecond must be a number from 1 to 1e+09"},
+	    {"limits: {defaultSamplesPerSecond: -1}\n", "config /limits/defaultSamplesPerSecond must be a number from 0 to 1e+09"},
+	    {"limits: {defaultSamplesPerSecond: lots}\n", "config /limits/defaultSamplesPerSecond must be a number from 0 to 1e+09"},
 	    {"retention: {days: 30}\n", "retention.days (30) is above retention.maxDays (14): raise maxDays to keep data longer"},
 	    {"retention: {projects: {a: 100}}\n", "retention.projects.a (100 days) is above retention.maxDays (14)"},
 	    /* one bound with the store (LIMIT_RETENTION_DAYS): 3,650 days */
@@ -124,7 +128,7 @@ static void test_yaml(void **state)
 	config_free(&c);
 }
 
-/* The store block (SPEC S8) and misspelt keys, which must not pass silently. */
+/* The store block (OPS: Storage) and misspelt keys, which must not pass silently. */
 static void test_store_and_unknown_keys(void **state)
 {
 	(void)state;
@@ -140,6 +144,13 @@ static void test_store_and_unknown_keys(void **state)
 	assert_string_equal(c.store.password_file, "/run/pw");
 	assert_string_equal(c.store.cluster, "c1");
 	assert_int_equal(c.store.replicated, 1);
+	assert_int_equal(c.store.max_answer_mib, 0); /* unset: the store uses LIMIT_CH_ANSWER_BYTES */
+	assert_int_equal(config_validate(&c, &e), 0);
+	config_free(&c);
+	static const char mib[] = "store: {engine: clickhouse, url: 'http://ch:8123', maxAnswerMiB: 1}\n";
+	config_defaults(&c);
+	assert_int_equal(config_load_yaml(&c, mib, sizeof mib - 1, &e), 0);
+	assert_int_equal(c.store.max_answer_mib, 1);
 	assert_int_equal(config_validate(&c, &e), 0);
 	config_free(&c);
 
@@ -148,7 +159,11 @@ static void test_store_and_unknown_keys(void **state)
 	} bad[] = {
 	    {"store: {engine: clickhouse, pasword_file: x}",
 	     "config store.pasword_file is not a setting; known: engine, url, database, user, password, "
-	     "passwordFile, cluster, replicated"},
+	     "passwordFile, cluster, replicated, maxAnswerMiB"},
+	    {"store: {maxAnswerMiB: 0}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
+	    {"store: {maxAnswerMiB: 65537}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
+	    {"store: {maxAnswerMiB: 1.5}", "config /store/maxAnswerMiB must be a whole number of MiB"},
+	    {"store: {maxAnswerMiB: lots}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
 	    {"listners: {}", "config listners is not a setting; known: data, role, listeners, limits, retention, "
 	                     "receivers, kubernetes, store"},
 	    {"store: [clickhouse]", "config store must be a mapping {engine, url, database, user, password, cluster}"},

@@ -1,4 +1,4 @@
-/* Queries under retention (store_set_retention, SPEC S6.4): every query
+/* Queries under retention (store_set_retention, OPS: Retention): every query
  * starts no earlier than now - retention, whether or not the expired day is
  * deleted yet; and sums near the int64 limits saturate. Times here are
  * relative to the real clock, since the clamp uses it. */

@@ -1,4 +1,4 @@
-/* Tests of src/query/span.c (GET /api/span, SPEC S5.4): exact JSON for a
+/* Tests of src/query/span.c (GET /api/span, API: Span links): exact JSON for a
  * span's CPU samples over two partitions, the choice among types, the
  * fallbacks when a span has no samples (its trace, the hints, the last
  * hour), and bad parameters. */

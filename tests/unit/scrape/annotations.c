@@ -1,6 +1,7 @@
 /* Tests of src/scrape/annotations.c and src/scrape/target.c: one table of
  * Pod objects (JSON as the API server sends them) with the exact targets and
- * skips each must give (SPEC S3.3–S3.5, S3.9), then odd and hostile JSON. */
+ * skips each must give (OPS: Annotations, Scraped profile types, Port and
+ * container, Scrape attribution), then odd and hostile JSON. */
 #include "testutil.h"
 
 #include "scrape/annotations.h"
@@ -39,7 +40,8 @@ typedef struct {
 
 static const char *const extra[] = {"profiles.example.com", "Not_A_Prefix", "third.example"};
 
-/* S3.4 timeouts, written out here rather than read from the table under test. */
+/* The timeouts of OPS: Scraped profile types, written out here rather than read from the table
+ * under test. */
 static int64_t want_timeout(const char *type)
 {
 	if (strcmp(type, "cpu") == 0)
@@ -55,7 +57,7 @@ static const char TWO[] = "[{\"name\":\"app\",\"ports\":[{\"name\":\"http\",\"co
 /* One pod per entry reads better than what clang-format makes of it. */
 /* clang-format off */
 static const pod_case cases[] = {
-    /* ---- port order (S3.5) ---- */
+    /* ---- port order (OPS: Port and container) ---- */
     {"port, undeclared, single container", K("cpu.scrape", "true") "," K("cpu.port", "6060"), NULL, .t = {{"cpu", "http://" IP ":6060" CPU, "app", "app-1", "app-1", 10}}},
     {"port declared by the second container", K("memory.scrape", "true") "," K("memory.port", "9901"), TWO, .t = {{"memory", "http://" IP ":9901" HEAP, "proxy", "app-1", "app-1", 0}}},
     {"port undeclared, two containers: no container", K("memory.scrape", "true") "," K("memory.port", "7070"), TWO, .t = {{"memory", "http://" IP ":7070" HEAP, "", "app-1", "app-1", 0}}},
@@ -98,7 +100,7 @@ static const pod_case cases[] = {
      "[{\"name\":\"old\",\"ports\":[{\"containerPort\":6060}]},{\"name\":\"new\",\"ports\":[{\"containerPort\":6060}]}]",
      .t = {{"cpu", "http://" IP ":6060" CPU, "old", "app-1", "app-1", 10}}},
 
-    /* ---- paths and windows (S3.4) ---- */
+    /* ---- paths and windows (OPS: Scraped profile types) ---- */
     {"all five types with their defaults", K("cpu.scrape", "true") "," K("memory.scrape", "true") "," K("goroutine.scrape", "true") "," K("block.scrape", "true") "," K("mutex.scrape", "true"), .default_port = 6060,
      .t = {{"cpu", "http://" IP ":6060" CPU, "app", "app-1", "app-1", 10}, {"memory", "http://" IP ":6060" HEAP, "app", "app-1", "app-1", 0}, {"goroutine", "http://" IP ":6060/debug/pprof/goroutine", "app", "app-1", "app-1", 0},
 	   {"block", "http://" IP ":6060/debug/pprof/block?seconds=30", "app", "app-1", "app-1", 30}, {"mutex", "http://" IP ":6060/debug/pprof/mutex?seconds=30", "app", "app-1", "app-1", 30}}},
@@ -117,7 +119,7 @@ static const pod_case cases[] = {
     {"a path must start with / and have no spaces or fragment", K("cpu.scrape", "true") "," K("cpu.path", "debug/pprof/profile") "," K("memory.scrape", "true") "," K("memory.path", "/a b") "," K("goroutine.scrape", "true") "," K("goroutine.path", "/g#x") "," K("block.scrape", "true") "," K("block.path", ""), .default_port = 6060,
      .sk = {{"cpu", "invalid_target"}, {"memory", "invalid_target"}, {"goroutine", "invalid_target"}, {"block", "invalid_target"}}},
 
-    /* ---- scheme and sample types (S3.3) ---- */
+    /* ---- scheme and sample types (OPS: Annotations) ---- */
     {"https", K("memory.scrape", "true") "," K("memory.scheme", "https") "," K("cpu.scrape", "true") "," K("cpu.scheme", "http"), .default_port = 6443,
      .t = {{"cpu", "http://" IP ":6443" CPU, "app", "app-1", "app-1", 10}, {"memory", "https://" IP ":6443" HEAP, "app", "app-1", "app-1", 0}}},
     {"other schemes", K("memory.scrape", "true") "," K("memory.scheme", "HTTPS") "," K("cpu.scrape", "true") "," K("cpu.scheme", "ftp"), .default_port = 6443,
@@ -125,7 +127,7 @@ static const pod_case cases[] = {
     {"sample types", K("memory.scrape", "true") "," K("memory.sample_types", " inuse_space , inuse_objects,,") "," K("cpu.scrape", "true") "," K("cpu.sample_types", "a\\u0001b"), .default_port = 6060,
      .t = {{"memory", "http://" IP ":6060" HEAP, "app", "app-1", "app-1", 0}}, .sk = {{"cpu", "invalid_target"}}},
 
-    /* ---- prefixes (S3.3) ---- */
+    /* ---- prefixes (OPS: Annotations) ---- */
     {"an extra prefix alone", X("cpu.scrape", "true") "," X("cpu.port", "6061"), .t = {{"cpu", "http://" IP ":6061" CPU, "app", "app-1", "app-1", 10}}},
     {"the built-in prefix first; settings not mixed", K("cpu.scrape", "true") "," K("cpu.port", "6060") "," X("cpu.scrape", "true") "," X("cpu.port", "6061") "," X("cpu.path", "/other"),
      .t = {{"cpu", "http://" IP ":6060" CPU, "app", "app-1", "app-1", 10}}},
@@ -138,7 +140,7 @@ static const pod_case cases[] = {
     {"settings of another prefix do not fill in", K("memory.scrape", "true") "," X("memory.port", "6061"), .sk = {{"memory", "no_port"}}},
     {"scrape other than \"true\" is ignored", K("cpu.scrape", "True") "," K("cpu.port", "1") "," K("memory.scrape", "yes") "," K("memory.port", "1") "," K("goroutine.port", "1") ",\"profiles.kiln.dev/heap.scrape\":\"true\"", .default_port = 6060},
 
-    /* ---- workload and service (S3.9) ---- */
+    /* ---- workload and service (OPS: Scrape attribution) ---- */
     {"Deployment by the pod-template-hash label", K("cpu.scrape", "true") "," K("cpu.port", "6060"), .name = "web-7d9f8c6b5-x2x9k", .owners = "[{\"kind\":\"ReplicaSet\",\"name\":\"web-7d9f8c6b5\",\"controller\":true}]", .labels = "\"pod-template-hash\":\"7d9f8c6b5\"",
      .t = {{"cpu", "http://" IP ":6060" CPU, "app", "web", "web", 10}}},
     {"Deployment by the hash-shaped last segment", K("cpu.scrape", "true") "," K("cpu.port", "6060"), .owners = "[{\"kind\":\"ReplicaSet\",\"name\":\"api-v2-5c7b9d8f4d\",\"controller\":true}]",

@@ -25,7 +25,7 @@ static void test_rowbinary_round_trip(void **state)
 	char big[300];
 	memset(big, 'x', sizeof big);
 	ch_put_str(&b, slice_make(big, sizeof big)); /* a two-byte varint length */
-	ch_put_varint(&b, UINT64_MAX);
+	buf_put_uvarint(&b, UINT64_MAX);
 	/* Exact bytes of the fixed-width values: little-endian, as ClickHouse reads them. */
 	assert_int_equal(b.p[0], 7);
 	assert_memory_equal(b.p + 1, "\xc8\x4f\x00\x00", 4);
@@ -201,6 +201,45 @@ static void test_bad_configurations(void **state)
 	assert_int_equal(err.status, 400);
 }
 
+/* The write callback of every request: it keeps what fits under the
+ * answer's ceiling and refuses the chunk that would pass it (libcurl then
+ * stops the transfer), so an answer never holds more than the ceiling. */
+static void test_answer_ceiling(void **state)
+{
+	(void)state;
+	ch_conn c = {0};
+	buf_init(&c.resp, 10);
+	char data[16] = "0123456789abcdef";
+	assert_int_equal(ch_on_answer(data, 1, 4, &c), 4);
+	assert_int_equal(ch_on_answer(data + 4, 2, 3, &c), 6); /* size * n bytes: exactly at the ceiling */
+	assert_int_equal(c.resp.n, 10);
+	assert_false(c.over);
+	assert_int_equal(ch_on_answer(data + 10, 1, 1, &c), 0); /* one byte past it */
+	assert_true(c.over);
+	assert_int_equal(c.resp.n, 10);
+	assert_memory_equal(c.resp.p, "0123456789", 10);
+	assert_true(c.resp.cap <= 10);
+	buf_free(&c.resp);
+
+	/* One chunk larger than the whole ceiling is refused at once, nothing kept. */
+	ch_conn d = {0};
+	buf_init(&d.resp, 10);
+	assert_int_equal(ch_on_answer(data, 1, 11, &d), 0);
+	assert_true(d.over);
+	assert_int_equal(d.resp.n, 0);
+	buf_free(&d.resp);
+
+	/* store.maxAnswerMiB sets it. */
+	kn_err err = {0};
+	store_config cfg = {
+	    .engine = STORE_ENGINE_CLICKHOUSE, .ch_url = "http://127.0.0.1:1", .ch_max_answer_mib = 3};
+	store_t *st = store_open(&cfg, &err);
+	assert_non_null(st);
+	assert_int_equal(((ch_store *)st)->answer_max, 3u << 20);
+	assert_int_equal(((ch_store *)st)->answer_mib, 3);
+	store_close(st);
+}
+
 /* Unreachable ClickHouse: the store opens (the listeners must come up), a
  * write is refused with 503 + Retry-After and nothing is acknowledged. */
 static void test_unreachable_refuses_writes(void **state)
@@ -212,6 +251,9 @@ static void test_unreachable_refuses_writes(void **state)
 	assert_non_null(s);
 	assert_string_equal(store_engine_name(s), "clickhouse");
 	assert_int_equal(store_is_shared(s), 1);
+	/* No store.maxAnswerMiB: the ceiling is LIMIT_CH_ANSWER_BYTES, 256 MiB. */
+	assert_int_equal(((ch_store *)s)->answer_max, 256u << 20);
+	assert_int_equal(((ch_store *)s)->answer_mib, 256);
 	model_batch *b = model_batch_new(slice_cstr("default"));
 	model_profile *p = model_profile_add(b);
 	model_profile_set_type(b, p, slice_cstr("cpu"), slice_cstr("nanoseconds"), slice_cstr("cpu"),
@@ -243,6 +285,7 @@ int main(void)
 	    cmocka_unit_test(test_span_keys),
 	    cmocka_unit_test(test_bad_configurations),
 	    cmocka_unit_test(test_unreachable_refuses_writes),
+	    cmocka_unit_test(test_answer_ceiling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Tests of the span index of store/local (SPEC S5.4): rows written with their
+/* Tests of the span index of store/local (API: Span links): rows written with their
  * chunk and rolled back with it, lookups by span_id with and without
  * trace_id and by trace_id alone, id encodings, files that predate the
  * index, and views that open partitions only when read. */

@@ -1,6 +1,8 @@
 /* Tests of src/wire/pb.c: varint limits, truncation, key validation, bounded
- * lengths, skipping, and writer → reader round trips (including nested
- * messages whose length needs more than one byte). */
+ * lengths, skipping, writer → reader round trips (including nested
+ * messages whose length needs more than one byte), and the message layer
+ * (field specs, pb_next, checked reads, error paths) through a small
+ * two-message decoder written with it. */
 #include "testutil.h"
 
 #include "base/buf.h"
@@ -288,6 +290,204 @@ static void test_nested_length_widths(void **state)
 	free(payload);
 }
 
+/* ---- The message layer ----------------------------------------------------- */
+
+PB_SPEC(outer_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_LEN, "inner"}, {3, PB_F_PVARINT, "ids"},
+        {4, PB_F_I64, "t"});
+PB_SPEC(inner_spec, {1, PB_F_VARINT, "key"}, {2, PB_F_LEN, "name"});
+PB_SPEC(gap_spec, {2, PB_F_VARINT, "b"}, {5, PB_F_LEN, "e"}); /* not 1..n: pb_next's slow path */
+
+typedef struct {
+	uint64_t id, t, ids[8], keys[4];
+	slice_t names[4];
+	size_t n_ids, n_inner;
+} outer_t;
+
+static int decode_inner(const pb_src *src, slice_t msg, const pb_path *p, outer_t *o, kn_err *err)
+{
+	pb_reader r = pb_reader_make(msg);
+	const pb_field *f;
+	int wt, rc;
+	while ((rc = pb_next(src, &r, &inner_spec, p, &f, &wt, err)) == 1) {
+		if (f->num == 1) {
+			if (pb_read_varint(src, &r, &o->keys[o->n_inner], p, f->name, err) < 0)
+				return -1;
+		} else if (pb_read_len(src, &r, &o->names[o->n_inner], p, f->name, err) < 0) {
+			return -1;
+		}
+	}
+	return rc;
+}
+
+/* Outer as a decoder would read it: errors name "profile" when there is
+ * nothing else to name, as pprof_decode's do. */
+static int decode_outer(slice_t in, outer_t *o, kn_err *err)
+{
+	pb_src src = {in.p, "profile"};
+	pb_reader r = pb_reader_make(in);
+	const pb_field *f;
+	int wt, rc;
+	memset(o, 0, sizeof *o);
+	while ((rc = pb_next(&src, &r, &outer_spec, NULL, &f, &wt, err)) == 1) {
+		switch (f->num) {
+		case 1:
+			if (pb_read_varint(&src, &r, &o->id, NULL, f->name, err) < 0)
+				return -1;
+			break;
+		case 2: {
+			slice_t s;
+			pb_path p = {NULL, f->name, (uint32_t)o->n_inner};
+			if (pb_read_len(&src, &r, &s, &p, NULL, err) < 0 ||
+			    decode_inner(&src, s, &p, o, err) < 0)
+				return -1;
+			o->n_inner++;
+			break;
+		}
+		case 3: {
+			pb_reader vals;
+			uint64_t v;
+			int vrc;
+			if (pb_read_packable(&src, &r, wt, &vals, NULL, f->name, err) < 0)
+				return -1;
+			while ((vrc = pb_next_packed(&src, &vals, &v, NULL, f->name, err)) == 1)
+				o->ids[o->n_ids++] = v;
+			if (vrc < 0)
+				return -1;
+			break;
+		}
+		default:
+			if (pb_read_fixed64(&src, &r, &o->t, NULL, f->name, err) < 0)
+				return -1;
+			break;
+		}
+	}
+	return rc;
+}
+
+static void test_spec_decodes_and_skips_unknown(void **state)
+{
+	(void)state;
+	static const uint8_t in[] = {
+	    0x08, 0x96, 0x01,                                     /* id = 150 */
+	    0x48, 0x07,                                           /* unknown 9, varint */
+	    0x12, 0x05, 0x08, 0x03, 0x12, 0x01, 'x',              /* inner[0] = {key 3, name "x"} */
+	    0x1a, 0x03, 0x01, 0xac, 0x02,                         /* ids packed: 1, 300 */
+	    0x18, 0x05,                                           /* ids one by one: 5 */
+	    0x52, 0x02, 0xaa, 0xbb,                               /* unknown 10, length-delimited */
+	    0x5d, 0x01, 0x02, 0x03, 0x04,                         /* unknown 11, fixed32 */
+	    0x21, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* t, fixed64 */
+	    0x12, 0x04, 0x08, 0x09, 0x50, 0x01,                   /* inner[1] = {key 9, unknown 10} */
+	};
+	outer_t o;
+	kn_err err = {0};
+	assert_int_equal(decode_outer(slice_make(in, sizeof in), &o, &err), 0);
+	assert_true(o.id == 150);
+	assert_int_equal(o.n_inner, 2);
+	assert_true(o.keys[0] == 3 && o.keys[1] == 9);
+	assert_true(slice_eq_cstr(o.names[0], "x"));
+	assert_int_equal(o.names[1].n, 0);
+	assert_int_equal(o.n_ids, 3);
+	assert_true(o.ids[0] == 1 && o.ids[1] == 300 && o.ids[2] == 5);
+	assert_true(o.t == 0x0102030405060708ull);
+	assert_int_equal(PB_COUNTOF(in), 43);
+	assert_int_equal(outer_spec.n, 4);
+	assert_int_equal(PB_COUNTOF(inner_spec_fields), 2);
+}
+
+static void test_spec_errors_name_the_path(void **state)
+{
+	(void)state;
+	static const struct {
+		uint8_t in[16];
+		size_t n;
+		const char *msg;
+	} cases[] = {
+	    {{0x08, 0x80}, 2, "id: truncated or overlong varint at byte 1"},
+	    {{0x12, 0x05, 0x08, 0x03},
+	     4,
+	     "inner[0]: length at byte 1 runs past the end of its message or is malformed"},
+	    {{0x0a, 0x00}, 2, "id: wire type 2 (length-delimited), expected varint (field 1 at byte 0)"},
+	    {{0x08, 0x01, 0x12, 0x02, 0x08, 0x01, 0x12, 0x05, 0x0d, 0x01, 0x02, 0x03, 0x04},
+	     13,
+	     "inner[1].key: wire type 5 (fixed32), expected varint (field 1 at byte 8)"},
+	    {{0x08, 0x01, 0x00},
+	     3,
+	     "profile: malformed field key at byte 2 (truncated, field 0 or wire type 6/7)"},
+	    {{0x12, 0x01, 0x00},
+	     3,
+	     "inner[0]: malformed field key at byte 2 (truncated, field 0 or wire type 6/7)"},
+	    {{0x48, 0x80}, 2, "profile: unknown field 9 (wire type 0) at byte 0 is truncated or malformed"},
+	    {{0x4b}, 1, "profile: unknown field 9 (wire type 3) at byte 0 is truncated or malformed"},
+	    {{0x1a, 0x02, 0x01, 0x80}, 4, "ids: malformed packed varint at byte 3"},
+	    {{0x18, 0xff}, 2, "ids: truncated or overlong varint at byte 1"},
+	    {{0x19, 0, 0, 0, 0, 0, 0, 0, 0},
+	     9,
+	     "ids: wire type 1 (fixed64), expected varint or packed (field 3 at byte 0)"},
+	    {{0x21, 0x01, 0x02}, 3, "t: truncated fixed64"},
+	    {{0x12, 0x02, 0x08, 0x80}, 4, "inner[0].key: truncated or overlong varint at byte 3"},
+	    {{0x12, 0x02, 0x12, 0x09},
+	     4,
+	     "inner[0].name: length at byte 3 runs past the end of its message or is malformed"},
+	};
+	for (size_t i = 0; i < PB_COUNTOF(cases); i++) {
+		outer_t o;
+		kn_err err = {0};
+		assert_int_equal(decode_outer(slice_make(cases[i].in, cases[i].n), &o, &err), -1);
+		assert_int_equal(err.status, 400);
+		assert_string_equal(err.msg, cases[i].msg);
+	}
+}
+
+static void test_spec_with_gaps(void **state)
+{
+	(void)state;
+	static const uint8_t in[] = {0x10, 0x07, 0x2a, 0x01, 'A', 0x08, 0x01};
+	pb_src src = {in, NULL};
+	pb_reader r = pb_reader_make(slice_make(in, sizeof in));
+	const pb_field *f;
+	int wt;
+	kn_err err = {0};
+	assert_int_equal(pb_next(&src, &r, &gap_spec, NULL, &f, &wt, &err), 1);
+	assert_string_equal(f->name, "b");
+	assert_int_equal(pb_skip(&r, wt), 0);
+	assert_int_equal(pb_next(&src, &r, &gap_spec, NULL, &f, &wt, &err), 1);
+	assert_string_equal(f->name, "e");
+	assert_int_equal(wt, PB_LEN);
+	assert_int_equal(pb_skip(&r, wt), 0);
+	assert_int_equal(pb_next(&src, &r, &gap_spec, NULL, &f, &wt, &err), 0); /* field 1 is unknown here */
+	assert_true(pb_done(&r));
+}
+
+static void test_fail_paths(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"e0", "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9"};
+	pb_path chain[PB_COUNTOF(names)];
+	for (size_t i = 0; i < PB_COUNTOF(names); i++)
+		chain[i] = (pb_path){i ? &chain[i - 1] : NULL, names[i], i % 2 ? (uint32_t)i : PB_NOIX};
+	pb_src bare = {NULL, NULL}, rooted = {NULL, "profile"};
+	kn_err err = {0};
+	/* Ten elements deep: the outermost eight are shown. */
+	assert_int_equal(pb_fail(&bare, &err, 413, &chain[9], "f", "too %s", "many"), -1);
+	assert_int_equal(err.status, 413);
+	assert_string_equal(err.msg, "e0.e1[1].e2.e3[3].e4.e5[5].e6.e7[7].f: too many");
+	assert_int_equal(pb_fail(&bare, &err, 400, &chain[1], NULL, "m"), -1);
+	assert_string_equal(err.msg, "e0.e1[1]: m");
+	assert_int_equal(pb_fail(&bare, &err, 400, NULL, "f", "m"), -1);
+	assert_string_equal(err.msg, "f: m");
+	assert_int_equal(pb_fail(&bare, &err, 400, NULL, NULL, "m"), -1);
+	assert_string_equal(err.msg, "m");
+	/* The root is named only when nothing else is. */
+	assert_int_equal(pb_fail(&rooted, &err, 400, NULL, NULL, "m"), -1);
+	assert_string_equal(err.msg, "profile: m");
+	assert_int_equal(pb_fail(&rooted, &err, 400, NULL, "f", "m"), -1);
+	assert_string_equal(err.msg, "f: m");
+	assert_int_equal(pb_fail(&rooted, &err, 400, &chain[0], NULL, "m"), -1);
+	assert_string_equal(err.msg, "e0: m");
+	assert_string_equal(pb_kind_name(PB_F_PVARINT), "varint or packed");
+	assert_string_equal(pb_kind_name(PB_F_PI64), "fixed64 or packed");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +498,10 @@ int main(void)
 	    cmocka_unit_test(test_fixed_and_skip),
 	    cmocka_unit_test(test_writer_round_trip),
 	    cmocka_unit_test(test_nested_length_widths),
+	    cmocka_unit_test(test_spec_decodes_and_skips_unknown),
+	    cmocka_unit_test(test_spec_errors_name_the_path),
+	    cmocka_unit_test(test_spec_with_gaps),
+	    cmocka_unit_test(test_fail_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
