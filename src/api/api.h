@@ -9,8 +9,9 @@
 
 #include <stdint.h>
 
-#include "base/config.h"
+#include "api/options.h"
 #include "ingest/keys.h"
+#include "ingest/options.h"
 #include "ingest/push.h"
 #include "ingest/ratelimit.h"
 #include "ingest/usage.h"
@@ -20,6 +21,7 @@
 #include "net/pool.h"
 #include "scrape/k8s.h"
 #include "scrape/scraper.h"
+#include "store/options.h"
 #include "store/store.h"
 
 /* Operational counters for /metrics (all atomics; no lock). */
@@ -38,7 +40,8 @@ typedef struct {
 	ratelimit_t *default_limiter; /* the caller of listeners without auth
 	                                 (limits.defaultSamplesPerSecond); NULL: unlimited */
 	usage_t *usage;
-	const kiln_config *cfg;
+	const ingest_options *limits;             /* NULL: the defaults of limits.h */
+	const store_retention_options *retention; /* NULL: 14 days */
 	scraper *scraper; /* NULL when this process does not scrape (role, settings) */
 	k8s_watcher *k8s; /* the pod watch for push attribution (S2.1a); NULL when not watching */
 	api_metrics metrics;

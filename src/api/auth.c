@@ -88,7 +88,7 @@ void api_count(api_ctx *a, int listener, int status, size_t bytes_in)
 
 int api_retention_days(const api_ctx *a, const char *project)
 {
-	return a->cfg ? config_retention_days(a->cfg, project) : 14;
+	return a->retention ? store_retention_days(a->retention, project) : 14;
 }
 
 typedef struct {

@@ -63,7 +63,7 @@ static void export_handler(grpc_call *call, void *ctx)
 		return;
 	j->grpc.otlp.req = (ingest_otlp_req){
 	    .project = slice_cstr(j->push.caller.project),
-	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
+	    .max_rows = api->limits ? api->limits->max_rows : 0,
 	    .retention_days = (uint32_t)api_retention_days(api, j->push.caller.project),
 	    .now_ns = time_now_ns(),
 	};

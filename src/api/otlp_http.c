@@ -132,7 +132,7 @@ void api_otlp_on_request(http_req *r, void *ctx)
 	    .project = slice_cstr(j->push.caller.project),
 	    .encoding = ce ? *ce : slice_make("", 0),
 	    .json = j->json,
-	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
+	    .max_rows = api->limits ? api->limits->max_rows : 0,
 	    .retention_days = (uint32_t)api_retention_days(api, j->push.caller.project),
 	    .now_ns = time_now_ns(),
 	};

@@ -47,8 +47,9 @@ int params_parse(slice_t query, arena_t *a, params_t *out, kn_err *err)
 		size_t eq = start;
 		while (eq < end && query.p[eq] != '=')
 			eq++;
-		if (out->n == PARAMS_MAX)
-			return err_set(err, 400, "too many query parameters; the limit is %d", PARAMS_MAX);
+		if (out->n == LIMIT_QUERY_PARAMS)
+			return err_set(err, 400, "too many query parameters; the limit is %d",
+			               LIMIT_QUERY_PARAMS);
 		const char *k = decode(a, query.p + start, eq - start);
 		const char *v = eq < end ? decode(a, query.p + eq + 1, end - eq - 1) : "";
 		if (!k || !v)

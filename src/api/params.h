@@ -7,10 +7,9 @@
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/limits.h"
 #include "base/slice.h"
 #include "model/model.h"
-
-#define PARAMS_MAX 128
 
 typedef struct {
 	const char *key;
@@ -18,11 +17,11 @@ typedef struct {
 } param_t;
 
 typedef struct {
-	param_t items[PARAMS_MAX];
+	param_t items[LIMIT_QUERY_PARAMS];
 	uint32_t n;
 } params_t;
 
-/* Parses "a=1&b=x%20y". 400 on bad percent-encoding or more than PARAMS_MAX pairs. */
+/* Parses "a=1&b=x%20y". 400 on bad percent-encoding or more than LIMIT_QUERY_PARAMS pairs. */
 int params_parse(slice_t query, arena_t *a, params_t *out, kn_err *err);
 /* Value of the first key, or NULL. */
 const char *params_get(const params_t *p, const char *key);

@@ -224,8 +224,9 @@ static int parse_query(query_job *j, const params_t *p, int needs_service, int n
 	if (limit && *limit) {
 		char *end;
 		long v = strtol(limit, &end, 10);
-		if (*end || v < 0 || v > 1000000)
-			return err_set(err, 400, "limit=%.32s must be a number from 0 (all) to 1000000", limit);
+		if (*end || v < 0 || v > LIMIT_QUERY_ROWS)
+			return err_set(err, 400, "limit=%.32s must be a number from 0 (all) to %d", limit,
+			               LIMIT_QUERY_ROWS);
 		j->limit = (uint32_t)v;
 	} else {
 		j->limit = 100;

@@ -143,7 +143,7 @@ static int parse_upload(upload_job *j, http_req *r, kn_err *err)
 	    .from_ns = from_ns,
 	    .until_ns = until_ns,
 	    .content_gzip = ce && slice_eq_cstr(*ce, "gzip"),
-	    .max_rows = api->cfg ? api->cfg->max_rows : 0,
+	    .max_rows = api->limits ? api->limits->max_rows : 0,
 	    .now_ns = now,
 	};
 	return 0;

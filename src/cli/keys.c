@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/config.h"
 #include "base/timeutil.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "store/store.h"
 #include "ingest/keys.h"
 #include "ingest/usage.h"

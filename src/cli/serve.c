@@ -12,11 +12,11 @@
 
 #include "api/api.h"
 #include "base/alloc.h"
-#include "base/config.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/timeutil.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "net/tls.h"
 #include "scrape/discovery.h"
 
@@ -70,11 +70,11 @@ typedef struct {
 static void sweep_project(slice_t project, void *arg)
 {
 	sweep_ctx *c = arg;
-	char name[KEY_NAME_MAX + 1];
+	char name[LIMIT_NAME_BYTES + 1];
 	snprintf(name, sizeof name, "%.*s", (int)project.n, (const char *)project.p);
 	uint32_t deleted = 0;
 	kn_err err;
-	int days = config_retention_days(&c->s->cfg, name);
+	int days = store_retention_days(&c->s->cfg.retention, name);
 	if (store_retention_sweep(c->s->store, project, days, c->now, &deleted, &err) < 0)
 		log_warn("retention sweep failed", "project=%s error=\"%s\"", name, err.msg);
 	else if (deleted)
@@ -262,7 +262,7 @@ static int start_listeners(serve_state *s)
 		if (!strcmp(addr, "off") || !role_runs(s->cfg.role, i))
 			continue;
 		kn_err err;
-		const listener_config *lc = &s->cfg.listeners[i];
+		const listener_options *lc = &s->cfg.listeners[i];
 		if (lc->tls_cert) {
 			s->tls[i] = tls_ctx_new(lc->tls_cert, lc->tls_key, i == LISTENER_OTLP_GRPC ? TLS_ALPN_H2 : TLS_ALPN_HTTP1,
 			                        &err);
@@ -323,7 +323,7 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	s.bodies.limit = (size_t)s.cfg.bodies_mib << 20;
+	s.bodies.limit = (size_t)s.cfg.limits.bodies_mib << 20;
 
 	if (!(s.store = cli_store_open(&s.cfg, 0, &err))) {
 		log_error("cannot open store", "engine=%s dir=%s error=\"%s\"", s.cfg.store.engine, s.cfg.data_dir,
@@ -336,18 +336,21 @@ int cli_serve(int argc, char **argv)
 	s.api.store = s.store;
 	s.api.loop = s.loop;
 	s.api.pool = s.pool;
-	s.api.cfg = &s.cfg;
+	s.api.limits = &s.cfg.limits;
+	s.api.retention = &s.cfg.retention;
 	if (!(s.api.keys = keys_open(s.store, &err))) {
 		log_error("cannot open keys", "error=\"%s\"", err.msg);
 		goto out;
 	}
 	s.api.usage = usage_open(s.store);
-	s.api.limiter = ratelimit_new(s.cfg.samples_per_second);
-	if (s.cfg.default_samples_per_second > 0) /* else the caller of listeners without auth is not limited */
-		s.api.default_limiter = ratelimit_new(s.cfg.default_samples_per_second);
-	for (uint32_t i = 0; i < s.cfg.n_project_retention; i++) {
-		const char *p = s.cfg.project_retention[i].project;
-		if (store_set_retention(s.store, slice_cstr(p), config_retention_days(&s.cfg, p), &err) < 0) {
+	s.api.limiter = ratelimit_new(s.cfg.limits.samples_per_second);
+	/* 0: the caller of listeners without auth is not limited */
+	if (s.cfg.limits.default_samples_per_second > 0)
+		s.api.default_limiter = ratelimit_new(s.cfg.limits.default_samples_per_second);
+	for (uint32_t i = 0; i < s.cfg.retention.n_projects; i++) {
+		const char *p = s.cfg.retention.projects[i].project;
+		if (store_set_retention(s.store, slice_cstr(p), store_retention_days(&s.cfg.retention, p),
+		                        &err) < 0) {
 			log_error("bad retention setting", "project=%s error=\"%s\"", p, err.msg);
 			goto out;
 		}
@@ -360,9 +363,11 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	/* S1: only the roles all and sensor ever scrape. */
 	if (!strcmp(s.cfg.role, "all") || !strcmp(s.cfg.role, "sensor"))
-		s.scraper = s.api.scraper = scraper_from_config(&s.cfg, s.loop, s.pool, s.store, s.api.usage);
+		s.scraper = s.api.scraper = scraper_from_config(&s.cfg.scrape, s.cfg.limits.max_rows, s.loop,
+		                                                s.pool, s.store, s.api.usage);
 	if (s.scraper && s.cfg.kubernetes.node && *s.cfg.kubernetes.node) {
-		s.discovery = discovery_start(&s.cfg, s.cfg.kubernetes.node, s.loop, s.scraper);
+		s.discovery = discovery_start(&s.cfg.scrape, &s.cfg.kubernetes, s.cfg.kubernetes.node, s.loop,
+		                              s.scraper);
 		s.api.k8s = discovery_watcher(s.discovery);
 	} else if (s.scraper) {
 		log_info("pod discovery is off", "reason=\"no node name: set --node, kubernetes.node or NODE_NAME\"");

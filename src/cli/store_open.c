@@ -6,11 +6,10 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/config.h"
+#include "base/limits.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "store/store.h"
-
-#define SECRET_MAX 1023 /* bytes of a password file, trailing newline excluded */
 
 /* The contents of a secret file without its trailing newline; NULL + err
  * (a longer file or a NUL byte would otherwise send a cut password). */
@@ -21,14 +20,14 @@ static char *read_secret(const char *path, kn_err *err)
 		err_set(err, 400, "store.passwordFile %s: %s", path, strerror(errno));
 		return NULL;
 	}
-	char buf[SECRET_MAX + 3]; /* room for "\r\n" and one byte to spot a longer file */
+	char buf[LIMIT_SECRET_BYTES + 3]; /* room for "\r\n" and one byte to spot a longer file */
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = 0;
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = 0;
-	if (n > SECRET_MAX) {
-		err_set(err, 400, "store.passwordFile %s: longer than %d bytes", path, SECRET_MAX);
+	if (n > LIMIT_SECRET_BYTES) {
+		err_set(err, 400, "store.passwordFile %s: longer than %d bytes", path, LIMIT_SECRET_BYTES);
 		return NULL;
 	}
 	if (memchr(buf, 0, n)) {
@@ -41,7 +40,7 @@ static char *read_secret(const char *path, kn_err *err)
 store_t *cli_store_open(const kiln_config *cfg, int keys_usage_only, kn_err *err)
 {
 	store_config sc = {.dir = cfg->data_dir,
-	                   .retention_days = config_retention_days(cfg, ""),
+	                   .retention_days = store_retention_days(&cfg->retention, ""),
 	                   .keys_usage_only = keys_usage_only};
 	char *password = NULL;
 	if (!strcmp(cfg->store.engine, "clickhouse")) {

@@ -18,7 +18,6 @@
 #include "store/store.h"
 
 #define KEY_HASH_LEN 32
-#define KEY_PRESENTED_MAX 256 /* longer "keys" are refused before hashing */
 
 typedef struct {
 	uint8_t hash[KEY_HASH_LEN];
@@ -45,7 +44,7 @@ struct keys {
 
 int keys_name_valid(slice_t s)
 {
-	if (s.n < 1 || s.n > KEY_NAME_MAX)
+	if (s.n < 1 || s.n > LIMIT_NAME_BYTES)
 		return 0;
 	for (size_t i = 0; i < s.n; i++) {
 		uint8_t c = s.p[i];
@@ -125,8 +124,8 @@ static void snap_insert(keys_snap *s, const uint8_t hash[KEY_HASH_LEN], const ke
 static void copy_text(char *dst, const unsigned char *src, int n)
 {
 	size_t len = src && n > 0 ? (size_t)n : 0;
-	if (len > KEY_NAME_MAX)
-		len = KEY_NAME_MAX;
+	if (len > LIMIT_NAME_BYTES)
+		len = LIMIT_NAME_BYTES;
 	if (len)
 		memcpy(dst, src, len);
 	dst[len] = 0;
@@ -147,8 +146,8 @@ static void collect_key(const store_key_row *r, void *ctx)
 		if (slice_eq_cstr(r->scope, keys_scope_name(sc)))
 			info.scope = sc;
 	/* Stored rows are treated as hostile: wrong hash length or scope, long names are skipped. */
-	if (r->revoked_ns || r->hash.n != KEY_HASH_LEN || !info.scope || r->name.n > KEY_NAME_MAX ||
-	    r->project.n > KEY_NAME_MAX)
+	if (r->revoked_ns || r->hash.n != KEY_HASH_LEN || !info.scope || r->name.n > LIMIT_NAME_BYTES ||
+	    r->project.n > LIMIT_NAME_BYTES)
 		return;
 	copy_text(info.name, r->name.p, (int)r->name.n);
 	copy_text(info.project, r->project.p, (int)r->project.n);
@@ -257,7 +256,7 @@ static int sha256(const EVP_MD *md, slice_t s, uint8_t out[KEY_HASH_LEN])
 int keys_lookup(keys_t *k, slice_t presented, key_info *out)
 {
 	uint8_t h[KEY_HASH_LEN];
-	if (presented.n == 0 || presented.n > KEY_PRESENTED_MAX || sha256(k->_sha256, presented, h) < 0)
+	if (presented.n == 0 || presented.n > LIMIT_KEY_BYTES || sha256(k->_sha256, presented, h) < 0)
 		return 0;
 	int found = 0;
 	pthread_rwlock_rdlock(&k->_snap_lock);
@@ -367,8 +366,8 @@ typedef struct {
 static void list_key(const store_key_row *r, void *ctx)
 {
 	list_ctx *l = ctx;
-	char name[KEY_NAME_MAX + 1], project[KEY_NAME_MAX + 1], scope[KEY_NAME_MAX + 1];
-	if (r->name.n > KEY_NAME_MAX || r->project.n > KEY_NAME_MAX || r->scope.n > KEY_NAME_MAX)
+	char name[LIMIT_NAME_BYTES + 1], project[LIMIT_NAME_BYTES + 1], scope[LIMIT_NAME_BYTES + 1];
+	if (r->name.n > LIMIT_NAME_BYTES || r->project.n > LIMIT_NAME_BYTES || r->scope.n > LIMIT_NAME_BYTES)
 		return;
 	copy_text(name, r->name.p, (int)r->name.n);
 	copy_text(project, r->project.p, (int)r->project.n);

@@ -10,16 +10,16 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 #include "base/slice.h"
 
 enum { KEY_SCOPE_INGEST = 1, KEY_SCOPE_QUERY = 2, KEY_SCOPE_BOTH = 3 };
 
-#define KEY_NAME_MAX 64 /* project and key names: [A-Za-z0-9_.-]{1,64} */
 #define KEY_TEXT_MAX 64 /* "kiln_" + 43 base64url characters (256 random bits), plus NUL */
 
 typedef struct {
-	char project[KEY_NAME_MAX + 1];
-	char name[KEY_NAME_MAX + 1];
+	char project[LIMIT_NAME_BYTES + 1];
+	char name[LIMIT_NAME_BYTES + 1];
 	int scope; /* KEY_SCOPE_* */
 } key_info;
 

@@ -24,8 +24,8 @@
 /* Who sent a push: its project and key name (S1). anonymous: the caller of a
  * listener without auth, or the scraper (default/default). */
 typedef struct {
-	char project[KEY_NAME_MAX + 1];
-	char key[KEY_NAME_MAX + 1];
+	char project[LIMIT_NAME_BYTES + 1];
+	char key[LIMIT_NAME_BYTES + 1];
 	int anonymous;
 } ingest_caller;
 

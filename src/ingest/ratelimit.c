@@ -54,7 +54,7 @@ ratelimit_t *ratelimit_new_bounded(double samples_per_sec, size_t max_buckets)
 
 ratelimit_t *ratelimit_new(double samples_per_sec)
 {
-	return ratelimit_new_bounded(samples_per_sec, RATELIMIT_MAX_BUCKETS);
+	return ratelimit_new_bounded(samples_per_sec, LIMIT_RATE_BUCKETS);
 }
 
 void ratelimit_free(ratelimit_t *r)

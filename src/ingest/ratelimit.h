@@ -7,17 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/limits.h"
 #include "base/slice.h"
 
-#define RATELIMIT_DEFAULT_RATE  20000.0 /* samples per second per key */
-#define RATELIMIT_MAX_BUCKETS   100000u /* keys tracked at once (memory bound) */
 #define RATELIMIT_IDLE_NS       (60LL * 1000000000LL) /* a bucket idle this long is full again: evictable */
 
 typedef struct ratelimit ratelimit_t;
 
 /* A limiter of samples_per_sec per key (<= 0: unlimited, every take admits)
  * with capacity (burst) = one second of rate, tracking at most
- * RATELIMIT_MAX_BUCKETS keys. */
+ * LIMIT_RATE_BUCKETS keys. */
 ratelimit_t *ratelimit_new(double samples_per_sec);
 /* The same with another bound on tracked keys (tests, small deployments). */
 ratelimit_t *ratelimit_new_bounded(double samples_per_sec, size_t max_buckets);

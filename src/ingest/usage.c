@@ -13,7 +13,6 @@
 #include "ingest/usage.h"
 #include "store/store.h"
 
-#define USAGE_NAME_MAX 128 /* longer project or key names are truncated (keys allow 64) */
 
 typedef struct {
 	int64_t day;
@@ -64,10 +63,10 @@ static int entry_is(const usage_entry *e, int64_t day, slice_t project, slice_t 
  * map already holds max entries (then NULL). */
 static usage_entry *map_get(usage_map *m, int64_t day, slice_t project, slice_t key, size_t max)
 {
-	if (project.n > USAGE_NAME_MAX)
-		project.n = USAGE_NAME_MAX;
-	if (key.n > USAGE_NAME_MAX)
-		key.n = USAGE_NAME_MAX;
+	if (project.n > LIMIT_USAGE_NAME_BYTES)
+		project.n = LIMIT_USAGE_NAME_BYTES;
+	if (key.n > LIMIT_USAGE_NAME_BYTES)
+		key.n = LIMIT_USAGE_NAME_BYTES;
 	uint64_t h = hash_pair(hash_pair(hash_slice(project, 1), hash_slice(key, 2)), (uint64_t)day);
 	for (;; h = hash_pair(h, 3)) {
 		uint32_t at;
@@ -144,7 +143,7 @@ void usage_add(usage_t *u, slice_t project, slice_t key, int64_t t_ns, uint64_t 
 	/* Pending holds at most one second of distinct (day, project, key): unbounded
 	 * only by the number of keys, which the key store bounds. */
 	entry_add(map_get(&u->_pending, day, project, key, SIZE_MAX), counts);
-	usage_entry *total = map_get(&u->_totals, 0, project, key, USAGE_MAX_TOTALS);
+	usage_entry *total = map_get(&u->_totals, 0, project, key, LIMIT_USAGE_TOTALS);
 	if (total)
 		entry_add(total, counts);
 	pthread_mutex_unlock(&u->_mu);

@@ -10,6 +10,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/limits.h"
 #include "base/slice.h"
 
 /* Counters, in this order everywhere (counts[USAGE_*]). */
@@ -67,9 +68,8 @@ int usage_query(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns, 
 
 /* Totals counted since usage_open, per (project, key), for /metrics. cb runs
  * under the usage mutex: it must not call back into u. At most
- * USAGE_MAX_TOTALS pairs are tracked; later new pairs are not in the totals
+ * LIMIT_USAGE_TOTALS pairs are tracked; later new pairs are not in the totals
  * (their daily rows still are). */
-#define USAGE_MAX_TOTALS 100000u
 void usage_totals(usage_t *u, void (*cb)(slice_t project, slice_t key, const uint64_t counts[USAGE_COUNTERS], void *ctx),
                   void *ctx);
 

@@ -24,8 +24,6 @@
 #define IN_HIGH (256u << 10)      /* libevent reads no further ahead than this */
 #define STREAM_WINDOW (16u << 20) /* SETTINGS_INITIAL_WINDOW_SIZE */
 #define CONN_WINDOW (32u << 20)   /* connection-level receive window */
-#define MAX_HEADERS 256u          /* header fields in one request */
-#define LINGER_MS 2000            /* how long a closing connection drains what the client still sends */
 
 struct h2_server {
 	struct event_base *base;
@@ -202,7 +200,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 		return 0; /* request trailers, or a stream already answered: ignored */
 	h2_req *r = st->req;
 	uint32_t k = r->n_hdrs;
-	if (k >= MAX_HEADERS || buf_reserve(&r->_hdr, namelen + valuelen) < 0) {
+	if (k >= LIMIT_HEADER_FIELDS || buf_reserve(&r->_hdr, namelen + valuelen) < 0) {
 		stream_reset(st, NGHTTP2_REFUSED_STREAM); /* headers over LIMIT_HEADER_BYTES */
 		return 0;
 	}
@@ -434,7 +432,7 @@ void h2_respond(h2_req *r, int status, const h2_header *hdrs, size_t n_hdrs, con
 /* ---- the connection ---- */
 
 /* A closing connection: shut the write side and discard input until the
- * client closes or LINGER_MS pass (so the client reads our last frames
+ * client closes or LIMIT_LINGER_MS pass (so the client reads our last frames
  * rather than a reset). */
 static void start_linger(struct h2_conn *c)
 {
@@ -445,7 +443,8 @@ static void start_linger(struct h2_conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	bufferevent_enable(c->bev, EV_READ);
-	timer_arm(c, c->srv->o.idle_timeout_ms < LINGER_MS ? c->srv->o.idle_timeout_ms : LINGER_MS);
+	timer_arm(c,
+	          c->srv->o.idle_timeout_ms < LIMIT_LINGER_MS ? c->srv->o.idle_timeout_ms : LIMIT_LINGER_MS);
 }
 
 /* Moves what nghttp2 has to send into the bufferevent, up to OUT_HIGH; closes
@@ -673,13 +672,13 @@ static h2_server *server_alloc(struct event_base *base, const h2_opts *o)
 	if (!s->o.max_conn_body)
 		s->o.max_conn_body = 2 * s->o.max_body;
 	if (s->o.idle_timeout_ms <= 0)
-		s->o.idle_timeout_ms = 60000;
+		s->o.idle_timeout_ms = LIMIT_IDLE_MS;
 	if (s->o.read_timeout_ms <= 0)
-		s->o.read_timeout_ms = 60000;
+		s->o.read_timeout_ms = LIMIT_BODY_PAUSE_MS;
 	if (s->o.write_timeout_ms <= 0)
-		s->o.write_timeout_ms = 30000;
+		s->o.write_timeout_ms = LIMIT_WRITE_PAUSE_MS;
 	if (!s->o.max_streams)
-		s->o.max_streams = 256;
+		s->o.max_streams = LIMIT_H2_STREAMS;
 	return s;
 }
 

@@ -71,14 +71,14 @@ typedef struct {
 	 * read and those handlers own); 0 = 2 * max_body. A stream whose data
 	 * would pass it is reset with REFUSED_STREAM (clients may retry it). */
 	size_t max_conn_body;
-	/* 0 = default. idle: no stream in flight and nothing received (60 s; the
+	/* 0 = default (LIMIT_*_MS). idle: no stream in flight and nothing received (60 s; the
 	 * connection then gets GOAWAY and is closed). read: a request being read
 	 * and no byte received (60 s; the connection is closed). write: longest
 	 * pause in sending while the client does not read (30 s; dropped after
 	 * one to two such pauses). */
 	int idle_timeout_ms, read_timeout_ms, write_timeout_ms;
-	uint32_t max_conns;   /* 0 = 4096; connections accepted past it are closed at once */
-	uint32_t max_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 256 */
+	uint32_t max_conns;   /* 0 = LIMIT_CONNECTIONS; connections accepted past it are closed at once */
+	uint32_t max_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = LIMIT_H2_STREAMS (256) */
 	/* Optional: TLS. Each connection gets SSL_new(ssl_ctx); the context must
 	 * select ALPN "h2" (tls_ctx_new(..., TLS_ALPN_H2, ...) does). Borrowed:
 	 * keep it alive longer than the server. NULL = cleartext h2c with prior

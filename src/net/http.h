@@ -49,13 +49,13 @@ typedef struct {
 	const char *name; /* listener name for logs ("upload", "ui"); copied */
 	size_t max_body;  /* 0 = LIMIT_BODY_BYTES */
 	net_budget *budget; /* bodies of all servers together (budget.h); NULL = none */
-	/* 0 = default. header: from the first byte of a request (or from accept) to
+	/* 0 = default (LIMIT_*_MS). header: from the first byte of a request (or from accept) to
 	 * the end of its headers (10 s); body: longest pause between body bytes
 	 * (60 s); idle: keep-alive wait for the next request (60 s); write: longest
 	 * pause in sending a response while the client does not read (30 s; the
 	 * connection is dropped after one to two such pauses). */
 	int header_timeout_ms, body_timeout_ms, idle_timeout_ms, write_timeout_ms;
-	uint32_t max_conns; /* 0 = 4096; connections accepted past it are closed at once */
+	uint32_t max_conns; /* 0 = LIMIT_CONNECTIONS; connections accepted past it are closed at once */
 	/* Optional: TLS (tls_ctx_new(..., TLS_ALPN_HTTP1, ...)). Each connection
 	 * gets SSL_new(ssl_ctx); the handshake counts against header_timeout_ms,
 	 * and a failed one (a plain-HTTP client, say) closes the connection,

@@ -21,8 +21,6 @@
 #include "net/listen.h"
 #include "net/tls.h"
 
-#define LINGER_MS 2000 /* how long a closing connection drains what the client still sends */
-
 enum conn_state {
 	ST_HEAD,     /* reading a request line and headers */
 	ST_BODY,     /* reading a body */
@@ -518,7 +516,7 @@ static void start_linger(struct http_conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	bufferevent_enable(c->bev, EV_READ);
-	int ms = c->srv->o.idle_timeout_ms < LINGER_MS ? c->srv->o.idle_timeout_ms : LINGER_MS;
+	int ms = c->srv->o.idle_timeout_ms < LIMIT_LINGER_MS ? c->srv->o.idle_timeout_ms : LIMIT_LINGER_MS;
 	timer_set(c, T_LINGER, ms);
 }
 
@@ -680,13 +678,13 @@ http_server *http_server_new(struct event_base *base, const char *addr, const ht
 	if (!s->o.max_body)
 		s->o.max_body = LIMIT_BODY_BYTES;
 	if (s->o.header_timeout_ms <= 0)
-		s->o.header_timeout_ms = 10000;
+		s->o.header_timeout_ms = LIMIT_HEADER_MS;
 	if (s->o.body_timeout_ms <= 0)
-		s->o.body_timeout_ms = 60000;
+		s->o.body_timeout_ms = LIMIT_BODY_PAUSE_MS;
 	if (s->o.idle_timeout_ms <= 0)
-		s->o.idle_timeout_ms = 60000;
+		s->o.idle_timeout_ms = LIMIT_IDLE_MS;
 	if (s->o.write_timeout_ms <= 0)
-		s->o.write_timeout_ms = 30000;
+		s->o.write_timeout_ms = LIMIT_WRITE_PAUSE_MS;
 	listener_opts lo = {.kind = "http",
 	                    .name = o->name,
 	                    .max_conns = o->max_conns,

@@ -161,7 +161,8 @@ int h1_parse_head(uint8_t *p, size_t n, h1_head *h, int *status, const char **ms
 		return fail(status, msg, 400, "bare CR in the request line");
 	if (parse_request_line(l, h, status, msg) < 0)
 		return -1;
-	if (lines > H1_MAX_HEADERS + 2)
+	_Static_assert(LIMIT_HEADER_FIELDS == 256, "the 431 message below names the limit");
+	if (lines > LIMIT_HEADER_FIELDS + 2)
 		return fail(status, msg, 431, "too many header fields (the limit is 256)");
 	size_t cap = lines ? lines : 1;
 	h->names = xmalloc(2 * cap * sizeof(slice_t));
@@ -337,7 +338,7 @@ int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size
 				c->st = CH_DATA_CR;
 			continue;
 		}
-		if (c->st <= CH_EXT && ++c->line > H1_MAX_CHUNK_LINE)
+		if (c->st <= CH_EXT && ++c->line > LIMIT_CHUNK_LINE_BYTES)
 			return chunk_bad(i, used, msg, "chunk size line too long");
 		switch (c->st) {
 		case CH_SIZE0:

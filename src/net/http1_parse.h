@@ -8,10 +8,8 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/limits.h"
 #include "base/slice.h"
-
-#define H1_MAX_HEADERS 256u    /* header fields in one request (431 beyond) */
-#define H1_MAX_CHUNK_LINE 1024 /* chunk-size line with its extensions (400 beyond) */
 
 /* Finding the end of a head: state carried across calls as bytes arrive. */
 typedef struct {

@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "base/alloc.h"
+#include "base/limits.h"
 #include "base/log.h"
 
 static void format_peer(const struct sockaddr *sa, char *out, size_t cap)
@@ -207,7 +208,7 @@ int listener_open(kn_listener *l, struct event_base *base, const char *addr, con
 	l->o = *o;
 	l->o.name = xstrdup(o->name ? o->name : o->kind);
 	if (!l->o.max_conns)
-		l->o.max_conns = 4096;
+		l->o.max_conns = LIMIT_CONNECTIONS;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)

@@ -24,8 +24,8 @@ typedef void (*listener_conn_fn)(void *ctx, struct bufferevent *bev, const char 
 typedef struct {
 	const char *kind;           /* "http", "h2": first word of log messages (static) */
 	const char *name;           /* listener name for logs; copied; NULL = kind */
-	uint32_t max_conns;         /* 0 = 4096; at the cap, evict (if set) makes room, else the new
-	                               connection is closed at once */
+	uint32_t max_conns;         /* 0 = LIMIT_CONNECTIONS; at the cap, evict (if set) makes room,
+	                               else the new connection is closed at once */
 	struct ssl_ctx_st *ssl_ctx; /* borrowed; NULL = plain TCP. Each connection gets SSL_new(ssl_ctx) */
 	listener_conn_fn on_conn;   /* required */
 	/* Called at the cap: closes the server's least valuable connection (one

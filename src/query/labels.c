@@ -11,8 +11,6 @@
 #include "base/u64map.h"
 #include "query/query_int.h"
 
-#define LABELS_MAX_VALUES 1000 /* values per name (the first met, sorted); more: "truncated":true */
-
 typedef struct {
 	slice_t *values;
 	size_t cap;
@@ -49,7 +47,7 @@ static void label_add(label_set *ls, const model_label *l, int attribute)
 	label_values *lv = &ls->vals[k];
 	lv->attribute |= attribute;
 	/* One value past the limit is kept to tell that the list is incomplete. */
-	if (lv->n > LABELS_MAX_VALUES)
+	if (lv->n > LIMIT_LABEL_VALUES)
 		return;
 	query_intern(&lv->ix, &lv->values, &lv->cap, &lv->n, l->value, NULL);
 }
@@ -125,7 +123,7 @@ static int write_labels(buf_t *json, label_set *ls)
 	for (uint32_t i = 0; i < ls->n && rc == 0; i++) {
 		label_values *lv = order[i].v;
 		qsort(lv->values, lv->n, sizeof *lv->values, slice_sort_cmp);
-		uint32_t shown = lv->n > LABELS_MAX_VALUES ? LABELS_MAX_VALUES : lv->n;
+		uint32_t shown = lv->n > LIMIT_LABEL_VALUES ? LIMIT_LABEL_VALUES : lv->n;
 		rc |= buf_puts(json, i ? ",{\"name\":" : "{\"name\":");
 		rc |= buf_json_str(json, order[i].name);
 		rc |= buf_puts(json, lv->attribute ? ",\"source\":\"sample\"" : ",\"source\":\"series\"");

@@ -298,9 +298,9 @@ static int check_id(slice_t id, const char *name, int required, int otlp_digits,
 {
 	if (required && id.n == 0)
 		return err_set(err, 400, "%s is required", name);
-	if (id.n > STORE_SPAN_ID_MAX)
+	if (id.n > LIMIT_SPAN_ID_BYTES)
 		return err_set(err, 400, "%s must be at most %d bytes (an OTLP %s is %d hex digits), got %zu",
-		               name, STORE_SPAN_ID_MAX, name, otlp_digits, id.n);
+		               name, LIMIT_SPAN_ID_BYTES, name, otlp_digits, id.n);
 	for (size_t i = 0; i < id.n; i++)
 		if (id.p[i] < 0x20 || id.p[i] == 0x7f)
 			return err_set(err, 400, "%s must not contain control characters", name);

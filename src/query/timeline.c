@@ -9,8 +9,6 @@
 #include "base/timeutil.h"
 #include "query/query_int.h"
 
-#define TIMELINE_MAX_POINTS 10000
-
 /* A snapshot chunk; window chunks go straight into their bucket. */
 typedef struct {
 	uint64_t series;
@@ -136,10 +134,10 @@ int query_timeline(store_t *s, const query_params *q, int64_t step_s, buf_t *jso
 	tl.step_s = step_s ? step_s : auto_step(until_s - from_s);
 	tl.start_s = floor_div(from_s, tl.step_s) * tl.step_s;
 	int64_t n = (until_s - tl.start_s + tl.step_s - 1) / tl.step_s;
-	if (n > TIMELINE_MAX_POINTS)
+	if (n > LIMIT_TIMELINE_POINTS)
 		return err_set(err, 400,
 		               "step %llds gives %lld points; at most %d are allowed: use a larger step",
-		               (long long)tl.step_s, (long long)n, TIMELINE_MAX_POINTS);
+		               (long long)tl.step_s, (long long)n, LIMIT_TIMELINE_POINTS);
 	tl.n_points = (uint32_t)n;
 	tl.sum = xcalloc((size_t)n + 1, sizeof *tl.sum);
 	tl.avg = xcalloc((size_t)n + 1, sizeof *tl.avg);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KEY_MAX (ANNOT_PREFIX_MAX + 32) /* "PREFIX/goroutine.sample_types" */
+#define KEY_MAX (LIMIT_ANNOTATION_PREFIX_BYTES + 32) /* "PREFIX/goroutine.sample_types" */
 #define IP_TEXT_MAX 46                  /* INET6_ADDRSTRLEN */
 
 /* The pod fields every target of it shares. */
@@ -62,7 +62,7 @@ static int dns_name(const char *p, size_t max)
 
 int annot_prefix_valid(const char *p)
 {
-	return dns_name(p, ANNOT_PREFIX_MAX);
+	return dns_name(p, LIMIT_ANNOTATION_PREFIX_BYTES);
 }
 
 const char *annot_skip_reason_name(int reason)
@@ -145,23 +145,23 @@ static const json_t *controller_owner(const json_t *md)
 	return first;
 }
 
-void annot_pod_workload(const json_t *pod, char out[SCRAPE_NAME_MAX], const char **kind)
+void annot_pod_workload(const json_t *pod, char out[LIMIT_SCRAPE_NAME_BYTES], const char **kind)
 {
 	const json_t *md = json_object_get(pod, "metadata");
 	const char *name = jstr(md, "name"), *k = "Pod";
 	out[0] = '\0';
-	if (name && dns_name(name, SCRAPE_NAME_MAX - 1))
-		copy_str(out, SCRAPE_NAME_MAX, name);
+	if (name && dns_name(name, LIMIT_SCRAPE_NAME_BYTES - 1))
+		copy_str(out, LIMIT_SCRAPE_NAME_BYTES, name);
 	const json_t *owner = controller_owner(md);
 	const char *okind = jstr(owner, "kind"), *oname = jstr(owner, "name");
-	if (!okind || !oname || !dns_name(oname, SCRAPE_NAME_MAX - 1))
+	if (!okind || !oname || !dns_name(oname, LIMIT_SCRAPE_NAME_BYTES - 1))
 		goto done;
 	size_t dash = last_dash(oname);
 	if (strcmp(okind, "ReplicaSet") == 0) {
 		const char *hash = jstr(json_object_get(md, "labels"), "pod-template-hash");
 		size_t n = strlen(oname), hn = hash ? strlen(hash) : 0;
 		k = "ReplicaSet";
-		copy_str(out, SCRAPE_NAME_MAX, oname);
+		copy_str(out, LIMIT_SCRAPE_NAME_BYTES, oname);
 		if (hn && n > hn + 1 && oname[n - hn - 1] == '-' && strcmp(oname + n - hn, hash) == 0)
 			dash = n - hn - 1;
 		else if (!dash || !hash_segment(oname + dash + 1))
@@ -170,14 +170,14 @@ void annot_pod_workload(const json_t *pod, char out[SCRAPE_NAME_MAX], const char
 		out[dash] = '\0';
 	} else if (strcmp(okind, "Job") == 0) {
 		k = "Job";
-		copy_str(out, SCRAPE_NAME_MAX, oname);
+		copy_str(out, LIMIT_SCRAPE_NAME_BYTES, oname);
 		if (dash && digits(oname + dash + 1, 8)) {
 			k = "CronJob";
 			out[dash] = '\0';
 		}
 	} else if (strcmp(okind, "StatefulSet") == 0 || strcmp(okind, "DaemonSet") == 0) {
 		k = okind[0] == 'S' ? "StatefulSet" : "DaemonSet";
-		copy_str(out, SCRAPE_NAME_MAX, oname);
+		copy_str(out, LIMIT_SCRAPE_NAME_BYTES, oname);
 	}
 done:
 	if (kind)
@@ -214,7 +214,7 @@ static const json_t *container_next(container_iter *it)
 		const json_t *c = json_array_get(a, it->i++);
 		if (it->list == 1 && !str_eq(jstr(c, "restartPolicy"), "Always"))
 			continue;
-		if (dns_name(jstr(c, "name"), SCRAPE_NAME_MAX - 1))
+		if (dns_name(jstr(c, "name"), LIMIT_SCRAPE_NAME_BYTES - 1))
 			return c;
 	}
 	return NULL;
@@ -504,17 +504,17 @@ static int type_target(const pod_view *v, const annot_settings *s, const char *p
 	                 v->ipv6 ? "]" : "", port, path, window);
 	if (n < 0 || (size_t)n >= sizeof t->url)
 		return skip(v, type, ANNOT_INVALID_TARGET, sk, "%s/%s: the URL is longer than %d bytes",
-		            prefix, tn, SCRAPE_URL_MAX - 1);
+		            prefix, tn, LIMIT_SCRAPE_URL_BYTES - 1);
 
 	const char *st = annotation(v, prefix, tn, "sample_types");
 	if (st && normalize_sample_types(st, t->sample_types, sizeof t->sample_types) < 0)
 		return skip(v, type, ANNOT_INVALID_TARGET, sk,
 		            "%s/%s.sample_types has control characters or is longer than %d bytes", prefix,
-		            tn, SCRAPE_SAMPLE_TYPES_MAX - 1);
+		            tn, LIMIT_SCRAPE_SAMPLE_TYPES_BYTES - 1);
 	if (!service)
 		return skip(v, type, ANNOT_INVALID_TARGET, sk,
 		            "service_name has control characters or is longer than %d bytes",
-		            SCRAPE_NAME_MAX - 1);
+		            LIMIT_SCRAPE_NAME_BYTES - 1);
 
 	t->type = type;
 	t->https = scheme[4] == 's';
@@ -543,7 +543,7 @@ static const char *service_name(const pod_view *v, const annot_settings *s)
 		    prefix && annot_prefix_valid(prefix) ? annotation(v, prefix, NULL, "service_name") : NULL;
 		if (!name || !*name)
 			continue;
-		return strlen(name) < SCRAPE_NAME_MAX && printable(name) ? name : NULL;
+		return strlen(name) < LIMIT_SCRAPE_NAME_BYTES && printable(name) ? name : NULL;
 	}
 	return "";
 }
@@ -568,12 +568,12 @@ int annot_pod_targets(const json_t *pod, const annot_settings *s, scrape_target 
 	pod_view v = {.pod = pod, .annotations = json_object_get(md, "annotations")};
 	v.ns = jstr(md, "namespace");
 	v.name = jstr(md, "name");
-	if (!json_is_object(pod) || !dns_name(v.ns, SCRAPE_NAME_MAX - 1) ||
-	    !dns_name(v.name, SCRAPE_NAME_MAX - 1))
+	if (!json_is_object(pod) || !dns_name(v.ns, LIMIT_SCRAPE_NAME_BYTES - 1) ||
+	    !dns_name(v.name, LIMIT_SCRAPE_NAME_BYTES - 1))
 		return err_set(
 		    err, 400,
 		    "not a Pod: metadata.name and metadata.namespace must be DNS names of at most %d bytes",
-		    SCRAPE_NAME_MAX - 1);
+		    LIMIT_SCRAPE_NAME_BYTES - 1);
 	v.ip = jstr(status, "podIP");
 	if (!str_eq(jstr(status, "phase"), "Running") || !v.ip || strlen(v.ip) >= IP_TEXT_MAX)
 		return 0;

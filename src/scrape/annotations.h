@@ -9,10 +9,10 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 #include "scrape/target.h"
 
 #define ANNOT_PREFIX "profiles.kiln.dev" /* always read, before the extra prefixes */
-#define ANNOT_PREFIX_MAX 253             /* a DNS subdomain */
 
 typedef struct {
 	const char *const
@@ -27,8 +27,8 @@ enum annot_skip_reason { ANNOT_NO_PORT, ANNOT_INVALID_PORT, ANNOT_INVALID_TARGET
 typedef struct {
 	int reason; /* enum annot_skip_reason */
 	int type;   /* enum scrape_type */
-	char namespace_[SCRAPE_NAME_MAX];
-	char pod[SCRAPE_NAME_MAX];
+	char namespace_[LIMIT_SCRAPE_NAME_BYTES];
+	char pod[LIMIT_SCRAPE_NAME_BYTES];
 	char detail[160]; /* for people: which annotation and what is wrong (no query values) */
 } annot_skip;
 
@@ -48,7 +48,7 @@ int annot_prefix_valid(const char *p);
  * type is read from that prefix only. A pod not Running, or whose podIP is
  * not an IPv4/IPv6 address, gives neither (returns 0).
  * Returns -1 with err (400) only when pod is not a Pod object with a valid
- * metadata.name and metadata.namespace (DNS names, < SCRAPE_NAME_MAX). */
+ * metadata.name and metadata.namespace (DNS names, < LIMIT_SCRAPE_NAME_BYTES). */
 int annot_pod_targets(const json_t *pod, const annot_settings *s, scrape_target *out, size_t *n,
                       annot_skip *skips, size_t *n_skips, kn_err *err);
 
@@ -64,6 +64,6 @@ int annot_pod_targets(const json_t *pod, const annot_settings *s, scrape_target 
  *   put in their Job names) is the CronJob, any other Job is the Job;
  * - StatefulSet, DaemonSet: their name;
  * - none, another kind, or an unusable name: the pod name. */
-void annot_pod_workload(const json_t *pod, char out[SCRAPE_NAME_MAX], const char **kind);
+void annot_pod_workload(const json_t *pod, char out[LIMIT_SCRAPE_NAME_BYTES], const char **kind);
 
 #endif

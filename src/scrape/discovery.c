@@ -1,6 +1,6 @@
 /* Pod watch → annotation targets + static targets → scraper_set_targets. The
  * live pods are kept as their JSON objects (a jansson object keyed by
- * "namespace/name", at most K8S_PODS_MAX); every change schedules one rebuild
+ * "namespace/name", at most LIMIT_K8S_PODS); every change schedules one rebuild
  * of the whole set DISCOVERY_DEBOUNCE_MS later. Loop thread only. */
 #include "scrape/discovery.h"
 
@@ -24,7 +24,7 @@ struct discovery {
 	scrape_skips static_skips;
 	int64_t
 	    interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
-	int full_logged; /* the K8S_PODS_MAX warning was logged */
+	int full_logged; /* the LIMIT_K8S_PODS warning was logged */
 };
 
 static void pod_key(const char *ns, const char *name, char *out, size_t n)
@@ -48,12 +48,12 @@ static void on_upsert(void *ctx, const json_t *pod)
 	const char *name = json_string_value(json_object_get(meta, "name"));
 	if (!ns || !name)
 		return;
-	char key[2 * SCRAPE_NAME_MAX + 2];
+	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 2];
 	pod_key(ns, name, key, sizeof key);
-	if (!json_object_get(d->pods, key) && json_object_size(d->pods) >= K8S_PODS_MAX) {
+	if (!json_object_get(d->pods, key) && json_object_size(d->pods) >= LIMIT_K8S_PODS) {
 		if (!d->full_logged)
 			log_warn("too many pods on the node: the rest are not scraped", "max=%d",
-			         K8S_PODS_MAX);
+			         LIMIT_K8S_PODS);
 		d->full_logged = 1;
 		return;
 	}
@@ -64,7 +64,7 @@ static void on_upsert(void *ctx, const json_t *pod)
 static void on_delete(void *ctx, const char *ns, const char *name)
 {
 	discovery *d = ctx;
-	char key[2 * SCRAPE_NAME_MAX + 2];
+	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 2];
 	pod_key(ns, name, key, sizeof key);
 	if (json_object_del(d->pods, key) == 0)
 		schedule(d);
@@ -104,10 +104,11 @@ static void rebuild(evutil_socket_t fd, short what, void *arg)
 	free(t);
 }
 
-discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop, scraper *s)
+discovery *discovery_start(const scrape_options *c, const k8s_options *k, const char *node, kn_loop *loop,
+                           scraper *s)
 {
-	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
-		if (!annot_prefix_valid(c->scrape.prefixes[i])) {
+	for (uint32_t i = 0; i < c->n_prefixes; i++)
+		if (!annot_prefix_valid(c->prefixes[i])) {
 			log_error("profile scraping is disabled",
 			          "reason=\"extraAnnotationPrefixes[%u] is not a DNS subdomain\"", i);
 			return NULL;
@@ -115,15 +116,12 @@ discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop
 	discovery *d = xcalloc(1, sizeof *d);
 	d->scraper = s;
 	d->pods = xcheck(json_object());
-	d->settings = (annot_settings){(const char *const *)c->scrape.prefixes, c->scrape.n_prefixes,
-	                               c->scrape.default_port};
-	d->interval_ns = c->scrape.interval_ns;
-	d->n_statics = scrape_static_targets(&c->scrape, 0, &d->statics, &d->static_skips);
+	d->settings = (annot_settings){(const char *const *)c->prefixes, c->n_prefixes, c->default_port};
+	d->interval_ns = c->interval_ns;
+	d->n_statics = scrape_static_targets(c, 0, &d->statics, &d->static_skips);
 	d->rebuild = xcheck(evtimer_new(loop_base(loop), rebuild, d));
-	k8s_config kc = {.api_server = c->kubernetes.api_server,
-	                 .token_file = c->kubernetes.token_file,
-	                 .ca_file = c->kubernetes.ca_file,
-	                 .node = node};
+	k8s_config kc = {
+	    .api_server = k->api_server, .token_file = k->token_file, .ca_file = k->ca_file, .node = node};
 	static const k8s_callbacks cb = {on_upsert, on_delete, on_synced};
 	kn_err err;
 	d->watcher = k8s_watch_start(loop_base(loop), &kc, &cb, d, &err);
@@ -134,7 +132,7 @@ discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop
 		return NULL;
 	}
 	log_info("pod discovery started", "node=%s api_server=%s", node,
-	         c->kubernetes.api_server ? c->kubernetes.api_server : "in-cluster");
+	         k->api_server ? k->api_server : "in-cluster");
 	return d;
 }
 

@@ -5,9 +5,9 @@
 #ifndef KILN_SCRAPE_DISCOVERY_H
 #define KILN_SCRAPE_DISCOVERY_H
 
-#include "base/config.h"
 #include "net/loop.h"
 #include "scrape/k8s.h"
+#include "scrape/options.h"
 #include "scrape/scraper.h"
 
 #define DISCOVERY_DEBOUNCE_MS 100 /* changes within this time make one rebuild */
@@ -15,9 +15,11 @@
 typedef struct discovery discovery;
 
 /* Loop thread. Starts watching the pods of node (required) with the
- * kubernetes settings of c, feeding scraper s (not NULL). NULL (logged) when
- * an extraAnnotationPrefixes entry is invalid or the watch cannot start. */
-discovery *discovery_start(const kiln_config *c, const char *node, kn_loop *loop, scraper *s);
+ * kubernetes settings k, the scrape settings c (annotation prefixes, default
+ * port, interval, static targets), feeding scraper s (not NULL). NULL (logged)
+ * when an extraAnnotationPrefixes entry is invalid or the watch cannot start. */
+discovery *discovery_start(const scrape_options *c, const k8s_options *k, const char *node, kn_loop *loop,
+                           scraper *s);
 
 /* The watcher, for push attribution (k8s_pod_by_ip); NULL for NULL. */
 k8s_watcher *discovery_watcher(discovery *d);

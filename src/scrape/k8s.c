@@ -18,8 +18,6 @@
 
 #define DEFAULT_TOKEN_FILE "/var/run/secrets/kubernetes.io/serviceaccount/token"
 #define DEFAULT_CA_FILE "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-#define ERROR_BODY_MAX 4096 /* kept of a non-200 answer, for the log */
-#define RV_MAX 128
 
 enum req_kind { REQ_NONE, REQ_LIST, REQ_WATCH };
 
@@ -55,7 +53,7 @@ struct k8s_watcher {
 	int64_t started_ms;
 	int events; /* watch events handled by this request */
 
-	char rv[RV_MAX];     /* resourceVersion to watch from; "" = list first */
+	char rv[LIMIT_K8S_RV_BYTES]; /* resourceVersion to watch from; "" = list first */
 	char *list_continue; /* next page of the list in progress */
 	unsigned gen;        /* list generation, stamps the pod table */
 	int next_is_list;    /* what retry_timer starts */
@@ -86,12 +84,12 @@ static void read_token(k8s_watcher *w)
 		log_warn("k8s token unreadable", "file=\"%s\" error=\"%s\"", w->token_file, strerror(errno));
 		return;
 	}
-	char *p = xmalloc(K8S_TOKEN_MAX_BYTES + 1);
-	size_t n = fread(p, 1, K8S_TOKEN_MAX_BYTES + 1, f);
+	char *p = xmalloc(LIMIT_K8S_TOKEN_BYTES + 1);
+	size_t n = fread(p, 1, LIMIT_K8S_TOKEN_BYTES + 1, f);
 	fclose(f);
-	if (n > K8S_TOKEN_MAX_BYTES) {
+	if (n > LIMIT_K8S_TOKEN_BYTES) {
 		log_warn("k8s token too large", "file=\"%s\" max_bytes=%u", w->token_file,
-		         K8S_TOKEN_MAX_BYTES);
+		         LIMIT_K8S_TOKEN_BYTES);
 		free(p);
 		return;
 	}
@@ -222,7 +220,7 @@ static void apply_pod(k8s_watcher *w, const json_t *pod)
 	if (k8s_pods_put(&w->pods, pod, w->gen) < 0) {
 		log_warn("k8s pod ignored",
 		         "namespace=\"%s\" name=\"%s\" reason=\"no name, or more than %d pods\"",
-		         ns ? ns : "", name ? name : "", K8S_PODS_MAX);
+		         ns ? ns : "", name ? name : "", LIMIT_K8S_PODS);
 		return;
 	}
 	w->cb.pod_upsert(w->ctx, pod);
@@ -267,7 +265,7 @@ static void handle_event(k8s_watcher *w, const char *p, size_t n)
 	json_decref(ev);
 }
 
-/* Splits the stream into lines of at most K8S_EVENT_MAX_BYTES. 0 ends the stream. */
+/* Splits the stream into lines of at most LIMIT_K8S_EVENT_BYTES. 0 ends the stream. */
 static int feed_watch(k8s_watcher *w, const char *p, size_t n)
 {
 	while (n && w->abort == ABORT_NONE) {
@@ -275,7 +273,7 @@ static int feed_watch(k8s_watcher *w, const char *p, size_t n)
 		size_t take = nl ? (size_t)(nl - p) : n;
 		if (buf_append(&w->line, p, take) < 0) {
 			log_warn("k8s watch event too large", "max_bytes=%u resource_version=%s",
-			         K8S_EVENT_MAX_BYTES, w->rv);
+			         LIMIT_K8S_EVENT_BYTES, w->rv);
 			w->abort = ABORT_TOO_LONG;
 			break;
 		}
@@ -298,12 +296,12 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 	if (w->status == 200 && w->kind == REQ_WATCH)
 		return feed_watch(w, p, n) ? n : 0;
 	if (w->status != 200) { /* keep the start of an error answer for the log */
-		size_t room = ERROR_BODY_MAX - w->body.n;
+		size_t room = LIMIT_K8S_ERROR_BYTES - w->body.n;
 		buf_append(&w->body, p, n < room ? n : room);
 		return n;
 	}
 	if (buf_append(&w->body, p, n) < 0) {
-		log_warn("k8s pod list page too large", "max_bytes=%u", K8S_LIST_MAX_BYTES);
+		log_warn("k8s pod list page too large", "max_bytes=%u", LIMIT_K8S_LIST_BYTES);
 		w->abort = ABORT_TOO_LONG;
 		return 0;
 	}
@@ -331,7 +329,7 @@ static void start_request(k8s_watcher *w, enum req_kind kind)
 	url_escape(&url, "spec.nodeName=");
 	url_escape(&url, w->node);
 	if (kind == REQ_LIST) {
-		buf_printf(&url, "&limit=%d", K8S_LIST_PAGE);
+		buf_printf(&url, "&limit=%d", LIMIT_K8S_LIST_PAGE);
 		if (w->list_continue) {
 			buf_puts(&url, "&continue=");
 			url_escape(&url, w->list_continue);
@@ -562,8 +560,8 @@ static k8s_watcher *watcher_new(const k8s_config *c, const k8s_callbacks *cb, vo
 	w->watch_timeout_s = c->watch_timeout_s > 0 ? c->watch_timeout_s : 300;
 	w->backoff_ms = w->backoff_min_ms;
 	w->rng = ((uint64_t)(uintptr_t)w ^ (uint64_t)now_ms() * 0x9E3779B97F4A7C15ull) | 1;
-	buf_init(&w->body, K8S_LIST_MAX_BYTES);
-	buf_init(&w->line, K8S_EVENT_MAX_BYTES);
+	buf_init(&w->body, LIMIT_K8S_LIST_BYTES);
+	buf_init(&w->line, LIMIT_K8S_EVENT_BYTES);
 	k8s_pods_init(&w->pods);
 	return w;
 }

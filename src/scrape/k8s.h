@@ -7,15 +7,12 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 
 struct event_base;
 
-/* Bounds on what the API server can make the watcher hold. */
-#define K8S_EVENT_MAX_BYTES (4u << 20)  /* one watch event line; longer → error + reconnect */
-#define K8S_LIST_MAX_BYTES (64u << 20)  /* one list page (K8S_LIST_PAGE pods) */
-#define K8S_LIST_PAGE 100               /* pods per list page (`limit=`) */
-#define K8S_PODS_MAX 4096               /* pods kept for k8s_pod_by_ip; more are not looked up */
-#define K8S_TOKEN_MAX_BYTES (64u << 10) /* the service-account token file */
+/* Bounds on what the API server can make the watcher hold: LIMIT_K8S_* in
+ * base/limits.h. */
 
 typedef struct {
 	const char *

@@ -27,7 +27,7 @@ void k8s_pods_init(k8s_pod_table *t);
 void k8s_pods_free(k8s_pod_table *t);
 /* Records a live pod (k8s_pod_is_live) seen in list generation gen. 0 ok,
  * -1 when the pod lacks namespace/name, a field is too long for k8s_pod_info
- * (or the podIP for its 64 bytes), or the table holds K8S_PODS_MAX others. */
+ * (or the podIP for its 64 bytes), or the table holds LIMIT_K8S_PODS others. */
 int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen);
 /* Forgets ns/name; 1 when it was known. */
 int k8s_pods_remove(k8s_pod_table *t, const char *ns, const char *name);

@@ -161,7 +161,7 @@ int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen)
 	k8s_pod_entry *old = find_locked(t, ns, name);
 	if (old) {
 		*old = e;
-	} else if (t->n >= K8S_PODS_MAX) {
+	} else if (t->n >= LIMIT_K8S_PODS) {
 		rc = -1;
 	} else {
 		t->v = xgrow(t->v, &t->cap, t->n + 1, sizeof *t->v);

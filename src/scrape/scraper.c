@@ -22,9 +22,6 @@
 #include "scrape/delta.h"
 #include "wire/compress.h"
 
-#define DECODE_ROWS_MAX 1000000u /* rows decoded before .sample_types; the 32 MiB bound comes first */
-#define DELTA_MAX_ENTRIES (4u * 1000000u)
-
 typedef struct target_state target_state;
 
 /* One scrape: the transfer on the loop, then the push job (decode on a
@@ -49,7 +46,7 @@ typedef struct {
 struct target_state {
 	scraper *s;
 	scrape_target t;
-	char masked[SCRAPE_URL_MAX];
+	char masked[LIMIT_SCRAPE_URL_BYTES];
 	int64_t offset_ns, next_due_ns; /* monotonic */
 	struct event *timer;
 	scrape_job *job;                         /* the scrape in progress, if any */
@@ -71,7 +68,7 @@ struct scraper {
 	struct curl_slist *no_headers;
 	target_state **targets;
 	size_t n_targets;
-	scrape_job *transfers[SCRAPE_MAX_INFLIGHT];
+	scrape_job *transfers[LIMIT_SCRAPE_INFLIGHT];
 	uint32_t inflight;
 	uint64_t results[SCRAPE_TYPES][SCRAPE_RESULTS];
 	int stopped;
@@ -83,7 +80,7 @@ struct scraper {
 
 static const char *type_name(int type)
 {
-	return type >= 0 && type < SCRAPE_TYPES ? config_scrape_type_names[type] : "unknown";
+	return type >= 0 && type < SCRAPE_TYPES ? scrape_type_name(type) : "unknown";
 }
 
 /* A value safe inside a logfmt quoted string. */
@@ -164,7 +161,7 @@ int scrape_push_decode(ingest_push *p, kn_err *err)
 	scrape_push *sp = p->ctx;
 	const scrape_target *t = sp->t;
 	buf_t plain;
-	buf_init(&plain, SCRAPE_MAX_DECOMPRESSED);
+	buf_init(&plain, LIMIT_SCRAPE_DECODED_BYTES);
 	int rc = -1;
 	sp->result = SCRAPE_VALIDATION_ERROR;
 	if (gz_is_gzip(p->body)) {
@@ -186,7 +183,7 @@ int scrape_push_decode(ingest_push *p, kn_err *err)
 	    .service = slice_cstr(t->service),
 	    .labels = labels,
 	    .n_labels = n,
-	    .max_rows = t->sample_types[0] ? DECODE_ROWS_MAX : sp->max_rows,
+	    .max_rows = t->sample_types[0] ? LIMIT_SCRAPE_DECODE_ROWS : sp->max_rows,
 	    .now_ns = time_now_ns(),
 	};
 	sp->pprof.retention_days = 0; /* stored at receive time: always in the window */
@@ -316,7 +313,7 @@ static int classify(scrape_job *j, CURLcode rc, long status)
 {
 	if (j->too_large || rc == CURLE_FILESIZE_EXCEEDED) {
 		snprintf(j->detail, sizeof j->detail, "the response is larger than %u MiB",
-		         SCRAPE_MAX_COMPRESSED >> 20);
+		         LIMIT_SCRAPE_BODY_BYTES >> 20);
 		return SCRAPE_TOO_LARGE;
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
@@ -394,12 +391,12 @@ static void start_scrape(target_state *ts)
 	j->t = ts->t;
 	j->delta = ts->delta;
 	j->started_ns = time_now_ns();
-	buf_init(&j->body, SCRAPE_MAX_COMPRESSED);
+	buf_init(&j->body, LIMIT_SCRAPE_BODY_BYTES);
 	ts->job = j;
-	if (s->inflight >= SCRAPE_MAX_INFLIGHT) {
+	if (s->inflight >= LIMIT_SCRAPE_INFLIGHT) {
 		j->result = SCRAPE_SKIPPED_CONCURRENCY;
 		snprintf(j->detail, sizeof j->detail, "%d scrapes already in flight; retried next interval",
-		         SCRAPE_MAX_INFLIGHT);
+		         LIMIT_SCRAPE_INFLIGHT);
 		job_finish(j);
 		return;
 	}
@@ -417,7 +414,7 @@ static void start_scrape(target_state *ts)
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);
-	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)SCRAPE_MAX_COMPRESSED);
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)LIMIT_SCRAPE_BODY_BYTES);
 	/* A target is scraped again only an interval (>= 10 s) later: keeping its
 	 * connection buys nothing, and with thousands of targets libcurl's
 	 * connection cache (scanned in full for the oldest idle connection each
@@ -455,7 +452,7 @@ static target_state *target_new(scraper *s, const scrape_target *t)
 	ts->offset_ns = scrape_offset_ns(t->key, s->o.interval_ns);
 	ts->timer = xcheck(evtimer_new(s->base, on_due, ts));
 	if (t->type == SCRAPE_MEMORY)
-		ts->delta = scrape_delta_new(DELTA_MAX_ENTRIES);
+		ts->delta = scrape_delta_new(LIMIT_SCRAPE_DELTA_ENTRIES);
 	schedule(ts, time_mono_ns());
 	return ts;
 }
@@ -640,7 +637,7 @@ void scraper_stop(scraper *s)
 	s->stopped = 1;
 	for (size_t i = 0; i < s->n_targets; i++)
 		evtimer_del(s->targets[i]->timer);
-	for (int i = 0; i < SCRAPE_MAX_INFLIGHT; i++) {
+	for (int i = 0; i < LIMIT_SCRAPE_INFLIGHT; i++) {
 		scrape_job *j = s->transfers[i];
 		if (!j)
 			continue;

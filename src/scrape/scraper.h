@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-#include "base/config.h"
 #include "base/err.h"
 #include "ingest/push.h"
 #include "ingest/usage.h"
@@ -20,14 +19,11 @@
 #include "net/loop.h"
 #include "net/pool.h"
 #include "scrape/delta.h"
+#include "scrape/options.h"
 #include "scrape/target.h"
 #include "store/store.h"
 
-#define SCRAPE_MAX_INFLIGHT 64                       /* S3.6: more at once → skipped_concurrency */
-#define SCRAPE_MAX_COMPRESSED (8u << 20)             /* S3.7: response body as received */
-#define SCRAPE_MAX_DECOMPRESSED (32u << 20)          /* S3.7: after gunzip */
-#define SCRAPE_MIN_INTERVAL_NS (10LL * 1000000000LL) /* S3.1 */
-#define SCRAPE_PROJECT "default"                     /* scraped data's project and usage key (S1) */
+#define SCRAPE_PROJECT "default" /* scraped data's project and usage key (S1) */
 
 /* Results of one scrape (S3.8), in this order in /metrics and /api/targets.
  * http_5xx is a 5xx other than Go's busy CPU profiler (the spec has no code
@@ -85,8 +81,8 @@ void scraper_report_skipped(scraper *s, const char *reason, const char *namespac
 typedef struct {
 	uint32_t count[SCRAPE_SKIP_REASONS];
 	int type[SCRAPE_SKIP_REASONS];
-	char namespace_[SCRAPE_SKIP_REASONS][SCRAPE_NAME_MAX];
-	char pod[SCRAPE_SKIP_REASONS][SCRAPE_NAME_MAX];
+	char namespace_[SCRAPE_SKIP_REASONS][LIMIT_SCRAPE_NAME_BYTES];
+	char pod[SCRAPE_SKIP_REASONS][LIMIT_SCRAPE_NAME_BYTES];
 } scrape_skips;
 
 /* Counts one skip (the first of a reason is its example). Out-of-range reasons are ignored. */
@@ -111,13 +107,14 @@ void scraper_free(scraper *s);
 /* The static targets of c (receivers.profiles.scrape.static) into a fresh
  * array (*out, caller frees; count returned); skips are added to sk and, when
  * log, logged as `static scrape target is invalid`. */
-size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **out, scrape_skips *sk);
+size_t scrape_static_targets(const scrape_options *c, int log, scrape_target **out, scrape_skips *sk);
 
-/* From kiln serve's config: checks the settings (logging the S3.1 lines),
- * builds the static targets (logging skips) and starts scraping them.
+/* From kiln serve's settings (c; max_rows: maxDecodedSampleRows): checks
+ * them (logging the S3.1 lines), builds the static targets (logging skips)
+ * and starts scraping them.
  * NULL when scraping is off (not enabled, or disabled by a bad setting). */
-scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store,
-                             usage_t *usage);
+scraper *scraper_from_config(const scrape_options *c, uint32_t max_rows, kn_loop *loop, kn_pool *pool,
+                             store_t *store, usage_t *usage);
 
 /* ---- The push job's scrape decoder (worker thread). ------------------ */
 
@@ -130,7 +127,7 @@ typedef struct {
 	int result;          /* out: SCRAPE_OK, or SCRAPE_VALIDATION_ERROR / SCRAPE_TOO_LARGE */
 } scrape_push;
 
-/* Gunzips p->body (bounded by SCRAPE_MAX_DECOMPRESSED), decodes it as the
+/* Gunzips p->body (bounded by LIMIT_SCRAPE_DECODED_BYTES), decodes it as the
  * target's pprof (project default, its attribution labels), keeps the
  * listed .sample_types, checks the rows (S3.7) and, for memory targets,
  * turns alloc_* into deltas (S5.2). 0, or -1 + err. */
@@ -160,7 +157,7 @@ int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n
  * url or host+port plus path (default per type; `seconds` added or checked),
  * scheme, timeouts, attribution, key "static/NAME/TYPE". 0, or -1 with the
  * skip reason ("invalid_target", "invalid_port") and a message. */
-int scrape_static_target(const static_target_config *c, int type, scrape_target *t, const char **reason,
+int scrape_static_target(const scrape_static_options *c, int type, scrape_target *t, const char **reason,
                          char *msg, size_t msg_n);
 
 /* Keeps the profiles whose sample type is in list (comma separated, spaces

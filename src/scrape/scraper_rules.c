@@ -114,7 +114,7 @@ int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n
 {
 	if (invalid_n)
 		invalid[0] = 0;
-	if (interval_ns < SCRAPE_MIN_INTERVAL_NS) {
+	if (interval_ns < LIMIT_SCRAPE_INTERVAL_MIN_NS) {
 		snprintf(reason, reason_n, "interval %.3gs is below the minimum of 10s", (double)interval_ns / SEC);
 		return -1;
 	}
@@ -129,7 +129,8 @@ int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n
 	for (int t = 0; t < SCRAPE_TYPES; t++) {
 		type_ok[t] = scrape_type_get(t)->timeout_ns <= interval_ns;
 		if (!type_ok[t] && o < invalid_n)
-			o += (size_t)snprintf(invalid + o, invalid_n - o, "%s%s", o ? "," : "", config_scrape_type_names[t]);
+			o += (size_t)snprintf(invalid + o, invalid_n - o, "%s%s", o ? "," : "",
+			                      scrape_type_name(t));
 	}
 	return 0;
 }
@@ -151,10 +152,10 @@ static int seconds_param(const char *path, long *v)
 	return 0;
 }
 
-int scrape_static_target(const static_target_config *c, int type, scrape_target *t, const char **reason,
+int scrape_static_target(const scrape_static_options *c, int type, scrape_target *t, const char **reason,
                          char *msg, size_t msg_n)
 {
-	const scrape_type_config *tc = &c->types[type];
+	const scrape_type_options *tc = &c->types[type];
 	memset(t, 0, sizeof *t);
 	t->type = type;
 	*reason = "invalid_target";
@@ -192,13 +193,13 @@ int scrape_static_target(const static_target_config *c, int type, scrape_target 
 		snprintf(hp, sizeof hp, strchr(c->host, ':') ? "[%.200s]:%d" : "%.200s:%d", c->host, c->port);
 	}
 	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
-		snprintf(msg, msg_n, "%s.scheme %.32s must be http or https", config_scrape_type_names[type], scheme);
+		snprintf(msg, msg_n, "%s.scheme %.32s must be http or https", scrape_type_name(type), scheme);
 		return -1;
 	}
 	const scrape_type_info *ti = scrape_type_get(type);
 	const char *path = tc->path && *tc->path ? tc->path : ti->default_path;
 	if (path[0] != '/') {
-		snprintf(msg, msg_n, "%s.path %.200s must start with /", config_scrape_type_names[type], path);
+		snprintf(msg, msg_n, "%s.path %.200s must start with /", scrape_type_name(type), path);
 		return -1;
 	}
 	int64_t window = (int64_t)ti->default_seconds * SEC, timeout = ti->timeout_ns;
@@ -217,7 +218,8 @@ int scrape_static_target(const static_target_config *c, int type, scrape_target 
 	}
 	int n = snprintf(t->url, sizeof t->url, "%s://%s%s%s", scheme, hp, path, extra);
 	if (n < 0 || (size_t)n >= sizeof t->url) {
-		snprintf(msg, msg_n, "the url of %s is longer than %d bytes", config_scrape_type_names[type], SCRAPE_URL_MAX - 1);
+		snprintf(msg, msg_n, "the url of %s is longer than %d bytes", scrape_type_name(type),
+		         LIMIT_SCRAPE_URL_BYTES - 1);
 		return -1;
 	}
 	t->https = !strcmp(scheme, "https");
@@ -231,7 +233,7 @@ int scrape_static_target(const static_target_config *c, int type, scrape_target 
 	/* service.name: the service setting, else the workload, else the target's name (S3.9). */
 	const char *svc = c->service && *c->service ? c->service : c->workload && *c->workload ? c->workload : c->name;
 	snprintf(t->service, sizeof t->service, "%s", svc);
-	snprintf(t->key, sizeof t->key, "static/%.200s/%s", c->name, config_scrape_type_names[type]);
+	snprintf(t->key, sizeof t->key, "static/%.200s/%s", c->name, scrape_type_name(type));
 	return 0;
 }
 

@@ -16,8 +16,8 @@ void scrape_skips_add(scrape_skips *sk, int reason, const char *namespace_, cons
 		return;
 	if (sk->count[reason]++ == 0) {
 		sk->type[reason] = type;
-		snprintf(sk->namespace_[reason], SCRAPE_NAME_MAX, "%s", namespace_ ? namespace_ : "");
-		snprintf(sk->pod[reason], SCRAPE_NAME_MAX, "%s", pod ? pod : "");
+		snprintf(sk->namespace_[reason], LIMIT_SCRAPE_NAME_BYTES, "%s", namespace_ ? namespace_ : "");
+		snprintf(sk->pod[reason], LIMIT_SCRAPE_NAME_BYTES, "%s", pod ? pod : "");
 	}
 }
 
@@ -37,7 +37,7 @@ static int skip_reason(const char *name)
 	return -1;
 }
 
-size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **out, scrape_skips *sk)
+size_t scrape_static_targets(const scrape_options *c, int log, scrape_target **out, scrape_skips *sk)
 {
 	scrape_target *t = xcalloc((size_t)c->n_statics * SCRAPE_TYPES + 1, sizeof *t);
 	size_t n = 0;
@@ -62,9 +62,9 @@ size_t scrape_static_targets(const scrape_config *c, int log, scrape_target **ou
 	return n;
 }
 
-scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool, store_t *store, usage_t *usage)
+scraper *scraper_from_config(const scrape_options *sc, uint32_t max_rows, kn_loop *loop, kn_pool *pool,
+                             store_t *store, usage_t *usage)
 {
-	const scrape_config *sc = &c->scrape;
 	if (!sc->enabled)
 		return NULL;
 	int type_ok[SCRAPE_TYPES];
@@ -82,7 +82,7 @@ scraper *scraper_from_config(const kiln_config *c, kn_loop *loop, kn_pool *pool,
 		         "types=%s interval=%llds reason=\"the type's timeout exceeds the interval (cpu needs 20s, block "
 		         "and mutex 40s)\"",
 		         invalid, (long long)(sc->interval_ns / 1000000000LL));
-	scraper_opts o = {loop, pool, store, usage, sc->interval_ns, c->max_rows};
+	scraper_opts o = {loop, pool, store, usage, sc->interval_ns, max_rows};
 	scraper *s = scraper_new(&o);
 	if (!s) {
 		log_error("profile scraping is disabled", "reason=\"libcurl could not be initialized\"");

@@ -6,26 +6,25 @@
 
 #include <stdint.h>
 
-enum scrape_type { SCRAPE_CPU, SCRAPE_MEMORY, SCRAPE_GOROUTINE, SCRAPE_BLOCK, SCRAPE_MUTEX, SCRAPE_TYPES };
+#include "base/limits.h"
 
-#define SCRAPE_NAME_MAX 254 /* Kubernetes names are ≤ 253 bytes */
-#define SCRAPE_URL_MAX 1024
-#define SCRAPE_SAMPLE_TYPES_MAX 512
+enum scrape_type { SCRAPE_CPU, SCRAPE_MEMORY, SCRAPE_GOROUTINE, SCRAPE_BLOCK, SCRAPE_MUTEX, SCRAPE_TYPES };
 
 typedef struct {
 	int type;                         /* enum scrape_type */
-	char url[SCRAPE_URL_MAX];         /* http(s)://POD_IP:PORT/path?query, seconds already set */
+	char url[LIMIT_SCRAPE_URL_BYTES]; /* http(s)://POD_IP:PORT/path?query, seconds already set */
 	int https;                        /* scheme https: no certificate verification (S3.3) */
 	int64_t timeout_ns;               /* S3.4 per type: cpu 20 s, memory/goroutine 10 s, block/mutex 40 s */
 	int64_t window_ns;                /* the profile's `seconds` for cpu/block/mutex; 0 for snapshots */
-	char sample_types[SCRAPE_SAMPLE_TYPES_MAX]; /* ".sample_types": comma list; "" keeps all */
+	char sample_types[LIMIT_SCRAPE_SAMPLE_TYPES_BYTES]; /* ".sample_types": comma list; "" keeps all */
 	/* Attribution (S3.9). Empty strings when unknown (static targets). */
-	char namespace_[SCRAPE_NAME_MAX];
-	char pod[SCRAPE_NAME_MAX];
-	char container[SCRAPE_NAME_MAX];
-	char workload[SCRAPE_NAME_MAX];
-	char service[SCRAPE_NAME_MAX];    /* service.name: the workload unless PREFIX/service_name */
-	char key[2 * SCRAPE_NAME_MAX + 32]; /* stable identity: "ns/pod/type" or "static/NAME/type" (deltas, state) */
+	char namespace_[LIMIT_SCRAPE_NAME_BYTES];
+	char pod[LIMIT_SCRAPE_NAME_BYTES];
+	char container[LIMIT_SCRAPE_NAME_BYTES];
+	char workload[LIMIT_SCRAPE_NAME_BYTES];
+	char service[LIMIT_SCRAPE_NAME_BYTES]; /* service.name: the workload unless PREFIX/service_name */
+	/* stable identity: "ns/pod/type" or "static/NAME/type" (deltas, state) */
+	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 32];
 } scrape_target;
 
 /* "cpu", "memory", "goroutine", "block", "mutex"; NULL for other numbers.

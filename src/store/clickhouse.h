@@ -28,10 +28,7 @@
 #include "base/u64map.h"
 #include "store/engine.h"
 
-#define CH_PROJECT_MAX 64u     /* bytes of a project name (as the embedded engine) */
-#define CH_SEEN_CAP 2000000u   /* dictionary rows the writer remembers as written */
-#define CH_ENTRY_BATCH 256u    /* chunks whose entries one query fetches */
-#define CH_MAX_ROWS (1u << 26) /* rows one read accepts (a bound on a hostile answer) */
+#define CH_ENTRY_BATCH 256u /* chunks whose entries one query fetches */
 
 enum { CH_T_FRAMES, CH_T_NODES, CH_T_ATTRSETS, CH_T_SERIES, CH_T_SAMPLES, CH_T_COUNT };
 extern const char *const ch_table_names[CH_T_COUNT];
@@ -52,11 +49,11 @@ typedef struct ch_job {
 	int keep_days;
 	int64_t now_ns;
 	uint32_t *deleted;
-	char proj[CH_PROJECT_MAX + 1];
+	char proj[LIMIT_NAME_BYTES + 1];
 } ch_job;
 
 typedef struct {
-	char proj[CH_PROJECT_MAX + 1];
+	char proj[LIMIT_NAME_BYTES + 1];
 	int days;          /* 0 = the store's default */
 	int64_t floor_day; /* first day the last sweep (of this process) kept; INT64_MIN = none */
 } ch_retention;
@@ -122,7 +119,7 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 /* Runs the SELECT in sql (FORMAT RowBinary is appended) and points rd at
  * the answer (in c->resp, valid until c's next call). Creates the schema
  * first when needed. ClickHouse is asked to throw rather than answer more
- * than s->answer_max bytes or CH_MAX_ROWS rows (max_result_bytes,
+ * than s->answer_max bytes or LIMIT_CH_ROWS rows (max_result_bytes,
  * max_result_rows, result_overflow_mode=throw), so an oversized answer is
  * usually refused before it is sent. 0, or -1 with err as ch_exec. */
 typedef struct ch_rd ch_rd;
@@ -187,7 +184,7 @@ int64_t ch_rd_sum(ch_rd *r);
 
 /* The span index form of a span_id / trace_id value: even-length hex in
  * lower case, any other string as is; empty when not indexed (empty or
- * longer than STORE_SPAN_ID_MAX). out has STORE_SPAN_ID_MAX bytes. */
+ * longer than LIMIT_SPAN_ID_BYTES). out has LIMIT_SPAN_ID_BYTES bytes. */
 slice_t ch_span_key(slice_t v, char *out);
 
 /* ---- clickhouse_writer.c ---- */

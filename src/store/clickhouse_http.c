@@ -167,7 +167,7 @@ int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *
 			    s->answer_mib);
 		if (too_many)
 			return err_set(err, 503, "store: the answer from ClickHouse exceeded %u rows",
-			               CH_MAX_ROWS);
+			               LIMIT_CH_ROWS);
 		err_set(err, 503,
 		        rc != CURLE_OK ? "store: ClickHouse is unreachable; retry later"
 		                       : "store: ClickHouse refused the request; retry later");
@@ -437,7 +437,7 @@ slice_t ch_rd_str(ch_rd *r)
 
 slice_t ch_span_key(slice_t v, char *out)
 {
-	if (v.n == 0 || v.n > STORE_SPAN_ID_MAX)
+	if (v.n == 0 || v.n > LIMIT_SPAN_ID_BYTES)
 		return slice_make("", 0);
 	int hex = v.n % 2 == 0;
 	for (size_t i = 0; i < v.n && hex; i++)
@@ -457,7 +457,7 @@ int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err)
 	buf_putc(sql, 0);
 	char limits[128];
 	snprintf(limits, sizeof limits, "max_result_bytes=%zu&max_result_rows=%u&result_overflow_mode=throw",
-	         s->answer_max, CH_MAX_ROWS);
+	         s->answer_max, LIMIT_CH_ROWS);
 	int rc = ch_exec(s, c, (const char *)sql->p, (slice_t){0}, limits, 1, err);
 	sql->n--; /* callers may append and run again */
 	if (rc < 0)

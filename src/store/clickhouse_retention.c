@@ -29,9 +29,9 @@ static ch_retention *ret_find(ch_store *s, slice_t project, int add)
 
 static int bad_project(slice_t project, kn_err *err)
 {
-	if (project.n && project.n <= CH_PROJECT_MAX && !memchr(project.p, 0, project.n))
+	if (project.n && project.n <= LIMIT_NAME_BYTES && !memchr(project.p, 0, project.n))
 		return 0;
-	return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 }
 
 int ch_set_retention(store_t *st, slice_t project, int days, kn_err *err)
@@ -39,8 +39,8 @@ int ch_set_retention(store_t *st, slice_t project, int days, kn_err *err)
 	ch_store *s = (ch_store *)st;
 	if (bad_project(project, err))
 		return -1;
-	if (days < 0 || days > STORE_RETENTION_MAX_DAYS)
-		return err_set(err, 400, "store: retention must be 0 to %d days", STORE_RETENTION_MAX_DAYS);
+	if (days < 0 || days > LIMIT_RETENTION_DAYS)
+		return err_set(err, 400, "store: retention must be 0 to %d days", LIMIT_RETENTION_DAYS);
 	pthread_mutex_lock(&s->ret_mu);
 	ret_find(s, project, 1)->days = days;
 	pthread_mutex_unlock(&s->ret_mu);

@@ -48,7 +48,7 @@ typedef struct {
 	store_head head_; /* first: store.c dispatches through it */
 	ch_store *s;
 	ch_conn *c;
-	char proj[CH_PROJECT_MAX + 1];
+	char proj[LIMIT_NAME_BYTES + 1];
 	slice_t project;
 	int64_t from_ns, until_ns;
 	ch_part *parts;
@@ -126,8 +126,8 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
                  kn_err *err)
 {
 	ch_store *s = (ch_store *)st;
-	if (project.n == 0 || project.n > CH_PROJECT_MAX)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	int64_t start = ch_retention_start(st, project, time_now_ns());
 	if (from_ns < start)
 		from_ns = start;
@@ -662,7 +662,7 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 		uint64_t chunk = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_i64(&rd), t = ch_rd_i64(&rd);
 		uint32_t ln = 0, la = 0;
-		if (ch_rd_bad(&rd) || !chunk || n >= CH_MAX_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
+		if (ch_rd_bad(&rd) || !chunk || n >= LIMIT_CH_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la))) {
 			rc = skip_answer(v, p, &rd, "entry",
 			                 "an entry naming an unknown node or attribute set");
@@ -775,7 +775,7 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 		uint64_t sid = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_sum(&rd);
 		uint32_t ls = 0, ln = 0, la = 0;
-		if (ch_rd_bad(&rd) || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (ch_rd_bad(&rd) || k >= LIMIT_CH_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->node_ix, node, &ln) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
 			return skip_answer(v, p, &rd, "sum",
@@ -803,7 +803,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 	ch_part *cp = &v->parts[p];
 	if (cp->skipped)
 		return 0;
-	char sb[STORE_SPAN_ID_MAX], tb[STORE_SPAN_ID_MAX];
+	char sb[LIMIT_SPAN_ID_BYTES], tb[LIMIT_SPAN_ID_BYTES];
 	slice_t span = ch_span_key(span_id, sb), trace = ch_span_key(trace_id, tb);
 	if (span_id.n ? !span.n : !trace.n)
 		return 0;
@@ -834,7 +834,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		int64_t t = ch_rd_i64(&rd), dur = ch_rd_i64(&rd);
 		uint64_t attrset = ch_rd_u64(&rd);
 		uint32_t ls = 0, la = 0;
-		if (ch_rd_bad(&rd) || !chunk || k >= CH_MAX_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
+		if (ch_rd_bad(&rd) || !chunk || k >= LIMIT_CH_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
 		    !u64map_get(&cp->attr_ix, attrset, &la) || t < v->from_ns || t >= v->until_ns)
 			return skip_answer(v, p, &rd, "span link",
 			                   "a span link naming an unknown series, attribute set or time");

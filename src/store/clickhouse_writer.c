@@ -73,9 +73,8 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	s->replicated = cfg->ch_replicated;
 	s->answer_max = cfg->ch_max_answer_mib ? (size_t)cfg->ch_max_answer_mib << 20 : LIMIT_CH_ANSWER_BYTES;
 	s->answer_mib = (uint32_t)(s->answer_max >> 20);
-	s->default_days = cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
-	                      ? cfg->retention_days
-	                      : 0;
+	s->default_days =
+	    cfg->retention_days > 0 && cfg->retention_days <= LIMIT_RETENTION_DAYS ? cfg->retention_days : 0;
 	pthread_mutex_init(&s->pool_mu, NULL);
 	pthread_mutex_init(&s->schema_mu, NULL);
 	pthread_mutex_init(&s->ret_mu, NULL);
@@ -162,10 +161,10 @@ int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_
 	uint32_t n = 0;
 	if (deleted)
 		*deleted = 0;
-	if (keep_days < 1 || keep_days > STORE_RETENTION_MAX_DAYS)
-		return err_set(err, 400, "store: retention must be 1 to %d days", STORE_RETENTION_MAX_DAYS);
-	if (project.n == 0 || project.n > CH_PROJECT_MAX)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	if (keep_days < 1 || keep_days > LIMIT_RETENTION_DAYS)
+		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
+	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	ch_job *j = xcalloc(1, sizeof *j);
 	memcpy(j->proj, project.p, project.n);
 	j->project = slice_make(j->proj, project.n);
@@ -201,8 +200,8 @@ void ch_get_stats(store_t *st, store_stats *out)
 /* Checks every index of b, so that encoding it cannot fail half-way. */
 static int check_batch(const model_batch *b, kn_err *err)
 {
-	if (b->project.n == 0 || b->project.n > CH_PROJECT_MAX)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", CH_PROJECT_MAX);
+	if (b->project.n == 0 || b->project.n > LIMIT_NAME_BYTES)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	for (uint32_t i = 0; i < b->n_nodes; i++) {
 		const model_node *n = &b->nodes[i];
 		if ((n->parent != MODEL_NONE && n->parent >= i) || n->frame >= b->n_frames)
@@ -366,7 +365,7 @@ static void put_profile(enc *e, const model_profile *p, store_wentry **ent, size
 		e->days[e->n_days++] = (uint32_t)e->day;
 	}
 	buf_t *r = &e->s->rows[CH_T_SAMPLES];
-	char span_buf[STORE_SPAN_ID_MAX], trace_buf[STORE_SPAN_ID_MAX];
+	char span_buf[LIMIT_SPAN_ID_BYTES], trace_buf[LIMIT_SPAN_ID_BYTES];
 	for (uint32_t i = 0; i < m; i++) {
 		put_node(e, en[i].node);
 		put_attrset(e, en[i].attrset);
@@ -572,7 +571,7 @@ static void write_group(ch_store *s, store_job **jobs, size_t n)
 		rc = st == 1 ? 0 : -1;
 	}
 	if (rc == 0) {
-		if (s->seen.len + e.n_pending > CH_SEEN_CAP)
+		if (s->seen.len + e.n_pending > LIMIT_CH_SEEN)
 			u64map_clear(&s->seen);
 		for (size_t i = 0; i < e.n_pending; i++)
 			u64map_put(&s->seen, e.pending[i], 1);

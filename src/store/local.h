@@ -16,12 +16,7 @@
 #include "store/engine.h"
 #include "store/store.h"
 
-#define LOCAL_MAX_OPEN_PARTS 8       /* writer connections kept open (LRU) */
-#define LOCAL_CACHE_CAP 1000000u     /* id -> local cache entries over all open partitions */
-#define LOCAL_PROJECT_MAX 64u        /* bytes of a project name */
-#define LOCAL_FORMAT 1               /* meta.format of the partition files this code writes */
-#define LOCAL_MAX_ENTRIES (1u << 24) /* entries one stored chunk may claim (hostile-file bound) */
-#define LOCAL_MAX_IDS (1u << 30)     /* rows of one dictionary table a reader accepts */
+#define LOCAL_FORMAT 1 /* meta.format of the partition files this code writes */
 
 /* The dictionaries of a partition that the writer caches (hash id -> local id). */
 enum { LT_FRAME, LT_NODE, LT_ATTRSET, LT_SERIES, LT_COUNT };
@@ -51,7 +46,7 @@ typedef struct local_job {
 	uint32_t *deleted; /* sweep: partitions deleted (the caller waits) */
 	kn_err err;
 	int failed;
-	char proj[3 * LOCAL_PROJECT_MAX + 2];
+	char proj[3 * LIMIT_NAME_BYTES + 2];
 } local_job;
 
 /* The span link of one attribute set of a batch, found once per batch and
@@ -79,7 +74,7 @@ typedef struct {
 
 /* Retention of one project (store_set_retention, store_retention_sweep). */
 typedef struct {
-	char proj[3 * LOCAL_PROJECT_MAX + 2]; /* encoded (local_project_dir) */
+	char proj[3 * LIMIT_NAME_BYTES + 2];  /* encoded (local_project_dir) */
 	int days;                             /* store_set_retention; 0 = the store's default */
 	int64_t floor_day; /* first day the last sweep kept: earlier days refuse writes; INT64_MIN = none */
 } local_retention;
@@ -129,10 +124,10 @@ struct store {
 /* ---- local_chunk.c: encodings (pure functions, no SQLite) ---- */
 /* Encodes a project name into a file-name component of [A-Za-z0-9_-]
  * ('_' escapes: "__" is '_', "_hh" any other byte). -1 if empty or too long. */
-int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2]);
+int local_project_dir(slice_t project, char out[3 * LIMIT_NAME_BYTES + 2]);
 /* Decodes a project directory name (the inverse of local_project_dir); -1
  * unless dir is exactly what local_project_dir makes of some project. */
-int local_project_name(const char *dir, char out[LOCAL_PROJECT_MAX], size_t *n);
+int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n);
 /* Encodes e[0..n) (as store_entries_merge leaves them) column-wise into
  * raw (reset first). *scale receives the common divisor of the values (stored in the chunk row, so
  * payloads that differ only by a factor, like samples:count and
@@ -155,16 +150,16 @@ void local_labels_encode(const model_label *l, uint32_t n, buf_t *out);
  * hex (either case) becomes its bytes in out (LOCAL_SPAN_HEX), any other
  * string stays text (LOCAL_SPAN_TEXT, the value itself); the two never
  * compare equal in SQLite. LOCAL_SPAN_NONE when empty or longer than
- * STORE_SPAN_ID_MAX bytes (not indexed). */
+ * LIMIT_SPAN_ID_BYTES bytes (not indexed). */
 enum { LOCAL_SPAN_NONE, LOCAL_SPAN_HEX, LOCAL_SPAN_TEXT };
-int local_span_key(slice_t v, uint8_t out[STORE_SPAN_ID_MAX / 2], size_t *n);
+int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n);
 /* Decodes a labels blob; strings are copied into the arena. -1 on damage. */
 int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n);
 
 /* ---- local_partition.c: partition files for the writer ---- */
 /* Finds or opens the partition of (project dir, day); NULL with err. */
 local_part *local_part_get(store_t *s, const char *proj, int64_t day, kn_err *err);
-/* Closes least-recently-used partitions beyond LOCAL_MAX_OPEN_PARTS (none in a transaction). */
+/* Closes least-recently-used partitions beyond LIMIT_STORE_OPEN_PARTS (none in a transaction). */
 void local_parts_trim(store_t *s, uint32_t keep);
 void local_parts_close_all(store_t *s);
 /* Closes the partitions whose last SQLite call found the file corrupt (none

@@ -36,10 +36,10 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 	return a;
 }
 
-int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2])
+int local_project_dir(slice_t project, char out[3 * LIMIT_NAME_BYTES + 2])
 {
 	static const char hex[] = "0123456789abcdef";
-	if (project.n == 0 || project.n > LOCAL_PROJECT_MAX)
+	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
 		return -1;
 	size_t o = 0;
 	for (size_t i = 0; i < project.n; i++) {
@@ -59,11 +59,11 @@ int local_project_dir(slice_t project, char out[3 * LOCAL_PROJECT_MAX + 2])
 	return 0;
 }
 
-int local_project_name(const char *dir, char out[LOCAL_PROJECT_MAX], size_t *n)
+int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n)
 {
 	size_t o = 0;
 	for (const char *c = dir; *c; c++) {
-		if (o == LOCAL_PROJECT_MAX)
+		if (o == LIMIT_NAME_BYTES)
 			return -1;
 		uint8_t ch = (uint8_t)*c;
 		if (ch != '_') {
@@ -83,7 +83,7 @@ int local_project_name(const char *dir, char out[LOCAL_PROJECT_MAX], size_t *n)
 		c += 2;
 	}
 	/* Canonical only: "_41" (an escaped letter) or "_2F" would name the same project twice. */
-	char again[3 * LOCAL_PROJECT_MAX + 2];
+	char again[3 * LIMIT_NAME_BYTES + 2];
 	if (local_project_dir(slice_make(out, o), again) < 0 || strcmp(again, dir) != 0)
 		return -1;
 	*n = o;
@@ -162,7 +162,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		return bad(err, "empty payload");
 	if (scale < 1)
 		return bad(err, "bad value scale");
-	if (n_expect > LOCAL_MAX_ENTRIES)
+	if (n_expect > LIMIT_CHUNK_ENTRIES)
 		return bad(err, "entry count out of range");
 	if (data.p[0] == PAYLOAD_RAW) {
 		p = data.p + 1;
@@ -289,10 +289,10 @@ int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n
 	return 0;
 }
 
-int local_span_key(slice_t v, uint8_t out[STORE_SPAN_ID_MAX / 2], size_t *n)
+int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n)
 {
 	*n = 0;
-	if (v.n == 0 || v.n > STORE_SPAN_ID_MAX)
+	if (v.n == 0 || v.n > LIMIT_SPAN_ID_BYTES)
 		return LOCAL_SPAN_NONE;
 	if (v.n % 2)
 		return LOCAL_SPAN_TEXT;

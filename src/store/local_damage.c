@@ -17,8 +17,6 @@
 #include "base/log.h"
 #include "store/local.h"
 
-#define DAMAGE_REMEMBERED 256 /* distinct files logged per process; later ones are counted only */
-
 int local_is_damage(int sqlite_rc)
 {
 	int primary = sqlite_rc & 0xff;
@@ -44,7 +42,7 @@ void local_report_damaged(store_t *s, const char *path, const char *why, const c
 	int seen = 0;
 	for (uint32_t i = 0; i < s->n_damaged && !seen; i++)
 		seen = strcmp(s->damaged[i], path) == 0;
-	if (!seen && s->n_damaged < DAMAGE_REMEMBERED) {
+	if (!seen && s->n_damaged < LIMIT_DAMAGED_FILES) {
 		s->damaged = xgrow(s->damaged, &s->cap_damaged, (size_t)s->n_damaged + 1, sizeof *s->damaged);
 		s->damaged[s->n_damaged++] = xstrdup(path);
 	}

@@ -113,7 +113,7 @@ static int part_load(store_t *s, local_part *p, kn_err *err)
 		if (max < 0 || max >= (int64_t)UINT32_MAX - 1)
 			return err_set(err, 500, "store: %s: %s ids out of range", p->path, table_name[t]);
 		p->next[t] = (uint32_t)max + 1;
-		if (s->cache_entries + (size_t)count > LOCAL_CACHE_CAP)
+		if (s->cache_entries + (size_t)count > LIMIT_STORE_CACHE)
 			continue;
 		snprintf(sql, sizeof sql, "SELECT id, local FROM %s", table_name[t]);
 		if ((rc = sqlite3_prepare_v2(p->db, sql, -1, &st, NULL)) != SQLITE_OK)
@@ -132,7 +132,7 @@ static int part_load(store_t *s, local_part *p, kn_err *err)
 
 static void cache_add(store_t *s, local_part *p, int t, uint64_t id, uint32_t local)
 {
-	if (s->cache_entries >= LOCAL_CACHE_CAP)
+	if (s->cache_entries >= LIMIT_STORE_CACHE)
 		for (uint32_t i = 0; i < s->n_parts; i++)
 			part_drop_caches(s, s->parts[i]);
 	int inserted = 0;
@@ -582,7 +582,7 @@ static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
 
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v)
 {
-	uint8_t raw[STORE_SPAN_ID_MAX / 2];
+	uint8_t raw[LIMIT_SPAN_ID_BYTES / 2];
 	size_t n;
 	switch (local_span_key(v, raw, &n)) {
 	case LOCAL_SPAN_HEX:

@@ -54,11 +54,11 @@ static local_retention *ret_find(store_t *s, const char *proj, int add)
 
 int local_set_retention(store_t *s, slice_t project, int days, kn_err *err)
 {
-	char proj[3 * LOCAL_PROJECT_MAX + 2];
+	char proj[3 * LIMIT_NAME_BYTES + 2];
 	if (local_project_dir(project, proj) < 0)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
-	if (days < 0 || days > STORE_RETENTION_MAX_DAYS)
-		return err_set(err, 400, "store: retention must be 0 to %d days", STORE_RETENTION_MAX_DAYS);
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
+	if (days < 0 || days > LIMIT_RETENTION_DAYS)
+		return err_set(err, 400, "store: retention must be 0 to %d days", LIMIT_RETENTION_DAYS);
 	pthread_mutex_lock(&s->ret_mu);
 	ret_find(s, proj, 1)->days = days;
 	pthread_mutex_unlock(&s->ret_mu);
@@ -76,7 +76,7 @@ int local_retention_days(store_t *s, const char *proj)
 
 int64_t local_retention_start(store_t *s, slice_t project, int64_t now_ns)
 {
-	char proj[3 * LOCAL_PROJECT_MAX + 2];
+	char proj[3 * LIMIT_NAME_BYTES + 2];
 	if (local_project_dir(project, proj) < 0)
 		return INT64_MIN;
 	int days = local_retention_days(s, proj);
@@ -192,7 +192,7 @@ int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	char name[LOCAL_PROJECT_MAX];
+	char name[LIMIT_NAME_BYTES];
 	size_t len;
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.' && local_project_name(de->d_name, name, &len) == 0) {
@@ -202,7 +202,7 @@ int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 	closedir(d);
 	if (n > 1)
 		qsort(names, n, sizeof *names, cmp_str);
-	size_t dn = strlen(s->dir) + 3 * LOCAL_PROJECT_MAX + 3;
+	size_t dn = strlen(s->dir) + 3 * LIMIT_NAME_BYTES + 3;
 	char *path = xmalloc(dn);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;

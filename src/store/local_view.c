@@ -205,10 +205,10 @@ static void part_close_ro(view_part *vp)
 int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
                     kn_err *err)
 {
-	char proj[3 * LOCAL_PROJECT_MAX + 2];
+	char proj[3 * LIMIT_NAME_BYTES + 2];
 	*out = NULL;
 	if (local_project_dir(project, proj) < 0)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	/* Expired samples are never returned, whether or not their day is deleted yet. */
 	int64_t start = local_retention_start(s, project, time_now_ns());
 	if (from_ns < start)
@@ -310,7 +310,7 @@ static int load_counts(view_part *vp, kn_err *err)
 	if (rc != SQLITE_ROW)
 		return part_err(err, vp, rc, "counting");
 	for (int i = 0; i < 3; i++)
-		if (c[i] < 0 || c[i] > (int64_t)LOCAL_MAX_IDS)
+		if (c[i] < 0 || c[i] > (int64_t)LIMIT_DICT_ROWS)
 			return damaged(err, vp, "local ids out of range");
 	vp->max_node = (uint32_t)c[0];
 	vp->max_attrset = (uint32_t)c[1];
@@ -411,7 +411,7 @@ static int read_head(view_part *vp, sqlite3_stmt *st, int c, store_chunk_head *h
 	h->total = sqlite3_column_int64(st, c + 5);
 	h->_scale = sqlite3_column_int64(st, c + 6);
 	h->_payload = sqlite3_column_int64(st, c + 7);
-	if (n_entries < 0 || n_entries > (int64_t)LOCAL_MAX_ENTRIES || h->_scale < 1)
+	if (n_entries < 0 || n_entries > (int64_t)LIMIT_CHUNK_ENTRIES || h->_scale < 1)
 		return damaged(err, vp, "chunk header out of range");
 	return 0;
 }

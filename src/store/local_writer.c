@@ -110,7 +110,7 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	s->keys_usage_only = cfg->keys_usage_only;
 	s->dir = xstrdup(cfg->dir);
 	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
-	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= STORE_RETENTION_MAX_DAYS
+	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= LIMIT_RETENTION_DAYS
 	                            ? cfg->retention_days
 	                            : 0);
 	buf_init(&s->sc.raw, SIZE_MAX);
@@ -182,12 +182,12 @@ int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t no
 	uint32_t n = 0;
 	if (deleted)
 		*deleted = 0;
-	if (keep_days < 1 || keep_days > STORE_RETENTION_MAX_DAYS)
-		return err_set(err, 400, "store: retention must be 1 to %d days", STORE_RETENTION_MAX_DAYS);
+	if (keep_days < 1 || keep_days > LIMIT_RETENTION_DAYS)
+		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
 	local_job *j = xcalloc(1, sizeof *j);
 	if (local_project_dir(project, j->proj) < 0) {
 		free(j);
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", LOCAL_PROJECT_MAX);
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	}
 	j->keep_days = keep_days;
 	j->now_ns = now_ns;
@@ -233,7 +233,7 @@ static int collect_parts(store_t *s, store_job **jobs, size_t n, part_list *l, k
 		char *proj = JOB(jobs[k])->proj;
 		if (b->n_profiles && local_project_dir(b->project, proj) < 0)
 			return err_set(err, 400, "store: project name must be 1 to %u bytes",
-			               LOCAL_PROJECT_MAX);
+			               LIMIT_NAME_BYTES);
 		if (local_retention_check(s, proj, b, err) < 0)
 			return -1;
 		for (uint32_t i = 0; i < b->n_profiles; i++) {
@@ -325,7 +325,7 @@ static void run_group(void *ctx, store_job **jobs, size_t n)
 	}
 	if (rc < 0)
 		local_parts_drop_damaged(s);
-	local_parts_trim(s, LOCAL_MAX_OPEN_PARTS);
+	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
 	for (size_t k = 0; k < n; k++) {
 		local_job *j = JOB(jobs[k]);
 		store_job_finish(jobs[k], j->failed ? &j->err : NULL);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 #include "model/model.h"
 
 typedef struct store store_t;
@@ -71,9 +72,8 @@ uint32_t store_queue_depth(store_t *s);
  *    returned, whenever the sweep runs and even before it deletes their day;
  *  - what is on disk: store_retention_sweep deletes the partitions whose
  *    whole day is at least keep_days old. */
-#define STORE_RETENTION_MAX_DAYS 36500
 
-/* Sets the retention of project (1..STORE_RETENTION_MAX_DAYS days; 0: back to
+/* Sets the retention of project (1..LIMIT_RETENTION_DAYS days; 0: back to
  * store_config.retention_days). Views opened afterwards are clamped to it.
  * Thread-safe. 0, or -1 with a 400 (bad project name or days). */
 int store_set_retention(store_t *s, slice_t project, int days, kn_err *err);
@@ -102,7 +102,7 @@ int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
  * it. Afterwards the store refuses (400, the whole batch) writes to a day
  * before today - keep_days of that sweep, so a late write cannot bring a
  * deleted day back; a later sweep of the project replaces that floor (none
- * after a restart until the first sweep). keep_days: 1..STORE_RETENTION_MAX_DAYS.
+ * after a restart until the first sweep). keep_days: 1..LIMIT_RETENTION_DAYS.
  * *deleted (may be NULL) = partitions deleted (0 when there was nothing to
  * do). 0, or -1 with err (400 bad arguments, 503 shutting down, 500 when a
  * file could not be unlinked: the others are still deleted). */
@@ -267,10 +267,9 @@ int store_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t 
 /* ---- Span links (SPEC S5.4) ------------------------------------------
  * Every stored chunk entry whose attribute set has a `span_id` label is
  * indexed by (span_id, trace_id of the same set if any). Values longer than
- * STORE_SPAN_ID_MAX bytes are not indexed (a trace_id that long is indexed
+ * LIMIT_SPAN_ID_BYTES bytes are not indexed (a trace_id that long is indexed
  * as absent). Even-length hex ids match case-insensitively; any other string
  * exactly. */
-#define STORE_SPAN_ID_MAX 64
 
 typedef struct {
 	store_chunk_head head; /* a chunk with linked samples (pass to store_view_entries) */

@@ -96,8 +96,6 @@ int ot_dict_load(ot_dec *d, const slice_t *dicts, uint32_t n_dicts, kn_err *err)
 
 /* ---- Attribute values ---------------------------------------------------- */
 
-#define OT_MAX_NESTING 32u
-
 PB_SPEC(anyvalue_spec, {1, PB_F_LEN, "string_value"}, {2, PB_F_VARINT, "bool_value"},
         {3, PB_F_VARINT, "int_value"}, {4, PB_F_I64, "double_value"}, {5, PB_F_LEN, "array_value"},
         {6, PB_F_LEN, "kvlist_value"}, {7, PB_F_LEN, "bytes_value"},
@@ -114,9 +112,9 @@ static int check_keyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsign
 static int read_anyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsigned depth, int *kind,
                          uint64_t *v, slice_t *s, kn_err *err)
 {
-	if (depth > OT_MAX_NESTING)
+	if (depth > LIMIT_OTLP_NESTING)
 		return pb_fail(&d->src, err, 400, p, NULL, "values nested deeper than %u levels",
-		               OT_MAX_NESTING);
+		               LIMIT_OTLP_NESTING);
 	pb_reader r = pb_reader_make(msg);
 	const pb_field *f;
 	int wt, rc;

@@ -1,4 +1,4 @@
-/* libFuzzer target for base/config.c: the input is a config file's YAML,
+/* libFuzzer target for cli/config.c: the input is a config file's YAML,
  * read from memory over the defaults (config_load_yaml, the same reading as
  * --config), then validated, as kiln serve does. It checks for crashes, leaks
  * and UB, that failures carry a 400, and that counted arrays stay in bounds. */
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "base/config.h"
+#include "cli/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,11 +18,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kn_err err = {0};
 	config_defaults(&c);
 	if (config_load_yaml(&c, (const char *)data, size, &err) == 0) {
-		if (c.n_project_retention > 64 || c.scrape.n_prefixes > CONFIG_PREFIXES_MAX ||
-		    c.scrape.n_statics > CONFIG_STATIC_TARGETS_MAX)
+		if (c.retention.n_projects > LIMIT_RETENTION_PROJECTS ||
+		    c.scrape.n_prefixes > LIMIT_ANNOTATION_PREFIXES ||
+		    c.scrape.n_statics > LIMIT_STATIC_TARGETS)
 			abort();
 		if (config_validate(&c, &err) == 0)
-			(void)config_retention_days(&c, "default");
+			(void)store_retention_days(&c.retention, "default");
 		else if (err.status != 400)
 			abort();
 	} else if (err.status != 400) {

@@ -50,7 +50,7 @@ static size_t one_request(const uint8_t *p, size_t n, size_t piece)
 		free(head);
 		return 0;
 	}
-	if (h.n > H1_MAX_HEADERS || !inside(h.method, head, head_n) || !inside(h.target, head, head_n))
+	if (h.n > LIMIT_HEADER_FIELDS || !inside(h.method, head, head_n) || !inside(h.target, head, head_n))
 		abort();
 	for (uint32_t i = 0; i < h.n; i++)
 		if (!inside(h.names[i], head, head_n) || !inside(h.values[i], head, head_n))

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		goto out;
 	}
-	if (p.n > PARAMS_MAX)
+	if (p.n > LIMIT_QUERY_PARAMS)
 		abort();
 	for (uint32_t i = 0; i < p.n; i++)
 		if (strlen(p.items[i].key) > size || strlen(p.items[i].value) > size ||

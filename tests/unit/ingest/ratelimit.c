@@ -14,7 +14,7 @@
  * burst + rate × 10 s, within 1 %. */
 static void test_accuracy(void **state)
 {
-	ratelimit_t *r = ratelimit_new(RATELIMIT_DEFAULT_RATE);
+	ratelimit_t *r = ratelimit_new(LIMIT_SAMPLES_PER_SECOND);
 	assert_true(ratelimit_rate(r) == 20000.0);
 	uint64_t admitted = 0;
 	int refused = 0, retry;
@@ -120,8 +120,8 @@ static void test_eviction(void **state)
 		snprintf(name, sizeof name, "k%d", i);
 		ratelimit_take(r, slice_cstr(name), 1, (int64_t)i * 1000, &retry);
 	}
-	assert_true(ratelimit_buckets(r) <= RATELIMIT_MAX_BUCKETS);
-	assert_true(ratelimit_buckets(r) > RATELIMIT_MAX_BUCKETS * 9 / 10);
+	assert_true(ratelimit_buckets(r) <= LIMIT_RATE_BUCKETS);
+	assert_true(ratelimit_buckets(r) > LIMIT_RATE_BUCKETS * 9 / 10);
 	ratelimit_free(r);
 }
 

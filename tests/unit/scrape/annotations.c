@@ -291,10 +291,10 @@ static void test_long_path(void **state)
 	assert_int_equal(r.n, 0);
 	assert_int_equal(r.nsk, 1);
 	assert_int_equal(r.sk[0].reason, ANNOT_INVALID_TARGET);
-	path[SCRAPE_URL_MAX - 40] = '\0'; /* fits with "http://10.1.1.1:6060" */
+	path[LIMIT_SCRAPE_URL_BYTES - 40] = '\0'; /* fits with "http://10.1.1.1:6060" */
 	run_one("goroutine", "path", path, &r);
 	assert_int_equal(r.n, 1);
-	assert_int_equal(strlen(r.t[0].url), SCRAPE_URL_MAX - 40 + strlen("http://10.1.1.1:6060"));
+	assert_int_equal(strlen(r.t[0].url), LIMIT_SCRAPE_URL_BYTES - 40 + strlen("http://10.1.1.1:6060"));
 }
 
 /* Objects that are not pods, and pods whose every field has the wrong type. */
@@ -393,14 +393,14 @@ static void test_workload_kind(void **state)
 		         w[i].owners, w[i].labels);
 		json_t *pod = json_loads(text, 0, NULL);
 		assert_non_null(pod);
-		char out[SCRAPE_NAME_MAX];
+		char out[LIMIT_SCRAPE_NAME_BYTES];
 		const char *kind = NULL;
 		annot_pod_workload(pod, out, &kind);
 		assert_string_equal(out, w[i].workload);
 		assert_string_equal(kind, w[i].kind);
 		json_decref(pod);
 	}
-	char out[SCRAPE_NAME_MAX];
+	char out[LIMIT_SCRAPE_NAME_BYTES];
 	annot_pod_workload(NULL, out, NULL);
 	assert_string_equal(out, "");
 }

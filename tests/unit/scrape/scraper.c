@@ -77,7 +77,7 @@ static void test_settings(void **state)
 
 static void test_static_target(void **state)
 {
-	static_target_config c = {0};
+	scrape_static_options c = {0};
 	c.name = "billing";
 	c.url = "http://10.1.2.3:6060";
 	c.namespace_ = "prod";
@@ -106,7 +106,7 @@ static void test_static_target(void **state)
 	assert_int_equal(scrape_static_target(&c, SCRAPE_MEMORY, &t, &reason, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "must start with /"));
 
-	static_target_config h = {0};
+	scrape_static_options h = {0};
 	h.name = "db";
 	h.host = "db.internal";
 	h.port = 8443;
@@ -119,7 +119,7 @@ static void test_static_target(void **state)
 	h.types[SCRAPE_GOROUTINE].scheme = "ftp";
 	assert_int_equal(scrape_static_target(&h, SCRAPE_GOROUTINE, &t, &reason, msg, sizeof msg), -1);
 
-	static_target_config p = {0};
+	scrape_static_options p = {0};
 	p.name = "x";
 	p.url = "http://h:99999";
 	assert_int_equal(scrape_static_target(&p, SCRAPE_MEMORY, &t, &reason, msg, sizeof msg), -1);

@@ -284,7 +284,7 @@ static void test_sql_strings(void **state)
 static void test_span_keys(void **state)
 {
 	(void)state;
-	char out[STORE_SPAN_ID_MAX];
+	char out[LIMIT_SPAN_ID_BYTES];
 	slice_t k = ch_span_key(slice_cstr("00F067AA0BA902B7"), out);
 	assert_int_equal(k.n, 16);
 	assert_memory_equal(k.p, "00f067aa0ba902b7", 16); /* hex in either case matches */
@@ -293,7 +293,7 @@ static void test_span_keys(void **state)
 	assert_memory_equal(k.p, "span-7", 6); /* text stays as it is */
 	k = ch_span_key(slice_cstr("ABC"), out);
 	assert_memory_equal(k.p, "ABC", 3); /* odd length: text, case kept */
-	char longer[STORE_SPAN_ID_MAX + 2];
+	char longer[LIMIT_SPAN_ID_BYTES + 2];
 	memset(longer, 'a', sizeof longer - 1);
 	longer[sizeof longer - 1] = 0;
 	assert_int_equal(ch_span_key(slice_cstr(longer), out).n, 0); /* not indexed */

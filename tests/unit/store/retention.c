@@ -228,7 +228,10 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(err.status, 400);
 	assert_int_equal(store_set_retention(f->s, slice_cstr("default"), -1, &err), -1);
 	assert_int_equal(err.status, 400);
-	assert_int_equal(store_set_retention(f->s, slice_cstr("default"), STORE_RETENTION_MAX_DAYS + 1, &err), -1);
+	/* the same bound as the config's retention settings */
+	assert_int_equal(store_set_retention(f->s, slice_cstr("default"), 3651, &err), -1);
+	assert_string_equal(err.msg, "store: retention must be 0 to 3650 days");
+	assert_int_equal(store_set_retention(f->s, slice_cstr("default"), 3650, &err), 0);
 }
 
 static void test_views_clamped_to_retention(void **state)

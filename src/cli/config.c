@@ -1,5 +1,7 @@
-/* Settings from YAML (libfyaml) and defaults (base/config.h). */
-#include "base/config.h"
+/* Settings from YAML (libfyaml) into each module's options struct
+ * (cli/config.h). Every message here is part of the interface: tests assert
+ * them byte for byte. */
+#include "cli/config.h"
 
 #include <errno.h>
 #include <libfyaml.h>
@@ -9,13 +11,8 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/limits.h"
 #include "base/timeutil.h"
-
-const char *const listener_names[LISTENER_COUNT] = {"upload", "otlp_http", "otlp_grpc", "ui"};
-const char *const config_scrape_type_names[CONFIG_SCRAPE_TYPES] = {"cpu", "memory", "goroutine", "block", "mutex"};
-#define CONFIG_MAX_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */
-
-static const char *const default_addrs[LISTENER_COUNT] = {":8028", ":4318", ":4317", ":4040"};
 
 void config_set(char **field, const char *value)
 {
@@ -28,58 +25,22 @@ void config_defaults(kiln_config *c)
 	memset(c, 0, sizeof *c);
 	config_set(&c->data_dir, "./kiln-data");
 	config_set(&c->role, "all");
-	config_set(&c->store.engine, "local");
-	for (int i = 0; i < LISTENER_COUNT; i++)
-		config_set(&c->listeners[i].addr, default_addrs[i]);
-	c->max_rows = 10000;
-	c->samples_per_second = 20000;
-	c->bodies_mib = 512;
-	c->retention_days = 14;
-	c->retention_max_days = 14;
-	c->scrape.interval_ns = 60 * 1000000000LL;
-}
-
-int config_retention_days(const kiln_config *c, const char *project)
-{
-	int days = c->retention_days;
-	for (uint32_t i = 0; i < c->n_project_retention; i++)
-		if (!strcmp(c->project_retention[i].project, project))
-			days = c->project_retention[i].days;
-	return days > c->retention_max_days ? c->retention_max_days : days;
+	listener_options_defaults(c->listeners);
+	ingest_options_defaults(&c->limits);
+	store_retention_defaults(&c->retention);
+	store_options_defaults(&c->store);
+	scrape_options_defaults(&c->scrape);
 }
 
 void config_free(kiln_config *c)
 {
 	free(c->data_dir);
 	free(c->role);
-	for (uint32_t i = 0; i < c->n_project_retention; i++)
-		free(c->project_retention[i].project);
-	for (int i = 0; i < LISTENER_COUNT; i++) {
-		free(c->listeners[i].addr);
-		free(c->listeners[i].tls_cert);
-		free(c->listeners[i].tls_key);
-	}
-	for (uint32_t i = 0; i < c->scrape.n_prefixes; i++)
-		free(c->scrape.prefixes[i]);
-	char *store_strs[] = {c->store.engine, c->store.url, c->store.database, c->store.user,
-	                      c->store.password, c->store.cluster, c->store.password_file};
-	for (size_t k = 0; k < sizeof store_strs / sizeof *store_strs; k++)
-		free(store_strs[k]);
-	free(c->kubernetes.api_server);
-	free(c->kubernetes.token_file);
-	free(c->kubernetes.ca_file);
-	free(c->kubernetes.node);
-	for (uint32_t i = 0; i < c->scrape.n_statics; i++) {
-		static_target_config *t = &c->scrape.statics[i];
-		char *strs[] = {t->name, t->url, t->host, t->service, t->namespace_, t->pod, t->container, t->workload};
-		for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
-			free(strs[k]);
-		for (int k = 0; k < CONFIG_SCRAPE_TYPES; k++) {
-			free(t->types[k].path);
-			free(t->types[k].scheme);
-			free(t->types[k].sample_types);
-		}
-	}
+	listener_options_free(c->listeners);
+	store_retention_free(&c->retention);
+	store_options_free(&c->store);
+	scrape_options_free(&c->scrape);
+	k8s_options_free(&c->kubernetes);
 	memset(c, 0, sizeof *c);
 }
 
@@ -145,7 +106,7 @@ static int read_bool(struct fy_node *root, const char *path, int *out, kn_err *e
 }
 
 /* One entry of receivers.profiles.scrape.static (a mapping). */
-static int load_static_target(struct fy_node *n, uint32_t i, static_target_config *t, kn_err *err)
+static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_options *t, kn_err *err)
 {
 	if (!fy_node_is_mapping(n))
 		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] must be a mapping", i);
@@ -177,16 +138,18 @@ static int load_static_target(struct fy_node *n, uint32_t i, static_target_confi
 		size_t kl;
 		const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &kl);
 		int type = -1;
-		for (int ty = 0; k && ty < CONFIG_SCRAPE_TYPES; ty++)
-			if (strlen(config_scrape_type_names[ty]) == kl && !memcmp(k, config_scrape_type_names[ty], kl))
+		for (int ty = 0; k && ty < SCRAPE_TYPES; ty++)
+			if (strlen(scrape_type_name(ty)) == kl && !memcmp(k, scrape_type_name(ty), kl))
 				type = ty;
 		struct fy_node *v = fy_node_pair_value(pair);
+		_Static_assert(SCRAPE_TYPES == 5,
+		               "the message below lists the scrape types of scrape/target.h");
 		if (type < 0 || !v || !fy_node_is_mapping(v))
 			return err_set(err, 400,
 			               "config receivers.profiles.scrape.static[%u].types: each key is one of cpu, memory, "
 			               "goroutine, block, mutex with a mapping {scrape, path, scheme, sample_types}",
 			               i);
-		scrape_type_config *tc = &t->types[type];
+		scrape_type_options *tc = &t->types[type];
 		if (read_bool(v, "scrape", &tc->scrape, err) < 0 || read_string(v, "path", &tc->path, err) < 0 ||
 		    read_string(v, "scheme", &tc->scheme, err) < 0 ||
 		    read_string(v, "sample_types", &tc->sample_types, err) < 0)
@@ -196,7 +159,7 @@ static int load_static_target(struct fy_node *n, uint32_t i, static_target_confi
 }
 
 /* receivers.profiles.scrape (SPEC S3.1, S3.2). */
-static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
+static int load_scrape(struct fy_node *root, scrape_options *sc, kn_err *err)
 {
 	if (read_bool(root, "/receivers/profiles/scrape/enabled", &sc->enabled, err) < 0)
 		return -1;
@@ -228,9 +191,11 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 			if (!s)
 				return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes: each item is a "
 				                         "prefix such as example.com/profiles");
-			if (sc->n_prefixes == CONFIG_PREFIXES_MAX)
-				return err_set(err, 400, "config receivers.profiles.scrape.extraAnnotationPrefixes: at most %d",
-				               CONFIG_PREFIXES_MAX);
+			if (sc->n_prefixes == LIMIT_ANNOTATION_PREFIXES)
+				return err_set(
+				    err, 400,
+				    "config receivers.profiles.scrape.extraAnnotationPrefixes: at most %d",
+				    LIMIT_ANNOTATION_PREFIXES);
 			sc->prefixes[sc->n_prefixes++] = xstrndup(s, len);
 		}
 	}
@@ -241,9 +206,10 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 		void *it = NULL;
 		struct fy_node *n;
 		while ((n = fy_node_sequence_iterate(st, &it))) {
-			if (sc->n_statics == CONFIG_STATIC_TARGETS_MAX)
-				return err_set(err, 400, "config receivers.profiles.scrape.static: at most %d targets",
-				               CONFIG_STATIC_TARGETS_MAX);
+			if (sc->n_statics == LIMIT_STATIC_TARGETS)
+				return err_set(err, 400,
+				               "config receivers.profiles.scrape.static: at most %d targets",
+				               LIMIT_STATIC_TARGETS);
 			if (load_static_target(n, sc->n_statics, &sc->statics[sc->n_statics], err) < 0) {
 				sc->n_statics++; /* freed by config_free */
 				return -1;
@@ -255,7 +221,7 @@ static int load_scrape(struct fy_node *root, scrape_config *sc, kn_err *err)
 }
 
 /* kubernetes: {apiServer, tokenFile, caFile, node} (SPEC S3.2). */
-static int load_kubernetes(struct fy_node *root, kube_config *k, kn_err *err)
+static int load_kubernetes(struct fy_node *root, k8s_options *k, kn_err *err)
 {
 	struct fy_node *n = fy_node_by_path(root, "/kubernetes", (size_t)-1, FYNWF_DONT_FOLLOW);
 	if (!n)
@@ -326,7 +292,8 @@ static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 	    read_bool(root, "/store/replicated", &c->store.replicated, err) < 0)
 		return -1;
 	double mib;
-	int rc = read_number(root, "/store/maxAnswerMiB", 1, 65536, &mib, err);
+	int rc = read_number(root, "/store/maxAnswerMiB", LIMIT_CH_ANSWER_MIB_MIN, LIMIT_CH_ANSWER_MIB_MAX,
+	                     &mib, err);
 	if (rc < 0)
 		return -1;
 	if (rc == 1) {
@@ -381,21 +348,24 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 		if (read_string(root, p, &c->listeners[i].tls_key, err) < 0)
 			goto out;
 	}
-	if (read_number(root, "/limits/samplesPerSecond", 1, 1e9, &c->samples_per_second, err) < 0)
+	if (read_number(root, "/limits/samplesPerSecond", 1, LIMIT_SAMPLES_PER_SECOND_MAX,
+	                &c->limits.samples_per_second, err) < 0)
 		goto out;
-	if (read_number(root, "/limits/defaultSamplesPerSecond", 0, 1e9, &c->default_samples_per_second, err) < 0)
+	if (read_number(root, "/limits/defaultSamplesPerSecond", 0, LIMIT_SAMPLES_PER_SECOND_MAX,
+	                &c->limits.default_samples_per_second, err) < 0)
 		goto out;
-	if (read_number(root, "/limits/requestBodiesMiB", 64, 1 << 20, &c->bodies_mib, err) < 0)
+	if (read_number(root, "/limits/requestBodiesMiB", LIMIT_BODIES_MIB_MIN, LIMIT_BODIES_MIB_MAX,
+	                &c->limits.bodies_mib, err) < 0)
 		goto out;
 	double d;
-	if ((rc = read_number(root, "/retention/days", 1, 3650, &d, err)) < 0)
+	if ((rc = read_number(root, "/retention/days", 1, LIMIT_RETENTION_DAYS, &d, err)) < 0)
 		goto out;
 	if (rc == 1)
-		c->retention_days = (int)d;
-	if ((rc = read_number(root, "/retention/maxDays", 1, 3650, &d, err)) < 0)
+		c->retention.days = (int)d;
+	if ((rc = read_number(root, "/retention/maxDays", 1, LIMIT_RETENTION_DAYS, &d, err)) < 0)
 		goto out;
 	if (rc == 1)
-		c->retention_max_days = (int)d;
+		c->retention.max_days = (int)d;
 	rc = -1;
 	struct fy_node *projects = fy_node_by_path(root, "/retention/projects", (size_t)-1, FYNWF_DONT_FOLLOW);
 	if (projects) {
@@ -413,16 +383,20 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 			snprintf(num, sizeof num, "%.*s", (int)(v ? vl : 0), v ? v : "");
 			char *end;
 			long days = strtol(num, &end, 10);
-			if (!k || !v || *end || days < 1 || days > 3650) {
-				err_set(err, 400, "config retention.projects: each value must be a number of days (1-3650)");
+			if (!k || !v || *end || days < 1 || days > LIMIT_RETENTION_DAYS) {
+				err_set(
+				    err, 400,
+				    "config retention.projects: each value must be a number of days (1-%d)",
+				    LIMIT_RETENTION_DAYS);
 				goto out;
 			}
-			if (c->n_project_retention == 64) {
-				err_set(err, 400, "config retention.projects: at most 64 projects");
+			if (c->retention.n_projects == LIMIT_RETENTION_PROJECTS) {
+				err_set(err, 400, "config retention.projects: at most %d projects",
+				        LIMIT_RETENTION_PROJECTS);
 				goto out;
 			}
-			c->project_retention[c->n_project_retention].project = xstrndup(k, kl);
-			c->project_retention[c->n_project_retention++].days = (int)days;
+			c->retention.projects[c->retention.n_projects].project = xstrndup(k, kl);
+			c->retention.projects[c->retention.n_projects++].days = (int)days;
 		}
 	}
 	char *rows = NULL;
@@ -431,13 +405,16 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 	if (rows) {
 		char *end;
 		long v = strtol(rows, &end, 10);
-		int bad = *end || v < 1 || v > 10000000;
+		int bad = *end || v < 1 || v > LIMIT_SAMPLE_ROWS_MAX;
 		free(rows);
 		if (bad) {
-			err_set(err, 400, "config receivers.profiles.maxDecodedSampleRows must be a number from 1 to 10000000");
+			err_set(
+			    err, 400,
+			    "config receivers.profiles.maxDecodedSampleRows must be a number from 1 to %d",
+			    LIMIT_SAMPLE_ROWS_MAX);
 			goto out;
 		}
-		c->max_rows = (uint32_t)v;
+		c->limits.max_rows = (uint32_t)v;
 	}
 	if (load_scrape(root, &c->scrape, err) < 0 || load_kubernetes(root, &c->kubernetes, err) < 0 ||
 	    load_store(root, c, err) < 0)
@@ -470,13 +447,13 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 	if (!f)
 		return err_set(err, 400, "cannot read config %s: %s", path, strerror(errno));
 	buf_t b;
-	buf_init(&b, CONFIG_MAX_BYTES);
+	buf_init(&b, LIMIT_CONFIG_BYTES);
 	char chunk[4096];
 	size_t got;
 	int rc = 0;
 	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
 		if (buf_append(&b, chunk, got) < 0)
-			rc = err_set(err, 400, "config %s is larger than %u bytes", path, CONFIG_MAX_BYTES);
+			rc = err_set(err, 400, "config %s is larger than %u bytes", path, LIMIT_CONFIG_BYTES);
 	if (rc == 0 && ferror(f))
 		rc = err_set(err, 400, "cannot read config %s: %s", path, strerror(errno));
 	fclose(f);
@@ -508,13 +485,17 @@ int config_validate(const kiln_config *c, kn_err *err)
 	}
 	if (!c->data_dir || !*c->data_dir)
 		return err_set(err, 400, "data directory must not be empty");
-	if (c->retention_days > c->retention_max_days)
-		return err_set(err, 400, "retention.days (%d) is above retention.maxDays (%d): raise maxDays to keep data longer",
-		               c->retention_days, c->retention_max_days);
-	for (uint32_t i = 0; i < c->n_project_retention; i++)
-		if (c->project_retention[i].days > c->retention_max_days)
-			return err_set(err, 400, "retention.projects.%s (%d days) is above retention.maxDays (%d)",
-			               c->project_retention[i].project, c->project_retention[i].days, c->retention_max_days);
+	const store_retention_options *r = &c->retention;
+	if (r->days > r->max_days)
+		return err_set(
+		    err, 400,
+		    "retention.days (%d) is above retention.maxDays (%d): raise maxDays to keep data longer",
+		    r->days, r->max_days);
+	for (uint32_t i = 0; i < r->n_projects; i++)
+		if (r->projects[i].days > r->max_days)
+			return err_set(err, 400,
+			               "retention.projects.%s (%d days) is above retention.maxDays (%d)",
+			               r->projects[i].project, r->projects[i].days, r->max_days);
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		if (!c->listeners[i].tls_cert != !c->listeners[i].tls_key)
 			return err_set(err, 400, "listeners.%s.tls needs both cert and key", listener_names[i]);

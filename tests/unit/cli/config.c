@@ -1,9 +1,9 @@
-/* Tests of src/base/config.c: defaults, YAML file, validation messages. */
+/* Tests of src/cli/config.c: defaults, YAML file, validation messages. */
 #include "testutil.h"
 
 #include <unistd.h>
 
-#include "base/config.h"
+#include "cli/config.h"
 
 static int load(kiln_config *c, const char *yaml, kn_err *e)
 {
@@ -29,9 +29,9 @@ static void test_defaults(void **state)
 	assert_string_equal(c.data_dir, "./kiln-data");
 	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":8028");
 	assert_string_equal(c.listeners[LISTENER_UI].addr, ":4040");
-	assert_true(c.samples_per_second == 20000);
-	assert_true(c.default_samples_per_second == 0); /* the project default is not limited */
-	assert_int_equal(config_retention_days(&c, "default"), 14);
+	assert_true(c.limits.samples_per_second == 20000);
+	assert_true(c.limits.default_samples_per_second == 0); /* the project default is not limited */
+	assert_int_equal(store_retention_days(&c.retention, "default"), 14);
 	assert_null(c.kubernetes.api_server);
 	assert_null(c.kubernetes.node);
 	config_free(&c);
@@ -58,16 +58,21 @@ static void test_file(void **state)
 	assert_int_equal(c.listeners[LISTENER_UPLOAD].auth_required, 1);
 	assert_string_equal(c.listeners[LISTENER_UPLOAD].tls_cert, "c.pem");
 	assert_int_equal(c.listeners[LISTENER_UI].auth_required, 0);
-	assert_true(c.samples_per_second == 500);
-	assert_true(c.default_samples_per_second == 2500);
-	assert_int_equal(c.max_rows, 20000);
-	assert_int_equal(config_retention_days(&c, "team-a"), 30);
-	assert_int_equal(config_retention_days(&c, "team-b"), 3);
-	assert_int_equal(config_retention_days(&c, "other"), 7);
+	assert_true(c.limits.samples_per_second == 500);
+	assert_true(c.limits.default_samples_per_second == 2500);
+	assert_int_equal(c.limits.max_rows, 20000);
+	assert_int_equal(store_retention_days(&c.retention, "team-a"), 30);
+	assert_int_equal(store_retention_days(&c.retention, "team-b"), 3);
+	assert_int_equal(store_retention_days(&c.retention, "other"), 7);
 	assert_string_equal(c.kubernetes.api_server, "http://127.0.0.1:6443");
 	assert_string_equal(c.kubernetes.token_file, "/t");
 	assert_string_equal(c.kubernetes.ca_file, "/ca.crt");
 	assert_string_equal(c.kubernetes.node, "n1");
+	config_free(&c);
+	/* the retention bound itself is accepted (test_invalid: one day more is not) */
+	assert_int_equal(load(&c, "retention: {days: 3650, maxDays: 3650, projects: {a: 3650}}\n", &e), 0);
+	assert_int_equal(store_retention_days(&c.retention, "a"), 3650);
+	assert_int_equal(store_retention_days(&c.retention, "b"), 3650);
 	config_free(&c);
 }
 
@@ -83,6 +88,11 @@ static void test_invalid(void **state)
 	    {"limits: {defaultSamplesPerSecond: lots}\n", "config /limits/defaultSamplesPerSecond must be a number from 0 to 1e+09"},
 	    {"retention: {days: 30}\n", "retention.days (30) is above retention.maxDays (14): raise maxDays to keep data longer"},
 	    {"retention: {projects: {a: 100}}\n", "retention.projects.a (100 days) is above retention.maxDays (14)"},
+	    /* one bound with the store (LIMIT_RETENTION_DAYS): 3,650 days */
+	    {"retention: {maxDays: 3651}\n", "config /retention/maxDays must be a number from 1 to 3650"},
+	    {"retention: {days: 3651}\n", "config /retention/days must be a number from 1 to 3650"},
+	    {"retention: {maxDays: 3650, projects: {a: 3651}}\n",
+	     "config retention.projects: each value must be a number of days (1-3650)"},
 	    {"listeners: {upload: {tls: {cert: c.pem}}}\n", "listeners.upload.tls needs both cert and key"},
 	    {"listeners: {upload: {addr: nowhere}}\n", "listener upload: address nowhere must be host:port, :port or off"},
 	    {"- a\n- b\n", "the top level must be a mapping"},
@@ -109,7 +119,7 @@ static void test_yaml(void **state)
 	config_defaults(&c);
 	assert_int_equal(config_load_yaml(&c, yaml, sizeof yaml - 3, &e), 0);
 	assert_string_equal(c.role, "sensor");
-	assert_int_equal(c.retention_days, 7);
+	assert_int_equal(c.retention.days, 7);
 	assert_int_equal(config_load_yaml(&c, "a: [b", 5, &e), -1);
 	assert_int_equal(e.status, 400);
 	/* libfyaml 0.7.12 never returns on this: refused as not UTF-8 first */
