@@ -330,9 +330,8 @@ int cli_serve(int argc, char **argv)
 		          err.msg);
 		goto out;
 	}
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	s.loop = loop_new();
-	s.pool = pool_new(s.cfg.workers ? s.cfg.workers : (int)(cores > 0 ? cores : 2));
+	s.pool = pool_new(s.cfg.workers); /* 0: one per online CPU */
 	s.api.store = s.store;
 	s.api.loop = s.loop;
 	s.api.pool = s.pool;
@@ -358,7 +357,7 @@ int cli_serve(int argc, char **argv)
 	for (int i = 0; i < LISTENER_COUNT; i++)
 		s.listeners[i] = (api_listener){&s.api, i, s.cfg.listeners[i].auth_required,
 		                                s.cfg.listeners[i].tls_cert != NULL};
-	log_info("starting", "role=%s data=%s workers=%ld", s.cfg.role, s.cfg.data_dir, cores > 0 ? cores : 2);
+	log_info("starting", "role=%s data=%s workers=%d", s.cfg.role, s.cfg.data_dir, pool_size(s.pool));
 	if (start_listeners(&s) < 0)
 		goto out;
 	/* S1: only the roles all and sensor ever scrape. */

@@ -82,6 +82,8 @@ void pool_submit(kn_pool *p, void (*fn)(void *), void *arg)
 	pthread_mutex_unlock(&p->mu);
 }
 
+int pool_size(const kn_pool *p) { return p->n; }
+
 void pool_free(kn_pool *p)
 {
 	if (!p)

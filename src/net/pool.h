@@ -10,6 +10,9 @@ typedef struct kn_pool kn_pool;
  * cannot be started. */
 kn_pool *pool_new(int nthreads);
 
+/* The number of worker threads p runs (what pool_new resolved nthreads to). */
+int pool_size(const kn_pool *p);
+
 /* Thread-safe: fn(arg) will run on some worker. Not after pool_free began. */
 void pool_submit(kn_pool *p, void (*fn)(void *arg), void *arg);
 

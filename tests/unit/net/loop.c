@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "net/loop.h"
 #include "net/pool.h"
@@ -119,6 +120,7 @@ static void test_pool_drains(void **state)
 {
 	pool_counter c = {PTHREAD_MUTEX_INITIALIZER, 0};
 	kn_pool *p = pool_new(3);
+	assert_int_equal(pool_size(p), 3);
 	for (int i = 0; i < 5000; i++)
 		pool_submit(p, pool_job, &c);
 	pool_free(p);
@@ -130,12 +132,23 @@ static void test_pool_drains(void **state)
 	assert_int_equal(c.done, 5001);
 }
 
+/* 0 workers asked: one per online CPU, and pool_size says how many (what
+ * kiln serve logs as workers=). */
+static void test_pool_size_default(void **state)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	kn_pool *p = pool_new(0);
+	assert_int_equal(pool_size(p), cpus > 0 ? (int)cpus : 1);
+	pool_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_posts_in_order),
 	    cmocka_unit_test(test_stop_before_run_and_free_runs_posts),
 	    cmocka_unit_test(test_pool_drains),
+	    cmocka_unit_test(test_pool_size_default),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
