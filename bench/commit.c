@@ -34,7 +34,7 @@ static void *run(void *arg)
 	long i = 0;
 	while (time_mono_ns() < deadline) {
 		int64_t t0 = time_mono_ns();
-		kn_err err = {0};
+		err_t err = {0};
 		buf_t data;
 		buf_init(&data, LIMIT_DECODED_BYTES);
 		slice_t in = body;
@@ -45,11 +45,11 @@ static void *run(void *arg)
 			}
 			in = buf_slice(&data);
 		}
-		model_batch *b = model_batch_new(slice_cstr("default"));
-		pprof_decode_opts opts = {.service = slice_cstr("commit"),
-		                          .now_ns = time_now_ns(),
-		                          .time_ns = t_base + (k * 1000000 + i++) * 1000000LL,
-		                          .max_rows = LIMIT_SAMPLE_ROWS};
+		model_batch_t *b = model_batch_new(slice_cstr("default"));
+		pprof_decode_opts_t opts = {.service = slice_cstr("commit"),
+		                            .now_ns = time_now_ns(),
+		                            .time_ns = t_base + (k * 1000000 + i++) * 1000000LL,
+		                            .max_rows = LIMIT_SAMPLE_ROWS};
 		if (pprof_decode(in, &opts, b, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			exit(1);
@@ -88,8 +88,8 @@ int main(int argc, char **argv)
 	fclose(f);
 	body = buf_slice(&raw);
 
-	kn_err err = {0};
-	store_config cfg = {.dir = argv[5], .commit_interval_ms = window, .sync = 1};
+	err_t err = {0};
+	store_config_t cfg = {.dir = argv[5], .commit_interval_ms = window, .sync = 1};
 	static char ch_url[512];
 	if (strncmp(argv[5], "http://", 7) == 0) {
 		/* http://HOST:PORT/DATABASE: the URL up to the last '/', then the database. */
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		memcpy(ch_url, argv[5], (size_t)(slash - argv[5]));
-		cfg = (store_config){
+		cfg = (store_config_t){
 		    .engine = STORE_ENGINE_CLICKHOUSE, .ch_url = ch_url, .ch_database = slash + 1};
 	}
 	store = store_open(&cfg, &err);

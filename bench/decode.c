@@ -36,9 +36,10 @@ int main(int argc, char **argv)
 	size_t raw_bytes = 0;
 	uint32_t profiles = 0, rows = 0;
 	int64_t deadline = time_mono_ns() + (int64_t)(seconds * 1e9);
-	pprof_decode_opts opts = {.service = slice_cstr("bench"), .now_ns = time_now_ns(), .max_rows = LIMIT_SAMPLE_ROWS};
+	pprof_decode_opts_t opts = {
+	    .service = slice_cstr("bench"), .now_ns = time_now_ns(), .max_rows = LIMIT_SAMPLE_ROWS};
 	do {
-		kn_err err = {0};
+		err_t err = {0};
 		int64_t t0 = time_mono_ns();
 		buf_t data;
 		buf_init(&data, LIMIT_DECODED_BYTES);
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
 			in = buf_slice(&data);
 		}
 		int64_t t1 = time_mono_ns();
-		model_batch *b = model_batch_new(slice_cstr("default"));
+		model_batch_t *b = model_batch_new(slice_cstr("default"));
 		if (pprof_decode(in, &opts, b, &err) < 0) {
 			fprintf(stderr, "%s: %s\n", argv[1], err.msg);
 			return 1;

@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 		perror(in);
 		return 1;
 	}
-	kn_err err = {0};
+	err_t err = {0};
 	slice_t body = buf_slice(&raw);
 	if (gz_is_gzip(body)) {
 		if (gz_inflate(body, &data, &err) < 0) {
@@ -161,24 +161,25 @@ int main(int argc, char **argv)
 		}
 		body = buf_slice(&data);
 	}
-	model_batch *b = model_batch_new(slice_cstr("bench"));
-	pprof_decode_opts opts = {.service = slice_cstr("gen"), .now_ns = time_now_ns(), .max_rows = LIMIT_SAMPLE_ROWS};
+	model_batch_t *b = model_batch_new(slice_cstr("bench"));
+	pprof_decode_opts_t opts = {
+	    .service = slice_cstr("gen"), .now_ns = time_now_ns(), .max_rows = LIMIT_SAMPLE_ROWS};
 	if (pprof_decode(body, &opts, b, &err) < 0) {
 		fprintf(stderr, "%s: %s\n", in, err.msg);
 		return 1;
 	}
 	/* The cpu:nanoseconds profile, else the last one. */
-	model_profile *src = &b->profiles[b->n_profiles - 1];
+	model_profile_t *src = &b->profiles[b->n_profiles - 1];
 	for (uint32_t p = 0; p < b->n_profiles; p++)
 		if (slice_eq_cstr(b->profiles[p].sample_type, "cpu"))
 			src = &b->profiles[p];
 
 	/* Frames: the source's, then the variants (same binary as the source's first frame). */
 	uint32_t n_frames = b->n_frames + (uint32_t)variants;
-	model_frame *frames = xcalloc(n_frames, sizeof *frames);
+	model_frame_t *frames = xcalloc(n_frames, sizeof *frames);
 	memcpy(frames, b->frames, b->n_frames * sizeof *frames);
 	for (long k = 0; k < variants; k++) {
-		model_frame *f = &frames[b->n_frames + k];
+		model_frame_t *f = &frames[b->n_frames + k];
 		char name[64];
 		snprintf(name, sizeof name, "main.variant%02ld", k);
 		f->name = slice_cstr(xstrdup(name));
@@ -194,7 +195,7 @@ int main(int argc, char **argv)
 	uint32_t *depth = xcalloc(n_src ? n_src : 1, sizeof *depth);
 	int64_t *values = xcalloc(n_src ? n_src : 1, sizeof *values);
 	for (uint32_t s = 0; s < n_src; s++) {
-		const model_sample *sm = &b->samples[src->samples_first + s];
+		const model_sample_t *sm = &b->samples[src->samples_first + s];
 		uint32_t d = 0;
 		for (uint32_t n = sm->node; n != MODEL_NONE; n = b->nodes[n].parent)
 			d++;
@@ -254,7 +255,7 @@ int main(int argc, char **argv)
 			t.total[n] += t.self[n];
 			t.total[t.parent[n]] += t.total[n];
 		}
-		model_tree tree = {
+		model_tree_t tree = {
 		    .n_nodes = t.n,
 		    .parent = t.parent,
 		    .frame = t.frame,

@@ -31,14 +31,14 @@ int main(int argc, char **argv)
 		return 1;
 	size_t len = strlen(argv[1]);
 	int is_json = len > 5 && strcmp(argv[1] + len - 5, ".json") == 0;
-	otlp_decode_opts o = {.now_ns = 1};
-	otlp_result r = {0};
+	otlp_decode_opts_t o = {.now_ns = 1};
+	otlp_result_t r = {0};
 	uint64_t iterations = 0;
 	struct rusage ru0, ru1;
 	getrusage(RUSAGE_SELF, &ru0);
 	int64_t start = time_mono_ns(), elapsed = 0;
 	while (elapsed < (int64_t)(seconds * 1e9) || iterations == 0) {
-		kn_err err = {0};
+		err_t err = {0};
 		buf_t pb;
 		buf_init(&pb, LIMIT_DECODED_BYTES);
 		slice_t in = buf_slice(&raw);
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 			}
 			in = buf_slice(&pb);
 		}
-		model_batch *b = model_batch_new(slice_cstr("bench"));
+		model_batch_t *b = model_batch_new(slice_cstr("bench"));
 		if (otlp_decode(in, &o, b, &r, &err) < 0) {
 			fprintf(stderr, "%s: %d %s\n", argv[1], err.status, err.msg);
 			return 1;

@@ -48,10 +48,10 @@ static void stamp(rebase *rb, const uint8_t *at)
 }
 
 /* Calls fn for every field `want` of msg; -1 on malformed input. */
-typedef int (*field_fn)(rebase *rb, pb_reader *r, int wt);
+typedef int (*field_fn)(rebase *rb, pb_reader_t *r, int wt);
 static int each(rebase *rb, slice_t msg, uint32_t want, field_fn fn)
 {
-	pb_reader r = pb_reader_make(msg);
+	pb_reader_t r = pb_reader_make(msg);
 	while (!pb_done(&r)) {
 		uint32_t num;
 		int wt;
@@ -67,7 +67,7 @@ static int each(rebase *rb, slice_t msg, uint32_t want, field_fn fn)
 	return 0;
 }
 
-static int on_sample_stamps(rebase *rb, pb_reader *r, int wt)
+static int on_sample_stamps(rebase *rb, pb_reader_t *r, int wt)
 {
 	if (wt == PB_I64) {
 		if (r->end - r->p < 8)
@@ -84,7 +84,7 @@ static int on_sample_stamps(rebase *rb, pb_reader *r, int wt)
 	return 0;
 }
 
-static int on_sample(rebase *rb, pb_reader *r, int wt)
+static int on_sample(rebase *rb, pb_reader_t *r, int wt)
 {
 	slice_t s;
 	if (wt != PB_LEN || pb_bytes(r, &s) < 0)
@@ -92,12 +92,12 @@ static int on_sample(rebase *rb, pb_reader *r, int wt)
 	return each(rb, s, 5, on_sample_stamps);
 }
 
-static int on_profile_time(rebase *rb, pb_reader *r, int wt)
+static int on_profile_time(rebase *rb, pb_reader_t *r, int wt)
 {
 	return on_sample_stamps(rb, r, wt == PB_I64 ? wt : -1);
 }
 
-static int on_profile(rebase *rb, pb_reader *r, int wt)
+static int on_profile(rebase *rb, pb_reader_t *r, int wt)
 {
 	slice_t s;
 	if (wt != PB_LEN || pb_bytes(r, &s) < 0)
@@ -105,7 +105,7 @@ static int on_profile(rebase *rb, pb_reader *r, int wt)
 	return each(rb, s, 3, on_profile_time) < 0 ? -1 : each(rb, s, 2, on_sample);
 }
 
-static int on_scope(rebase *rb, pb_reader *r, int wt)
+static int on_scope(rebase *rb, pb_reader_t *r, int wt)
 {
 	slice_t s;
 	if (wt != PB_LEN || pb_bytes(r, &s) < 0)
@@ -113,7 +113,7 @@ static int on_scope(rebase *rb, pb_reader *r, int wt)
 	return each(rb, s, 2, on_profile);
 }
 
-static int on_resource(rebase *rb, pb_reader *r, int wt)
+static int on_resource(rebase *rb, pb_reader_t *r, int wt)
 {
 	slice_t s;
 	if (wt != PB_LEN || pb_bytes(r, &s) < 0)

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 		buf_append(&raw, tmp, n);
 	fclose(f);
 	slice_t body = buf_slice(&raw);
-	kn_err err = {0};
+	err_t err = {0};
 	if (gz_is_gzip(body)) {
 		if (gz_inflate(body, &data, &err) < 0) {
 			fprintf(stderr, "%s: %s\n", argv[1], err.msg);
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	slice_t *strs = NULL;
 	size_t n_strs = 0, cap_strs = 0;
 
-	pb_reader r = pb_reader_make(body);
+	pb_reader_t r = pb_reader_make(body);
 	while (!pb_done(&r)) {
 		uint32_t field;
 		int wt;
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 			slice_t m;
 			if (pb_bytes(&r, &m) < 0 || n_types >= MAX_TYPES)
 				goto bad;
-			pb_reader vr = pb_reader_make(m);
+			pb_reader_t vr = pb_reader_make(m);
 			type_ix[n_types][0] = type_ix[n_types][1] = 0;
 			while (!pb_done(&vr)) {
 				uint32_t vf;
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 			if (pb_bytes(&r, &m) < 0)
 				goto bad;
 			n_samples++;
-			pb_reader sr = pb_reader_make(m);
+			pb_reader_t sr = pb_reader_make(m);
 			uint32_t k = 0;
 			while (!pb_done(&sr)) {
 				uint32_t sf;
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 					slice_t packed;
 					if (pb_bytes(&sr, &packed) < 0)
 						goto bad;
-					pb_reader pr = pb_reader_make(packed);
+					pb_reader_t pr = pb_reader_make(packed);
 					while (!pb_done(&pr)) {
 						if (pb_packed_varint_next(&pr, &v) < 0)
 							goto bad;

@@ -44,8 +44,8 @@ static int64_t dir_bytes(const char *d)
 
 static store_t *open_store(const char *dir, int sync)
 {
-	store_config cfg = {.dir = dir, .sync = sync};
-	kn_err err = {0};
+	store_config_t cfg = {.dir = dir, .sync = sync};
+	err_t err = {0};
 	store_t *s = store_open(&cfg, &err);
 	if (!s) {
 		fprintf(stderr, "store_open: %s\n", err.msg);
@@ -54,7 +54,7 @@ static store_t *open_store(const char *dir, int sync)
 	return s;
 }
 
-static void done_cb(void *ctx, const kn_err *err)
+static void done_cb(void *ctx, const err_t *err)
 {
 	if (err) {
 		fprintf(stderr, "write failed: %s\n", err->msg);
@@ -64,11 +64,11 @@ static void done_cb(void *ctx, const kn_err *err)
 }
 
 /* Decodes the pprof into a batch at time t; jitter != 0 perturbs values and drops ~10% of samples. */
-static model_batch *decode(slice_t raw, int64_t t, unsigned *seed, int jitter)
+static model_batch_t *decode(slice_t raw, int64_t t, unsigned *seed, int jitter)
 {
-	model_batch *b = model_batch_new(slice_cstr("default"));
-	pprof_decode_opts o = {.service = slice_cstr("fib"), .time_ns = t, .now_ns = t, .max_rows = 10000};
-	kn_err err = {0};
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
+	pprof_decode_opts_t o = {.service = slice_cstr("fib"), .time_ns = t, .now_ns = t, .max_rows = 10000};
+	err_t err = {0};
 	if (pprof_decode(raw, &o, b, &err) < 0) {
 		fprintf(stderr, "pprof_decode: %s\n", err.msg);
 		exit(1);
@@ -95,7 +95,7 @@ static void bench_size(const char *path, int jitter)
 	fclose(f);
 	buf_t raw;
 	buf_init(&raw, 32u << 20);
-	kn_err err = {0};
+	err_t err = {0};
 	if (gz_inflate(slice_make(gz, n), &raw, &err) < 0) {
 		fprintf(stderr, "inflate: %s\n", err.msg);
 		exit(1);
@@ -106,7 +106,8 @@ static void bench_size(const char *path, int jitter)
 	unsigned seed = 42;
 	uint32_t profiles = 0;
 	for (int i = 0; i < 1000; i++) {
-		model_batch *b = decode(buf_slice(&raw), DAY0 + (int64_t)i * 10 * NS_PER_SEC, &seed, jitter);
+		model_batch_t *b =
+		    decode(buf_slice(&raw), DAY0 + (int64_t)i * 10 * NS_PER_SEC, &seed, jitter);
 		profiles += b->n_profiles;
 		store_submit(s, b, done_cb, NULL);
 	}
@@ -123,22 +124,23 @@ static void bench_size(const char *path, int jitter)
 /* A profile of n_entries random leaves of an implicit call tree of n_nodes
  * (node i's parent is (i-1)/8; frames named after i % names); only the
  * sampled paths are interned. */
-static uint32_t intern_path(model_batch *b, uint32_t i, uint32_t names)
+static uint32_t intern_path(model_batch_t *b, uint32_t i, uint32_t names)
 {
 	uint32_t parent = i == 0 ? MODEL_NONE : intern_path(b, (i - 1) / 8, names);
 	char name[32];
 	snprintf(name, sizeof name, "pkg.function_%u", i % names);
-	model_frame fr = {0};
+	model_frame_t fr = {0};
 	fr.name = slice_cstr(name);
 	fr.binary = slice_cstr("app");
 	fr.kind = slice_cstr("go");
 	return model_node_intern(b, parent, model_frame_intern(b, &fr));
 }
 
-static model_batch *synthetic(int64_t t, uint32_t n_nodes, uint32_t n_entries, unsigned *seed, uint32_t names)
+static model_batch_t *synthetic(int64_t t, uint32_t n_nodes, uint32_t n_entries, unsigned *seed,
+                                uint32_t names)
 {
-	model_batch *b = model_batch_new(slice_cstr("default"));
-	model_profile *p = model_profile_add(b);
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
+	model_profile_t *p = model_profile_add(b);
 	model_profile_set_service(b, p, slice_cstr("svc"));
 	model_profile_set_type(b, p, slice_cstr("cpu"), slice_cstr("nanoseconds"), slice_cstr("cpu"),
 	                       slice_cstr("nanoseconds"), 10000000);
@@ -173,27 +175,27 @@ static void bench_read(void)
 	printf("read: wrote 8640 profiles over 24 h (50,000-node tree) in %.0f ms; file %lld bytes\n", t1 - t0,
 	       (long long)dir_bytes(dir));
 	for (int round = 0; round < 3; round++) {
-		kn_err err = {0};
+		err_t err = {0};
 		double a = now_ms();
-		store_view *v;
+		store_view_t *v;
 		if (store_view_open(s, slice_cstr("default"), DAY0, DAY0 + NS_PER_DAY, &v, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			exit(1);
 		}
-		const store_series *se;
+		const store_series_t *se;
 		uint32_t n_se, n_h;
 		store_view_series(v, 0, &se, &n_se, &err);
-		store_nodes nodes;
+		store_nodes_t nodes;
 		double b0 = now_ms();
 		store_view_nodes(v, 0, &nodes, &err);
 		double b1 = now_ms();
-		const store_chunk_head *h;
+		const store_chunk_head_t *h;
 		store_view_heads(v, 0, &se[0].local, 1, &h, &n_h, &err);
 		double c = now_ms();
 		uint64_t entries = 0;
 		int64_t sum = 0;
 		for (uint32_t i = 0; i < n_h; i++) {
-			const store_entry *e;
+			const store_entry_t *e;
 			uint32_t n_e;
 			if (store_view_entries(v, 0, &h[i], &e, &n_e, &err) < 0) {
 				fprintf(stderr, "%s\n", err.msg);

@@ -16,7 +16,7 @@ for f in $(cd "$dir" && find . -type f | LC_ALL=C sort); do
   names+=("$f")
   i=$((i + 1))
 done
-echo 'static const ui_asset assets[] = {'
+echo 'static const ui_asset_t assets[] = {'
 i=0
 for f in "${names[@]}"; do
   case "$f" in
@@ -35,7 +35,7 @@ for f in "${names[@]}"; do
 done
 echo '};'
 cat <<'C'
-const ui_asset *ui_asset_find(slice_t path)
+const ui_asset_t *ui_asset_find(slice_t path)
 {
 	for (size_t i = 0; i < sizeof assets / sizeof *assets; i++)
 		if (path.n == strlen(assets[i].path) && memcmp(path.p, assets[i].path, path.n) == 0)

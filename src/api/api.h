@@ -1,7 +1,7 @@
 /* HTTP and gRPC routes: the pprof push endpoint (upload listener), OTLP over
  * HTTP and gRPC, the query API, /metrics, /healthz and the UI. Handlers run on
  * the event loop thread, identify the caller (keys, S6.1) and hand CPU work to
- * the worker pool; a push runs as an ingest_push job (ingest/push.h: decode,
+ * the worker pool; a push runs as an ingest_push_t job (ingest/push.h: decode,
  * attribution, admission S6.2, store, usage S6.3 after the commit) with the
  * route's decoder and reply; replies go back through loop_post. */
 #ifndef KILN_API_API_H
@@ -26,106 +26,102 @@
 
 /* Operational counters for /metrics (all atomics; no lock). */
 typedef struct {
-	_Atomic uint64_t requests[LISTENER_COUNT][6];      /* by status class: 1xx..5xx, [0] = other */
-	_Atomic uint64_t status_counts[LISTENER_COUNT][8]; /* 200 400 401 403 404 413 429 503 */
-	_Atomic uint64_t bytes_in[LISTENER_COUNT];
-} api_metrics;
+	_Atomic uint64_t requests[API_LISTENER_COUNT][6];      /* by status class: 1xx..5xx, [0] = other */
+	_Atomic uint64_t status_counts[API_LISTENER_COUNT][8]; /* 200 400 401 403 404 413 429 503 */
+	_Atomic uint64_t bytes_in[API_LISTENER_COUNT];
+} api_metrics_t;
 
 typedef struct {
 	store_t *store;
-	kn_loop *loop;
-	kn_pool *pool;
+	loop_t *loop;
+	pool_t *pool;
 	keys_t *keys;                 /* may be NULL when no listener requires auth */
 	ratelimit_t *limiter;         /* keys' limit (limits.samplesPerSecond) */
 	ratelimit_t *default_limiter; /* the caller of listeners without auth
 	                                 (limits.defaultSamplesPerSecond); NULL: unlimited */
 	usage_t *usage;
-	const ingest_options *limits;             /* NULL: the defaults of limits.h */
-	const store_retention_options *retention; /* NULL: 14 days */
-	scraper *scraper; /* NULL when this process does not scrape (role, settings) */
-	k8s_watcher *k8s; /* the pod watch for push attribution (S2.1a); NULL when not watching */
-	api_metrics metrics;
+	const ingest_options_t *limits;             /* NULL: the defaults of limits.h */
+	const store_retention_options_t *retention; /* NULL: 14 days */
+	scraper_t *scraper; /* NULL when this process does not scrape (role, settings) */
+	k8s_watcher_t *k8s; /* the pod watch for push attribution (S2.1a); NULL when not watching */
+	api_metrics_t metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
-} api_ctx;
+} api_ctx_t;
 
 /* The context of one listener (what its handlers get as ctx). */
 typedef struct {
-	api_ctx *api;
+	api_ctx_t *api;
 	int listener;      /* LISTENER_* */
 	int auth_required; /* S1: auth: required */
 	int tls;
-} api_listener;
-
-/* Who sent a request: its project and key name ("default"/"default" on
- * listeners without auth, S1: then anonymous). */
-typedef ingest_caller api_caller;
+} api_listener_t;
 
 /* Identifies the caller from the request's key (x-kiln-key, Authorization:
  * Bearer, or for the UI the kiln_key cookie; any may be NULL). need is
  * KEY_SCOPE_INGEST or KEY_SCOPE_QUERY. On a listener without auth the caller
  * is default/default. -1 + err: 401 no/unknown/revoked key (the message names
  * the header), 403 a key of the other scope. */
-int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t *authorization,
-                 const slice_t *cookie, int need, api_caller *c, kn_err *err);
+int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice_t *authorization,
+                 const slice_t *cookie, int need, ingest_caller_t *c, err_t *err);
 
 /* Counts a finished request for /metrics. */
-void api_count(api_ctx *a, int listener, int status, size_t bytes_in);
+void api_count(api_ctx_t *a, int listener, int status, size_t bytes_in);
 /* Retention of a project, in days (config, capped). */
-int api_retention_days(const api_ctx *a, const char *project);
+int api_retention_days(const api_ctx_t *a, const char *project);
 
 /* Requests being worked on (for a graceful shutdown). */
-uint32_t api_inflight(api_ctx *a);
+uint32_t api_inflight(api_ctx_t *a);
 
 /* Push attribution (SPEC S2.1a; api/attribution.c, any thread). The pod the
  * watch knows at peer's IP ("ip:port" or "[v6]:port"): 1 found, 0 not (or
  * no watch). */
-int api_peer_pod(const api_ctx *a, slice_t peer, k8s_pod_info *out);
+int api_peer_pod(const api_ctx_t *a, slice_t peer, k8s_pod_info_t *out);
 /* Adds the peer pod's k8s.namespace.name, k8s.pod.name, workload and (one
  * container) k8s.container.name to every profile of b that names neither
  * namespace nor pod, where the profile lacks them; finished profiles are
  * finished again (new series id). */
-void api_attribute_batch(const api_ctx *a, slice_t peer, model_batch *b);
+void api_attribute_batch(const api_ctx_t *a, slice_t peer, model_batch_t *b);
 
 /* Starts a push on listener l (loop thread): identifies the caller from the
  * x-kiln-key and authorization headers (either may be NULL) and fills p's
  * environment, caller, peer, decoder and reply. 0, or -1 when the caller is
  * refused: p was answered (its reply ran) and must not be touched. */
-int api_push_begin(const api_listener *l, ingest_push *p, const slice_t *x_kiln_key,
+int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_kiln_key,
                    const slice_t *authorization, slice_t peer, ingest_push_decode_fn decode,
                    ingest_push_reply_fn reply);
 
 /* Upload listener (SPEC S2.1). */
-int api_upload_on_headers(http_req *r, void *ctx);
-void api_upload_on_request(http_req *r, void *ctx);
+int api_upload_on_headers(http_req_t *r, void *ctx);
+void api_upload_on_request(http_req_t *r, void *ctx);
 
 /* OTLP/HTTP listener (SPEC S2.2). */
-int api_otlp_on_headers(http_req *r, void *ctx);
-void api_otlp_on_request(http_req *r, void *ctx);
+int api_otlp_on_headers(http_req_t *r, void *ctx);
+void api_otlp_on_request(http_req_t *r, void *ctx);
 void api_otlp_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
 
 /* The OTLP/gRPC decoder of the push job: the call's message (gRPC
- * decompression) through ingest_otlp_decode. p->ctx is an api_grpc_push. */
+ * decompression) through ingest_otlp_decode. p->ctx is an api_grpc_push_t. */
 typedef struct {
-	ingest_otlp_push otlp; /* first: ingest_otlp_decode reads p->ctx as one */
-	grpc_call *call;
-} api_grpc_push;
-int api_grpc_decode(ingest_push *p, kn_err *err);
+	ingest_otlp_push_t otlp; /* first: ingest_otlp_decode reads p->ctx as one */
+	grpc_call_t *call;
+} api_grpc_push_t;
+int api_grpc_decode(ingest_push_t *p, err_t *err);
 
-/* OTLP/gRPC listener (SPEC S2.3): the methods it serves (ctx: api_listener). */
-extern const grpc_method api_grpc_methods[];
+/* OTLP/gRPC listener (SPEC S2.3): the methods it serves (ctx: api_listener_t). */
+extern const grpc_method_t api_grpc_methods[];
 extern const size_t api_grpc_n_methods;
 
 /* UI listener: the /api routes, /metrics, /login, /healthz, the UI. */
-int api_ui_on_headers(http_req *r, void *ctx);
-void api_ui_on_request(http_req *r, void *ctx);
+int api_ui_on_headers(http_req_t *r, void *ctx);
+void api_ui_on_request(http_req_t *r, void *ctx);
 
 /* Server-generated errors as {"error":"..."}. */
 void api_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
 
 /* Sends {"error": msg} with status (and Retry-After when err->retry_after). */
-void api_reply_error(http_req *r, const kn_err *err);
+void api_reply_error(http_req_t *r, const err_t *err);
 
 /* /metrics in the Prometheus text format, for the caller's project. */
-void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out);
+void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out);
 
 #endif

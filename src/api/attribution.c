@@ -31,17 +31,17 @@ static int peer_ip(slice_t peer, char *out, size_t n)
 	return 1;
 }
 
-int api_peer_pod(const api_ctx *a, slice_t peer, k8s_pod_info *out)
+int api_peer_pod(const api_ctx_t *a, slice_t peer, k8s_pod_info_t *out)
 {
 	char ip[64];
 	return a->k8s && peer_ip(peer, ip, sizeof ip) && k8s_pod_by_ip(a->k8s, ip, out);
 }
 
 /* 1 when p has a series label key with a non-empty value. */
-static int has_label(const model_batch *b, const model_profile *p, const char *key)
+static int has_label(const model_batch_t *b, const model_profile_t *p, const char *key)
 {
 	for (uint32_t i = 0; i < p->labels_count; i++) {
-		const model_label *l = &b->series_labels[p->labels_first + i];
+		const model_label_t *l = &b->series_labels[p->labels_first + i];
 		if (slice_eq_cstr(l->key, key) && l->value.n)
 			return 1;
 	}
@@ -51,7 +51,7 @@ static int has_label(const model_batch *b, const model_profile *p, const char *k
 /* Re-lays p's labels at the end of the batch's label array with the pod's
  * added where p lacks them, then finishes p again (sorts the labels and
  * recomputes its series id; its samples are merged already). */
-static void add_pod_labels(model_batch *b, model_profile *p, const k8s_pod_info *pod)
+static void add_pod_labels(model_batch_t *b, model_profile_t *p, const k8s_pod_info_t *pod)
 {
 	const struct {
 		const char *key, *value;
@@ -66,7 +66,7 @@ static void add_pod_labels(model_batch *b, model_profile *p, const k8s_pod_info 
 	p->labels_first = b->n_series_labels;
 	p->labels_count = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		model_label l = b->series_labels[first + i]; /* by value: adding may move the array */
+		model_label_t l = b->series_labels[first + i]; /* by value: adding may move the array */
 		int replaced = 0;                            /* an empty value the pod's replaces */
 		for (size_t k = 0; k < 4 && !l.value.n; k++)
 			replaced |= need[k] && slice_eq_cstr(l.key, add[k].key);
@@ -79,13 +79,13 @@ static void add_pod_labels(model_batch *b, model_profile *p, const k8s_pod_info 
 	model_profile_finish(b, p);
 }
 
-void api_attribute_batch(const api_ctx *a, slice_t peer, model_batch *b)
+void api_attribute_batch(const api_ctx_t *a, slice_t peer, model_batch_t *b)
 {
-	k8s_pod_info pod;
+	k8s_pod_info_t pod;
 	if (!b || !b->n_profiles || !api_peer_pod(a, peer, &pod))
 		return;
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		model_profile *p = &b->profiles[i];
+		model_profile_t *p = &b->profiles[i];
 		if (has_label(b, p, "k8s.namespace.name") || has_label(b, p, "k8s.pod.name"))
 			continue; /* the request names its pod */
 		add_pod_labels(b, p, &pod);

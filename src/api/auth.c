@@ -29,8 +29,8 @@ static slice_t cookie_value(const slice_t *cookie, const char *name)
 	return none;
 }
 
-int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t *authorization,
-                 const slice_t *cookie, int need, api_caller *c, kn_err *err)
+int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice_t *authorization,
+                 const slice_t *cookie, int need, ingest_caller_t *c, err_t *err)
 {
 	if (!l->auth_required) {
 		snprintf(c->project, sizeof c->project, DEFAULT_NAME);
@@ -43,13 +43,13 @@ int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t
 		key = *x_kiln_key;
 	else if (authorization && !keys_parse_bearer(*authorization, &key))
 		key.n = 0;
-	if (!key.n && l->listener == LISTENER_UI)
+	if (!key.n && l->listener == API_LISTENER_UI)
 		key = cookie_value(cookie, "kiln_key");
 	if (!key.n)
 		return err_set(err, 401,
 		               "this listener requires a key: send it in the x-kiln-key header "
 		               "(or Authorization: Bearer KEY)");
-	key_info info;
+	keys_info_t info;
 	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info)) {
 		if (l->api->keys && !keys_ready(l->api->keys)) {
 			err_set(err, 503,
@@ -74,9 +74,9 @@ int api_identify(const api_listener *l, const slice_t *x_kiln_key, const slice_t
 
 static const int counted_statuses[8] = {200, 400, 401, 403, 404, 413, 429, 503};
 
-void api_count(api_ctx *a, int listener, int status, size_t bytes_in)
+void api_count(api_ctx_t *a, int listener, int status, size_t bytes_in)
 {
-	if (listener < 0 || listener >= LISTENER_COUNT)
+	if (listener < 0 || listener >= API_LISTENER_COUNT)
 		return;
 	int cls = status / 100;
 	atomic_fetch_add(&a->metrics.requests[listener][cls >= 1 && cls <= 5 ? cls : 0], 1);
@@ -86,21 +86,21 @@ void api_count(api_ctx *a, int listener, int status, size_t bytes_in)
 	atomic_fetch_add(&a->metrics.bytes_in[listener], bytes_in);
 }
 
-int api_retention_days(const api_ctx *a, const char *project)
+int api_retention_days(const api_ctx_t *a, const char *project)
 {
 	return a->retention ? store_retention_days(a->retention, project) : 14;
 }
 
 typedef struct {
 	buf_t *out;
-	const api_caller *c;
-} metrics_usage_ctx;
+	const ingest_caller_t *c;
+} metrics_usage_ctx_t;
 
 static void write_usage_totals(slice_t project, slice_t key, const uint64_t counts[USAGE_COUNTERS], void *ctx)
 {
 	static const char *results[USAGE_COUNTERS] = {"accepted", "rate_limited", "too_large", "invalid",
 	                                              "out_of_window"};
-	metrics_usage_ctx *m = ctx;
+	metrics_usage_ctx_t *m = ctx;
 	if (!slice_eq_cstr(project, m->c->project))
 		return; /* a key sees its own project only */
 	for (int i = 0; i < USAGE_COUNTERS; i++)
@@ -108,33 +108,33 @@ static void write_usage_totals(slice_t project, slice_t key, const uint64_t coun
 		           (const char *)key.p, results[i], (unsigned long long)counts[i]);
 }
 
-void api_metrics_write(api_ctx *a, const api_caller *c, buf_t *out)
+void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out)
 {
 	buf_puts(out, "# HELP kiln_requests_total Requests answered, by listener and status.\n"
 	              "# TYPE kiln_requests_total counter\n");
-	for (int l = 0; l < LISTENER_COUNT; l++) {
+	for (int l = 0; l < API_LISTENER_COUNT; l++) {
 		for (int i = 0; i < 8; i++)
 			buf_printf(out, "kiln_requests_total{listener=\"%s\",status=\"%d\"} %llu\n",
-			           listener_names[l], counted_statuses[i],
+			           api_listener_names[l], counted_statuses[i],
 			           (unsigned long long)atomic_load(&a->metrics.status_counts[l][i]));
 		static const char *classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 		for (int k = 0; k < 6; k++)
 			buf_printf(out, "kiln_requests_by_class_total{listener=\"%s\",class=\"%s\"} %llu\n",
-			           listener_names[l], classes[k],
+			           api_listener_names[l], classes[k],
 			           (unsigned long long)atomic_load(&a->metrics.requests[l][k]));
 	}
 	buf_puts(out, "# HELP kiln_received_bytes_total Request body bytes received, by listener.\n"
 	              "# TYPE kiln_received_bytes_total counter\n");
-	for (int l = 0; l < LISTENER_COUNT; l++)
-		buf_printf(out, "kiln_received_bytes_total{listener=\"%s\"} %llu\n", listener_names[l],
+	for (int l = 0; l < API_LISTENER_COUNT; l++)
+		buf_printf(out, "kiln_received_bytes_total{listener=\"%s\"} %llu\n", api_listener_names[l],
 		           (unsigned long long)atomic_load(&a->metrics.bytes_in[l]));
 	buf_puts(out, "# HELP kiln_samples_total Samples pushed with this project's keys, by result.\n"
 	              "# TYPE kiln_samples_total counter\n");
 	if (a->usage) {
-		metrics_usage_ctx m = {out, c};
+		metrics_usage_ctx_t m = {out, c};
 		usage_totals(a->usage, write_usage_totals, &m);
 	}
-	store_stats st;
+	store_stats_t st;
 	store_get_stats(a->store, &st);
 	buf_printf(out,
 	           "# HELP kiln_store_queue_depth Batches waiting for the store writer.\n"

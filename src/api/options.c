@@ -6,19 +6,19 @@
 
 #include "base/alloc.h"
 
-const char *const listener_names[LISTENER_COUNT] = {"upload", "otlp_http", "otlp_grpc", "ui"};
+const char *const api_listener_names[API_LISTENER_COUNT] = {"upload", "otlp_http", "otlp_grpc", "ui"};
 
-static const char *const default_addrs[LISTENER_COUNT] = {":8028", ":4318", ":4317", ":4040"};
+static const char *const default_addrs[API_LISTENER_COUNT] = {":8028", ":4318", ":4317", ":4040"};
 
-void listener_options_defaults(listener_options l[LISTENER_COUNT])
+void api_listener_options_defaults(api_listener_options_t l[API_LISTENER_COUNT])
 {
-	for (int i = 0; i < LISTENER_COUNT; i++)
-		l[i] = (listener_options){.addr = xstrdup(default_addrs[i])};
+	for (int i = 0; i < API_LISTENER_COUNT; i++)
+		l[i] = (api_listener_options_t){.addr = xstrdup(default_addrs[i])};
 }
 
-void listener_options_free(listener_options l[LISTENER_COUNT])
+void api_listener_options_free(api_listener_options_t l[API_LISTENER_COUNT])
 {
-	for (int i = 0; i < LISTENER_COUNT; i++) {
+	for (int i = 0; i < API_LISTENER_COUNT; i++) {
 		free(l[i].addr);
 		free(l[i].tls_cert);
 		free(l[i].tls_key);

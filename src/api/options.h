@@ -5,19 +5,25 @@
 #ifndef KILN_API_OPTIONS_H
 #define KILN_API_OPTIONS_H
 
-enum { LISTENER_UPLOAD, LISTENER_OTLP_HTTP, LISTENER_OTLP_GRPC, LISTENER_UI, LISTENER_COUNT };
+enum {
+	API_LISTENER_UPLOAD,
+	API_LISTENER_OTLP_HTTP,
+	API_LISTENER_OTLP_GRPC,
+	API_LISTENER_UI,
+	API_LISTENER_COUNT
+};
 
 /* Strings are malloc'd; NULL = not set. */
 typedef struct {
 	char *addr; /* "host:port", ":port" or "off" */
 	int auth_required;
 	char *tls_cert, *tls_key;
-} listener_options;
+} api_listener_options_t;
 
-extern const char *const listener_names[LISTENER_COUNT]; /* "upload", "otlp_http", ... */
+extern const char *const api_listener_names[API_LISTENER_COUNT]; /* "upload", "otlp_http", ... */
 
 /* Every listener's defaults (its port, no auth, no TLS). */
-void listener_options_defaults(listener_options l[LISTENER_COUNT]);
-void listener_options_free(listener_options l[LISTENER_COUNT]);
+void api_listener_options_defaults(api_listener_options_t l[API_LISTENER_COUNT]);
+void api_listener_options_free(api_listener_options_t l[API_LISTENER_COUNT]);
 
 #endif

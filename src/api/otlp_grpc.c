@@ -12,27 +12,27 @@
 #include "wire/rpc_status.h"
 
 typedef struct {
-	ingest_push push; /* first: the job's callbacks get &push */
-	api_grpc_push grpc;
-	api_ctx *api;
-} grpc_job;
+	ingest_push_t push; /* first: the job's callbacks get &push */
+	api_grpc_push_t grpc;
+	api_ctx_t *api;
+} grpc_job_t;
 
-int api_grpc_decode(ingest_push *p, kn_err *err)
+int api_grpc_decode(ingest_push_t *p, err_t *err)
 {
-	api_grpc_push *g = p->ctx;
+	api_grpc_push_t *g = p->ctx;
 	if (grpc_call_decode(g->call, err) != GRPC_OK)
 		return -1;
 	p->body = g->call->msg;
 	return ingest_otlp_decode(p, err);
 }
 
-static void grpc_job_reply(ingest_push *p, const kn_err *err)
+static void grpc_job_reply(ingest_push_t *p, const err_t *err)
 {
-	grpc_job *j = (grpc_job *)p;
-	grpc_call *call = j->grpc.call;
+	grpc_job_t *j = (grpc_job_t *)p;
+	grpc_call_t *call = j->grpc.call;
 	buf_t out;
 	buf_init(&out, SIZE_MAX);
-	api_count(j->api, LISTENER_OTLP_GRPC, err ? err->status : 200, call->wire.n);
+	api_count(j->api, API_LISTENER_OTLP_GRPC, err ? err->status : 200, call->wire.n);
 	if (err) {
 		int status = err->status ? err->status : 500;
 		int code = grpc_code_of_http(status);
@@ -49,11 +49,11 @@ static void grpc_job_reply(ingest_push *p, const kn_err *err)
 	free(j);
 }
 
-static void export_handler(grpc_call *call, void *ctx)
+static void export_handler(grpc_call_t *call, void *ctx)
 {
-	api_listener *l = ctx;
-	api_ctx *api = l->api;
-	grpc_job *j = xcalloc(1, sizeof *j);
+	api_listener_t *l = ctx;
+	api_ctx_t *api = l->api;
+	grpc_job_t *j = xcalloc(1, sizeof *j);
 	j->api = api;
 	j->grpc.call = call;
 	j->push.ctx = &j->grpc;
@@ -61,7 +61,7 @@ static void export_handler(grpc_call *call, void *ctx)
 	                   grpc_call_header(call, "authorization"), call->peer, api_grpc_decode,
 	                   grpc_job_reply) < 0)
 		return;
-	j->grpc.otlp.req = (ingest_otlp_req){
+	j->grpc.otlp.req = (ingest_otlp_req_t){
 	    .project = slice_cstr(j->push.caller.project),
 	    .max_rows = api->limits ? api->limits->max_rows : 0,
 	    .retention_days = (uint32_t)api_retention_days(api, j->push.caller.project),
@@ -70,7 +70,7 @@ static void export_handler(grpc_call *call, void *ctx)
 	ingest_push_start(&j->push);
 }
 
-const grpc_method api_grpc_methods[] = {
+const grpc_method_t api_grpc_methods[] = {
     {"/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export", export_handler},
 };
 const size_t api_grpc_n_methods = sizeof api_grpc_methods / sizeof *api_grpc_methods;

@@ -15,15 +15,15 @@
 #define OTLP_PATH "/v1development/profiles"
 
 typedef struct {
-	ingest_push push; /* first: the job's callbacks get &push */
-	ingest_otlp_push otlp;
-	api_ctx *api;
-	http_req *req;
+	ingest_push_t push; /* first: the job's callbacks get &push */
+	ingest_otlp_push_t otlp;
+	api_ctx_t *api;
+	http_req_t *req;
 	int json;
-} otlp_job;
+} otlp_job_t;
 
 /* 1 = JSON, 0 = protobuf, -1 = neither. */
-static int content_kind(const http_req *r)
+static int content_kind(const http_req_t *r)
 {
 	const slice_t *ct = http_header(r, "content-type");
 	if (!ct)
@@ -41,7 +41,7 @@ static int content_kind(const http_req *r)
 }
 
 /* google.rpc.Status in the request's content type, with Retry-After for 429/503. */
-static void otlp_reply_error(http_req *r, int json, const kn_err *err)
+static void otlp_reply_error(http_req_t *r, int json, const err_t *err)
 {
 	buf_t body;
 	buf_init(&body, SIZE_MAX);
@@ -68,10 +68,10 @@ void api_otlp_format_error(int status, const char *msg, buf_t *body, const char 
 	*content_type = "application/x-protobuf";
 }
 
-static void otlp_reply(ingest_push *p, const kn_err *err)
+static void otlp_reply(ingest_push_t *p, const err_t *err)
 {
-	otlp_job *j = (otlp_job *)p;
-	api_count(j->api, LISTENER_OTLP_HTTP, err ? err->status : 200, j->req->body.n);
+	otlp_job_t *j = (otlp_job_t *)p;
+	api_count(j->api, API_LISTENER_OTLP_HTTP, err ? err->status : 200, j->req->body.n);
 	if (err) {
 		otlp_reply_error(j->req, j->json, err);
 	} else {
@@ -88,12 +88,12 @@ static void otlp_reply(ingest_push *p, const kn_err *err)
 	free(j);
 }
 
-int api_otlp_on_headers(http_req *r, void *ctx)
+int api_otlp_on_headers(http_req_t *r, void *ctx)
 {
-	api_listener *l = ctx;
-	api_caller c;
+	api_listener_t *l = ctx;
+	ingest_caller_t c;
 	int json = content_kind(r);
-	kn_err err = {0};
+	err_t err = {0};
 	if (!slice_eq_cstr(r->path, OTLP_PATH)) {
 		err_set(&err, 404, "no route %.*s on the OTLP/HTTP listener: POST " OTLP_PATH,
 		        (int)(r->path.n > 128 ? 128 : r->path.n), (const char *)r->path.p);
@@ -109,16 +109,16 @@ int api_otlp_on_headers(http_req *r, void *ctx)
 	                        KEY_SCOPE_INGEST, &c, &err) == 0) {
 		return 0;
 	}
-	api_count(l->api, LISTENER_OTLP_HTTP, err.status, 0);
+	api_count(l->api, API_LISTENER_OTLP_HTTP, err.status, 0);
 	otlp_reply_error(r, json == 1, &err);
 	return 1;
 }
 
-void api_otlp_on_request(http_req *r, void *ctx)
+void api_otlp_on_request(http_req_t *r, void *ctx)
 {
-	api_listener *l = ctx;
-	api_ctx *api = l->api;
-	otlp_job *j = xcalloc(1, sizeof *j);
+	api_listener_t *l = ctx;
+	api_ctx_t *api = l->api;
+	otlp_job_t *j = xcalloc(1, sizeof *j);
 	j->api = api;
 	j->req = r;
 	j->json = content_kind(r) == 1;
@@ -128,7 +128,7 @@ void api_otlp_on_request(http_req *r, void *ctx)
 	                   r->peer, ingest_otlp_decode, otlp_reply) < 0)
 		return;
 	const slice_t *ce = http_header(r, "content-encoding");
-	j->otlp.req = (ingest_otlp_req){
+	j->otlp.req = (ingest_otlp_req_t){
 	    .project = slice_cstr(j->push.caller.project),
 	    .encoding = ce ? *ce : slice_make("", 0),
 	    .json = j->json,

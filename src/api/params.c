@@ -33,7 +33,7 @@ static const char *decode(arena_t *a, const uint8_t *s, size_t n)
 	return out;
 }
 
-int params_parse(slice_t query, arena_t *a, params_t *out, kn_err *err)
+int params_parse(slice_t query, arena_t *a, params_t *out, err_t *err)
 {
 	out->n = 0;
 	size_t i = 0;
@@ -55,7 +55,7 @@ int params_parse(slice_t query, arena_t *a, params_t *out, kn_err *err)
 		if (!k || !v)
 			return err_set(err, 400, "query parameter %.*s is not valid percent-encoding",
 			               (int)(end - start > 64 ? 64 : end - start), (const char *)query.p + start);
-		out->items[out->n++] = (param_t){k, v};
+		out->items[out->n++] = (params_item_t){k, v};
 	}
 	return 0;
 }
@@ -68,7 +68,7 @@ const char *params_get(const params_t *p, const char *key)
 	return NULL;
 }
 
-int params_labels(const params_t *p, arena_t *a, model_label **labels, uint32_t *n, kn_err *err)
+int params_labels(const params_t *p, arena_t *a, model_label_t **labels, uint32_t *n, err_t *err)
 {
 	uint32_t count = 0;
 	for (uint32_t i = 0; i < p->n; i++)
@@ -76,7 +76,7 @@ int params_labels(const params_t *p, arena_t *a, model_label **labels, uint32_t 
 			count++;
 	if (count > LIMIT_LABELS)
 		return err_set(err, 400, "%u label.* parameters; the limit is %u", count, LIMIT_LABELS);
-	model_label *l = arena_alloc(a, (count ? count : 1) * sizeof *l);
+	model_label_t *l = arena_alloc(a, (count ? count : 1) * sizeof *l);
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < p->n; i++) {
 		const char *key = p->items[i].key;
@@ -95,7 +95,7 @@ int params_labels(const params_t *p, arena_t *a, model_label **labels, uint32_t 
 	return 0;
 }
 
-int params_range(const params_t *p, int64_t now_ns, int64_t *from_ns, int64_t *until_ns, kn_err *err)
+int params_range(const params_t *p, int64_t now_ns, int64_t *from_ns, int64_t *until_ns, err_t *err)
 {
 	const char *f = params_get(p, "from"), *u = params_get(p, "until");
 	*until_ns = now_ns;

@@ -14,20 +14,20 @@
 typedef struct {
 	const char *key;
 	const char *value;
-} param_t;
+} params_item_t;
 
 typedef struct {
-	param_t items[LIMIT_QUERY_PARAMS];
+	params_item_t items[LIMIT_QUERY_PARAMS];
 	uint32_t n;
 } params_t;
 
 /* Parses "a=1&b=x%20y". 400 on bad percent-encoding or more than LIMIT_QUERY_PARAMS pairs. */
-int params_parse(slice_t query, arena_t *a, params_t *out, kn_err *err);
+int params_parse(slice_t query, arena_t *a, params_t *out, err_t *err);
 /* Value of the first key, or NULL. */
 const char *params_get(const params_t *p, const char *key);
 /* Collects every "label.K=V" into labels (arena-allocated); 400 past LIMIT_LABELS. */
-int params_labels(const params_t *p, arena_t *a, model_label **labels, uint32_t *n, kn_err *err);
+int params_labels(const params_t *p, arena_t *a, model_label_t **labels, uint32_t *n, err_t *err);
 /* Time range from from/until (unix seconds or now-1h style); defaults: the last hour. */
-int params_range(const params_t *p, int64_t now_ns, int64_t *from_ns, int64_t *until_ns, kn_err *err);
+int params_range(const params_t *p, int64_t now_ns, int64_t *from_ns, int64_t *until_ns, err_t *err);
 
 #endif

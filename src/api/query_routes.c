@@ -1,4 +1,4 @@
-/* The query API of SPEC S7 (/api/services, types, flamegraph, top, timeline,
+/* The query API of SPEC S7 (/api/services, types, flamegraph, top, timeline_t,
  * pprof) plus /healthz: parameters parsed on the loop thread, the query run
  * on a worker, the reply sent from the loop thread. */
 #include <stdatomic.h>
@@ -27,22 +27,22 @@ static const struct {
 };
 
 typedef struct {
-	api_ctx *api;
-	api_caller caller;
-	http_req *req;
+	api_ctx_t *api;
+	ingest_caller_t caller;
+	http_req_t *req;
 	arena_t *arena;
 	enum route route;
-	query_params q;
+	query_params_t q;
 	uint32_t limit;
 	int64_t step_s;
 	slice_t trace_id, span_id;
-	query_span_opts span;
-	kn_err err;
+	query_span_opts_t span;
+	err_t err;
 	int failed;
 	buf_t out;
-} query_job;
+} query_job_t;
 
-uint32_t api_inflight(api_ctx *a)
+uint32_t api_inflight(api_ctx_t *a)
 {
 	return atomic_load(&a->_inflight);
 }
@@ -55,7 +55,7 @@ void api_format_error(int status, const char *msg, buf_t *body, const char **con
 	*content_type = "application/json";
 }
 
-void api_reply_error(http_req *r, const kn_err *err)
+void api_reply_error(http_req_t *r, const err_t *err)
 {
 	buf_t body;
 	buf_init(&body, SIZE_MAX);
@@ -70,8 +70,8 @@ void api_reply_error(http_req *r, const kn_err *err)
 
 static void query_reply(void *arg)
 {
-	query_job *j = arg;
-	api_count(j->api, LISTENER_UI, j->failed ? j->err.status : 200, 0);
+	query_job_t *j = arg;
+	api_count(j->api, API_LISTENER_UI, j->failed ? j->err.status : 200, 0);
 	if (j->failed) {
 		api_reply_error(j->req, &j->err);
 	} else if (j->route == R_METRICS) {
@@ -90,7 +90,7 @@ static void query_reply(void *arg)
 
 static void query_work(void *arg)
 {
-	query_job *j = arg;
+	query_job_t *j = arg;
 	store_t *s = j->api->store;
 	int rc = -1;
 	switch (j->route) {
@@ -132,7 +132,7 @@ static void query_work(void *arg)
 }
 
 /* A misspelt parameter (lable.x, servce) would silently widen the query: refuse it. */
-static int check_known(const params_t *p, kn_err *err)
+static int check_known(const params_t *p, err_t *err)
 {
 	static const char *known[] = {"from", "until", "service", "type", "limit", "step"};
 	for (uint32_t i = 0; i < p->n; i++) {
@@ -161,9 +161,9 @@ static int is_hex(slice_t s, size_t n)
 
 /* /api/span: ids plus optional hints (service, from, until, type) that a trace
  * viewer knows; from/until stay 0 when absent (no last-hour default here). */
-static int parse_span(query_job *j, const params_t *p)
+static int parse_span(query_job_t *j, const params_t *p)
 {
-	kn_err *err = &j->err;
+	err_t *err = &j->err;
 	static const char *known[] = {"trace_id", "span_id", "service", "from", "until", "type"};
 	for (uint32_t i = 0; i < p->n; i++) {
 		int ok = 0;
@@ -196,9 +196,9 @@ static int parse_span(query_job *j, const params_t *p)
 	return 0;
 }
 
-static int parse_query(query_job *j, const params_t *p, int needs_service, int needs_type)
+static int parse_query(query_job_t *j, const params_t *p, int needs_service, int needs_type)
 {
-	kn_err *err = &j->err;
+	err_t *err = &j->err;
 	if (check_known(p, err) < 0)
 		return -1;
 	j->q.project = slice_cstr(j->caller.project);
@@ -216,7 +216,7 @@ static int parse_query(query_job *j, const params_t *p, int needs_service, int n
 		return err_set(err, 400, "type=%.64s must be SAMPLE_TYPE:UNIT, e.g. cpu:nanoseconds", type);
 	j->q.service = slice_cstr(service);
 	j->q.type = slice_cstr(type);
-	model_label *labels;
+	model_label_t *labels;
 	if (params_labels(p, j->arena, &labels, &j->q.n_labels, err) < 0)
 		return -1;
 	j->q.labels = labels;
@@ -254,16 +254,16 @@ static int is_ui_screen(slice_t path)
 	return 0;
 }
 
-int api_ui_on_headers(http_req *r, void *ctx)
+int api_ui_on_headers(http_req_t *r, void *ctx)
 {
 	int get = slice_eq_cstr(r->method, "GET") || slice_eq_cstr(r->method, "HEAD");
 	if (get || (slice_eq_cstr(r->method, "POST") && slice_eq_cstr(r->path, "/login")))
 		return 0;
-	api_listener *l = ctx;
-	kn_err err;
+	api_listener_t *l = ctx;
+	err_t err;
 	err_set(&err, 405, "method %.*s not allowed: the query API is read-only (GET)",
 	        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
-	api_count(l->api, LISTENER_UI, 405, 0);
+	api_count(l->api, API_LISTENER_UI, 405, 0);
 	api_reply_error(r, &err);
 	return 1;
 }
@@ -277,38 +277,38 @@ static const char login_page[] =
     "<button type=\"submit\">Sign in</button></form></body></html>\n";
 
 /* POST /login (form field key): a valid query key becomes an HttpOnly cookie. */
-static void login(api_listener *l, http_req *r)
+static void login(api_listener_t *l, http_req_t *r)
 {
 	arena_t *a = arena_new();
 	params_t p;
-	kn_err err = {0};
+	err_t err = {0};
 	const char *key = NULL;
 	if (params_parse(buf_slice(&r->body), a, &p, &err) == 0)
 		key = params_get(&p, "key");
 	slice_t k = slice_cstr(key);
-	api_caller c;
+	ingest_caller_t c;
 	if (!key || !*key) {
 		err_set(&err, 400, "sign in with a form field key=QUERY_KEY");
 	} else if (api_identify(l, &k, NULL, NULL, KEY_SCOPE_QUERY, &c, &err) == 0) {
 		char hdr[256];
 		snprintf(hdr, sizeof hdr, "Location: /\r\nSet-Cookie: kiln_key=%.100s; HttpOnly; SameSite=Strict; Path=/%s\r\n",
 		         key, l->tls ? "; Secure" : "");
-		api_count(l->api, LISTENER_UI, 303, r->body.n);
+		api_count(l->api, API_LISTENER_UI, 303, r->body.n);
 		http_respond(r, 303, "text/plain", hdr, "signed in\n", 10);
 		arena_free(a);
 		return;
 	}
-	api_count(l->api, LISTENER_UI, err.status, r->body.n);
+	api_count(l->api, API_LISTENER_UI, err.status, r->body.n);
 	api_reply_error(r, &err);
 	arena_free(a);
 }
 
-void api_ui_on_request(http_req *r, void *ctx)
+void api_ui_on_request(http_req_t *r, void *ctx)
 {
-	api_listener *l = ctx;
-	api_ctx *api = l->api;
+	api_listener_t *l = ctx;
+	api_ctx_t *api = l->api;
 	if (slice_eq_cstr(r->path, "/healthz")) {
-		api_count(api, LISTENER_UI, 200, 0);
+		api_count(api, API_LISTENER_UI, 200, 0);
 		http_respond(r, 200, "text/plain", NULL, "ok\n", 3);
 		return;
 	}
@@ -316,7 +316,7 @@ void api_ui_on_request(http_req *r, void *ctx)
 		if (slice_eq_cstr(r->method, "POST")) {
 			login(l, r);
 		} else {
-			api_count(api, LISTENER_UI, 200, 0);
+			api_count(api, API_LISTENER_UI, 200, 0);
 			http_respond(r, 200, "text/html; charset=utf-8", NULL, login_page, sizeof login_page - 1);
 		}
 		return;
@@ -328,19 +328,19 @@ void api_ui_on_request(http_req *r, void *ctx)
 	int metrics = slice_eq_cstr(r->path, "/metrics");
 	int targets = slice_eq_cstr(r->path, "/api/targets");
 	if (found < 0 && !metrics && !targets) {
-		const ui_asset *a = ui_asset_find(is_ui_screen(r->path) ? slice_make("/", 1) : r->path);
-		api_count(api, LISTENER_UI, a ? 200 : 404, 0);
+		const ui_asset_t *a = ui_asset_find(is_ui_screen(r->path) ? slice_make("/", 1) : r->path);
+		api_count(api, API_LISTENER_UI, a ? 200 : 404, 0);
 		if (a) {
 			http_respond(r, 200, a->content_type, "Cache-Control: no-cache\r\n", a->data, a->size);
 			return;
 		}
-		kn_err err;
+		err_t err;
 		err_set(&err, 404, "no route %.*s; the API is documented in docs/API.md",
 		        (int)(r->path.n > 128 ? 128 : r->path.n), (const char *)r->path.p);
 		api_reply_error(r, &err);
 		return;
 	}
-	query_job *j = xcalloc(1, sizeof *j);
+	query_job_t *j = xcalloc(1, sizeof *j);
 	j->api = api;
 	atomic_fetch_add(&api->_inflight, 1);
 	j->req = r;

@@ -12,9 +12,9 @@ typedef struct {
 	const char *content_type;
 	const unsigned char *data;
 	size_t size;
-} ui_asset;
+} ui_asset_t;
 
 /* The asset served at path ("/" maps to index.html), or NULL. */
-const ui_asset *ui_asset_find(slice_t path);
+const ui_asset_t *ui_asset_find(slice_t path);
 
 #endif

@@ -15,18 +15,18 @@
 #include "ingest/ingest.h"
 
 typedef struct {
-	ingest_push push; /* first: the job's callbacks get &push */
-	ingest_pprof_push pprof;
-	api_ctx *api;
-	http_req *req;
+	ingest_push_t push; /* first: the job's callbacks get &push */
+	ingest_pprof_push_t pprof;
+	api_ctx_t *api;
+	http_req_t *req;
 	arena_t *arena;
-} upload_job;
+} upload_job_t;
 
 /* Loop thread: the last step of every upload. */
-static void upload_reply(ingest_push *p, const kn_err *err)
+static void upload_reply(ingest_push_t *p, const err_t *err)
 {
-	upload_job *j = (upload_job *)p;
-	api_count(j->api, LISTENER_UPLOAD, err ? err->status : 200, j->req->body.n);
+	upload_job_t *j = (upload_job_t *)p;
+	api_count(j->api, API_LISTENER_UPLOAD, err ? err->status : 200, j->req->body.n);
 	if (err) {
 		api_reply_error(j->req, err);
 	} else {
@@ -39,10 +39,10 @@ static void upload_reply(ingest_push *p, const kn_err *err)
 	free(j);
 }
 
-int api_upload_on_headers(http_req *r, void *ctx)
+int api_upload_on_headers(http_req_t *r, void *ctx)
 {
-	api_listener *l = ctx;
-	kn_err err = {0};
+	api_listener_t *l = ctx;
+	err_t err = {0};
 	if (!slice_eq_cstr(r->path, "/profiling/upload") && !slice_eq_cstr(r->path, "/ingest")) {
 		err_set(&err, 404,
 		        "no route %.*s on the upload listener: POST /profiling/upload?serviceName=NAME",
@@ -55,18 +55,18 @@ int api_upload_on_headers(http_req *r, void *ctx)
 		goto refuse;
 	}
 	/* The key is checked before the body is read: a refused sender costs no upload. */
-	api_caller c;
+	ingest_caller_t c;
 	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
 	                 KEY_SCOPE_INGEST, &c, &err) < 0)
 		goto refuse;
 	return 0;
 refuse:
-	api_count(l->api, LISTENER_UPLOAD, err.status, 0);
+	api_count(l->api, API_LISTENER_UPLOAD, err.status, 0);
 	api_reply_error(r, &err);
 	return 1;
 }
 
-static int set_label(model_label *labels, uint32_t *n, const char *key, const char *value)
+static int set_label(model_label_t *labels, uint32_t *n, const char *key, const char *value)
 {
 	if (!value || !*value)
 		return 0;
@@ -80,17 +80,17 @@ static int set_label(model_label *labels, uint32_t *n, const char *key, const ch
  * workload, is named after the workload of the pod the watch knows at the
  * sender's IP. Its labels (namespace, pod, workload, container) are the push
  * job's attribution (api_attribute_batch), as for every push. */
-static const char *pod_workload(upload_job *j, http_req *r, const char *ns, const char *pod)
+static const char *pod_workload(upload_job_t *j, http_req_t *r, const char *ns, const char *pod)
 {
-	k8s_pod_info info;
+	k8s_pod_info_t info;
 	if ((ns && *ns) || (pod && *pod) || !api_peer_pod(j->api, r->peer, &info) || !info.workload[0])
 		return NULL;
 	return arena_strndup(j->arena, info.workload, strlen(info.workload));
 }
 
-static int parse_upload(upload_job *j, http_req *r, kn_err *err)
+static int parse_upload(upload_job_t *j, http_req_t *r, err_t *err)
 {
-	api_ctx *api = j->api;
+	api_ctx_t *api = j->api;
 	params_t p;
 	if (params_parse(r->query, j->arena, &p, err) < 0)
 		return -1;
@@ -104,11 +104,11 @@ static int parse_upload(upload_job *j, http_req *r, kn_err *err)
 		return err_set(err, 400,
 		               "missing service: give serviceName=NAME or workload=NAME in the query string");
 
-	model_label *extra;
+	model_label_t *extra;
 	uint32_t n_extra;
 	if (params_labels(&p, j->arena, &extra, &n_extra, err) < 0)
 		return -1;
-	model_label *labels = arena_alloc(j->arena, (n_extra + 4) * sizeof *labels);
+	model_label_t *labels = arena_alloc(j->arena, (n_extra + 4) * sizeof *labels);
 	uint32_t n = 0;
 	set_label(labels, &n, "k8s.namespace.name", ns);
 	set_label(labels, &n, "k8s.pod.name", pod);
@@ -135,7 +135,7 @@ static int parse_upload(upload_job *j, http_req *r, kn_err *err)
 
 	const slice_t *ce = http_header(r, "content-encoding");
 	j->pprof.retention_days = api_retention_days(api, j->push.caller.project);
-	j->pprof.req = (ingest_pprof_req){
+	j->pprof.req = (ingest_pprof_req_t){
 	    .project = slice_cstr(j->push.caller.project),
 	    .service = slice_cstr(service && *service ? service : workload),
 	    .labels = labels,
@@ -149,10 +149,10 @@ static int parse_upload(upload_job *j, http_req *r, kn_err *err)
 	return 0;
 }
 
-void api_upload_on_request(http_req *r, void *ctx)
+void api_upload_on_request(http_req_t *r, void *ctx)
 {
-	api_listener *l = ctx;
-	upload_job *j = xcalloc(1, sizeof *j);
+	api_listener_t *l = ctx;
+	upload_job_t *j = xcalloc(1, sizeof *j);
 	j->api = l->api;
 	j->req = r;
 	j->arena = arena_new();
@@ -161,7 +161,7 @@ void api_upload_on_request(http_req *r, void *ctx)
 	if (api_push_begin(l, &j->push, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
 	                   r->peer, ingest_pprof_decode, upload_reply) < 0)
 		return;
-	kn_err err = {0};
+	err_t err = {0};
 	if (parse_upload(j, r, &err) < 0) {
 		ingest_push_refuse(&j->push, &err);
 		return;

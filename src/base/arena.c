@@ -12,10 +12,10 @@ typedef struct block {
 	struct block *next;
 	size_t used, size;
 	_Alignas(16) unsigned char data[];
-} block;
+} block_t;
 
 struct arena {
-	block *head;
+	block_t *head;
 	size_t total;
 };
 
@@ -28,9 +28,9 @@ void arena_free(arena_t *a)
 {
 	if (!a)
 		return;
-	block *b = a->head;
+	block_t *b = a->head;
 	while (b) {
-		block *next = b->next;
+		block_t *next = b->next;
 		free(b);
 		b = next;
 	}
@@ -40,13 +40,13 @@ void arena_free(arena_t *a)
 void *arena_alloc(arena_t *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
-	block *b = a->head;
+	block_t *b = a->head;
 	if (!b || b->size - b->used < n) {
 		size_t size = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
-		block *nb = xmalloc(sizeof(block) + size);
+		block_t *nb = xmalloc(sizeof(block_t) + size);
 		nb->used = 0;
 		nb->size = size;
-		if (b && size != ARENA_BLOCK) { /* big one-off: keep the current block on top */
+		if (b && size != ARENA_BLOCK) { /* big one-off: keep the current block_t on top */
 			nb->next = b->next;
 			b->next = nb;
 			nb->used = n;

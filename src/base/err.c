@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int err_set(kn_err *err, int status, const char *fmt, ...)
+int err_set(err_t *err, int status, const char *fmt, ...)
 {
 	if (!err)
 		return -1;
@@ -18,7 +18,7 @@ int err_set(kn_err *err, int status, const char *fmt, ...)
 	return -1;
 }
 
-int err_prefix(kn_err *err, const char *fmt, ...)
+int err_prefix(err_t *err, const char *fmt, ...)
 {
 	if (!err)
 		return -1;

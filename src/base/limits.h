@@ -59,7 +59,7 @@
 
 /* Queries (query/) */
 #define LIMIT_QUERY_NODES       2000000u    /* call-tree nodes one query may build */
-#define LIMIT_TIMELINE_POINTS 10000         /* points of one timeline */
+#define LIMIT_TIMELINE_POINTS 10000         /* points of one timeline_t */
 #define LIMIT_LABEL_VALUES 1000 /* values per label name in /api/labels (more: "truncated":true) */
 
 /* Config (cli/config.c, cli/store_open.c) */

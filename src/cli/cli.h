@@ -14,9 +14,9 @@ int cli_usage(int argc, char **argv); /* the usage table of the store */
 /* The store the config names (SPEC S8): the embedded one under cfg->data_dir
  * or ClickHouse (store.*; passwordFile read here). keys_usage_only: for the
  * operator commands, which use only keys and usage and run beside a server
- * (store_config.keys_usage_only). NULL + err. */
+ * (store_config_t.keys_usage_only). NULL + err. */
 struct store;
-struct kiln_config;
-struct store *cli_store_open(const struct kiln_config *cfg, int keys_usage_only, kn_err *err);
+struct config;
+struct store *cli_store_open(const struct config *cfg, int keys_usage_only, err_t *err);
 
 #endif

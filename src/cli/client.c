@@ -14,9 +14,9 @@ typedef struct {
 	const char *file, *service, *type, *from, *until, *limit, *url;
 	const char *labels[64];
 	int n_labels;
-} client_opts;
+} client_opts_t;
 
-static int parse_opts(int argc, char **argv, client_opts *o, const char *default_url)
+static int parse_opts(int argc, char **argv, client_opts_t *o, const char *default_url)
 {
 	memset(o, 0, sizeof *o);
 	o->url = default_url;
@@ -101,7 +101,7 @@ static void print_error(long status, const buf_t *resp)
 
 int cli_upload(int argc, char **argv)
 {
-	client_opts o;
+	client_opts_t o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:8028") < 0 || !o.file || !o.service) {
 		fprintf(
 		    stderr,
@@ -159,7 +159,7 @@ int cli_upload(int argc, char **argv)
 	return rc == 0 && status == 200 ? 0 : 1;
 }
 
-static CURL *query_url(const client_opts *o, const char *route, buf_t *url)
+static CURL *query_url(const client_opts_t *o, const char *route, buf_t *url)
 {
 	CURL *c = xcheck(curl_easy_init());
 	buf_printf(url, "%s%s", o->url, route);
@@ -196,7 +196,7 @@ static void format_value(double v, const char *unit, char *out, size_t n)
 
 int cli_top(int argc, char **argv)
 {
-	client_opts o;
+	client_opts_t o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:4040") < 0 || !o.service || !o.type) {
 		fprintf(stderr, "usage: kiln top --service NAME --type TYPE [--from T] [--until T] [--limit "
 		                "N] [--url URL]\n");
@@ -249,7 +249,7 @@ int cli_top(int argc, char **argv)
 
 int cli_export(int argc, char **argv)
 {
-	client_opts o;
+	client_opts_t o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:4040") < 0 || !o.service || !o.type) {
 		fprintf(stderr, "usage: kiln export --service NAME --type TYPE [--from T] [--until T] [--url "
 		                "URL] > out.pb.gz\n");

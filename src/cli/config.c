@@ -20,23 +20,23 @@ void config_set(char **field, const char *value)
 	*field = value ? xstrdup(value) : NULL;
 }
 
-void config_defaults(kiln_config *c)
+void config_defaults(config_t *c)
 {
 	memset(c, 0, sizeof *c);
 	config_set(&c->data_dir, "./kiln-data");
 	config_set(&c->role, "all");
-	listener_options_defaults(c->listeners);
+	api_listener_options_defaults(c->listeners);
 	ingest_options_defaults(&c->limits);
 	store_retention_defaults(&c->retention);
 	store_options_defaults(&c->store);
 	scrape_options_defaults(&c->scrape);
 }
 
-void config_free(kiln_config *c)
+void config_free(config_t *c)
 {
 	free(c->data_dir);
 	free(c->role);
-	listener_options_free(c->listeners);
+	api_listener_options_free(c->listeners);
 	store_retention_free(&c->retention);
 	store_options_free(&c->store);
 	scrape_options_free(&c->scrape);
@@ -45,7 +45,7 @@ void config_free(kiln_config *c)
 }
 
 /* Scalar at path as a malloc'd string, NULL if absent; -1 if not a scalar. */
-static int scalar_at(struct fy_node *root, const char *path, char **out, kn_err *err)
+static int scalar_at(struct fy_node *root, const char *path, char **out, err_t *err)
 {
 	*out = NULL;
 	struct fy_node *n = fy_node_by_path(root, path, (size_t)-1, FYNWF_DONT_FOLLOW);
@@ -59,7 +59,7 @@ static int scalar_at(struct fy_node *root, const char *path, char **out, kn_err 
 	return 0;
 }
 
-static int read_string(struct fy_node *root, const char *path, char **field, kn_err *err)
+static int read_string(struct fy_node *root, const char *path, char **field, err_t *err)
 {
 	char *v;
 	if (scalar_at(root, path, &v, err) < 0)
@@ -72,7 +72,8 @@ static int read_string(struct fy_node *root, const char *path, char **field, kn_
 }
 
 /* Reads a number at path into *out: 1 if set, 0 if absent, -1 if invalid. */
-static int read_number(struct fy_node *root, const char *path, double min, double max, double *out, kn_err *err)
+static int read_number(struct fy_node *root, const char *path, double min, double max, double *out,
+                       err_t *err)
 {
 	char *v;
 	if (scalar_at(root, path, &v, err) < 0)
@@ -90,7 +91,7 @@ static int read_number(struct fy_node *root, const char *path, double min, doubl
 }
 
 /* A boolean at path: 1/0 into *out when set; -1 if not true/false. */
-static int read_bool(struct fy_node *root, const char *path, int *out, kn_err *err)
+static int read_bool(struct fy_node *root, const char *path, int *out, err_t *err)
 {
 	char *v;
 	if (scalar_at(root, path, &v, err) < 0)
@@ -106,7 +107,7 @@ static int read_bool(struct fy_node *root, const char *path, int *out, kn_err *e
 }
 
 /* One entry of receivers.profiles.scrape.static (a mapping). */
-static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_options *t, kn_err *err)
+static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_options_t *t, err_t *err)
 {
 	if (!fy_node_is_mapping(n))
 		return err_set(err, 400, "config receivers.profiles.scrape.static[%u] must be a mapping", i);
@@ -149,7 +150,7 @@ static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_optio
 			               "config receivers.profiles.scrape.static[%u].types: each key is one of cpu, memory, "
 			               "goroutine, block, mutex with a mapping {scrape, path, scheme, sample_types}",
 			               i);
-		scrape_type_options *tc = &t->types[type];
+		scrape_type_options_t *tc = &t->types[type];
 		if (read_bool(v, "scrape", &tc->scrape, err) < 0 || read_string(v, "path", &tc->path, err) < 0 ||
 		    read_string(v, "scheme", &tc->scheme, err) < 0 ||
 		    read_string(v, "sample_types", &tc->sample_types, err) < 0)
@@ -159,7 +160,7 @@ static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_optio
 }
 
 /* receivers.profiles.scrape (SPEC S3.1, S3.2). */
-static int load_scrape(struct fy_node *root, scrape_options *sc, kn_err *err)
+static int load_scrape(struct fy_node *root, scrape_options_t *sc, err_t *err)
 {
 	if (read_bool(root, "/receivers/profiles/scrape/enabled", &sc->enabled, err) < 0)
 		return -1;
@@ -221,7 +222,7 @@ static int load_scrape(struct fy_node *root, scrape_options *sc, kn_err *err)
 }
 
 /* kubernetes: {apiServer, tokenFile, caFile, node} (SPEC S3.2). */
-static int load_kubernetes(struct fy_node *root, k8s_options *k, kn_err *err)
+static int load_kubernetes(struct fy_node *root, k8s_options_t *k, err_t *err)
 {
 	struct fy_node *n = fy_node_by_path(root, "/kubernetes", (size_t)-1, FYNWF_DONT_FOLLOW);
 	if (!n)
@@ -242,7 +243,7 @@ static int load_kubernetes(struct fy_node *root, k8s_options *k, kn_err *err)
 /* A misspelt key must not be silently ignored (a typo in store.passwordFile
  * would only show up later as a login failure): every key of the mapping at
  * path must be one of known (NULL-terminated). 0, or -1 with a 400 naming it. */
-static int known_keys(struct fy_node *root, const char *path, const char *const *known, kn_err *err)
+static int known_keys(struct fy_node *root, const char *path, const char *const *known, err_t *err)
 {
 	struct fy_node *n = *path ? fy_node_by_path(root, path, (size_t)-1, FYNWF_DONT_FOLLOW) : root;
 	if (!n || !fy_node_is_mapping(n))
@@ -270,7 +271,7 @@ static int known_keys(struct fy_node *root, const char *path, const char *const 
 	return 0;
 }
 
-static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
+static int load_store(struct fy_node *root, config_t *c, err_t *err)
 {
 	static const char *const keys[] = {"engine", "url", "database", "user", "password", "passwordFile",
 	                                   "cluster", "replicated", "maxAnswerMiB", NULL};
@@ -305,7 +306,7 @@ static int load_store(struct fy_node *root, kiln_config *c, kn_err *err)
 }
 
 /* The settings in doc over c (path names it in messages); destroys doc. */
-static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, kn_err *err)
+static int load_doc(config_t *c, struct fy_document *doc, const char *path, err_t *err)
 {
 	int rc = -1;
 	struct fy_node *root = fy_document_root(doc);
@@ -323,13 +324,13 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 		goto out;
 	if (read_string(root, "/data", &c->data_dir, err) < 0 || read_string(root, "/role", &c->role, err) < 0)
 		goto out;
-	for (int i = 0; i < LISTENER_COUNT; i++) {
+	for (int i = 0; i < API_LISTENER_COUNT; i++) {
 		char p[96];
-		snprintf(p, sizeof p, "/listeners/%s/addr", listener_names[i]);
+		snprintf(p, sizeof p, "/listeners/%s/addr", api_listener_names[i]);
 		if (read_string(root, p, &c->listeners[i].addr, err) < 0)
 			goto out;
 		char *auth = NULL;
-		snprintf(p, sizeof p, "/listeners/%s/auth", listener_names[i]);
+		snprintf(p, sizeof p, "/listeners/%s/auth", api_listener_names[i]);
 		if (scalar_at(root, p, &auth, err) < 0)
 			goto out;
 		if (auth) {
@@ -337,14 +338,15 @@ static int load_doc(kiln_config *c, struct fy_document *doc, const char *path, k
 			c->listeners[i].auth_required = !strcmp(auth, "required");
 			free(auth);
 			if (!ok) {
-				err_set(err, 400, "config listeners.%s.auth must be none or required", listener_names[i]);
+				err_set(err, 400, "config listeners.%s.auth must be none or required",
+				        api_listener_names[i]);
 				goto out;
 			}
 		}
-		snprintf(p, sizeof p, "/listeners/%s/tls/cert", listener_names[i]);
+		snprintf(p, sizeof p, "/listeners/%s/tls/cert", api_listener_names[i]);
 		if (read_string(root, p, &c->listeners[i].tls_cert, err) < 0)
 			goto out;
-		snprintf(p, sizeof p, "/listeners/%s/tls/key", listener_names[i]);
+		snprintf(p, sizeof p, "/listeners/%s/tls/key", api_listener_names[i]);
 		if (read_string(root, p, &c->listeners[i].tls_key, err) < 0)
 			goto out;
 	}
@@ -429,8 +431,8 @@ out:
  * diagnostics (line, column) on stderr. Text that is not UTF-8 is refused
  * before libfyaml sees it: 0.7.12 loops forever on an invalid byte in a
  * "%" directive line (found by tests/fuzz/config.c). */
-static int load_text(kiln_config *c, const char *yaml, size_t n, const struct fy_parse_cfg *cfg,
-                     const char *name, kn_err *err)
+static int load_text(config_t *c, const char *yaml, size_t n, const struct fy_parse_cfg *cfg,
+                     const char *name, err_t *err)
 {
 	size_t ok = utf8_valid_prefix(slice_make(yaml, n));
 	if (ok < n)
@@ -441,7 +443,7 @@ static int load_text(kiln_config *c, const char *yaml, size_t n, const struct fy
 	return load_doc(c, doc, name, err);
 }
 
-int config_load_file(kiln_config *c, const char *path, kn_err *err)
+int config_load_file(config_t *c, const char *path, err_t *err)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -463,13 +465,13 @@ int config_load_file(kiln_config *c, const char *path, kn_err *err)
 	return rc;
 }
 
-int config_load_yaml(kiln_config *c, const char *yaml, size_t n, kn_err *err)
+int config_load_yaml(config_t *c, const char *yaml, size_t n, err_t *err)
 {
 	static const struct fy_parse_cfg quiet = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG};
 	return load_text(c, yaml, n, &quiet, "(in memory)", err);
 }
 
-int config_validate(const kiln_config *c, kn_err *err)
+int config_validate(const config_t *c, err_t *err)
 {
 	static const char *roles[] = {"all", "sensor", "ingestor", "query"};
 	int ok = 0;
@@ -477,15 +479,15 @@ int config_validate(const kiln_config *c, kn_err *err)
 		ok |= !strcmp(c->role, roles[i]);
 	if (!ok)
 		return err_set(err, 400, "role %s is not one of all, sensor, ingestor, query", c->role);
-	for (int i = 0; i < LISTENER_COUNT; i++) {
+	for (int i = 0; i < API_LISTENER_COUNT; i++) {
 		const char *a = c->listeners[i].addr;
 		if (!a || !*a || (strcmp(a, "off") && !strchr(a, ':')))
-			return err_set(err, 400, "listener %s: address %s must be host:port, :port or off", listener_names[i],
-			               a ? a : "");
+			return err_set(err, 400, "listener %s: address %s must be host:port, :port or off",
+			               api_listener_names[i], a ? a : "");
 	}
 	if (!c->data_dir || !*c->data_dir)
 		return err_set(err, 400, "data directory must not be empty");
-	const store_retention_options *r = &c->retention;
+	const store_retention_options_t *r = &c->retention;
 	if (r->days > r->max_days)
 		return err_set(
 		    err, 400,
@@ -496,9 +498,10 @@ int config_validate(const kiln_config *c, kn_err *err)
 			return err_set(err, 400,
 			               "retention.projects.%s (%d days) is above retention.maxDays (%d)",
 			               r->projects[i].project, r->projects[i].days, r->max_days);
-	for (int i = 0; i < LISTENER_COUNT; i++)
+	for (int i = 0; i < API_LISTENER_COUNT; i++)
 		if (!c->listeners[i].tls_cert != !c->listeners[i].tls_key)
-			return err_set(err, 400, "listeners.%s.tls needs both cert and key", listener_names[i]);
+			return err_set(err, 400, "listeners.%s.tls needs both cert and key",
+			               api_listener_names[i]);
 	if (strcmp(c->store.engine, "local") && strcmp(c->store.engine, "clickhouse"))
 		return err_set(err, 400, "store.engine %.100s is not one of local, clickhouse", c->store.engine);
 	if (!strcmp(c->store.engine, "clickhouse") &&

@@ -17,7 +17,7 @@ typedef struct {
 	const char *data, *project, *name, *scope, *from, *until, *config;
 	const char *positional;
 	store_t *store; /* the store --data or --config names, open for keys and usage only */
-} keys_opts;
+} keys_opts_t;
 
 static void keys_usage(FILE *f)
 {
@@ -33,7 +33,7 @@ static void keys_usage(FILE *f)
 }
 
 /* Parses argv[first..]; -1 (after a message) on a usage error. */
-static int parse_keys_opts(int argc, char **argv, int first, keys_opts *o)
+static int parse_keys_opts(int argc, char **argv, int first, keys_opts_t *o)
 {
 	memset(o, 0, sizeof *o);
 	o->data = "./kiln-data";
@@ -66,11 +66,11 @@ static int parse_keys_opts(int argc, char **argv, int first, keys_opts *o)
 
 /* Opens the store --config names (else the embedded one under --data) for
  * keys and usage only (o->store). -1 after a message. */
-static int open_store(keys_opts *o, const char *cmd)
+static int open_store(keys_opts_t *o, const char *cmd)
 {
-	kiln_config cfg;
+	config_t cfg;
 	config_defaults(&cfg);
-	kn_err err = {0};
+	err_t err = {0};
 	int rc = -1;
 	if (!o->config) {
 		config_set(&cfg.data_dir, o->data);
@@ -100,7 +100,7 @@ static void format_time(int64_t ns, char out[32])
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void print_key_row(const key_row *r, void *ctx)
+static void print_key_row(const keys_row_t *r, void *ctx)
 {
 	char created[32], revoked[32];
 	format_time(r->created_ns, created);
@@ -110,7 +110,7 @@ static void print_key_row(const key_row *r, void *ctx)
 	(*(int *)ctx)++;
 }
 
-static int keys_create_cmd(const keys_opts *o)
+static int keys_create_cmd(const keys_opts_t *o)
 {
 	if (!o->project || !o->name || o->positional) {
 		fputs("kiln keys create: --project and --name are required\n", stderr);
@@ -124,7 +124,7 @@ static int keys_create_cmd(const keys_opts *o)
 		return 2;
 	}
 	char key[KEY_TEXT_MAX];
-	kn_err err = {0};
+	err_t err = {0};
 	if (keys_create(o->store, o->project, o->name, scope, key, sizeof key, &err) < 0) {
 		fprintf(stderr, "kiln keys create: %s\n", err.msg);
 		return 1;
@@ -139,7 +139,7 @@ static int keys_create_cmd(const keys_opts *o)
 	return 0;
 }
 
-static int keys_list_cmd(const keys_opts *o)
+static int keys_list_cmd(const keys_opts_t *o)
 {
 	if (o->positional || o->project || o->name || o->scope) {
 		keys_usage(stderr);
@@ -147,7 +147,7 @@ static int keys_list_cmd(const keys_opts *o)
 	}
 	printf("%-24s %-20s %-6s %-20s %s\n", "NAME", "PROJECT", "SCOPE", "CREATED", "REVOKED");
 	int n = 0;
-	kn_err err = {0};
+	err_t err = {0};
 	if (keys_list(o->store, print_key_row, &n, &err) < 0) {
 		fprintf(stderr, "kiln keys list: %s\n", err.msg);
 		return 1;
@@ -155,14 +155,14 @@ static int keys_list_cmd(const keys_opts *o)
 	return 0;
 }
 
-static int keys_revoke_cmd(const keys_opts *o)
+static int keys_revoke_cmd(const keys_opts_t *o)
 {
 	if (!o->positional || o->project || o->scope) {
 		fputs("kiln keys revoke: give the key's NAME\n", stderr);
 		keys_usage(stderr);
 		return 2;
 	}
-	kn_err err = {0};
+	err_t err = {0};
 	int rc = keys_revoke(o->store, o->positional, &err);
 	if (rc < 0) {
 		fprintf(stderr, "kiln keys revoke: %s\n", err.msg);
@@ -175,7 +175,7 @@ static int keys_revoke_cmd(const keys_opts *o)
 int cli_keys(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
-	keys_opts o;
+	keys_opts_t o;
 	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
 		keys_usage(sub ? stdout : stderr);
 		return sub ? 0 : 2;
@@ -184,10 +184,10 @@ int cli_keys(int argc, char **argv)
 		keys_usage(stderr);
 		return 2;
 	}
-	int (*cmd)(const keys_opts *) = !strcmp(sub, "create")   ? keys_create_cmd
-	                                : !strcmp(sub, "list")   ? keys_list_cmd
-	                                : !strcmp(sub, "revoke") ? keys_revoke_cmd
-	                                                         : NULL;
+	int (*cmd)(const keys_opts_t *) = !strcmp(sub, "create")   ? keys_create_cmd
+	                                  : !strcmp(sub, "list")   ? keys_list_cmd
+	                                  : !strcmp(sub, "revoke") ? keys_revoke_cmd
+	                                                           : NULL;
 	if (!cmd) {
 		fprintf(stderr, "kiln keys: unknown subcommand %s\n", sub);
 		keys_usage(stderr);
@@ -200,7 +200,7 @@ int cli_keys(int argc, char **argv)
 	return rc;
 }
 
-static void print_usage_row(const usage_row *r, void *ctx)
+static void print_usage_row(const usage_row_t *r, void *ctx)
 {
 	char day[11];
 	time_day_str(r->day, day);
@@ -215,7 +215,7 @@ static void print_usage_row(const usage_row *r, void *ctx)
 
 int cli_usage(int argc, char **argv)
 {
-	keys_opts o;
+	keys_opts_t o;
 	if (parse_keys_opts(argc, argv, 1, &o) < 0 || o.positional || o.name || o.scope) {
 		keys_usage(stderr);
 		return 2;
@@ -231,7 +231,7 @@ int cli_usage(int argc, char **argv)
 		return 1;
 	printf("%-10s %-20s %-24s %12s %12s %12s %12s %12s\n", "DAY", "PROJECT", "KEY", "ACCEPTED",
 	       "RATE_LIMITED", "TOO_LARGE", "INVALID", "OUT_OF_WINDOW");
-	kn_err err = {0};
+	err_t err = {0};
 	int n = 0;
 	usage_t *u = usage_open(o.store);
 	int rc = usage_rows(u, slice_cstr(o.project), from, until, print_usage_row, &n, &err);

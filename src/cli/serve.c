@@ -26,54 +26,54 @@
 #define RETENTION_SWEEP_MS 60000 /* the cleaner, also run once at startup */
 
 typedef struct {
-	kiln_config cfg;
-	kn_loop *loop;
-	kn_pool *pool;
+	config_t cfg;
+	loop_t *loop;
+	pool_t *pool;
 	store_t *store;
-	api_ctx api;
-	api_listener listeners[LISTENER_COUNT];
-	http_server *servers[LISTENER_COUNT]; /* HTTP/1.1 listeners */
-	grpc_server *grpc;                    /* the OTLP/gRPC listener */
-	scraper *scraper;                     /* roles all and sensor, when scraping is enabled */
-	discovery *discovery;                 /* the pod watch, when scraping and a node is known */
+	api_ctx_t api;
+	api_listener_t listeners[API_LISTENER_COUNT];
+	http_server_t *servers[API_LISTENER_COUNT]; /* HTTP/1.1 listeners */
+	grpc_server_t *grpc;                        /* the OTLP/gRPC listener */
+	scraper_t *scraper;                         /* roles all and sensor, when scraping is enabled */
+	discovery_t *discovery;                     /* the pod watch, when scraping and a node is known */
 	struct event *sig_term, *sig_int, *drain_timer;
 	int draining_ms;
 	struct event *keys_timer, *usage_timer, *retention_timer;
-	struct ssl_ctx_st *tls[LISTENER_COUNT]; /* per listener, when tls: {cert, key} */
-	net_budget bodies;                      /* request bodies of every listener (limits.requestBodiesMiB) */
+	struct ssl_ctx_st *tls[API_LISTENER_COUNT]; /* per listener, when tls: {cert, key} */
+	net_budget_t bodies; /* request bodies of every listener (limits.requestBodiesMiB) */
 	_Atomic int keys_busy, usage_busy, retention_busy; /* a periodic job is on the pool */
-} serve_state;
+} serve_state_t;
 
 /* ---- periodic jobs: timers on the loop, work on the pool (never blocking the loop) ---- */
 
 static void keys_job(void *arg)
 {
-	serve_state *s = arg;
+	serve_state_t *s = arg;
 	keys_refresh(s->api.keys);
 	atomic_store(&s->keys_busy, 0);
 }
 
 static void usage_job(void *arg)
 {
-	serve_state *s = arg;
-	kn_err err;
+	serve_state_t *s = arg;
+	err_t err;
 	if (usage_flush(s->api.usage, &err) < 0)
 		log_warn("usage flush failed", "error=\"%s\"", err.msg);
 	atomic_store(&s->usage_busy, 0);
 }
 
 typedef struct {
-	serve_state *s;
+	serve_state_t *s;
 	int64_t now;
-} sweep_ctx;
+} sweep_ctx_t;
 
 static void sweep_project(slice_t project, void *arg)
 {
-	sweep_ctx *c = arg;
+	sweep_ctx_t *c = arg;
 	char name[LIMIT_NAME_BYTES + 1];
 	snprintf(name, sizeof name, "%.*s", (int)project.n, (const char *)project.p);
 	uint32_t deleted = 0;
-	kn_err err;
+	err_t err;
 	int days = store_retention_days(&c->s->cfg.retention, name);
 	if (store_retention_sweep(c->s->store, project, days, c->now, &deleted, &err) < 0)
 		log_warn("retention sweep failed", "project=%s error=\"%s\"", name, err.msg);
@@ -83,16 +83,16 @@ static void sweep_project(slice_t project, void *arg)
 
 static void retention_job(void *arg)
 {
-	serve_state *s = arg;
-	sweep_ctx c = {s, time_now_ns()};
-	kn_err err;
+	serve_state_t *s = arg;
+	sweep_ctx_t c = {s, time_now_ns()};
+	err_t err;
 	if (store_projects(s->store, sweep_project, &c, &err) < 0)
 		log_warn("retention sweep failed", "error=\"%s\"", err.msg);
 	atomic_store(&s->retention_busy, 0);
 }
 
 /* Submits job unless the previous run is still on the pool. */
-static void run_once(serve_state *s, _Atomic int *busy, void (*job)(void *))
+static void run_once(serve_state_t *s, _Atomic int *busy, void (*job)(void *))
 {
 	int idle = 0;
 	if (atomic_compare_exchange_strong(busy, &idle, 1))
@@ -101,23 +101,23 @@ static void run_once(serve_state *s, _Atomic int *busy, void (*job)(void *))
 
 static void on_keys_timer(evutil_socket_t fd, short what, void *arg)
 {
-	serve_state *s = arg;
+	serve_state_t *s = arg;
 	run_once(s, &s->keys_busy, keys_job);
 }
 
 static void on_usage_timer(evutil_socket_t fd, short what, void *arg)
 {
-	serve_state *s = arg;
+	serve_state_t *s = arg;
 	run_once(s, &s->usage_busy, usage_job);
 }
 
 static void on_retention_timer(evutil_socket_t fd, short what, void *arg)
 {
-	serve_state *s = arg;
+	serve_state_t *s = arg;
 	run_once(s, &s->retention_busy, retention_job);
 }
 
-static struct event *periodic(serve_state *s, int ms, event_callback_fn cb)
+static struct event *periodic(serve_state_t *s, int ms, event_callback_fn cb)
 {
 	struct event *ev = event_new(loop_base(s->loop), -1, EV_PERSIST, cb, s);
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -125,15 +125,15 @@ static struct event *periodic(serve_state *s, int ms, event_callback_fn cb)
 	return ev;
 }
 
-static int parse_flags(int argc, char **argv, kiln_config *c, const char **config_path)
+static int parse_flags(int argc, char **argv, config_t *c, const char **config_path)
 {
 	static const struct {
 		const char *flag;
 		int listener;
-	} addr_flags[] = {{"--upload", LISTENER_UPLOAD},
-	                  {"--otlp-http", LISTENER_OTLP_HTTP},
-	                  {"--otlp-grpc", LISTENER_OTLP_GRPC},
-	                  {"--ui", LISTENER_UI}};
+	} addr_flags[] = {{"--upload", API_LISTENER_UPLOAD},
+	                  {"--otlp-http", API_LISTENER_OTLP_HTTP},
+	                  {"--otlp-grpc", API_LISTENER_OTLP_GRPC},
+	                  {"--ui", API_LISTENER_UI}};
 	for (int pass = 0; pass < 2; pass++) { /* --config first, so flags override it */
 		for (int i = 1; i < argc; i++) {
 			const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -168,7 +168,7 @@ static int parse_flags(int argc, char **argv, kiln_config *c, const char **confi
 					fprintf(stderr, "kiln serve: --auth must be none or required\n");
 					return -1;
 				}
-				for (int l = 0; l < LISTENER_COUNT; l++)
+				for (int l = 0; l < API_LISTENER_COUNT; l++)
 					c->listeners[l].auth_required = !strcmp(v, "required");
 			}
 			for (size_t k = 0; k < sizeof addr_flags / sizeof *addr_flags; k++)
@@ -176,7 +176,7 @@ static int parse_flags(int argc, char **argv, kiln_config *c, const char **confi
 					config_set(&c->listeners[addr_flags[k].listener].addr, v);
 		}
 		if (pass == 0 && *config_path) {
-			kn_err err;
+			err_t err;
 			if (config_load_file(c, *config_path, &err) < 0) {
 				fprintf(stderr, "kiln serve: %s\n", err.msg);
 				return -1;
@@ -196,13 +196,13 @@ static int role_runs(const char *role, int listener)
 	if (!strcmp(role, "all"))
 		return 1;
 	if (!strcmp(role, "query"))
-		return listener == LISTENER_UI;
-	return listener != LISTENER_UI; /* sensor, ingestor: receivers only */
+		return listener == API_LISTENER_UI;
+	return listener != API_LISTENER_UI; /* sensor, ingestor: receivers only */
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
 {
-	serve_state *s = arg;
+	serve_state_t *s = arg;
 	s->draining_ms += 50;
 	if (api_inflight(&s->api) == 0 || s->draining_ms >= SHUTDOWN_GRACE_MS) {
 		if (s->draining_ms >= SHUTDOWN_GRACE_MS)
@@ -216,13 +216,13 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	serve_state *s = arg;
+	serve_state_t *s = arg;
 	if (s->drain_timer)
 		return;
 	log_info("shutting down", "signal=%s inflight=%u", sig == SIGTERM ? "SIGTERM" : "SIGINT",
 	         api_inflight(&s->api));
 	/* Stop taking new connections and requests; finish those in flight. */
-	for (int i = 0; i < LISTENER_COUNT; i++)
+	for (int i = 0; i < API_LISTENER_COUNT; i++)
 		if (s->servers[i])
 			http_server_stop_accepting(s->servers[i]);
 	if (s->grpc)
@@ -238,59 +238,62 @@ static void log_listening(const char *name, const char *addr, int port)
 	log_info("listening", "listener=%s addr=%s:%d", name, host[0] ? host : "0.0.0.0", port);
 }
 
-static int start_grpc(serve_state *s, const char *addr, kn_err *err)
+static int start_grpc(serve_state_t *s, const char *addr, err_t *err)
 {
-	grpc_opts o = {
-	    .h2 = {.name = listener_names[LISTENER_OTLP_GRPC], .ssl_ctx = s->tls[LISTENER_OTLP_GRPC],
+	grpc_opts_t o = {
+	    .h2 = {.name = api_listener_names[API_LISTENER_OTLP_GRPC],
+	           .ssl_ctx = s->tls[API_LISTENER_OTLP_GRPC],
 	           .budget = &s->bodies},
 	    .methods = api_grpc_methods,
 	    .n_methods = api_grpc_n_methods,
-	    .ctx = &s->listeners[LISTENER_OTLP_GRPC],
+	    .ctx = &s->listeners[API_LISTENER_OTLP_GRPC],
 	};
 	s->grpc = grpc_server_new(loop_base(s->loop), addr, &o, err);
 	if (!s->grpc)
 		return -1;
-	log_listening(listener_names[LISTENER_OTLP_GRPC], addr, grpc_server_port(s->grpc));
+	log_listening(api_listener_names[API_LISTENER_OTLP_GRPC], addr, grpc_server_port(s->grpc));
 	return 0;
 }
 
-static int start_listeners(serve_state *s)
+static int start_listeners(serve_state_t *s)
 {
 	struct event_base *base = loop_base(s->loop);
-	for (int i = 0; i < LISTENER_COUNT; i++) {
+	for (int i = 0; i < API_LISTENER_COUNT; i++) {
 		const char *addr = s->cfg.listeners[i].addr;
 		if (!strcmp(addr, "off") || !role_runs(s->cfg.role, i))
 			continue;
-		kn_err err;
-		const listener_options *lc = &s->cfg.listeners[i];
+		err_t err;
+		const api_listener_options_t *lc = &s->cfg.listeners[i];
 		if (lc->tls_cert) {
-			s->tls[i] = tls_ctx_new(lc->tls_cert, lc->tls_key, i == LISTENER_OTLP_GRPC ? TLS_ALPN_H2 : TLS_ALPN_HTTP1,
-			                        &err);
+			s->tls[i] =
+			    tls_ctx_new(lc->tls_cert, lc->tls_key,
+			                i == API_LISTENER_OTLP_GRPC ? TLS_ALPN_H2 : TLS_ALPN_HTTP1, &err);
 			if (!s->tls[i]) {
-				log_error("cannot set up TLS", "listener=%s error=\"%s\"", listener_names[i], err.msg);
+				log_error("cannot set up TLS", "listener=%s error=\"%s\"",
+				          api_listener_names[i], err.msg);
 				return -1;
 			}
 		}
-		if (i == LISTENER_OTLP_GRPC) {
+		if (i == API_LISTENER_OTLP_GRPC) {
 			if (start_grpc(s, addr, &err) < 0) {
-				log_error("cannot listen", "listener=%s addr=%s error=\"%s\"", listener_names[i], addr,
-				          err.msg);
+				log_error("cannot listen", "listener=%s addr=%s error=\"%s\"",
+				          api_listener_names[i], addr, err.msg);
 				return -1;
 			}
 			continue;
 		}
-		http_opts o = {
-		    .name = listener_names[i],
-		    .max_body = i == LISTENER_UI ? 64 << 10 : LIMIT_BODY_BYTES,
+		http_opts_t o = {
+		    .name = api_listener_names[i],
+		    .max_body = i == API_LISTENER_UI ? 64 << 10 : LIMIT_BODY_BYTES,
 		    .format_error = api_format_error,
 		    .ssl_ctx = s->tls[i],
 		    .budget = &s->bodies,
 		    .ctx = &s->listeners[i],
 		};
-		if (i == LISTENER_UPLOAD) {
+		if (i == API_LISTENER_UPLOAD) {
 			o.on_headers = api_upload_on_headers;
 			o.on_request = api_upload_on_request;
-		} else if (i == LISTENER_OTLP_HTTP) {
+		} else if (i == API_LISTENER_OTLP_HTTP) {
 			o.on_headers = api_otlp_on_headers;
 			o.on_request = api_otlp_on_request;
 			o.format_error = api_otlp_format_error;
@@ -300,21 +303,22 @@ static int start_listeners(serve_state *s)
 		}
 		s->servers[i] = http_server_new(base, addr, &o, &err);
 		if (!s->servers[i]) {
-			log_error("cannot listen", "listener=%s addr=%s error=\"%s\"", listener_names[i], addr, err.msg);
+			log_error("cannot listen", "listener=%s addr=%s error=\"%s\"", api_listener_names[i],
+			          addr, err.msg);
 			return -1;
 		}
-		log_listening(listener_names[i], addr, http_server_port(s->servers[i]));
+		log_listening(api_listener_names[i], addr, http_server_port(s->servers[i]));
 	}
 	return 0;
 }
 
 int cli_serve(int argc, char **argv)
 {
-	serve_state s;
+	serve_state_t s;
 	memset(&s, 0, sizeof s);
 	config_defaults(&s.cfg);
 	const char *config_path = NULL;
-	kn_err err;
+	err_t err;
 	int rc = 1;
 	if (parse_flags(argc, argv, &s.cfg, &config_path) < 0)
 		goto out;
@@ -354,9 +358,9 @@ int cli_serve(int argc, char **argv)
 			goto out;
 		}
 	}
-	for (int i = 0; i < LISTENER_COUNT; i++)
-		s.listeners[i] = (api_listener){&s.api, i, s.cfg.listeners[i].auth_required,
-		                                s.cfg.listeners[i].tls_cert != NULL};
+	for (int i = 0; i < API_LISTENER_COUNT; i++)
+		s.listeners[i] = (api_listener_t){&s.api, i, s.cfg.listeners[i].auth_required,
+		                                  s.cfg.listeners[i].tls_cert != NULL};
 	log_info("starting", "role=%s data=%s workers=%d", s.cfg.role, s.cfg.data_dir, pool_size(s.pool));
 	if (start_listeners(&s) < 0)
 		goto out;
@@ -382,12 +386,12 @@ int cli_serve(int argc, char **argv)
 	loop_run(s.loop);
 	rc = 0;
 out:
-	for (int i = 0; i < LISTENER_COUNT; i++)
+	for (int i = 0; i < API_LISTENER_COUNT; i++)
 		if (s.servers[i])
 			http_server_free(s.servers[i]);
 	if (s.grpc)
 		grpc_server_free(s.grpc);
-	for (int i = 0; i < LISTENER_COUNT; i++)
+	for (int i = 0; i < API_LISTENER_COUNT; i++)
 		tls_ctx_free(s.tls[i]);
 	if (s.sig_term)
 		event_free(s.sig_term);

@@ -13,7 +13,7 @@
 
 /* The contents of a secret file without its trailing newline; NULL + err
  * (a longer file or a NUL byte would otherwise send a cut password). */
-static char *read_secret(const char *path, kn_err *err)
+static char *read_secret(const char *path, err_t *err)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
@@ -37,11 +37,11 @@ static char *read_secret(const char *path, kn_err *err)
 	return xstrdup(buf);
 }
 
-store_t *cli_store_open(const kiln_config *cfg, int keys_usage_only, kn_err *err)
+store_t *cli_store_open(const config_t *cfg, int keys_usage_only, err_t *err)
 {
-	store_config sc = {.dir = cfg->data_dir,
-	                   .retention_days = store_retention_days(&cfg->retention, ""),
-	                   .keys_usage_only = keys_usage_only};
+	store_config_t sc = {.dir = cfg->data_dir,
+	                     .retention_days = store_retention_days(&cfg->retention, ""),
+	                     .keys_usage_only = keys_usage_only};
 	char *password = NULL;
 	if (!strcmp(cfg->store.engine, "clickhouse")) {
 		sc.engine = STORE_ENGINE_CLICKHOUSE;

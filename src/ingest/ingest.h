@@ -14,23 +14,24 @@
 typedef struct {
 	slice_t project;
 	slice_t service;
-	const model_label *labels; /* series labels (namespace, pod, container, workload, label.K=V) */
+	const model_label_t *labels; /* series labels (namespace, pod, container, workload, label.K=V) */
 	uint32_t n_labels;
 	int64_t from_ns, until_ns; /* 0 = not given */
 	int content_gzip;          /* Content-Encoding: gzip */
 	uint32_t max_rows;         /* 0 = LIMIT_SAMPLE_ROWS */
 	int64_t now_ns;
-} ingest_pprof_req;
+} ingest_pprof_req_t;
 
 typedef struct {
 	uint32_t profiles; /* profiles stored (one per sample type) */
 	uint64_t samples;  /* decoded sample rows × sample types */
-} ingest_result;
+} ingest_result_t;
 
 /* Decompresses (bounded by LIMIT_DECODED_BYTES), decodes and validates a
  * pprof push. On success *out is a finished batch owned by the caller.
  * Errors: 400 malformed / empty, 413 limits; nothing is returned then. */
-int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ingest_result *res, kn_err *err);
+int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
+                 err_t *err);
 
 /* Retention window of pushed samples (S5.3, S6.4): older ones are refused. */
 #define INGEST_RETENTION_NS (14LL * 86400 * 1000000000LL)
@@ -43,13 +44,14 @@ typedef struct {
 	uint32_t max_rows;
 	uint32_t retention_days; /* 0 = 14 */
 	int64_t now_ns;
-} ingest_otlp_req;
+} ingest_otlp_req_t;
 
 /* Decompresses (bounded), transcodes JSON, decodes and validates an OTLP
  * ExportProfilesServiceRequest. Samples outside [now − retention, now + 10 min]
  * are dropped and reported in res (partial success). On success *out is a
  * finished batch (possibly with no profiles: an empty request succeeds).
  * Errors: 400 malformed, 413 limits, 415 unknown encoding. */
-int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_result *res, kn_err *err);
+int ingest_otlp(const ingest_otlp_req_t *r, slice_t body, model_batch_t **out, otlp_result_t *res,
+                err_t *err);
 
 #endif

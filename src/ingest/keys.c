@@ -21,20 +21,20 @@
 
 typedef struct {
 	uint8_t hash[KEY_HASH_LEN];
-	key_info info;
+	keys_info_t info;
 	int used;
-} snap_slot;
+} snap_slot_t;
 
 /* Immutable once published: an open-addressing table indexed by hash bits. */
 typedef struct {
-	snap_slot *slots;
+	snap_slot_t *slots;
 	size_t mask; /* slots - 1 (a power of two, at least twice the key count) */
 	size_t count;
-} keys_snap;
+} keys_snap_t;
 
 struct keys {
 	pthread_rwlock_t _snap_lock; /* readers: lookups; writer: the pointer swap only */
-	keys_snap *_snap;
+	keys_snap_t *_snap;
 	pthread_mutex_t _refresh_mu; /* guards _stamp */
 	store_t *_store;
 	int64_t _stamp;     /* store_keys_poll's: what the snapshot was read from */
@@ -102,7 +102,7 @@ static size_t slot_index(const uint8_t hash[KEY_HASH_LEN], size_t mask)
 	return (size_t)h & mask;
 }
 
-static void snap_free(keys_snap *s)
+static void snap_free(keys_snap_t *s)
 {
 	if (s) {
 		free(s->slots);
@@ -110,7 +110,7 @@ static void snap_free(keys_snap *s)
 	}
 }
 
-static void snap_insert(keys_snap *s, const uint8_t hash[KEY_HASH_LEN], const key_info *info)
+static void snap_insert(keys_snap_t *s, const uint8_t hash[KEY_HASH_LEN], const keys_info_t *info)
 {
 	size_t i = slot_index(hash, s->mask);
 	while (s->slots[i].used)
@@ -133,14 +133,14 @@ static void copy_text(char *dst, const unsigned char *src, int n)
 
 typedef struct {
 	size_t n, cap;
-	key_info *info;
+	keys_info_t *info;
 	uint8_t (*hash)[KEY_HASH_LEN];
-} snap_rows;
+} snap_rows_t;
 
-static void collect_key(const store_key_row *r, void *ctx)
+static void collect_key(const store_key_row_t *r, void *ctx)
 {
-	snap_rows *l = ctx;
-	key_info info;
+	snap_rows_t *l = ctx;
+	keys_info_t info;
 	info.scope = 0;
 	for (int sc = KEY_SCOPE_INGEST; sc <= KEY_SCOPE_BOTH; sc++)
 		if (slice_eq_cstr(r->scope, keys_scope_name(sc)))
@@ -162,12 +162,12 @@ static void collect_key(const store_key_row *r, void *ctx)
 }
 
 /* A snapshot of the active keys in l (none when l is NULL). */
-static keys_snap *snap_build(const snap_rows *l)
+static keys_snap_t *snap_build(const snap_rows_t *l)
 {
 	size_t n = l ? l->n : 0, cap = 16;
 	while (cap < 2 * n)
 		cap *= 2;
-	keys_snap *s = xcalloc(1, sizeof *s);
+	keys_snap_t *s = xcalloc(1, sizeof *s);
 	s->slots = xcalloc(cap, sizeof *s->slots);
 	s->mask = cap - 1;
 	for (size_t i = 0; i < n; i++)
@@ -175,10 +175,10 @@ static keys_snap *snap_build(const snap_rows *l)
 	return s;
 }
 
-static void snap_swap(keys_t *k, keys_snap *fresh)
+static void snap_swap(keys_t *k, keys_snap_t *fresh)
 {
 	pthread_rwlock_wrlock(&k->_snap_lock);
-	keys_snap *old = k->_snap;
+	keys_snap_t *old = k->_snap;
 	k->_snap = fresh;
 	pthread_rwlock_unlock(&k->_snap_lock);
 	snap_free(old); /* no reader can hold it: they all left before the swap */
@@ -187,8 +187,8 @@ static void snap_swap(keys_t *k, keys_snap *fresh)
 int keys_refresh(keys_t *k)
 {
 	pthread_mutex_lock(&k->_refresh_mu);
-	snap_rows l = {0};
-	kn_err err;
+	snap_rows_t l = {0};
+	err_t err;
 	int rc = store_keys_poll(k->_store, &k->_stamp, collect_key, &l, &err);
 	if (rc == 1) {
 		snap_swap(k, snap_build(&l));
@@ -200,7 +200,7 @@ int keys_refresh(keys_t *k)
 	return rc;
 }
 
-keys_t *keys_open(store_t *st, kn_err *err)
+keys_t *keys_open(store_t *st, err_t *err)
 {
 	keys_t *k = xcalloc(1, sizeof *k);
 	pthread_rwlockattr_t attr;
@@ -253,14 +253,14 @@ static int sha256(const EVP_MD *md, slice_t s, uint8_t out[KEY_HASH_LEN])
  * about the key behind it (no preimages), so those timings are worthless; and
  * the final comparison of the full 32 bytes uses CRYPTO_memcmp anyway. The
  * hash itself takes time depending only on the presented key's length. */
-int keys_lookup(keys_t *k, slice_t presented, key_info *out)
+int keys_lookup(keys_t *k, slice_t presented, keys_info_t *out)
 {
 	uint8_t h[KEY_HASH_LEN];
 	if (presented.n == 0 || presented.n > LIMIT_KEY_BYTES || sha256(k->_sha256, presented, h) < 0)
 		return 0;
 	int found = 0;
 	pthread_rwlock_rdlock(&k->_snap_lock);
-	const keys_snap *s = k->_snap;
+	const keys_snap_t *s = k->_snap;
 	for (size_t i = slot_index(h, s->mask); s->slots[i].used; i = (i + 1) & s->mask) {
 		if (CRYPTO_memcmp(s->slots[i].hash, h, KEY_HASH_LEN) == 0) {
 			if (out)
@@ -310,7 +310,7 @@ static void base64url(const uint8_t *p, size_t n, char *out)
 
 /* Checks the arguments of a new key and makes it: key (text) and h (its hash). */
 static int new_key(const char *project, const char *name, int scope, size_t n, char key[KEY_TEXT_MAX],
-                   uint8_t h[KEY_HASH_LEN], kn_err *err)
+                   uint8_t h[KEY_HASH_LEN], err_t *err)
 {
 	if (!keys_name_valid(slice_cstr(project)))
 		return err_set(err, 400, "invalid project name '%s': use 1 to 64 of A-Z a-z 0-9 _ . -",
@@ -334,18 +334,18 @@ static int new_key(const char *project, const char *name, int scope, size_t n, c
 }
 
 int keys_create(store_t *st, const char *project, const char *name, int scope, char *key_out, size_t n,
-                kn_err *err)
+                err_t *err)
 {
 	uint8_t h[KEY_HASH_LEN];
 	char key[KEY_TEXT_MAX];
 	if (new_key(project, name, scope, n, key, h, err) < 0)
 		return -1;
-	store_key_row r = {slice_cstr(name),
-	                   slice_cstr(project),
-	                   slice_cstr(keys_scope_name(scope)),
-	                   slice_make(h, KEY_HASH_LEN),
-	                   time_now_ns(),
-	                   0};
+	store_key_row_t r = {slice_cstr(name),
+	                     slice_cstr(project),
+	                     slice_cstr(keys_scope_name(scope)),
+	                     slice_make(h, KEY_HASH_LEN),
+	                     time_now_ns(),
+	                     0};
 	int rc = store_keys_create(st, &r, err);
 	if (rc == 0)
 		memcpy(key_out, key, strlen(key) + 1);
@@ -353,31 +353,31 @@ int keys_create(store_t *st, const char *project, const char *name, int scope, c
 	return rc;
 }
 
-int keys_revoke(store_t *st, const char *name, kn_err *err)
+int keys_revoke(store_t *st, const char *name, err_t *err)
 {
 	return store_keys_revoke(st, slice_cstr(name), time_now_ns(), err);
 }
 
 typedef struct {
-	void (*cb)(const key_row *row, void *ctx);
+	void (*cb)(const keys_row_t *row, void *ctx);
 	void *ctx;
-} list_ctx;
+} list_ctx_t;
 
-static void list_key(const store_key_row *r, void *ctx)
+static void list_key(const store_key_row_t *r, void *ctx)
 {
-	list_ctx *l = ctx;
+	list_ctx_t *l = ctx;
 	char name[LIMIT_NAME_BYTES + 1], project[LIMIT_NAME_BYTES + 1], scope[LIMIT_NAME_BYTES + 1];
 	if (r->name.n > LIMIT_NAME_BYTES || r->project.n > LIMIT_NAME_BYTES || r->scope.n > LIMIT_NAME_BYTES)
 		return;
 	copy_text(name, r->name.p, (int)r->name.n);
 	copy_text(project, r->project.p, (int)r->project.n);
 	copy_text(scope, r->scope.p, (int)r->scope.n);
-	key_row row = {name, project, keys_scope_parse(scope), r->created_ns, r->revoked_ns};
+	keys_row_t row = {name, project, keys_scope_parse(scope), r->created_ns, r->revoked_ns};
 	l->cb(&row, l->ctx);
 }
 
-int keys_list(store_t *st, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err)
+int keys_list(store_t *st, void (*cb)(const keys_row_t *row, void *ctx), void *ctx, err_t *err)
 {
-	list_ctx l = {cb, ctx};
+	list_ctx_t l = {cb, ctx};
 	return store_keys_read(st, list_key, &l, err);
 }

@@ -21,7 +21,7 @@ typedef struct {
 	char project[LIMIT_NAME_BYTES + 1];
 	char name[LIMIT_NAME_BYTES + 1];
 	int scope; /* KEY_SCOPE_* */
-} key_info;
+} keys_info_t;
 
 /* One key as keys_list reports it; valid only during the callback. */
 typedef struct {
@@ -30,7 +30,7 @@ typedef struct {
 	int scope;          /* KEY_SCOPE_* */
 	int64_t created_ns; /* unix ns */
 	int64_t revoked_ns; /* 0 = active */
-} key_row;
+} keys_row_t;
 
 typedef struct keys keys_t;
 struct store;
@@ -39,7 +39,7 @@ struct store;
  * A store that cannot answer now (ClickHouse unreachable, keys.db unreadable)
  * starts with no keys: keys_ready is 0 until a refresh reads them. NULL + err
  * only when OpenSSL has no SHA-256. */
-keys_t *keys_open(struct store *s, kn_err *err);
+keys_t *keys_open(struct store *s, err_t *err);
 void keys_close(keys_t *k);
 /* 0 while no snapshot has been read yet: an unknown key then means "cannot
  * tell", not "wrong key". */
@@ -58,7 +58,7 @@ int keys_refresh(keys_t *k);
  * presented bytes and finds the hash in the snapshot; never touches the db.
  * Thread-safe: lookups share a read lock that only a snapshot swap (a pointer
  * store) takes exclusively, so concurrent lookups never wait for each other. */
-int keys_lookup(keys_t *k, slice_t presented, key_info *out);
+int keys_lookup(keys_t *k, slice_t presented, keys_info_t *out);
 
 /* Creates a key for project under the global name (names are unique across
  * projects and stay taken after revocation) and writes it NUL-terminated to
@@ -66,15 +66,15 @@ int keys_lookup(keys_t *k, slice_t presented, key_info *out);
  * durable before this returns 0. -1 + err: 400 if project or name is invalid
  * or the name exists, 500/503 on I/O errors. */
 int keys_create(struct store *s, const char *project, const char *name, int scope, char *key_out, size_t n,
-                kn_err *err);
+                err_t *err);
 
 /* Revokes the key called name. 0 revoked now, 1 already revoked, -1 + err
  * (404 unknown name, 500 I/O). */
-int keys_revoke(struct store *s, const char *name, kn_err *err);
+int keys_revoke(struct store *s, const char *name, err_t *err);
 
 /* Calls cb for every key (revoked ones included), ordered by project then name.
  * No keys yet lists nothing. 0, or -1 + err. */
-int keys_list(struct store *s, void (*cb)(const key_row *row, void *ctx), void *ctx, kn_err *err);
+int keys_list(struct store *s, void (*cb)(const keys_row_t *row, void *ctx), void *ctx, err_t *err);
 
 /* Parses an Authorization header value "Bearer KEY" (scheme case-insensitive,
  * spaces around KEY ignored). 1 and *key_out (pointing into authorization), or 0. */

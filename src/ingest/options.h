@@ -1,5 +1,5 @@
 /* The push path's settings as the config file gives them: the `limits:`
- * block and receivers.profiles.maxDecodedSampleRows. Ranges and defaults are
+ * block_t and receivers.profiles.maxDecodedSampleRows. Ranges and defaults are
  * in base/limits.h; the config loader (cli/config.c) fills this over
  * ingest_options_defaults, kiln serve hands the values to the rate limiter,
  * the request-body budget (net/budget.h) and the decoders. */
@@ -15,8 +15,8 @@ typedef struct {
 	                                      without auth (project default); 0 (default) = unlimited */
 	double bodies_mib;                 /* limits.requestBodiesMiB: request bodies held at once, all
 	                                      listeners together (net/budget.h), LIMIT_BODIES_MIB */
-} ingest_options;
+} ingest_options_t;
 
-void ingest_options_defaults(ingest_options *o);
+void ingest_options_defaults(ingest_options_t *o);
 
 #endif

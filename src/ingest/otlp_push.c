@@ -10,7 +10,7 @@
 #include "ingest/push.h"
 #include "wire/compress.h"
 
-int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_result *res, kn_err *err)
+int ingest_otlp(const ingest_otlp_req_t *r, slice_t body, model_batch_t **out, otlp_result_t *res, err_t *err)
 {
 	*out = NULL;
 	memset(res, 0, sizeof *res);
@@ -20,7 +20,7 @@ int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_
 	buf_t plain, pb;
 	buf_init(&plain, LIMIT_DECODED_BYTES);
 	buf_init(&pb, LIMIT_DECODED_BYTES);
-	model_batch *b = NULL;
+	model_batch_t *b = NULL;
 	slice_t data = body;
 	if (r->encoding.n && !slice_eq_cstr(r->encoding, "identity")) {
 		if (body_decode(r->encoding, body, &plain, err) < 0)
@@ -38,7 +38,7 @@ int ingest_otlp(const ingest_otlp_req *r, slice_t body, model_batch **out, otlp_
 			goto fail;
 		data = buf_slice(&pb);
 	}
-	otlp_decode_opts o = {
+	otlp_decode_opts_t o = {
 	    .project = r->project,
 	    .now_ns = r->now_ns,
 	    .min_time_ns = r->now_ns - (r->retention_days ? r->retention_days * 86400LL * 1000000000LL
@@ -62,9 +62,9 @@ fail:
 	return -1;
 }
 
-int ingest_otlp_decode(ingest_push *p, kn_err *err)
+int ingest_otlp_decode(ingest_push_t *p, err_t *err)
 {
-	ingest_otlp_push *op = p->ctx;
+	ingest_otlp_push_t *op = p->ctx;
 	if (ingest_otlp(&op->req, p->body, &p->batch, &op->res, err) < 0)
 		return -1;
 	p->samples = op->res.samples;

@@ -11,7 +11,8 @@
 #include "wire/compress.h"
 #include "wire/pprof.h"
 
-int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ingest_result *res, kn_err *err)
+int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
+                 err_t *err)
 {
 	*out = NULL;
 	if (body.n == 0)
@@ -38,7 +39,7 @@ int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ing
 		goto fail;
 	}
 
-	pprof_decode_opts o = {
+	pprof_decode_opts_t o = {
 	    .service = r->service,
 	    .labels = r->labels,
 	    .n_labels = r->n_labels,
@@ -51,7 +52,7 @@ int ingest_pprof(const ingest_pprof_req *r, slice_t body, model_batch **out, ing
 	 * pprof file can be uploaded and looked at. */
 	if (!o.time_ns)
 		o.time_ns = r->now_ns;
-	model_batch *b = model_batch_new(r->project);
+	model_batch_t *b = model_batch_new(r->project);
 	if (pprof_decode(data, &o, b, err) < 0) {
 		model_batch_free(b);
 		goto fail;
@@ -68,9 +69,9 @@ fail:
 	return -1;
 }
 
-int ingest_pprof_decode(ingest_push *p, kn_err *err)
+int ingest_pprof_decode(ingest_push_t *p, err_t *err)
 {
-	ingest_pprof_push *pp = p->ctx;
+	ingest_pprof_push_t *pp = p->ctx;
 	if (ingest_pprof(&pp->req, p->body, &p->batch, &pp->res, err) < 0)
 		return -1;
 	p->samples = pp->res.samples;

@@ -7,15 +7,15 @@
 
 #include "base/timeutil.h"
 
-void ingest_account_reason(const ingest_push_env *env, const ingest_caller *c, uint64_t accepted, int reason,
-                           uint64_t samples)
+void ingest_account_reason(const ingest_push_env_t *env, const ingest_caller_t *c, uint64_t accepted,
+                           int reason, uint64_t samples)
 {
 	if (env->usage)
 		usage_add(env->usage, slice_cstr(c->project), slice_cstr(c->key), time_now_ns(), accepted,
 		          reason, samples);
 }
 
-static int reason_of(const kn_err *err)
+static int reason_of(const err_t *err)
 {
 	switch (err->status) {
 	case 429:
@@ -27,7 +27,8 @@ static int reason_of(const kn_err *err)
 	}
 }
 
-void ingest_account(const ingest_push_env *env, const ingest_caller *c, uint64_t samples, const kn_err *err)
+void ingest_account(const ingest_push_env_t *env, const ingest_caller_t *c, uint64_t samples,
+                    const err_t *err)
 {
 	if (!err)
 		ingest_account_reason(env, c, samples, USAGE_ACCEPTED,
@@ -36,7 +37,7 @@ void ingest_account(const ingest_push_env *env, const ingest_caller *c, uint64_t
 		ingest_account_reason(env, c, 0, reason_of(err), samples);
 }
 
-int ingest_admit(const ingest_push_env *env, const ingest_caller *c, uint64_t samples, kn_err *err)
+int ingest_admit(const ingest_push_env_t *env, const ingest_caller_t *c, uint64_t samples, err_t *err)
 {
 	ratelimit_t *rl = c->anonymous ? env->default_limiter : env->limiter;
 	int retry = 0;
@@ -54,7 +55,7 @@ int ingest_admit(const ingest_push_env *env, const ingest_caller *c, uint64_t sa
 /* Loop thread: the last step of every job. */
 static void push_reply(void *arg)
 {
-	ingest_push *p = arg;
+	ingest_push_t *p = arg;
 	_Atomic uint32_t *inflight = p->env.inflight;
 	p->reply(p, p->_failed ? &p->_err : NULL); /* frees p */
 	if (inflight)
@@ -62,9 +63,9 @@ static void push_reply(void *arg)
 }
 
 /* Writer thread: the batch is durable (or refused). */
-static void push_stored(void *arg, const kn_err *err)
+static void push_stored(void *arg, const err_t *err)
 {
-	ingest_push *p = arg;
+	ingest_push_t *p = arg;
 	if (err) {
 		p->_err = *err;
 		p->_failed = 1;
@@ -78,7 +79,7 @@ static void push_stored(void *arg, const kn_err *err)
 /* Worker thread: decode, attribute, admit, submit. */
 static void push_work(void *arg)
 {
-	ingest_push *p = arg;
+	ingest_push_t *p = arg;
 	if (p->decode(p, &p->_err) < 0) {
 		model_batch_free(p->batch);
 		p->batch = NULL;
@@ -90,7 +91,7 @@ static void push_work(void *arg)
 		loop_post(p->env.loop, push_reply, p);
 		return;
 	}
-	model_batch *b = p->batch;
+	model_batch_t *b = p->batch;
 	p->batch = NULL;
 	if (!b || !b->n_profiles) { /* nothing to store: an empty request, or all of it out of the window */
 		if (p->rejected || p->reason != USAGE_ACCEPTED)
@@ -110,14 +111,14 @@ static void push_work(void *arg)
 	store_submit(p->env.store, b, push_stored, p);
 }
 
-void ingest_push_start(ingest_push *p)
+void ingest_push_start(ingest_push_t *p)
 {
 	if (p->env.inflight)
 		atomic_fetch_add(p->env.inflight, 1);
 	pool_submit(p->env.pool, push_work, p);
 }
 
-void ingest_push_refuse(ingest_push *p, const kn_err *err)
+void ingest_push_refuse(ingest_push_t *p, const err_t *err)
 {
 	if (p->env.inflight)
 		atomic_fetch_add(p->env.inflight, 1);

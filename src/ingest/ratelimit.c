@@ -20,20 +20,20 @@ typedef struct rl_bucket {
 	int64_t last_ns; /* time of the last refill */
 	size_t len;
 	uint8_t name[];
-} rl_bucket;
+} rl_bucket_t;
 
 typedef struct {
 	pthread_mutex_t mu;
-	rl_bucket **heads;
+	rl_bucket_t **heads;
 	size_t n_heads; /* a power of two */
 	size_t count;
 	char _pad[64]; /* keeps neighbouring shards' mutexes off one cache line */
-} rl_shard;
+} rl_shard_t;
 
 struct ratelimit {
 	double rate, capacity;
 	size_t shard_cap; /* buckets per shard */
-	rl_shard shards[RL_SHARDS];
+	rl_shard_t shards[RL_SHARDS];
 };
 
 ratelimit_t *ratelimit_new_bounded(double samples_per_sec, size_t max_buckets)
@@ -47,7 +47,7 @@ ratelimit_t *ratelimit_new_bounded(double samples_per_sec, size_t max_buckets)
 	for (int i = 0; i < RL_SHARDS; i++) {
 		pthread_mutex_init(&r->shards[i].mu, NULL);
 		r->shards[i].n_heads = 16;
-		r->shards[i].heads = xcalloc(16, sizeof(rl_bucket *));
+		r->shards[i].heads = xcalloc(16, sizeof(rl_bucket_t *));
 	}
 	return r;
 }
@@ -62,9 +62,9 @@ void ratelimit_free(ratelimit_t *r)
 	if (!r)
 		return;
 	for (int i = 0; i < RL_SHARDS; i++) {
-		rl_shard *s = &r->shards[i];
+		rl_shard_t *s = &r->shards[i];
 		for (size_t h = 0; h < s->n_heads; h++) {
-			for (rl_bucket *b = s->heads[h], *next; b; b = next) {
+			for (rl_bucket_t *b = s->heads[h], *next; b; b = next) {
 				next = b->next;
 				free(b);
 			}
@@ -91,12 +91,12 @@ size_t ratelimit_buckets(ratelimit_t *r)
 	return n;
 }
 
-static void shard_grow(rl_shard *s)
+static void shard_grow(rl_shard_t *s)
 {
 	size_t n = s->n_heads * 2;
-	rl_bucket **heads = xcalloc(n, sizeof *heads);
+	rl_bucket_t **heads = xcalloc(n, sizeof *heads);
 	for (size_t h = 0; h < s->n_heads; h++) {
-		for (rl_bucket *b = s->heads[h], *next; b; b = next) {
+		for (rl_bucket_t *b = s->heads[h], *next; b; b = next) {
 			next = b->next;
 			size_t i = (size_t)(b->hash >> 8) & (n - 1);
 			b->next = heads[i];
@@ -113,12 +113,12 @@ static void shard_grow(rl_shard *s)
  * least recently used one (which then starts full when it comes back: generous,
  * and only when more than max_buckets keys are active within a minute).
  * Caller holds s->mu. */
-static void shard_evict(rl_shard *s, int64_t now_ns)
+static void shard_evict(rl_shard_t *s, int64_t now_ns)
 {
 	size_t before = s->count;
 	for (size_t h = 0; h < s->n_heads; h++) {
-		for (rl_bucket **pp = &s->heads[h]; *pp;) {
-			rl_bucket *b = *pp;
+		for (rl_bucket_t **pp = &s->heads[h]; *pp;) {
+			rl_bucket_t *b = *pp;
 			if (now_ns - b->last_ns > RATELIMIT_IDLE_NS) {
 				*pp = b->next;
 				free(b);
@@ -130,13 +130,13 @@ static void shard_evict(rl_shard *s, int64_t now_ns)
 	}
 	if (s->count < before)
 		return;
-	rl_bucket **oldest = NULL;
+	rl_bucket_t **oldest = NULL;
 	for (size_t h = 0; h < s->n_heads; h++)
-		for (rl_bucket **pp = &s->heads[h]; *pp; pp = &(*pp)->next)
+		for (rl_bucket_t **pp = &s->heads[h]; *pp; pp = &(*pp)->next)
 			if (!oldest || (*pp)->last_ns < (*oldest)->last_ns)
 				oldest = pp;
 	if (oldest) {
-		rl_bucket *b = *oldest;
+		rl_bucket_t *b = *oldest;
 		*oldest = b->next;
 		free(b);
 		s->count--;
@@ -144,17 +144,18 @@ static void shard_evict(rl_shard *s, int64_t now_ns)
 }
 
 /* Finds or adds key's bucket (a new one starts full). Caller holds s->mu. */
-static rl_bucket *shard_bucket(const ratelimit_t *r, rl_shard *s, slice_t key, uint64_t hash, int64_t now_ns)
+static rl_bucket_t *shard_bucket(const ratelimit_t *r, rl_shard_t *s, slice_t key, uint64_t hash,
+                                 int64_t now_ns)
 {
 	size_t i = (size_t)(hash >> 8) & (s->n_heads - 1);
-	for (rl_bucket *b = s->heads[i]; b; b = b->next)
+	for (rl_bucket_t *b = s->heads[i]; b; b = b->next)
 		if (b->hash == hash && b->len == key.n && memcmp(b->name, key.p, key.n) == 0)
 			return b;
 	if (s->count >= r->shard_cap)
 		shard_evict(s, now_ns);
 	if (s->count >= s->n_heads * 2)
 		shard_grow(s);
-	rl_bucket *b = xmalloc(sizeof *b + key.n);
+	rl_bucket_t *b = xmalloc(sizeof *b + key.n);
 	b->hash = hash;
 	b->tokens = r->capacity;
 	b->last_ns = now_ns;
@@ -173,9 +174,9 @@ int ratelimit_take(ratelimit_t *r, slice_t key, uint64_t samples, int64_t now_ns
 	if (r->rate <= 0)
 		return 0;
 	uint64_t hash = hash_slice(key, RL_SEED);
-	rl_shard *s = &r->shards[hash & (RL_SHARDS - 1)];
+	rl_shard_t *s = &r->shards[hash & (RL_SHARDS - 1)];
 	pthread_mutex_lock(&s->mu);
-	rl_bucket *b = shard_bucket(r, s, key, hash, now_ns);
+	rl_bucket_t *b = shard_bucket(r, s, key, hash, now_ns);
 	if (now_ns > b->last_ns) {
 		b->tokens += (double)(now_ns - b->last_ns) * r->rate / 1e9;
 		if (b->tokens > r->capacity)

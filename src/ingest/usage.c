@@ -19,31 +19,31 @@ typedef struct {
 	size_t plen, klen;
 	uint64_t counts[USAGE_COUNTERS];
 	char names[]; /* project bytes, then key bytes */
-} usage_entry;
+} usage_entry_t;
 
 /* (day, project, key) → counters. The u64map holds a hash of the triple; a
  * (vanishingly rare) hash collision probes the next derived hash. */
 typedef struct {
 	u64map_t index;
-	usage_entry **v;
+	usage_entry_t **v;
 	size_t n, cap;
-} usage_map;
+} usage_map_t;
 
 struct usage {
 	pthread_mutex_t _mu;    /* guards _pending and _totals */
-	usage_map _pending;     /* counts not yet in the store */
-	usage_map _totals;      /* since open, per (project, key); day = 0 */
+	usage_map_t _pending;   /* counts not yet in the store */
+	usage_map_t _totals;    /* since open, per (project, key); day = 0 */
 	pthread_mutex_t _db_mu; /* held across a flush or a read so none sees a half-moved delta */
 	store_t *_store;
 };
 
-static void map_init(usage_map *m)
+static void map_init(usage_map_t *m)
 {
 	memset(m, 0, sizeof *m);
 	u64map_init(&m->index);
 }
 
-static void map_free(usage_map *m)
+static void map_free(usage_map_t *m)
 {
 	for (size_t i = 0; i < m->n; i++)
 		free(m->v[i]);
@@ -52,7 +52,7 @@ static void map_free(usage_map *m)
 	map_init(m);
 }
 
-static int entry_is(const usage_entry *e, int64_t day, slice_t project, slice_t key)
+static int entry_is(const usage_entry_t *e, int64_t day, slice_t project, slice_t key)
 {
 	return e->day == day && e->plen == project.n && e->klen == key.n &&
 	       (project.n == 0 || memcmp(e->names, project.p, project.n) == 0) &&
@@ -61,7 +61,7 @@ static int entry_is(const usage_entry *e, int64_t day, slice_t project, slice_t 
 
 /* The counters of (day, project, key), added (zeroed) if missing unless the
  * map already holds max entries (then NULL). */
-static usage_entry *map_get(usage_map *m, int64_t day, slice_t project, slice_t key, size_t max)
+static usage_entry_t *map_get(usage_map_t *m, int64_t day, slice_t project, slice_t key, size_t max)
 {
 	if (project.n > LIMIT_USAGE_NAME_BYTES)
 		project.n = LIMIT_USAGE_NAME_BYTES;
@@ -77,7 +77,7 @@ static usage_entry *map_get(usage_map *m, int64_t day, slice_t project, slice_t 
 	}
 	if (m->n >= max)
 		return NULL;
-	usage_entry *e = xcalloc(1, sizeof *e + project.n + key.n);
+	usage_entry_t *e = xcalloc(1, sizeof *e + project.n + key.n);
 	e->day = day;
 	e->plen = project.n;
 	e->klen = key.n;
@@ -91,17 +91,17 @@ static usage_entry *map_get(usage_map *m, int64_t day, slice_t project, slice_t 
 	return e;
 }
 
-static slice_t entry_project(const usage_entry *e)
+static slice_t entry_project(const usage_entry_t *e)
 {
 	return slice_make(e->names, e->plen);
 }
 
-static slice_t entry_key(const usage_entry *e)
+static slice_t entry_key(const usage_entry_t *e)
 {
 	return slice_make(e->names + e->plen, e->klen);
 }
 
-static void entry_add(usage_entry *e, const uint64_t counts[USAGE_COUNTERS])
+static void entry_add(usage_entry_t *e, const uint64_t counts[USAGE_COUNTERS])
 {
 	for (int i = 0; i < USAGE_COUNTERS; i++)
 		e->counts[i] += counts[i];
@@ -122,7 +122,7 @@ void usage_close(usage_t *u)
 {
 	if (!u)
 		return;
-	kn_err err;
+	err_t err;
 	usage_flush(u, &err);
 	map_free(&u->_pending);
 	map_free(&u->_totals);
@@ -143,15 +143,15 @@ void usage_add(usage_t *u, slice_t project, slice_t key, int64_t t_ns, uint64_t 
 	/* Pending holds at most one second of distinct (day, project, key): unbounded
 	 * only by the number of keys, which the key store bounds. */
 	entry_add(map_get(&u->_pending, day, project, key, SIZE_MAX), counts);
-	usage_entry *total = map_get(&u->_totals, 0, project, key, LIMIT_USAGE_TOTALS);
+	usage_entry_t *total = map_get(&u->_totals, 0, project, key, LIMIT_USAGE_TOTALS);
 	if (total)
 		entry_add(total, counts);
 	pthread_mutex_unlock(&u->_mu);
 }
 
-static int store_write_all(store_t *s, const usage_map *m, kn_err *err)
+static int store_write_all(store_t *s, const usage_map_t *m, err_t *err)
 {
-	store_usage_row *rows = xmalloc((m->n + 1) * sizeof *rows);
+	store_usage_row_t *rows = xmalloc((m->n + 1) * sizeof *rows);
 	for (size_t i = 0; i < m->n; i++) {
 		rows[i].day = m->v[i]->day;
 		rows[i].project = entry_project(m->v[i]);
@@ -163,11 +163,11 @@ static int store_write_all(store_t *s, const usage_map *m, kn_err *err)
 	return rc;
 }
 
-int usage_flush(usage_t *u, kn_err *err)
+int usage_flush(usage_t *u, err_t *err)
 {
 	pthread_mutex_lock(&u->_db_mu);
 	pthread_mutex_lock(&u->_mu);
-	usage_map moving = u->_pending;
+	usage_map_t moving = u->_pending;
 	map_init(&u->_pending);
 	pthread_mutex_unlock(&u->_mu);
 
@@ -175,7 +175,7 @@ int usage_flush(usage_t *u, kn_err *err)
 	if (rc < 0) { /* put the counts back for the next flush */
 		pthread_mutex_lock(&u->_mu);
 		for (size_t i = 0; i < moving.n; i++) {
-			const usage_entry *e = moving.v[i];
+			const usage_entry_t *e = moving.v[i];
 			entry_add(map_get(&u->_pending, e->day, entry_project(e), entry_key(e), SIZE_MAX),
 			          e->counts);
 		}
@@ -188,30 +188,30 @@ int usage_flush(usage_t *u, kn_err *err)
 
 static int entry_order(const void *a, const void *b)
 {
-	const usage_entry *x = *(const usage_entry *const *)a, *y = *(const usage_entry *const *)b;
+	const usage_entry_t *x = *(const usage_entry_t *const *)a, *y = *(const usage_entry_t *const *)b;
 	if (x->day != y->day)
 		return x->day < y->day ? -1 : 1;
 	int c = slice_cmp(entry_project(x), entry_project(y));
 	return c ? c : slice_cmp(entry_key(x), entry_key(y));
 }
 
-static void store_row(const store_usage_row *r, void *ctx)
+static void store_row(const store_usage_row_t *r, void *ctx)
 {
 	entry_add(map_get(ctx, r->day, r->project, r->key, SIZE_MAX), r->counts);
 }
 
 int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
-               void (*cb)(const usage_row *row, void *ctx), void *ctx, kn_err *err)
+               void (*cb)(const usage_row_t *row, void *ctx), void *ctx, err_t *err)
 {
 	int64_t from_day = time_day(from_ns), until_day = until_ns ? time_day(until_ns) : INT64_MAX;
-	usage_map m;
+	usage_map_t m;
 	map_init(&m);
 	pthread_mutex_lock(&u->_db_mu);
 	int rc = store_usage_read(u->_store, project, from_day, until_day, store_row, &m, err);
 	if (rc == 0) {
 		pthread_mutex_lock(&u->_mu);
 		for (size_t i = 0; i < u->_pending.n; i++) {
-			const usage_entry *e = u->_pending.v[i];
+			const usage_entry_t *e = u->_pending.v[i];
 			if (e->day < from_day || e->day > until_day ||
 			    (project.n && !slice_eq(entry_project(e), project)))
 				continue;
@@ -223,7 +223,7 @@ int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
 	if (rc == 0 && m.n) {
 		qsort(m.v, m.n, sizeof *m.v, entry_order);
 		for (size_t i = 0; i < m.n; i++) {
-			usage_row row = {
+			usage_row_t row = {
 			    .day = m.v[i]->day, .project = entry_project(m.v[i]), .key = entry_key(m.v[i])};
 			memcpy(row.counts, m.v[i]->counts, sizeof row.counts);
 			cb(&row, ctx);
@@ -236,11 +236,11 @@ int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
 typedef struct {
 	buf_t *json;
 	int n, full;
-} json_ctx;
+} json_ctx_t;
 
-static void row_json(const usage_row *r, void *arg)
+static void row_json(const usage_row_t *r, void *arg)
 {
-	json_ctx *c = arg;
+	json_ctx_t *c = arg;
 	char day[11];
 	time_day_str(r->day, day);
 	uint64_t rejected = 0;
@@ -259,9 +259,9 @@ static void row_json(const usage_row *r, void *arg)
 		c->full = 1;
 }
 
-int usage_query(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns, buf_t *json, kn_err *err)
+int usage_query(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns, buf_t *json, err_t *err)
 {
-	json_ctx c = {.json = json};
+	json_ctx_t c = {.json = json};
 	if (buf_puts(json, "{\"days\":[") < 0)
 		c.full = 1;
 	if (usage_rows(u, project, from_ns, until_ns, row_json, &c, err) < 0)
@@ -277,7 +277,7 @@ void usage_totals(usage_t *u,
 {
 	pthread_mutex_lock(&u->_mu);
 	for (size_t i = 0; i < u->_totals.n; i++) {
-		const usage_entry *e = u->_totals.v[i];
+		const usage_entry_t *e = u->_totals.v[i];
 		cb(entry_project(e), entry_key(e), e->counts, ctx);
 	}
 	pthread_mutex_unlock(&u->_mu);

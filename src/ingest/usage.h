@@ -30,7 +30,7 @@ typedef struct {
 	int64_t day; /* days since 1970-01-01, UTC */
 	slice_t project, key;
 	uint64_t counts[USAGE_COUNTERS];
-} usage_row;
+} usage_row_t;
 
 /* Counts into s (store.h's usage rows); opening reads nothing. */
 struct store;
@@ -52,19 +52,19 @@ void usage_add(usage_t *u, slice_t project, slice_t key, int64_t t_ns, uint64_t 
  * store_usage_write: one transaction with synchronous=FULL, one INSERT). The server calls it every second and
  * at shutdown, so a kill -9 loses at most about one second of counts. On failure the counts stay pending for
  * the next flush. 0, or -1 + err. Thread-safe. */
-int usage_flush(usage_t *u, kn_err *err);
+int usage_flush(usage_t *u, err_t *err);
 
 /* Calls cb for every row of project (all projects if project is empty) whose
  * day overlaps [from_ns, until_ns] (until_ns = 0: no upper bound), ordered by
  * day, project, key; pending (unflushed) counts are included. 0 or -1 + err. */
 int usage_rows(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns,
-               void (*cb)(const usage_row *row, void *ctx), void *ctx, kn_err *err);
+               void (*cb)(const usage_row_t *row, void *ctx), void *ctx, err_t *err);
 
 /* Appends GET /api/usage's answer for project (rows as usage_rows gives them):
  * {"days":[{"day":"2026-12-02","key":"ci","accepted":N,"rejected":M,
  *   "rejected_by_reason":{"rate_limited":a,"too_large":b,"invalid":c,"out_of_window":d}}]}
  * 0, or -1 + err (500 if json's ceiling is reached). */
-int usage_query(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns, buf_t *json, kn_err *err);
+int usage_query(usage_t *u, slice_t project, int64_t from_ns, int64_t until_ns, buf_t *json, err_t *err);
 
 /* Totals counted since usage_open, per (project, key), for /metrics. cb runs
  * under the usage mutex: it must not call back into u. At most

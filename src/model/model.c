@@ -31,9 +31,9 @@ static inline uint64_t id_pair(uint64_t a, uint64_t b)
 
 #define GROW(b, arr, cap, need) ((b)->arr = xgrow((b)->arr, &(b)->cap, (need), sizeof *(b)->arr))
 
-model_batch *model_batch_new(slice_t project)
+model_batch_t *model_batch_new(slice_t project)
 {
-	model_batch *b = xcalloc(1, sizeof *b);
+	model_batch_t *b = xcalloc(1, sizeof *b);
 	b->arena = arena_new();
 	b->project = arena_slice(b->arena, project);
 	u64map_init(&b->_frame_ix);
@@ -41,12 +41,12 @@ model_batch *model_batch_new(slice_t project)
 	u64map_init(&b->_attrset_ix);
 	/* attrsets[0]: the empty set */
 	GROW(b, attrsets, cap_attrsets, 1);
-	b->attrsets[0] = (model_attrset){0, 0, 0};
+	b->attrsets[0] = (model_attrset_t){0, 0, 0};
 	b->n_attrsets = 1;
 	return b;
 }
 
-void model_batch_free(model_batch *b)
+void model_batch_free(model_batch_t *b)
 {
 	if (!b)
 		return;
@@ -72,7 +72,7 @@ static uint64_t mix_field(uint64_t h, slice_t s)
 	return s.n ? id_bytes(s.p, s.n, h) : h;
 }
 
-uint32_t model_frame_intern(model_batch *b, const model_frame *f)
+uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 {
 	uint64_t h = 0x4652414d45ULL; /* "FRAME" */
 	h = mix_field(h, f->name);
@@ -86,7 +86,7 @@ uint32_t model_frame_intern(model_batch *b, const model_frame *f)
 	if (!inserted)
 		return ix;
 	GROW(b, frames, cap_frames, (size_t)b->n_frames + 1);
-	model_frame *d = &b->frames[b->n_frames++];
+	model_frame_t *d = &b->frames[b->n_frames++];
 	d->id = h;
 	d->name = arena_slice(b->arena, f->name);
 	d->file = arena_slice(b->arena, f->file);
@@ -97,7 +97,7 @@ uint32_t model_frame_intern(model_batch *b, const model_frame *f)
 	return ix;
 }
 
-uint32_t model_node_intern(model_batch *b, uint32_t parent, uint32_t frame)
+uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame)
 {
 	uint64_t pid = parent == MODEL_NONE ? 0 : b->nodes[parent].id;
 	uint64_t h = id_pair(pid, b->frames[frame].id);
@@ -106,18 +106,18 @@ uint32_t model_node_intern(model_batch *b, uint32_t parent, uint32_t frame)
 	if (!inserted)
 		return ix;
 	GROW(b, nodes, cap_nodes, (size_t)b->n_nodes + 1);
-	b->nodes[b->n_nodes] = (model_node){h, parent, frame};
+	b->nodes[b->n_nodes] = (model_node_t){h, parent, frame};
 	return b->n_nodes++;
 }
 
 static int label_cmp(const void *a, const void *b)
 {
-	const model_label *x = a, *y = b;
+	const model_label_t *x = a, *y = b;
 	int c = slice_cmp(x->key, y->key);
 	return c ? c : slice_cmp(x->value, y->value);
 }
 
-uint32_t model_attrset_intern(model_batch *b, model_label *labels, uint32_t n)
+uint32_t model_attrset_intern(model_batch_t *b, model_label_t *labels, uint32_t n)
 {
 	if (n == 0)
 		return 0;
@@ -137,22 +137,22 @@ uint32_t model_attrset_intern(model_batch *b, model_label *labels, uint32_t n)
 		b->attr_labels[b->n_attr_labels + i].value = arena_slice(b->arena, labels[i].value);
 	}
 	GROW(b, attrsets, cap_attrsets, (size_t)b->n_attrsets + 1);
-	b->attrsets[b->n_attrsets] = (model_attrset){h, b->n_attr_labels, n};
+	b->attrsets[b->n_attrsets] = (model_attrset_t){h, b->n_attr_labels, n};
 	b->n_attr_labels += n;
 	return b->n_attrsets++;
 }
 
-model_profile *model_profile_add(model_batch *b)
+model_profile_t *model_profile_add(model_batch_t *b)
 {
 	GROW(b, profiles, cap_profiles, (size_t)b->n_profiles + 1);
-	model_profile *p = &b->profiles[b->n_profiles++];
+	model_profile_t *p = &b->profiles[b->n_profiles++];
 	memset(p, 0, sizeof *p);
 	p->labels_first = b->n_series_labels;
 	p->samples_first = b->n_samples;
 	return p;
 }
 
-void model_profile_set_type(model_batch *b, model_profile *p, slice_t sample_type, slice_t sample_unit,
+void model_profile_set_type(model_batch_t *b, model_profile_t *p, slice_t sample_type, slice_t sample_unit,
                             slice_t period_type, slice_t period_unit, int64_t period)
 {
 	p->sample_type = arena_slice(b->arena, sample_type);
@@ -163,29 +163,29 @@ void model_profile_set_type(model_batch *b, model_profile *p, slice_t sample_typ
 	p->aggregation = model_aggregation_of(sample_type);
 }
 
-void model_profile_set_service(model_batch *b, model_profile *p, slice_t service)
+void model_profile_set_service(model_batch_t *b, model_profile_t *p, slice_t service)
 {
 	p->service = arena_slice(b->arena, service);
 }
 
-void model_profile_add_label(model_batch *b, model_profile *p, slice_t key, slice_t value)
+void model_profile_add_label(model_batch_t *b, model_profile_t *p, slice_t key, slice_t value)
 {
 	GROW(b, series_labels, cap_series_labels, (size_t)b->n_series_labels + 1);
-	model_label *l = &b->series_labels[b->n_series_labels++];
+	model_label_t *l = &b->series_labels[b->n_series_labels++];
 	l->key = arena_slice(b->arena, key);
 	l->value = arena_slice(b->arena, value);
 	p->labels_count++;
 }
 
-void model_sample_add(model_batch *b, model_profile *p, uint32_t node, uint32_t attrset, int64_t value,
+void model_sample_add(model_batch_t *b, model_profile_t *p, uint32_t node, uint32_t attrset, int64_t value,
                       int64_t time_ns)
 {
 	GROW(b, samples, cap_samples, (size_t)b->n_samples + 1);
-	b->samples[b->n_samples++] = (model_sample){node, attrset, value, time_ns};
+	b->samples[b->n_samples++] = (model_sample_t){node, attrset, value, time_ns};
 	p->samples_count++;
 }
 
-void model_samples_add(model_batch *b, model_profile *p, const model_sample *s, uint32_t n)
+void model_samples_add(model_batch_t *b, model_profile_t *p, const model_sample_t *s, uint32_t n)
 {
 	if (!n)
 		return;
@@ -197,7 +197,7 @@ void model_samples_add(model_batch *b, model_profile *p, const model_sample *s, 
 
 static int sample_cmp(const void *a, const void *b)
 {
-	const model_sample *x = a, *y = b;
+	const model_sample_t *x = a, *y = b;
 	if (x->node != y->node)
 		return x->node < y->node ? -1 : 1;
 	if (x->attrset != y->attrset)
@@ -211,14 +211,14 @@ static int sample_cmp(const void *a, const void *b)
  * its sign bit flipped, so that unsigned order is sample_cmp's order. */
 typedef struct {
 	uint64_t hi, lo;
-} sample_key;
+} sample_key_t;
 
-static inline int key_less(sample_key a, sample_key b)
+static inline int key_less(sample_key_t a, sample_key_t b)
 {
 	return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo;
 }
 
-static inline uint8_t key_byte(sample_key k, unsigned d)
+static inline uint8_t key_byte(sample_key_t k, unsigned d)
 {
 	return (uint8_t)((d < 8 ? k.lo : k.hi) >> (8 * (d & 7)));
 }
@@ -227,7 +227,7 @@ static inline uint8_t key_byte(sample_key k, unsigned d)
  * (OTLP adds each Sample's points in time order: few long runs), short ones
  * extended to 16 by insertion, then adjacent runs merged pairwise through
  * tmp. runs has room for n + 1 entries. */
-static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_t *tmp, uint32_t *runs)
+static void order_merge(const sample_key_t *k, uint32_t n, uint32_t *perm, uint32_t *tmp, uint32_t *runs)
 {
 	uint32_t n_runs = 0;
 	for (uint32_t i = 0; i < n;) {
@@ -277,7 +277,7 @@ static void order_merge(const sample_key *k, uint32_t n, uint32_t *perm, uint32_
 /* Stable LSD radix sort of perm by k over the key bytes set in diff (those
  * that differ between samples: the time of a pprof, an empty attribute set
  * and the high bytes of node do not), one counting pass per byte. */
-static void order_radix(const sample_key *k, uint32_t n, sample_key diff, uint32_t *perm, uint32_t *tmp)
+static void order_radix(const sample_key_t *k, uint32_t n, sample_key_t diff, uint32_t *perm, uint32_t *tmp)
 {
 	uint32_t count[256];
 	uint32_t *from = perm, *to = tmp;
@@ -303,7 +303,7 @@ static void order_radix(const sample_key *k, uint32_t n, sample_key diff, uint32
 		memcpy(perm, from, (size_t)n * sizeof *perm);
 }
 
-void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
+void model_samples_order(const model_sample_t *s, uint32_t n, uint32_t *perm)
 {
 	for (uint32_t i = 0; i < n; i++)
 		perm[i] = i;
@@ -311,11 +311,12 @@ void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
 		return;
 	/* Stable either way, like the merge sort (glibc qsort) this replaced, so
 	 * saturating merges add up in the same order. */
-	sample_key *k = xmalloc((size_t)n * sizeof *k);
+	sample_key_t *k = xmalloc((size_t)n * sizeof *k);
 	uint32_t *tmp = xmalloc((size_t)n * 2 * sizeof *tmp + sizeof *tmp); /* tmp, then runs */
-	sample_key diff = {0, 0};
+	sample_key_t diff = {0, 0};
 	for (uint32_t i = 0; i < n; i++) {
-		k[i] = (sample_key){(uint64_t)s[i].node << 32 | s[i].attrset, (uint64_t)s[i].time_ns ^ (1ull << 63)};
+		k[i] = (sample_key_t){(uint64_t)s[i].node << 32 | s[i].attrset,
+		                      (uint64_t)s[i].time_ns ^ (1ull << 63)};
 		diff.hi |= k[i].hi ^ k[0].hi;
 		diff.lo |= k[i].lo ^ k[0].lo;
 	}
@@ -335,7 +336,7 @@ void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm)
 }
 
 /* Sorts s by sample_cmp, stably; nothing to do when already in order. */
-static void sort_samples(model_sample *s, uint32_t n)
+static void sort_samples(model_sample_t *s, uint32_t n)
 {
 	uint32_t i = 1;
 	while (i < n && sample_cmp(&s[i - 1], &s[i]) <= 0)
@@ -344,7 +345,7 @@ static void sort_samples(model_sample *s, uint32_t n)
 		return;
 	uint32_t *perm = xmalloc((size_t)n * sizeof *perm);
 	model_samples_order(s, n, perm);
-	model_sample *sorted = xmalloc((size_t)n * sizeof *sorted);
+	model_sample_t *sorted = xmalloc((size_t)n * sizeof *sorted);
 	for (uint32_t k = 0; k < n; k++)
 		sorted[k] = s[perm[k]];
 	memcpy(s, sorted, (size_t)n * sizeof *s);
@@ -352,14 +353,14 @@ static void sort_samples(model_sample *s, uint32_t n)
 	free(perm);
 }
 
-void model_profile_finish(model_batch *b, model_profile *p)
+void model_profile_finish(model_batch_t *b, model_profile_t *p)
 {
 	/* The arrays may still be NULL when a profile has no labels or samples. */
-	model_label *labels = p->labels_count ? b->series_labels + p->labels_first : NULL;
+	model_label_t *labels = p->labels_count ? b->series_labels + p->labels_first : NULL;
 	if (p->labels_count > 1)
 		qsort(labels, p->labels_count, sizeof *labels, label_cmp);
 
-	model_sample *s = p->samples_count ? b->samples + p->samples_first : NULL;
+	model_sample_t *s = p->samples_count ? b->samples + p->samples_first : NULL;
 	sort_samples(s, p->samples_count);
 	uint32_t out = 0;
 	for (uint32_t i = 0; i < p->samples_count; i++) {
@@ -394,7 +395,7 @@ void model_profile_finish(model_batch *b, model_profile *p)
 	p->series_id = h;
 }
 
-void model_type_name(const model_profile *p, char *out, size_t n)
+void model_type_name(const model_profile_t *p, char *out, size_t n)
 {
 	snprintf(out, n, "%.*s:%.*s", (int)p->sample_type.n, (const char *)p->sample_type.p, (int)p->sample_unit.n,
 	         (const char *)p->sample_unit.p);

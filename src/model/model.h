@@ -28,19 +28,19 @@ typedef struct {
 	slice_t build_id; /* may be empty */
 	slice_t kind;     /* frame type: "go", "native", "kernel", "jvm", "cpython", ...; may be empty */
 	uint8_t unsymbolized; /* 1: no symbol, shown as its binary name and marked */
-} model_frame;
+} model_frame_t;
 
 /* A stack node: one frame under a parent. A stack is its leaf node. */
 typedef struct {
 	uint64_t id;
 	uint32_t parent; /* index into batch->nodes, MODEL_NONE for a root frame */
 	uint32_t frame;  /* index into batch->frames */
-} model_node;
+} model_node_t;
 
 typedef struct {
 	slice_t key;
 	slice_t value;
-} model_label;
+} model_label_t;
 
 /* A set of sample attributes (pprof sample labels, OTLP sample attributes,
  * span links as trace_id/span_id). Stored per sample row, not as series. */
@@ -48,14 +48,14 @@ typedef struct {
 	uint64_t id;     /* 0 for the empty set */
 	uint32_t first;  /* range in batch->attr_labels, sorted by key then value */
 	uint32_t count;
-} model_attrset;
+} model_attrset_t;
 
 typedef struct {
 	uint32_t node;    /* leaf node index into batch->nodes */
 	uint32_t attrset; /* index into batch->attrsets; 0 is always the empty set */
 	int64_t value;
 	int64_t time_ns;  /* 0 = the profile's time */
-} model_sample;
+} model_sample_t;
 
 enum { MODEL_WINDOW = 0, MODEL_SNAPSHOT = 1 };
 
@@ -77,86 +77,86 @@ typedef struct {
 	uint32_t samples_first; /* range in batch->samples */
 	uint32_t samples_count;
 	uint64_t series_id;    /* set by model_profile_finish() */
-} model_profile;
+} model_profile_t;
 
 typedef struct model_batch {
 	arena_t *arena;
 	slice_t project;
 
-	model_frame *frames;
+	model_frame_t *frames;
 	uint32_t n_frames;
 	size_t cap_frames;
 
-	model_node *nodes;
+	model_node_t *nodes;
 	uint32_t n_nodes;
 	size_t cap_nodes;
 
-	model_label *attr_labels;
+	model_label_t *attr_labels;
 	uint32_t n_attr_labels;
 	size_t cap_attr_labels;
 
-	model_attrset *attrsets; /* attrsets[0] = empty set */
+	model_attrset_t *attrsets; /* attrsets[0] = empty set */
 	uint32_t n_attrsets;
 	size_t cap_attrsets;
 
-	model_label *series_labels;
+	model_label_t *series_labels;
 	uint32_t n_series_labels;
 	size_t cap_series_labels;
 
-	model_sample *samples;
+	model_sample_t *samples;
 	uint32_t n_samples;
 	size_t cap_samples;
 
-	model_profile *profiles;
+	model_profile_t *profiles;
 	uint32_t n_profiles;
 	size_t cap_profiles;
 
 	uint64_t frames_written; /* sum of stack depths of all samples (LIMIT_REQUEST_FRAMES) */
 
 	u64map_t _frame_ix, _node_ix, _attrset_ix;
-} model_batch;
+} model_batch_t;
 
-model_batch *model_batch_new(slice_t project);
-void model_batch_free(model_batch *b);
+model_batch_t *model_batch_new(slice_t project);
+void model_batch_free(model_batch_t *b);
 
 /* Interns a frame: computes f->id from its fields, copies the strings into
  * the batch arena unless an equal frame exists. Returns its index. */
-uint32_t model_frame_intern(model_batch *b, const model_frame *f);
+uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f);
 /* Interns the node (parent, frame); parent = MODEL_NONE for a root frame. */
-uint32_t model_node_intern(model_batch *b, uint32_t parent, uint32_t frame);
+uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame);
 /* Interns an attribute set; labels are copied and sorted (the caller's array
  * is reordered). n = 0 returns 0. */
-uint32_t model_attrset_intern(model_batch *b, model_label *labels, uint32_t n);
+uint32_t model_attrset_intern(model_batch_t *b, model_label_t *labels, uint32_t n);
 
 /* Starts a new profile; the returned pointer is valid until the next
  * model_profile_add(). Fields are zeroed; strings passed to the setters below
  * are copied into the arena. */
-model_profile *model_profile_add(model_batch *b);
-void model_profile_set_type(model_batch *b, model_profile *p, slice_t sample_type, slice_t sample_unit,
+model_profile_t *model_profile_add(model_batch_t *b);
+void model_profile_set_type(model_batch_t *b, model_profile_t *p, slice_t sample_type, slice_t sample_unit,
                             slice_t period_type, slice_t period_unit, int64_t period);
-void model_profile_set_service(model_batch *b, model_profile *p, slice_t service);
+void model_profile_set_service(model_batch_t *b, model_profile_t *p, slice_t service);
 /* Adds a series label (copied). Labels added to p must be added while p is
  * the last profile of the batch. */
-void model_profile_add_label(model_batch *b, model_profile *p, slice_t key, slice_t value);
+void model_profile_add_label(model_batch_t *b, model_profile_t *p, slice_t key, slice_t value);
 /* Appends a sample to p (which must be the batch's last profile). */
-void model_sample_add(model_batch *b, model_profile *p, uint32_t node, uint32_t attrset, int64_t value,
+void model_sample_add(model_batch_t *b, model_profile_t *p, uint32_t node, uint32_t attrset, int64_t value,
                       int64_t time_ns);
 /* Appends n samples to p (which must be the batch's last profile). */
-void model_samples_add(model_batch *b, model_profile *p, const model_sample *s, uint32_t n);
+void model_samples_add(model_batch_t *b, model_profile_t *p, const model_sample_t *s, uint32_t n);
 /* Sorts p's series labels, merges samples with equal (node, attrset, time),
  * drops zero values, computes series_id. Call once, after the last sample.
  * Samples are sorted stably (equal keys merge in the order they were added);
  * samples added already in order are not sorted again. */
-void model_profile_finish(model_batch *b, model_profile *p);
+void model_profile_finish(model_batch_t *b, model_profile_t *p);
 /* The stable order of s[0..n) by (node, attrset, time_ns), the order
  * model_profile_finish merges in: perm[k] = index of the k-th sample.
  * Decoders whose profiles share one list of samples (pprof: one value per
  * sample type) order it once and add the samples of each profile in that
  * order, so model_profile_finish does not sort each profile again. */
-void model_samples_order(const model_sample *s, uint32_t n, uint32_t *perm);
+void model_samples_order(const model_sample_t *s, uint32_t n, uint32_t *perm);
 
 /* "sample_type:sample_unit" as used by the API, written into out (NUL-terminated, truncated). */
-void model_type_name(const model_profile *p, char *out, size_t n);
+void model_type_name(const model_profile_t *p, char *out, size_t n);
 /* MODEL_SNAPSHOT for inuse_* and goroutine-style types, else MODEL_WINDOW (S5.2). */
 uint8_t model_aggregation_of(slice_t sample_type);
 
@@ -169,11 +169,11 @@ typedef struct {
 	uint32_t *frame;   /* index into frames; unused for node 0 */
 	int64_t *self;
 	int64_t *total;
-	model_frame *frames;
+	model_frame_t *frames;
 	uint32_t n_frames;
 	slice_t sample_type, sample_unit, period_type, period_unit;
 	int64_t period;
 	int64_t time_ns, duration_ns;
-} model_tree;
+} model_tree_t;
 
 #endif

@@ -14,11 +14,11 @@
 typedef struct {
 	_Atomic size_t used;
 	size_t limit; /* 0 = no ceiling */
-} net_budget;
+} net_budget_t;
 
 /* Takes n bytes: 0, or -1 (nothing taken) when the ceiling would be crossed.
  * b may be NULL (no budget). */
-static inline int net_budget_take(net_budget *b, size_t n)
+static inline int net_budget_take(net_budget_t *b, size_t n)
 {
 	if (!b || !b->limit || !n)
 		return 0;
@@ -30,7 +30,7 @@ static inline int net_budget_take(net_budget *b, size_t n)
 	return 0;
 }
 
-static inline void net_budget_give(net_budget *b, size_t n)
+static inline void net_budget_give(net_budget_t *b, size_t n)
 {
 	if (b && b->limit && n)
 		atomic_fetch_sub(&b->used, n);

@@ -20,9 +20,9 @@
 #define ACCEPT_ENCODINGS "identity,gzip,zstd"
 
 struct grpc_server {
-	h2_server *h2;
-	grpc_opts o;
-	grpc_method *methods;
+	h2_server_t *h2;
+	grpc_opts_t o;
+	grpc_method_t *methods;
 };
 
 static const char *const ctype_hdr = "application/grpc";
@@ -54,15 +54,15 @@ void grpc_percent_encode(slice_t in, buf_t *out)
 
 /* A trailers-only answer: :status http_status, grpc-status, grpc-message,
  * grpc-status-details-bin, and one optional extra header. Frees r. */
-static void respond_status(h2_req *r, int http_status, int code, const char *message, const void *details,
-                           size_t n, const h2_header *extra)
+static void respond_status(h2_req_t *r, int http_status, int code, const char *message, const void *details,
+                           size_t n, const h2_header_t *extra)
 {
 	char code_s[12];
 	snprintf(code_s, sizeof code_s, "%d", code);
-	h2_header h[5];
+	h2_header_t h[5];
 	size_t k = 0;
-	h[k++] = (h2_header){"content-type", ctype_hdr};
-	h[k++] = (h2_header){"grpc-status", code_s};
+	h[k++] = (h2_header_t){"content-type", ctype_hdr};
+	h[k++] = (h2_header_t){"grpc-status", code_s};
 	buf_t msg, b64;
 	buf_init(&msg, SIZE_MAX);
 	buf_init(&b64, SIZE_MAX);
@@ -70,7 +70,7 @@ static void respond_status(h2_req *r, int http_status, int code, const char *mes
 		size_t len = strlen(message);
 		grpc_percent_encode(slice_make(message, len < MAX_MSG_CHARS ? len : MAX_MSG_CHARS), &msg);
 		buf_putc(&msg, 0);
-		h[k++] = (h2_header){"grpc-message", (const char *)msg.p};
+		h[k++] = (h2_header_t){"grpc-message", (const char *)msg.p};
 	}
 	if (details && n) {
 		buf_reserve(&b64, 4 * ((n + 2) / 3) + 1);
@@ -78,7 +78,7 @@ static void respond_status(h2_req *r, int http_status, int code, const char *mes
 		while (len > 0 && b64.p[len - 1] == '=')
 			len--; /* gRPC's -bin headers are unpadded */
 		b64.p[len] = 0;
-		h[k++] = (h2_header){"grpc-status-details-bin", (const char *)b64.p};
+		h[k++] = (h2_header_t){"grpc-status-details-bin", (const char *)b64.p};
 	}
 	if (extra)
 		h[k++] = *extra;
@@ -87,12 +87,12 @@ static void respond_status(h2_req *r, int http_status, int code, const char *mes
 	buf_free(&b64);
 }
 
-static void fail_req(h2_req *r, int code, const char *message)
+static void fail_req(h2_req_t *r, int code, const char *message)
 {
 	respond_status(r, 200, code, message, NULL, 0, NULL);
 }
 
-static const grpc_method *find_method(const grpc_server *s, slice_t path)
+static const grpc_method_t *find_method(const grpc_server_t *s, slice_t path)
 {
 	for (size_t i = 0; i < s->o.n_methods; i++)
 		if (slice_eq_cstr(path, s->methods[i].path))
@@ -169,9 +169,9 @@ static int64_t deadline_of(const slice_t *t)
 
 /* ---- the h2 callbacks ---- */
 
-static int on_headers(h2_req *r, void *ctx)
+static int on_headers(h2_req_t *r, void *ctx)
 {
-	grpc_server *s = ctx;
+	grpc_server_t *s = ctx;
 	char m[MAX_MSG_CHARS + 128];
 	if (!slice_eq_cstr(r->method, "POST")) {
 		snprintf(m, sizeof m, "gRPC calls use POST, not %.*s",
@@ -196,16 +196,16 @@ static int on_headers(h2_req *r, void *ctx)
 	if (!encoding_known(enc)) {
 		snprintf(m, sizeof m, "grpc-encoding \"%.*s\" is not supported; use identity, gzip or zstd",
 		         (int)(enc->n < 64 ? enc->n : 64), (const char *)enc->p);
-		h2_header accept = {"grpc-accept-encoding", ACCEPT_ENCODINGS};
+		h2_header_t accept = {"grpc-accept-encoding", ACCEPT_ENCODINGS};
 		respond_status(r, 200, GRPC_UNIMPLEMENTED, m, NULL, 0, &accept);
 		return 1;
 	}
 	return 0;
 }
 
-int grpc_frame_check(slice_t body, int complete, size_t max, grpc_frame *f, char *m, size_t cap)
+int grpc_frame_check(slice_t body, int complete, size_t max, grpc_frame_t *f, char *m, size_t cap)
 {
-	*f = (grpc_frame){0};
+	*f = (grpc_frame_t){0};
 	if (body.n < PREFIX_BYTES) {
 		if (!complete)
 			return GRPC_OK;
@@ -244,10 +244,10 @@ int grpc_frame_check(slice_t body, int complete, size_t max, grpc_frame *f, char
 
 /* Checks the prefix as soon as it is there: a message over the limit is
  * refused before the rest arrives, and a second message is refused at once. */
-static int on_data(h2_req *r, void *ctx)
+static int on_data(h2_req_t *r, void *ctx)
 {
-	grpc_server *s = ctx;
-	grpc_frame f;
+	grpc_server_t *s = ctx;
+	grpc_frame_t f;
 	char m[160];
 	int code = grpc_frame_check(buf_slice(&r->body), 0, s->o.max_message, &f, m, sizeof m);
 	if (code != GRPC_OK) {
@@ -260,11 +260,11 @@ static int on_data(h2_req *r, void *ctx)
 	return 0;
 }
 
-static void on_request(h2_req *r, void *ctx)
+static void on_request(h2_req_t *r, void *ctx)
 {
-	grpc_server *s = ctx;
+	grpc_server_t *s = ctx;
 	char m[160];
-	grpc_frame f;
+	grpc_frame_t f;
 	int code = grpc_frame_check(buf_slice(&r->body), 1, s->o.max_message, &f, m, sizeof m);
 	if (code != GRPC_OK) {
 		fail_req(r, code, m);
@@ -276,7 +276,7 @@ static void on_request(h2_req *r, void *ctx)
 		         "grpc message is marked compressed but grpc-encoding names no compression");
 		return;
 	}
-	grpc_call *c = xcalloc(1, sizeof *c);
+	grpc_call_t *c = xcalloc(1, sizeof *c);
 	c->_req = r;
 	c->_max = s->o.max_message;
 	buf_init(&c->_inflated, s->o.max_message);
@@ -293,12 +293,12 @@ static void on_request(h2_req *r, void *ctx)
 
 /* ---- decoding ---- */
 
-int grpc_call_decode(grpc_call *c, kn_err *err)
+int grpc_call_decode(grpc_call_t *c, err_t *err)
 {
 	if (!c->compressed || c->msg.p)
 		return GRPC_OK;
 	buf_reset(&c->_inflated);
-	kn_err e = {0};
+	err_t e = {0};
 	int rc = slice_eq_cstr(c->encoding, "gzip") ? gz_inflate(c->wire, &c->_inflated, &e)
 	                                            : zstd_inflate(c->wire, &c->_inflated, &e);
 	if (rc == 0) {
@@ -320,18 +320,18 @@ int grpc_call_decode(grpc_call *c, kn_err *err)
 
 /* ---- replies ---- */
 
-static void call_free(grpc_call *c)
+static void call_free(grpc_call_t *c)
 {
 	buf_free(&c->_inflated);
 	free(c);
 }
 
-const slice_t *grpc_call_header(const grpc_call *c, const char *lowercase_name)
+const slice_t *grpc_call_header(const grpc_call_t *c, const char *lowercase_name)
 {
 	return h2_header_get(c->_req, lowercase_name);
 }
 
-void grpc_reply(grpc_call *c, const void *msg, size_t n)
+void grpc_reply(grpc_call_t *c, const void *msg, size_t n)
 {
 	uint8_t *framed = xmalloc(PREFIX_BYTES + n);
 	framed[0] = 0;
@@ -341,14 +341,14 @@ void grpc_reply(grpc_call *c, const void *msg, size_t n)
 	framed[4] = (uint8_t)n;
 	if (n)
 		memcpy(framed + PREFIX_BYTES, msg, n);
-	h2_header h[] = {{"content-type", ctype_hdr}};
-	h2_header t[] = {{"grpc-status", "0"}};
+	h2_header_t h[] = {{"content-type", ctype_hdr}};
+	h2_header_t t[] = {{"grpc-status", "0"}};
 	h2_respond(c->_req, 200, h, 1, framed, PREFIX_BYTES + n, t, 1);
 	free(framed);
 	call_free(c);
 }
 
-void grpc_fail(grpc_call *c, int code, const char *message, const void *details, size_t n)
+void grpc_fail(grpc_call_t *c, int code, const char *message, const void *details, size_t n)
 {
 	respond_status(c->_req, 200, code, message, details, n, NULL);
 	call_free(c);
@@ -356,16 +356,16 @@ void grpc_fail(grpc_call *c, int code, const char *message, const void *details,
 
 /* ---- the server ---- */
 
-grpc_server *grpc_server_new(struct event_base *base, const char *addr, const grpc_opts *o, kn_err *err)
+grpc_server_t *grpc_server_new(struct event_base *base, const char *addr, const grpc_opts_t *o, err_t *err)
 {
-	grpc_server *s = xcalloc(1, sizeof *s);
+	grpc_server_t *s = xcalloc(1, sizeof *s);
 	s->o = *o;
 	if (!s->o.max_message)
 		s->o.max_message = LIMIT_DECODED_BYTES;
 	s->methods = xcalloc(o->n_methods + 1, sizeof *s->methods);
 	if (o->n_methods)
 		memcpy(s->methods, o->methods, o->n_methods * sizeof *s->methods);
-	h2_opts h = o->h2;
+	h2_opts_t h = o->h2;
 	h.name = h.name ? h.name : "grpc";
 	h.max_body =
 	    s->o.max_message + PREFIX_BYTES + (64u << 10); /* a DATA frame past the prefix's length */
@@ -382,22 +382,22 @@ grpc_server *grpc_server_new(struct event_base *base, const char *addr, const gr
 	return s;
 }
 
-int grpc_server_port(const grpc_server *s)
+int grpc_server_port(const grpc_server_t *s)
 {
 	return h2_server_port(s->h2);
 }
 
-uint32_t grpc_server_conns(const grpc_server *s)
+uint32_t grpc_server_conns(const grpc_server_t *s)
 {
 	return h2_server_conns(s->h2);
 }
 
-void grpc_server_stop_accepting(grpc_server *s)
+void grpc_server_stop_accepting(grpc_server_t *s)
 {
 	h2_server_stop_accepting(s->h2);
 }
 
-void grpc_server_free(grpc_server *s)
+void grpc_server_free(grpc_server_t *s)
 {
 	if (!s)
 		return;

@@ -27,8 +27,8 @@
 
 struct h2_server {
 	struct event_base *base;
-	kn_listener lis;
-	h2_opts o;
+	listen_t lis;
+	h2_opts_t o;
 	struct h2_conn *conns, *oldest; /* newest first; oldest = the list's tail */
 	int draining;                   /* stop_accepting called */
 };
@@ -43,16 +43,16 @@ struct h2_stream {
 	struct h2_conn *conn;
 	struct h2_stream *prev, *next;
 	int32_t id;
-	h2_req *req;   /* NULL once answered or dropped */
+	h2_req_t *req; /* NULL once answered or dropped */
 	int req_done;  /* END_STREAM received */
 	uint8_t *resp; /* response body being sent */
 	size_t resp_n, resp_off;
-	nghttp2_nv *trailers; /* one block with the strings; NULL for none */
+	nghttp2_nv *trailers; /* one block_t with the strings; NULL for none */
 	size_t n_trailers;
 };
 
 struct h2_conn {
-	h2_server *srv;
+	h2_server_t *srv;
 	struct bufferevent *bev;
 	struct event *timer;
 	nghttp2_session *ng;
@@ -60,7 +60,7 @@ struct h2_conn {
 	struct h2_stream *streams;
 	uint32_t n_streams; /* streams with a struct (open at nghttp2) */
 	uint32_t n_reading; /* requests in RQ_HEADERS / RQ_BODY */
-	h2_req *detached;   /* requests the handler owns whose stream is gone */
+	h2_req_t *detached; /* requests the handler owns whose stream is gone */
 	size_t body_bytes;  /* request body bytes held (max_conn_body) */
 	int in_recv;        /* inside nghttp2_session_mem_recv: output waits */
 	int closing;        /* 1: output draining, then close; 2: lingering */
@@ -71,7 +71,7 @@ struct h2_conn {
 static int conn_flush(struct h2_conn *c);
 static void conn_free(struct h2_conn *c);
 
-const slice_t *h2_header_get(const h2_req *r, const char *lowercase_name)
+const slice_t *h2_header_get(const h2_req_t *r, const char *lowercase_name)
 {
 	for (uint32_t i = 0; i < r->n_hdrs; i++)
 		if (slice_eq_cstr(r->hdr_names[i], lowercase_name))
@@ -79,7 +79,7 @@ const slice_t *h2_header_get(const h2_req *r, const char *lowercase_name)
 	return NULL;
 }
 
-static void req_free(h2_req *r)
+static void req_free(h2_req_t *r)
 {
 	net_budget_give(r->_budget, r->_taken);
 	buf_free(&r->body);
@@ -90,7 +90,7 @@ static void req_free(h2_req *r)
 }
 
 /* Stops counting r's body against its connection's budget. */
-static void req_uncount(struct h2_conn *c, h2_req *r)
+static void req_uncount(struct h2_conn *c, h2_req_t *r)
 {
 	c->body_bytes -= r->_counted;
 	r->_counted = 0;
@@ -99,7 +99,7 @@ static void req_uncount(struct h2_conn *c, h2_req *r)
 /* The stream no longer has a request: answered, refused or reset. */
 static void stream_drop_req(struct h2_stream *st)
 {
-	h2_req *r = st->req;
+	h2_req_t *r = st->req;
 	if (!r)
 		return;
 	if (r->_state != RQ_HANDLER)
@@ -118,7 +118,7 @@ static void stream_reset(struct h2_stream *st, uint32_t code)
 static void stream_free(struct h2_stream *st)
 {
 	struct h2_conn *c = st->conn;
-	h2_req *r = st->req;
+	h2_req_t *r = st->req;
 	if (r && r->_state == RQ_HANDLER) {
 		/* the handler still owns it: keep it (and its bytes) on the connection */
 		r->_st = NULL;
@@ -178,7 +178,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *a
 		c->streams->prev = st;
 	c->streams = st;
 	c->n_streams++;
-	h2_req *r = xcalloc(1, sizeof *r);
+	h2_req_t *r = xcalloc(1, sizeof *r);
 	r->stream_id = st->id;
 	r->_st = st;
 	r->_state = RQ_HEADERS;
@@ -198,7 +198,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 	if (!st || !st->req || st->req->_state != RQ_HEADERS)
 		return 0; /* request trailers, or a stream already answered: ignored */
-	h2_req *r = st->req;
+	h2_req_t *r = st->req;
 	uint32_t k = r->n_hdrs;
 	if (k >= LIMIT_HEADER_FIELDS || buf_reserve(&r->_hdr, namelen + valuelen) < 0) {
 		stream_reset(st, NGHTTP2_REFUSED_STREAM); /* headers over LIMIT_HEADER_BYTES */
@@ -217,7 +217,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 }
 
 /* Headers complete: pseudo-headers to fields, the rest to the header arrays. */
-static void req_finish_headers(h2_req *r)
+static void req_finish_headers(h2_req_t *r)
 {
 	uint32_t n = r->n_hdrs, k = 0;
 	r->hdr_names = xcalloc(2 * (size_t)n + 1, sizeof *r->hdr_names);
@@ -249,10 +249,10 @@ static void req_finish_headers(h2_req *r)
 
 static void dispatch(struct h2_stream *st)
 {
-	h2_req *r = st->req;
+	h2_req_t *r = st->req;
 	r->_state = RQ_HANDLER;
 	st->conn->n_reading--;
-	h2_server *s = st->conn->srv;
+	h2_server_t *s = st->conn->srv;
 	s->o.on_request(r, s->o.ctx);
 }
 
@@ -266,10 +266,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
 	if (end)
 		st->req_done = 1;
-	h2_req *r = st->req;
+	h2_req_t *r = st->req;
 	if (!r)
 		return 0;
-	h2_server *s = st->conn->srv;
+	h2_server_t *s = st->conn->srv;
 	if (r->_state == RQ_HEADERS && f->hd.type == NGHTTP2_HEADERS) {
 		req_finish_headers(r);
 		r->_state = RQ_BODY;
@@ -289,8 +289,8 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, id);
 	if (!st || !st->req || st->req->_state != RQ_BODY)
 		return 0; /* answered early: discarded (the window is still given back) */
-	h2_req *r = st->req;
-	h2_server *s = c->srv;
+	h2_req_t *r = st->req;
+	h2_server_t *s = c->srv;
 	if (c->body_bytes + len > s->o.max_conn_body) {
 		log_msg(LOG_DEBUG, "h2 stream refused: connection buffer budget", "listener=%s peer=%s",
 		        s->o.name, c->peer);
@@ -363,8 +363,8 @@ static ssize_t resp_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t l
 	return (ssize_t)n;
 }
 
-/* One malloc'd block: n + extra nv entries, then copies of the strings. */
-static nghttp2_nv *nv_pack(const h2_header *h, size_t n, size_t extra)
+/* One malloc'd block_t: n + extra nv entries, then copies of the strings. */
+static nghttp2_nv *nv_pack(const h2_header_t *h, size_t n, size_t extra)
 {
 	size_t bytes = (n + extra) * sizeof(nghttp2_nv);
 	for (size_t i = 0; i < n; i++)
@@ -384,8 +384,8 @@ static nghttp2_nv *nv_pack(const h2_header *h, size_t n, size_t extra)
 	return nv;
 }
 
-void h2_respond(h2_req *r, int status, const h2_header *hdrs, size_t n_hdrs, const void *body, size_t n,
-                const h2_header *trailers, size_t n_trailers)
+void h2_respond(h2_req_t *r, int status, const h2_header_t *hdrs, size_t n_hdrs, const void *body, size_t n,
+                const h2_header_t *trailers, size_t n_trailers)
 {
 	struct h2_stream *st = r->_st;
 	if (!st) {
@@ -574,7 +574,7 @@ static void conn_goaway(struct h2_conn *c)
 
 static void conn_free(struct h2_conn *c)
 {
-	h2_server *s = c->srv;
+	h2_server_t *s = c->srv;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -583,10 +583,10 @@ static void conn_free(struct h2_conn *c)
 		c->next->prev = c->prev;
 	else
 		s->oldest = c->prev;
-	listener_conn_closed(&s->lis);
+	listen_conn_closed(&s->lis);
 	while (c->streams)
 		stream_free(c->streams); /* handler-owned requests move to detached */
-	for (h2_req *r = c->detached; r; r = r->_next)
+	for (h2_req_t *r = c->detached; r; r = r->_next)
 		r->_conn = NULL;
 	nghttp2_session_del(c->ng);
 	event_free(c->timer);
@@ -613,7 +613,7 @@ static nghttp2_session_callbacks *callbacks_new(void)
  * with requests in flight are never cut. 1 when one was closed. */
 static int conn_evict(void *arg)
 {
-	h2_server *s = arg;
+	h2_server_t *s = arg;
 	for (struct h2_conn *c = s->oldest; c; c = c->prev)
 		if (!c->streams && !c->detached && !c->closing) {
 			conn_free(c);
@@ -623,10 +623,10 @@ static int conn_evict(void *arg)
 }
 
 /* The listener's on_conn: starts HTTP/2 on a new connection (the server
- * preface goes out at once). arg is the h2_server. */
+ * preface goes out at once). arg is the h2_server_t. */
 static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 {
-	h2_server *s = arg;
+	h2_server_t *s = arg;
 	struct h2_conn *c = xcalloc(1, sizeof *c);
 	c->srv = s;
 	c->bev = bev;
@@ -662,9 +662,9 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 }
 
 /* A server with o's settings (defaults filled in), not listening yet. */
-static h2_server *server_alloc(struct event_base *base, const h2_opts *o)
+static h2_server_t *server_alloc(struct event_base *base, const h2_opts_t *o)
 {
-	h2_server *s = xcalloc(1, sizeof *s);
+	h2_server_t *s = xcalloc(1, sizeof *s);
 	s->base = base;
 	s->o = *o;
 	if (!s->o.max_body)
@@ -682,21 +682,21 @@ static h2_server *server_alloc(struct event_base *base, const h2_opts *o)
 	return s;
 }
 
-h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opts *o, kn_err *err)
+h2_server_t *h2_server_new(struct event_base *base, const char *addr, const h2_opts_t *o, err_t *err)
 {
 	if (!o->on_request) {
 		err_set(err, 500, "h2 server %s: no on_request handler", o->name ? o->name : "");
 		return NULL;
 	}
-	h2_server *s = server_alloc(base, o);
-	listener_opts lo = {.kind = "h2",
+	h2_server_t *s = server_alloc(base, o);
+	listen_opts_t lo = {.kind = "h2",
 	                    .name = o->name,
 	                    .max_conns = o->max_conns,
 	                    .ssl_ctx = o->ssl_ctx,
 	                    .on_conn = conn_start,
 	                    .evict = conn_evict,
 	                    .ctx = s};
-	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
+	if (listen_open(&s->lis, base, addr, &lo, err) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -704,36 +704,36 @@ h2_server *h2_server_new(struct event_base *base, const char *addr, const h2_opt
 	return s;
 }
 
-h2_server *h2_server_detached(struct event_base *base, const h2_opts *o)
+h2_server_t *h2_server_detached(struct event_base *base, const h2_opts_t *o)
 {
-	h2_server *s = server_alloc(base, o);
-	s->lis.o.name = xstrdup(o->name ? o->name : "h2"); /* freed by listener_close */
+	h2_server_t *s = server_alloc(base, o);
+	s->lis.o.name = xstrdup(o->name ? o->name : "h2"); /* freed by listen_close */
 	s->o.name = s->lis.o.name;
 	return s;
 }
 
-void h2_server_adopt(h2_server *s, struct bufferevent *bev, const char *peer)
+void h2_server_adopt(h2_server_t *s, struct bufferevent *bev, const char *peer)
 {
 	s->lis.n_conns++; /* as the listener counts an accepted connection */
 	conn_start(s, bev, peer);
 }
 
-int h2_server_port(const h2_server *s)
+int h2_server_port(const h2_server_t *s)
 {
 	return s->lis.port;
 }
 
-uint32_t h2_server_conns(const h2_server *s)
+uint32_t h2_server_conns(const h2_server_t *s)
 {
 	return s->lis.n_conns;
 }
 
-void h2_server_stop_accepting(h2_server *s)
+void h2_server_stop_accepting(h2_server_t *s)
 {
 	if (s->draining)
 		return;
 	s->draining = 1;
-	listener_stop(&s->lis);
+	listen_stop(&s->lis);
 	struct h2_conn *c = s->conns;
 	while (c) {
 		struct h2_conn *next = c->next; /* c may be freed */
@@ -742,13 +742,13 @@ void h2_server_stop_accepting(h2_server *s)
 	}
 }
 
-void h2_server_free(h2_server *s)
+void h2_server_free(h2_server_t *s)
 {
 	if (!s)
 		return;
-	listener_stop(&s->lis);
+	listen_stop(&s->lis);
 	while (s->conns)
 		conn_free(s->conns);
-	listener_close(&s->lis);
+	listen_close(&s->lis);
 	free(s);
 }

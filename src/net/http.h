@@ -17,8 +17,8 @@ struct event_base;
 struct http_conn;
 struct ssl_ctx_st;
 
-typedef struct http_server http_server;
-typedef struct http_req http_req;
+typedef struct http_server http_server_t;
+typedef struct http_req http_req_t;
 
 /* One request. Public fields are read-only for handlers (body may be taken
  * with buf_steal); fields starting with '_' are the server's. All slices point
@@ -38,17 +38,17 @@ struct http_req {
 	uint8_t *_head;          /* owned copy of the request line and headers */
 	int _keep_alive;
 	char _peer[64];
-	net_budget *_budget; /* the server's; _taken bytes of it are this body's */
+	net_budget_t *_budget; /* the server's; _taken bytes of it are this body's */
 	size_t _taken;
 };
 
 /* First value of a header, or NULL. lowercase_name must be lowercase. */
-const slice_t *http_header(const http_req *r, const char *lowercase_name);
+const slice_t *http_header(const http_req_t *r, const char *lowercase_name);
 
 typedef struct {
 	const char *name; /* listener name for logs ("upload", "ui"); copied */
 	size_t max_body;  /* 0 = LIMIT_BODY_BYTES */
-	net_budget *budget; /* bodies of all servers together (budget.h); NULL = none */
+	net_budget_t *budget; /* bodies of all servers together (budget.h); NULL = none */
 	/* 0 = default (LIMIT_*_MS). header: from the first byte of a request (or from accept) to
 	 * the end of its headers (10 s); body: longest pause between body bytes
 	 * (60 s); idle: keep-alive wait for the next request (60 s); write: longest
@@ -65,40 +65,40 @@ typedef struct {
 	/* Optional. Called after the headers, before the body is read (and before
 	 * "100 Continue" is sent). Return 0 to read the body, or call http_respond
 	 * and return 1 (the connection is then closed if a body was announced). */
-	int (*on_headers)(http_req *r, void *ctx);
+	int (*on_headers)(http_req_t *r, void *ctx);
 	/* Required. The whole request has been read. The handler owns r until it
 	 * calls http_respond exactly once, now or later, on the loop thread. */
-	void (*on_request)(http_req *r, void *ctx);
+	void (*on_request)(http_req_t *r, void *ctx);
 	/* Optional: the body of server-generated errors (400, 408, 413, 431, ...).
 	 * Append to body (empty on entry) and set *content_type (a static string).
 	 * Default: {"error":"msg"} as application/json. */
 	void (*format_error)(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
 	void *ctx;
-} http_opts;
+} http_opts_t;
 
 /* Binds and listens on addr: "host:port", ":port" (every interface, IPv6 and
  * IPv4 where the host allows), "[::1]:port"; port 0 picks a free port. Host
  * names are resolved here (blocking: call at startup). Returns NULL and fills
  * err (status 500) on failure. Call on the loop thread or before the loop runs. */
-http_server *http_server_new(struct event_base *base, const char *addr, const http_opts *o, kn_err *err);
+http_server_t *http_server_new(struct event_base *base, const char *addr, const http_opts_t *o, err_t *err);
 
 /* The port actually bound (useful after port 0). */
-int http_server_port(const http_server *s);
+int http_server_port(const http_server_t *s);
 
 /* Number of open connections (for tests and /metrics). */
-uint32_t http_server_conns(const http_server *s);
+uint32_t http_server_conns(const http_server_t *s);
 
 /* Graceful shutdown, step one: closes the listening socket and idle
  * keep-alive connections. Requests being read or handled complete; their
  * responses say "Connection: close" and the connections then close. Loop
  * thread only. http_server_conns() reaching 0 means all are done. */
-void http_server_stop_accepting(http_server *s);
+void http_server_stop_accepting(http_server_t *s);
 
 /* Closes the listener and every connection at once; responses being written
  * are cut off. Requests that handlers still own are detached, not freed: the
  * handler must still call http_respond, which then only frees them. Call on
  * the loop thread or while the loop is not running. NULL is a no-op. */
-void http_server_free(http_server *s);
+void http_server_free(http_server_t *s);
 
 /* Answers r and frees it (r must not be used afterwards). Loop thread only,
  * exactly once per request. Writes `HTTP/1.1 <status> <reason>`, Content-Type
@@ -106,12 +106,12 @@ void http_server_free(http_server *s);
  * extra_headers verbatim (each line ending in "\r\n"; NULL for none) and the
  * body (omitted for HEAD requests and 204/304). The body is copied. If the
  * client has gone, only frees r. */
-void http_respond(http_req *r, int status, const char *content_type, const char *extra_headers,
+void http_respond(http_req_t *r, int status, const char *content_type, const char *extra_headers,
                   const void *body, size_t n);
 
 /* Server-style error: the body made by opts.format_error (default JSON
  * {"error":"msg"}). Same contract as http_respond. */
-void http_respond_error(http_req *r, int status, const char *msg);
+void http_respond_error(http_req_t *r, int status, const char *msg);
 
 /* Reason phrase for a status ("Not Found"); "Unknown" for unlisted codes. */
 const char *http_reason(int status);

@@ -32,15 +32,15 @@ enum conn_state {
 enum timer_kind { T_NONE, T_HEADER, T_BODY, T_IDLE, T_LINGER };
 
 struct http_conn {
-	http_server *srv;
+	http_server_t *srv;
 	struct bufferevent *bev;
 	struct event *timer;
 	struct http_conn *prev, *next;
-	http_req *req; /* being read, or owned by the handler in ST_HANDLING */
+	http_req_t *req; /* being read, or owned by the handler in ST_HANDLING */
 	enum conn_state st;
 	enum timer_kind timer_kind;
-	h1_scan scan;
-	h1_chunked chunk;
+	http_scan_t scan;
+	http_chunked_t chunk;
 	int chunked;
 	uint64_t body_left;    /* Content-Length bytes still to read */
 	int body_unread;       /* a body was announced and not fully read */
@@ -52,8 +52,8 @@ struct http_conn {
 
 struct http_server {
 	struct event_base *base;
-	kn_listener lis;
-	http_opts o;
+	listen_t lis;
+	http_opts_t o;
 	struct http_conn *conns, *oldest; /* newest first; oldest = the list's tail */
 	int draining;                     /* stop_accepting called: answer what is in flight, then close */
 };
@@ -125,7 +125,7 @@ const char *http_reason(int status)
 	}
 }
 
-const slice_t *http_header(const http_req *r, const char *lowercase_name)
+const slice_t *http_header(const http_req_t *r, const char *lowercase_name)
 {
 	for (uint32_t i = 0; i < r->n_hdrs; i++)
 		if (slice_eq_cstr(r->hdr_names[i], lowercase_name))
@@ -133,7 +133,7 @@ const slice_t *http_header(const http_req *r, const char *lowercase_name)
 	return NULL;
 }
 
-static void req_free(http_req *r)
+static void req_free(http_req_t *r)
 {
 	net_budget_give(r->_budget, r->_taken);
 	buf_free(&r->body);
@@ -187,7 +187,7 @@ static void conn_write_response(struct http_conn *c, int status, const char *cty
 	timer_set(c, T_NONE, 0);
 }
 
-static void format_error_body(const http_server *s, int status, const char *msg, buf_t *body,
+static void format_error_body(const http_server_t *s, int status, const char *msg, buf_t *body,
                               const char **ctype)
 {
 	*ctype = "application/json";
@@ -223,7 +223,7 @@ static void conn_error(struct http_conn *c, int status, const char *msg)
 	conn_error_extra(c, status, msg, NULL);
 }
 
-void http_respond(http_req *r, int status, const char *content_type, const char *extra_headers,
+void http_respond(http_req_t *r, int status, const char *content_type, const char *extra_headers,
                   const void *body, size_t n)
 {
 	struct http_conn *c = r->_conn;
@@ -236,7 +236,7 @@ void http_respond(http_req *r, int status, const char *content_type, const char 
 	req_free(r);
 }
 
-void http_respond_error(http_req *r, int status, const char *msg)
+void http_respond_error(http_req_t *r, int status, const char *msg)
 {
 	struct http_conn *c = r->_conn;
 	if (!c) {
@@ -285,7 +285,7 @@ static size_t find_head_end(struct http_conn *c, struct evbuffer *in, size_t lim
 			size_t n = v[i].iov_len;
 			if (n > limit - c->scan.scanned)
 				n = limit - c->scan.scanned;
-			size_t end = h1_scan_head(&c->scan, v[i].iov_base, n);
+			size_t end = http_scan_head(&c->scan, v[i].iov_base, n);
 			if (end)
 				return end;
 			if (c->scan.scanned >= limit)
@@ -302,28 +302,28 @@ static void dispatch(struct http_conn *c)
 	c->st = ST_HANDLING;
 	c->body_unread = 0;
 	timer_set(c, T_NONE, 0);
-	http_server *s = c->srv;
+	http_server_t *s = c->srv;
 	s->o.on_request(c->req, s->o.ctx);
 }
 
 /* Builds c->req from a complete head; answers errors itself. */
 static int start_request(struct http_conn *c, uint8_t *head, size_t n)
 {
-	http_server *s = c->srv;
-	h1_head h;
-	h1_framing f;
+	http_server_t *s = c->srv;
+	http_head_t h;
+	http_framing_t f;
 	int status;
 	const char *msg;
-	if (h1_parse_head(head, n, &h, &status, &msg) < 0) {
+	if (http_parse_head(head, n, &h, &status, &msg) < 0) {
 		free(head);
 		conn_error(c, status, msg);
 		return STEP_STOP;
 	}
-	http_req *r = xcalloc(1, sizeof *r);
+	http_req_t *r = xcalloc(1, sizeof *r);
 	r->_head = head;
 	r->method = h.method;
 	r->target = h.target;
-	h1_split_target(h.target, &r->path, &r->query);
+	http_split_target(h.target, &r->path, &r->query);
 	r->hdr_names = h.names;
 	r->hdr_values = h.values;
 	r->n_hdrs = h.n;
@@ -333,7 +333,7 @@ static int start_request(struct http_conn *c, uint8_t *head, size_t n)
 	r->peer = slice_cstr(r->_peer);
 	r->_conn = c;
 	c->req = r;
-	if (h1_framing_of(&h, &f, &status, &msg) < 0) {
+	if (http_framing_of(&h, &f, &status, &msg) < 0) {
 		conn_error(c, status, msg);
 		return STEP_STOP;
 	}
@@ -415,7 +415,7 @@ static void body_too_big(struct http_conn *c)
  * -1 after answering 503 when that would cross it. */
 static int body_take(struct http_conn *c, size_t n)
 {
-	http_req *r = c->req;
+	http_req_t *r = c->req;
 	if (net_budget_take(c->srv->o.budget, n) == 0) {
 		r->_budget = c->srv->o.budget;
 		r->_taken += n;
@@ -460,21 +460,21 @@ static int read_body(struct http_conn *c)
 		size_t used = 0;
 		const char *msg = NULL;
 		size_t before = body->n;
-		int rc =
-		    h1_chunked_feed(&c->chunk, v.iov_base, v.iov_len, body, c->srv->o.max_body, &used, &msg);
+		int rc = http_chunked_feed(&c->chunk, v.iov_base, v.iov_len, body, c->srv->o.max_body, &used,
+		                           &msg);
 		evbuffer_drain(in, used);
 		avail -= used;
 		if (body->n > before && body_take(c, body->n - before) < 0)
 			return STEP_STOP;
-		if (rc == H1_DONE) {
+		if (rc == HTTP_DONE) {
 			dispatch(c);
 			return STEP_STOP;
 		}
-		if (rc == H1_TOO_BIG) {
+		if (rc == HTTP_TOO_BIG) {
 			body_too_big(c);
 			return STEP_STOP;
 		}
-		if (rc == H1_BAD) {
+		if (rc == HTTP_BAD) {
 			conn_error(c, 400, msg);
 			return STEP_STOP;
 		}
@@ -604,7 +604,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 static void conn_free(struct http_conn *c)
 {
-	http_server *s = c->srv;
+	http_server_t *s = c->srv;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -613,7 +613,7 @@ static void conn_free(struct http_conn *c)
 		c->next->prev = c->prev;
 	else
 		s->oldest = c->prev;
-	listener_conn_closed(&s->lis);
+	listen_conn_closed(&s->lis);
 	if (c->req) {
 		if (c->st == ST_HANDLING)
 			c->req->_conn = NULL; /* the handler still owns it */
@@ -632,7 +632,7 @@ static void conn_free(struct http_conn *c)
  * never cut. 1 when one was closed. */
 static int conn_evict(void *arg)
 {
-	http_server *s = arg;
+	http_server_t *s = arg;
 	for (struct http_conn *c = s->oldest; c; c = c->prev)
 		if (c->st == ST_HEAD) {
 			conn_free(c);
@@ -644,7 +644,7 @@ static int conn_evict(void *arg)
 /* A new connection from the listener (listen.h). */
 static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 {
-	http_server *s = arg;
+	http_server_t *s = arg;
 	struct http_conn *c = xcalloc(1, sizeof *c);
 	c->srv = s;
 	c->bev = bev;
@@ -666,13 +666,13 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	timer_set(c, T_HEADER, s->o.header_timeout_ms);
 }
 
-http_server *http_server_new(struct event_base *base, const char *addr, const http_opts *o, kn_err *err)
+http_server_t *http_server_new(struct event_base *base, const char *addr, const http_opts_t *o, err_t *err)
 {
 	if (!o->on_request) {
 		err_set(err, 500, "http server %s: no on_request handler", o->name ? o->name : "");
 		return NULL;
 	}
-	http_server *s = xcalloc(1, sizeof *s);
+	http_server_t *s = xcalloc(1, sizeof *s);
 	s->base = base;
 	s->o = *o;
 	if (!s->o.max_body)
@@ -685,14 +685,14 @@ http_server *http_server_new(struct event_base *base, const char *addr, const ht
 		s->o.idle_timeout_ms = LIMIT_IDLE_MS;
 	if (s->o.write_timeout_ms <= 0)
 		s->o.write_timeout_ms = LIMIT_WRITE_PAUSE_MS;
-	listener_opts lo = {.kind = "http",
+	listen_opts_t lo = {.kind = "http",
 	                    .name = o->name,
 	                    .max_conns = o->max_conns,
 	                    .ssl_ctx = o->ssl_ctx,
 	                    .on_conn = conn_start,
 	                    .evict = conn_evict,
 	                    .ctx = s};
-	if (listener_open(&s->lis, base, addr, &lo, err) < 0) {
+	if (listen_open(&s->lis, base, addr, &lo, err) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -700,22 +700,22 @@ http_server *http_server_new(struct event_base *base, const char *addr, const ht
 	return s;
 }
 
-int http_server_port(const http_server *s)
+int http_server_port(const http_server_t *s)
 {
 	return s->lis.port;
 }
 
-uint32_t http_server_conns(const http_server *s)
+uint32_t http_server_conns(const http_server_t *s)
 {
 	return s->lis.n_conns;
 }
 
-void http_server_stop_accepting(http_server *s)
+void http_server_stop_accepting(http_server_t *s)
 {
 	if (s->draining)
 		return;
 	s->draining = 1;
-	listener_stop(&s->lis);
+	listen_stop(&s->lis);
 	struct http_conn *c = s->conns;
 	while (c) {
 		struct http_conn *next = c->next;
@@ -726,13 +726,13 @@ void http_server_stop_accepting(http_server *s)
 	}
 }
 
-void http_server_free(http_server *s)
+void http_server_free(http_server_t *s)
 {
 	if (!s)
 		return;
-	listener_stop(&s->lis);
+	listen_stop(&s->lis);
 	while (s->conns)
 		conn_free(s->conns);
-	listener_close(&s->lis);
+	listen_close(&s->lis);
 	free(s);
 }

@@ -11,7 +11,7 @@
 
 enum { SCAN_TEXT, SCAN_LF, SCAN_LF_CR };
 
-size_t h1_scan_head(h1_scan *s, const uint8_t *p, size_t n)
+size_t http_scan_head(http_scan_t *s, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
@@ -98,7 +98,7 @@ static int next_line(const uint8_t *p, size_t n, size_t *pos, slice_t *line)
 	return 0;
 }
 
-static int parse_request_line(slice_t l, h1_head *h, int *status, const char **msg)
+static int parse_request_line(slice_t l, http_head_t *h, int *status, const char **msg)
 {
 	size_t i = 0;
 	while (i < l.n && is_tchar(l.p[i]))
@@ -150,7 +150,7 @@ static int parse_field(uint8_t *p, slice_t l, slice_t *name, slice_t *value, int
 	return 0;
 }
 
-int h1_parse_head(uint8_t *p, size_t n, h1_head *h, int *status, const char **msg)
+int http_parse_head(uint8_t *p, size_t n, http_head_t *h, int *status, const char **msg)
 {
 	memset(h, 0, sizeof *h);
 	size_t pos = 0, lines = 0;
@@ -184,7 +184,7 @@ int h1_parse_head(uint8_t *p, size_t n, h1_head *h, int *status, const char **ms
 }
 
 /* Calls fn on each comma-separated token of every `name` header; stops on nonzero. */
-static int each_token(const h1_head *h, const char *name, int (*fn)(slice_t tok, void *arg), void *arg)
+static int each_token(const http_head_t *h, const char *name, int (*fn)(slice_t tok, void *arg), void *arg)
 {
 	for (uint32_t i = 0; i < h->n; i++) {
 		if (!slice_eq_cstr(h->names[i], name))
@@ -233,7 +233,7 @@ static int parse_length(slice_t v, uint64_t *out)
 	return 0;
 }
 
-int h1_framing_of(const h1_head *h, h1_framing *f, int *status, const char **msg)
+int http_framing_of(const http_head_t *h, http_framing_t *f, int *status, const char **msg)
 {
 	memset(f, 0, sizeof *f);
 	int conn = 0, n_te = 0, n_cl = 0;
@@ -273,7 +273,7 @@ int h1_framing_of(const h1_head *h, h1_framing *f, int *status, const char **msg
 	return 0;
 }
 
-void h1_split_target(slice_t t, slice_t *path, slice_t *query)
+void http_split_target(slice_t t, slice_t *path, slice_t *query)
 {
 	size_t start = 0;
 	if (t.n > 0 && t.p[0] != '/' && t.p[0] != '*') {
@@ -317,11 +317,11 @@ static int chunk_bad(size_t i, size_t *used, const char **msg, const char *m)
 {
 	*used = i;
 	*msg = m;
-	return H1_BAD;
+	return HTTP_BAD;
 }
 
-int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size_t max_body, size_t *used,
-                    const char **msg)
+int http_chunked_feed(http_chunked_t *c, const uint8_t *p, size_t n, buf_t *body, size_t max_body,
+                      size_t *used, const char **msg)
 {
 	size_t i = 0;
 	while (i < n) {
@@ -330,7 +330,7 @@ int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size
 			size_t k = n - i < c->left ? n - i : (size_t)c->left;
 			if (buf_append(body, p + i, k) < 0) {
 				*used = i;
-				return H1_TOO_BIG;
+				return HTTP_TOO_BIG;
 			}
 			i += k;
 			c->left -= k;
@@ -350,7 +350,7 @@ int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size
 				size_t room = max_body - (body->n < max_body ? body->n : max_body);
 				if (c->left > room) {
 					*used = i;
-					return H1_TOO_BIG;
+					return HTTP_TOO_BIG;
 				}
 			} else if (c->st == CH_SIZE0) {
 				return chunk_bad(i, used, msg, "malformed chunk size");
@@ -416,13 +416,13 @@ int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size
 				return chunk_bad(i, used, msg, "chunked body must end in CRLF");
 			c->st = CH_DONE;
 			*used = i + 1;
-			return H1_DONE;
+			return HTTP_DONE;
 		default:
 			*used = i;
-			return H1_DONE;
+			return HTTP_DONE;
 		}
 		i++;
 	}
 	*used = i;
-	return H1_MORE;
+	return HTTP_MORE;
 }

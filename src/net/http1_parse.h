@@ -15,38 +15,38 @@
 typedef struct {
 	size_t scanned; /* bytes seen so far */
 	int st;
-} h1_scan;
+} http_scan_t;
 
 /* Scans the next n bytes of a head (continuing at s->scanned). Returns the
  * length of the whole head, blank line included, once it ends within these
  * bytes; else 0. A line may end in "\r\n" or "\n". */
-size_t h1_scan_head(h1_scan *s, const uint8_t *p, size_t n);
+size_t http_scan_head(http_scan_t *s, const uint8_t *p, size_t n);
 
 typedef struct {
 	slice_t method, target;
 	int minor;               /* HTTP/1.<minor> */
 	slice_t *names, *values; /* one allocation: free(names) */
 	uint32_t n;
-} h1_head;
+} http_head_t;
 
-/* Parses a whole head (n bytes, as measured by h1_scan_head). Header names are
+/* Parses a whole head (n bytes, as measured by http_scan_head). Header names are
  * lowercased in place; slices point into p. Returns 0 (caller frees
  * h->names), or -1 with *status (400, 431, 505) and *msg (a static string). */
-int h1_parse_head(uint8_t *p, size_t n, h1_head *h, int *status, const char **msg);
+int http_parse_head(uint8_t *p, size_t n, http_head_t *h, int *status, const char **msg);
 
 typedef struct {
 	int chunked;
 	uint64_t content_length; /* when !chunked; 0 if no body */
 	int keep_alive;
 	int expect_continue;
-} h1_framing;
+} http_framing_t;
 
 /* Decides body framing and connection persistence from a parsed head.
  * Returns 0, or -1 with *status (400, 417, 501) and a static *msg. */
-int h1_framing_of(const h1_head *h, h1_framing *f, int *status, const char **msg);
+int http_framing_of(const http_head_t *h, http_framing_t *f, int *status, const char **msg);
 
 /* Splits a target into path and query (absolute-form loses scheme and host). */
-void h1_split_target(slice_t target, slice_t *path, slice_t *query);
+void http_split_target(slice_t target, slice_t *path, slice_t *query);
 
 /* Chunked body decoder: state carried across calls. Zero-initialise. */
 typedef struct {
@@ -54,15 +54,15 @@ typedef struct {
 	uint64_t left;     /* chunk size being parsed, then bytes left in the chunk */
 	uint32_t line;     /* bytes in the current chunk-size line */
 	uint32_t trailers; /* bytes of trailer fields so far */
-} h1_chunked;
+} http_chunked_t;
 
-enum { H1_MORE = 0, H1_DONE = 1, H1_BAD = -1, H1_TOO_BIG = -2 };
+enum { HTTP_MORE = 0, HTTP_DONE = 1, HTTP_BAD = -1, HTTP_TOO_BIG = -2 };
 
 /* Decodes n bytes, appending chunk data to body. *used = bytes consumed: on
- * H1_DONE it stops right after the body, so what follows is the next request.
- * H1_TOO_BIG when a chunk would take body past max_body (nothing of that chunk
- * is appended); H1_BAD with a static *msg on a syntax error. */
-int h1_chunked_feed(h1_chunked *c, const uint8_t *p, size_t n, buf_t *body, size_t max_body, size_t *used,
-                    const char **msg);
+ * HTTP_DONE it stops right after the body, so what follows is the next request.
+ * HTTP_TOO_BIG when a chunk would take body past max_body (nothing of that chunk
+ * is appended); HTTP_BAD with a static *msg on a syntax error. */
+int http_chunked_feed(http_chunked_t *c, const uint8_t *p, size_t n, buf_t *body, size_t max_body,
+                      size_t *used, const char **msg);
 
 #endif

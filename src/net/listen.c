@@ -46,7 +46,7 @@ static void format_peer(const struct sockaddr *sa, char *out, size_t cap)
 
 /* The bufferevent for an accepted socket: TLS (handshake pending) when the
  * listener has a context. NULL on failure, the socket still open. */
-static struct bufferevent *wrap_socket(kn_listener *l, evutil_socket_t fd)
+static struct bufferevent *wrap_socket(listen_t *l, evutil_socket_t fd)
 {
 	if (!l->o.ssl_ctx)
 		return bufferevent_socket_new(l->_base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -61,7 +61,7 @@ static struct bufferevent *wrap_socket(kn_listener *l, evutil_socket_t fd)
 }
 
 /* Counts one event at the cap and logs the 1st, 2nd, 4th, 8th … of them. */
-static void log_at_cap(const kn_listener *l, uint64_t *counter, const char *what, const char *field)
+static void log_at_cap(const listen_t *l, uint64_t *counter, const char *what, const char *field)
 {
 	uint64_t k = ++*counter;
 	if ((k & (k - 1)) != 0)
@@ -75,7 +75,7 @@ static void log_at_cap(const kn_listener *l, uint64_t *counter, const char *what
 static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
-	kn_listener *l = arg;
+	listen_t *l = arg;
 	if (l->n_conns >= l->o.max_conns && l->o.evict && l->o.evict(l->o.ctx))
 		log_at_cap(l, &l->_evicted, "closing the oldest idle connections", "evicted");
 	if (l->n_conns >= l->o.max_conns) {
@@ -98,7 +98,7 @@ static void accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 
 static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
-	kn_listener *l = arg;
+	listen_t *l = arg;
 	if (l->_lis)
 		evconnlistener_enable(l->_lis);
 }
@@ -106,7 +106,7 @@ static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
 /* accept() failed (EMFILE...): pause accepting for a moment instead of spinning. */
 static void accept_error_cb(struct evconnlistener *lis, void *arg)
 {
-	kn_listener *l = arg;
+	listen_t *l = arg;
 	int e = EVUTIL_SOCKET_ERROR();
 	char m[96];
 	snprintf(m, sizeof m, "%s accept failed; pausing accepts for 100 ms", l->o.kind);
@@ -159,7 +159,7 @@ static evutil_socket_t bind_one(const struct sockaddr *sa, socklen_t len, int du
 }
 
 /* Binds addr; for ":port" tries dual-stack [::] first, then 0.0.0.0. */
-static evutil_socket_t bind_addr(const char *addr, kn_err *err)
+static evutil_socket_t bind_addr(const char *addr, err_t *err)
 {
 	char host[256], port[16];
 	if (split_addr(addr, host, sizeof host, port, sizeof port) < 0) {
@@ -197,8 +197,7 @@ static evutil_socket_t bind_addr(const char *addr, kn_err *err)
 	return fd;
 }
 
-int listener_open(kn_listener *l, struct event_base *base, const char *addr, const listener_opts *o,
-                  kn_err *err)
+int listen_open(listen_t *l, struct event_base *base, const char *addr, const listen_opts_t *o, err_t *err)
 {
 	memset(l, 0, sizeof *l);
 	evutil_socket_t fd = bind_addr(addr, err);
@@ -228,7 +227,7 @@ int listener_open(kn_listener *l, struct event_base *base, const char *addr, con
 	return 0;
 }
 
-void listener_stop(kn_listener *l)
+void listen_stop(listen_t *l)
 {
 	if (l->_lis)
 		evconnlistener_free(l->_lis);
@@ -237,9 +236,9 @@ void listener_stop(kn_listener *l)
 		evtimer_del(l->_retry);
 }
 
-void listener_close(kn_listener *l)
+void listen_close(listen_t *l)
 {
-	listener_stop(l);
+	listen_stop(l);
 	if (l->_retry)
 		event_free(l->_retry);
 	l->_retry = NULL;

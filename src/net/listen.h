@@ -19,7 +19,7 @@ struct ssl_ctx_st;
 /* A new connection, on the loop thread: bev is the callee's from now on (it
  * frees it); peer is "ip:port" ("[v6]:port", IPv4-mapped IPv6 shown as IPv4),
  * valid during the call. The connection is already counted in n_conns. */
-typedef void (*listener_conn_fn)(void *ctx, struct bufferevent *bev, const char *peer);
+typedef void (*listen_conn_fn)(void *ctx, struct bufferevent *bev, const char *peer);
 
 typedef struct {
 	const char *kind;           /* "http", "h2": first word of log messages (static) */
@@ -27,7 +27,7 @@ typedef struct {
 	uint32_t max_conns;         /* 0 = LIMIT_CONNECTIONS; at the cap, evict (if set) makes room,
 	                               else the new connection is closed at once */
 	struct ssl_ctx_st *ssl_ctx; /* borrowed; NULL = plain TCP. Each connection gets SSL_new(ssl_ctx) */
-	listener_conn_fn on_conn;   /* required */
+	listen_conn_fn on_conn;     /* required */
 	/* Called at the cap: closes the server's least valuable connection (one
 	 * that has not sent a whole request head for the longest time) and
 	 * returns 1, or returns 0 when every connection is busy. A flood of idle
@@ -35,36 +35,35 @@ typedef struct {
 	 * the clients that send requests. */
 	int (*evict)(void *ctx);
 	void *ctx;
-} listener_opts;
+} listen_opts_t;
 
 typedef struct {
-	listener_opts o;  /* o.name is the listener's own copy, o.max_conns the limit in force */
-	uint32_t n_conns; /* open connections: counted at accept, uncounted by listener_conn_closed */
+	listen_opts_t o;  /* o.name is the listener's own copy, o.max_conns the limit in force */
+	uint32_t n_conns; /* open connections: counted at accept, uncounted by listen_conn_closed */
 	int port;         /* the port bound (the real one after port 0) */
 	struct event_base *_base;
 	struct evconnlistener *_lis; /* NULL once stopped */
 	struct event *_retry;        /* re-enables accepting after an accept error */
 	uint64_t _rejected;          /* connections closed at the cap */
 	uint64_t _evicted;           /* idle connections closed to make room */
-} kn_listener;
+} listen_t;
 
 /* Binds and listens on addr: "host:port", ":port" (every interface, IPv6 and
  * IPv4 where the host allows), "[v6]:port"; port 0 picks a free port. Host
  * names resolve here (blocking: call at startup). Returns 0, or -1 with err
  * (status 500) and nothing to free. Loop thread, or before the loop runs. */
-int listener_open(kn_listener *l, struct event_base *base, const char *addr, const listener_opts *o,
-                  kn_err *err);
+int listen_open(listen_t *l, struct event_base *base, const char *addr, const listen_opts_t *o, err_t *err);
 
 /* A connection handed to on_conn has closed. */
-static inline void listener_conn_closed(kn_listener *l)
+static inline void listen_conn_closed(listen_t *l)
 {
 	l->n_conns--;
 }
 
 /* Closes the listening socket; open connections are untouched. Idempotent. */
-void listener_stop(kn_listener *l);
+void listen_stop(listen_t *l);
 
-/* listener_stop, then frees what listener_open allocated (not l itself). */
-void listener_close(kn_listener *l);
+/* listen_stop, then frees what listen_open allocated (not l itself). */
+void listen_close(listen_t *l);
 
 #endif

@@ -18,7 +18,7 @@ struct post {
 	struct post *next;
 };
 
-struct kn_loop {
+struct loop {
 	struct event_base *base;
 	struct event *wake;
 	pthread_mutex_t mu;
@@ -35,7 +35,7 @@ static void process_init(void)
 }
 
 /* Takes the whole queue; runs it outside the lock so fn may post again. */
-static void run_posts(kn_loop *l)
+static void run_posts(loop_t *l)
 {
 	pthread_mutex_lock(&l->mu);
 	struct post *p = l->head;
@@ -51,7 +51,7 @@ static void run_posts(kn_loop *l)
 
 static void wake_cb(evutil_socket_t fd, short what, void *arg)
 {
-	kn_loop *l = arg;
+	loop_t *l = arg;
 	run_posts(l);
 	pthread_mutex_lock(&l->mu);
 	int stop = l->stopping;
@@ -60,10 +60,10 @@ static void wake_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(l->base);
 }
 
-kn_loop *loop_new(void)
+loop_t *loop_new(void)
 {
 	pthread_once(&threads_once, process_init);
-	kn_loop *l = xcalloc(1, sizeof *l);
+	loop_t *l = xcalloc(1, sizeof *l);
 	pthread_mutex_init(&l->mu, NULL);
 	l->base = event_base_new();
 	if (!l->base)
@@ -78,12 +78,12 @@ fail:
 	return NULL;
 }
 
-struct event_base *loop_base(kn_loop *l)
+struct event_base *loop_base(loop_t *l)
 {
 	return l->base;
 }
 
-void loop_post(kn_loop *l, void (*fn)(void *), void *arg)
+void loop_post(loop_t *l, void (*fn)(void *), void *arg)
 {
 	struct post *p = xmalloc(sizeof *p);
 	p->fn = fn;
@@ -99,7 +99,7 @@ void loop_post(kn_loop *l, void (*fn)(void *), void *arg)
 	event_active(l->wake, 0, 0);
 }
 
-int loop_run(kn_loop *l)
+int loop_run(loop_t *l)
 {
 	pthread_mutex_lock(&l->mu);
 	int stop = l->stopping;
@@ -113,7 +113,7 @@ int loop_run(kn_loop *l)
 	return rc < 0 ? -1 : 0;
 }
 
-void loop_stop(kn_loop *l)
+void loop_stop(loop_t *l)
 {
 	pthread_mutex_lock(&l->mu);
 	l->stopping = 1;
@@ -121,7 +121,7 @@ void loop_stop(kn_loop *l)
 	event_active(l->wake, 0, 0);
 }
 
-void loop_free(kn_loop *l)
+void loop_free(loop_t *l)
 {
 	if (!l)
 		return;

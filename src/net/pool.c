@@ -16,7 +16,7 @@ struct job {
 	struct job *next;
 };
 
-struct kn_pool {
+struct pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct job *head, *tail; /* guarded by mu */
@@ -27,7 +27,7 @@ struct kn_pool {
 
 static void *worker(void *arg)
 {
-	kn_pool *p = arg;
+	pool_t *p = arg;
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		while (!p->head && !p->closing)
@@ -46,13 +46,13 @@ static void *worker(void *arg)
 	}
 }
 
-kn_pool *pool_new(int nthreads)
+pool_t *pool_new(int nthreads)
 {
 	if (nthreads <= 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		nthreads = c > 0 ? (int)c : 1;
 	}
-	kn_pool *p = xcalloc(1, sizeof *p);
+	pool_t *p = xcalloc(1, sizeof *p);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	p->threads = xcalloc((size_t)nthreads, sizeof *p->threads);
@@ -66,7 +66,7 @@ kn_pool *pool_new(int nthreads)
 	return p;
 }
 
-void pool_submit(kn_pool *p, void (*fn)(void *), void *arg)
+void pool_submit(pool_t *p, void (*fn)(void *), void *arg)
 {
 	struct job *j = xmalloc(sizeof *j);
 	j->fn = fn;
@@ -82,9 +82,12 @@ void pool_submit(kn_pool *p, void (*fn)(void *), void *arg)
 	pthread_mutex_unlock(&p->mu);
 }
 
-int pool_size(const kn_pool *p) { return p->n; }
+int pool_size(const pool_t *p)
+{
+	return p->n;
+}
 
-void pool_free(kn_pool *p)
+void pool_free(pool_t *p)
 {
 	if (!p)
 		return;

@@ -35,7 +35,7 @@ static const char *ssl_reason(void)
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                        unsigned int inlen, void *arg)
 {
-	tls_alpn alpn = (tls_alpn)(uintptr_t)arg;
+	tls_alpn_t alpn = (tls_alpn_t)(uintptr_t)arg;
 	const unsigned char *want = alpn == TLS_ALPN_H2 ? ALPN_H2 : ALPN_HTTP1;
 	unsigned int want_n = alpn == TLS_ALPN_H2 ? sizeof ALPN_H2 - 1 : sizeof ALPN_HTTP1 - 1;
 	unsigned char *sel;
@@ -48,7 +48,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 }
 
 /* 0 if path can be opened for reading, else -1 with err naming it. */
-static int check_readable(const char *what, const char *path, kn_err *err)
+static int check_readable(const char *what, const char *path, err_t *err)
 {
 	FILE *f = fopen(path, "rb");
 	if (f) {
@@ -59,7 +59,7 @@ static int check_readable(const char *what, const char *path, kn_err *err)
 	return -1;
 }
 
-struct ssl_ctx_st *tls_ctx_new(const char *cert_file, const char *key_file, tls_alpn alpn, kn_err *err)
+struct ssl_ctx_st *tls_ctx_new(const char *cert_file, const char *key_file, tls_alpn_t alpn, err_t *err)
 {
 	if (!cert_file || !*cert_file || !key_file || !*key_file) {
 		err_set(err, 500, "TLS needs both a certificate file and a key file");

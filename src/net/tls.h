@@ -17,7 +17,7 @@ typedef enum {
 	/* "h2" (gRPC): a client offering ALPN without "h2" is refused with a
 	 * no_application_protocol alert. */
 	TLS_ALPN_H2,
-} tls_alpn;
+} tls_alpn_t;
 
 /* A server context from cert_file (PEM: the certificate, then any chain
  * certificates) and key_file (PEM private key matching it). NULL and err
@@ -25,7 +25,7 @@ typedef enum {
  * cannot be read, one that holds no certificate or key, a key that does not
  * match the certificate. Call at startup; the context may then be shared by
  * connections on the loop thread. Free with tls_ctx_free. */
-struct ssl_ctx_st *tls_ctx_new(const char *cert_file, const char *key_file, tls_alpn alpn, kn_err *err);
+struct ssl_ctx_st *tls_ctx_new(const char *cert_file, const char *key_file, tls_alpn_t alpn, err_t *err);
 
 /* NULL is a no-op. Free after every server using the context. */
 void tls_ctx_free(struct ssl_ctx_st *ctx);

@@ -14,9 +14,9 @@ typedef struct {
 	uint32_t n;
 	uint32_t *parent, *name;
 	int64_t *self, *total;
-} shown_tree;
+} shown_tree_t;
 
-static void shown_build(const model_tree *t, const query_names *names, shown_tree *d)
+static void shown_build(const model_tree_t *t, const query_names_t *names, shown_tree_t *d)
 {
 	size_t n = t->n_nodes;
 	d->parent = xmalloc(n * sizeof *d->parent);
@@ -51,7 +51,7 @@ static void shown_build(const model_tree *t, const query_names *names, shown_tre
 	free(shown_of);
 }
 
-static void shown_free(shown_tree *d)
+static void shown_free(shown_tree_t *d)
 {
 	free(d->parent);
 	free(d->name);
@@ -63,11 +63,11 @@ typedef struct {
 	int64_t total;
 	uint32_t rank; /* of the name in byte order */
 	uint32_t node;
-} order_key;
+} order_key_t;
 
 static int order_cmp(const void *a, const void *b)
 {
-	const order_key *x = a, *y = b;
+	const order_key_t *x = a, *y = b;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
 	if (x->rank != y->rank)
@@ -83,7 +83,7 @@ static int name_cmp_r(const void *a, const void *b, void *names)
 
 /* Non-root nodes by total desc, then name: the order of every child list.
  * Names are ranked once so the big sort compares integers only. */
-static uint32_t *shown_order(const shown_tree *d, const query_names *names)
+static uint32_t *shown_order(const shown_tree_t *d, const query_names_t *names)
 {
 	uint32_t *by_name = xmalloc(((size_t)names->n_names + 1) * sizeof *by_name);
 	uint32_t *rank = xmalloc(((size_t)names->n_names + 1) * sizeof *rank);
@@ -93,9 +93,9 @@ static uint32_t *shown_order(const shown_tree *d, const query_names *names)
 		qsort_r(by_name, names->n_names, sizeof *by_name, name_cmp_r, names->names);
 	for (uint32_t i = 0; i < names->n_names; i++)
 		rank[by_name[i]] = i;
-	order_key *keys = xmalloc(((size_t)d->n + 1) * sizeof *keys);
+	order_key_t *keys = xmalloc(((size_t)d->n + 1) * sizeof *keys);
 	for (uint32_t i = 1; i < d->n; i++)
-		keys[i - 1] = (order_key){d->total[i], rank[d->name[i]], i};
+		keys[i - 1] = (order_key_t){d->total[i], rank[d->name[i]], i};
 	if (d->n > 2)
 		qsort(keys, d->n - 1, sizeof *keys, order_cmp);
 	uint32_t *order = xmalloc(((size_t)d->n + 1) * sizeof *order);
@@ -107,14 +107,14 @@ static uint32_t *shown_order(const shown_tree *d, const query_names *names)
 	return order;
 }
 
-static int write_open(buf_t *json, const model_tree *t, const query_names *names, const shown_tree *d,
+static int write_open(buf_t *json, const model_tree_t *t, const query_names_t *names, const shown_tree_t *d,
                       uint32_t s)
 {
 	int rc = buf_puts(json, "{\"name\":");
 	if (s == 0) {
 		rc |= buf_puts(json, "\"total\"");
 	} else {
-		const model_frame *f = &t->frames[names->frame_of_name[d->name[s]]];
+		const model_frame_t *f = &t->frames[names->frame_of_name[d->name[s]]];
 		rc |= buf_json_str(json, names->names[d->name[s]]);
 		if (f->kind.n) {
 			rc |= buf_puts(json, ",\"kind\":");
@@ -132,7 +132,7 @@ static int write_open(buf_t *json, const model_tree *t, const query_names *names
 }
 
 /* Depth-first, children in order, with an explicit stack of (node, next child). */
-static int write_nodes(buf_t *json, const model_tree *t, const query_names *names, const shown_tree *d,
+static int write_nodes(buf_t *json, const model_tree_t *t, const query_names_t *names, const shown_tree_t *d,
                        const uint32_t *start, const uint32_t *kids)
 {
 	uint32_t *stack = xmalloc(((size_t)d->n + 1) * sizeof *stack);
@@ -162,9 +162,9 @@ static int write_nodes(buf_t *json, const model_tree *t, const query_names *name
 	return rc;
 }
 
-int query_flame_root(buf_t *json, const query_merged *m)
+int query_flame_root(buf_t *json, const query_merged_t *m)
 {
-	shown_tree d;
+	shown_tree_t d;
 	shown_build(&m->tree, &m->names, &d);
 	uint32_t *order = shown_order(&d, &m->names);
 	uint32_t *start, *kids;
@@ -179,9 +179,9 @@ int query_flame_root(buf_t *json, const query_merged *m)
 	return rc;
 }
 
-int query_flamegraph(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+int query_flamegraph(store_t *s, const query_params_t *q, buf_t *json, err_t *err)
 {
-	query_merged m;
+	query_merged_t m;
 	if (query_merged_open(s, q, &m, err) < 0)
 		return -1;
 	int rc = query_merged_json_head(json, &m);

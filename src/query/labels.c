@@ -17,23 +17,23 @@ typedef struct {
 	uint32_t n;
 	u64map_t ix;
 	int attribute; /* seen as a sample attribute (not only as a series label) */
-} label_values;
+} label_values_t;
 
 typedef struct {
 	slice_t *names;
 	size_t cap_names;
 	uint32_t n;
 	u64map_t ix;
-	label_values *vals;
+	label_values_t *vals;
 	size_t cap_vals;
-} label_set;
+} label_set_t;
 
 static int is_link_key(slice_t k)
 {
 	return slice_eq_cstr(k, "span_id") || slice_eq_cstr(k, "trace_id") || slice_eq_cstr(k, "profile_id");
 }
 
-static void label_add(label_set *ls, const model_label *l, int attribute)
+static void label_add(label_set_t *ls, const model_label_t *l, int attribute)
 {
 	if (l->key.n == 0 || (attribute && is_link_key(l->key)))
 		return;
@@ -44,7 +44,7 @@ static void label_add(label_set *ls, const model_label *l, int attribute)
 		memset(&ls->vals[k], 0, sizeof ls->vals[k]);
 		u64map_init(&ls->vals[k].ix);
 	}
-	label_values *lv = &ls->vals[k];
+	label_values_t *lv = &ls->vals[k];
 	lv->attribute |= attribute;
 	/* One value past the limit is kept to tell that the list is incomplete. */
 	if (lv->n > LIMIT_LABEL_VALUES)
@@ -52,7 +52,7 @@ static void label_add(label_set *ls, const model_label *l, int attribute)
 	query_intern(&lv->ix, &lv->values, &lv->cap, &lv->n, l->value, NULL);
 }
 
-static void label_set_free(label_set *ls)
+static void label_set_free(label_set_t *ls)
 {
 	for (uint32_t i = 0; i < ls->n; i++) {
 		free(ls->vals[i].values);
@@ -64,10 +64,10 @@ static void label_set_free(label_set *ls)
 }
 
 /* Adds what the selected chunks of partition qp carry. */
-static int add_partition(store_view *v, const query_part *qp, label_set *ls, kn_err *err)
+static int add_partition(store_view_t *v, const query_part_t *qp, label_set_t *ls, err_t *err)
 {
-	const model_attrset *sets;
-	const model_label *labels;
+	const model_attrset_t *sets;
+	const model_label_t *labels;
 	uint32_t n_sets;
 	if (store_view_attrsets(v, qp->p, &sets, &labels, &n_sets, err) < 0)
 		return -1;
@@ -75,16 +75,16 @@ static int add_partition(store_view *v, const query_part *qp, label_set *ls, kn_
 	uint32_t last_series = 0;
 	int rc = 0;
 	for (uint32_t i = 0; i < qp->n_heads && rc == 0; i++) {
-		const store_chunk_head *h = &qp->heads[i];
+		const store_chunk_head_t *h = &qp->heads[i];
 		if (h->series != last_series) {
-			const store_series *s = query_part_sel(qp, h)->s;
+			const store_series_t *s = query_part_sel(qp, h)->s;
 			for (uint32_t j = 0; j < s->n_labels; j++)
 				label_add(ls, &s->labels[j], 0);
 			last_series = h->series;
 		}
 		if (n_sets == 0)
 			continue;
-		const store_entry *e;
+		const store_entry_t *e;
 		uint32_t n;
 		rc = store_view_entries(v, qp->p, h, &e, &n, err);
 		for (uint32_t k = 0; rc == 0 && k < n; k++)
@@ -105,23 +105,23 @@ static int slice_sort_cmp(const void *a, const void *b)
 
 typedef struct {
 	slice_t name;
-	label_values *v;
-} named_values;
+	label_values_t *v;
+} named_values_t;
 
 static int named_cmp(const void *a, const void *b)
 {
-	return slice_cmp(((const named_values *)a)->name, ((const named_values *)b)->name);
+	return slice_cmp(((const named_values_t *)a)->name, ((const named_values_t *)b)->name);
 }
 
-static int write_labels(buf_t *json, label_set *ls)
+static int write_labels(buf_t *json, label_set_t *ls)
 {
-	named_values *order = xmalloc(((size_t)ls->n + 1) * sizeof *order);
+	named_values_t *order = xmalloc(((size_t)ls->n + 1) * sizeof *order);
 	for (uint32_t i = 0; i < ls->n; i++)
-		order[i] = (named_values){ls->names[i], &ls->vals[i]};
+		order[i] = (named_values_t){ls->names[i], &ls->vals[i]};
 	qsort(order, ls->n, sizeof *order, named_cmp);
 	int rc = buf_puts(json, "{\"labels\":[");
 	for (uint32_t i = 0; i < ls->n && rc == 0; i++) {
-		label_values *lv = order[i].v;
+		label_values_t *lv = order[i].v;
 		qsort(lv->values, lv->n, sizeof *lv->values, slice_sort_cmp);
 		uint32_t shown = lv->n > LIMIT_LABEL_VALUES ? LIMIT_LABEL_VALUES : lv->n;
 		rc |= buf_puts(json, i ? ",{\"name\":" : "{\"name\":");
@@ -140,19 +140,19 @@ static int write_labels(buf_t *json, label_set *ls)
 	return rc;
 }
 
-int query_labels(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+int query_labels(store_t *s, const query_params_t *q, buf_t *json, err_t *err)
 {
-	query_type t;
+	query_type_t t;
 	if (query_check(q, 1, &t, err) < 0)
 		return -1;
-	label_set ls;
+	label_set_t ls;
 	memset(&ls, 0, sizeof ls);
 	u64map_init(&ls.ix);
-	store_view *v = NULL;
+	store_view_t *v = NULL;
 	int rc = store_view_open(s, q->project, q->from_ns, q->until_ns, &v, err);
 	uint32_t np = rc == 0 ? store_view_partitions(v) : 0;
 	for (uint32_t p = 0; p < np && rc == 0; p++) {
-		query_part qp;
+		query_part_t qp;
 		rc = query_part_load(v, p, q, &t, &qp, err);
 		if (rc == 0)
 			rc = add_partition(v, &qp, &ls, err);

@@ -13,8 +13,8 @@
 #include "wire/pprof.h"
 
 typedef struct {
-	store_view *v;
-	const query_part *parts; /* borrowed */
+	store_view_t *v;
+	const query_part_t *parts; /* borrowed */
 	uint32_t n_parts;
 
 	u64map_t snap_ix;     /* global series id -> index in snap_count */
@@ -29,23 +29,23 @@ typedef struct {
 	int64_t *self_i;
 	double *self_d; /* averaged snapshot values, rounded at the end */
 	u64map_t node_ix, frame_ix;
-	const model_frame **frames; /* borrowed from the view until copied out */
+	const model_frame_t **frames; /* borrowed from the view until copied out */
 	uint32_t n_frames;
 	size_t cap_frames;
 
 	/* The series whose period the result carries: of those that gave a
 	 * value, the one with the smallest global id (the same on every engine,
 	 * whatever order it hands series out in). */
-	const store_series *period_of;
+	const store_series_t *period_of;
 
 	/* Per-partition scratch, indexed by local node id. */
 	int64_t *acc_i;
 	double *acc_d;
 	size_t cap_acc;
 	uint32_t max_node;
-} merge_ctx;
+} merge_ctx_t;
 
-static void merge_ctx_free(merge_ctx *c)
+static void merge_ctx_free(merge_ctx_t *c)
 {
 	u64map_free(&c->snap_ix);
 	free(c->snap_count);
@@ -64,13 +64,13 @@ static void merge_ctx_free(merge_ctx *c)
 /* Counts the snapshots (chunks: the store keeps one per profile and series)
  * of each snapshot series over all partitions: a series that spans two days
  * has snapshots in both. The same profile uploaded twice is two snapshots. */
-static void count_snapshots(merge_ctx *c)
+static void count_snapshots(merge_ctx_t *c)
 {
 	for (uint32_t p = 0; p < c->n_parts; p++) {
-		const query_part *qp = &c->parts[p];
+		const query_part_t *qp = &c->parts[p];
 		for (uint32_t i = 0; i < qp->n_heads; i++) {
-			const store_chunk_head *h = &qp->heads[i];
-			const query_sel *sel = query_part_sel(qp, h);
+			const store_chunk_head_t *h = &qp->heads[i];
+			const query_sel_t *sel = query_part_sel(qp, h);
 			if (!sel->snapshot)
 				continue;
 			int inserted;
@@ -85,7 +85,7 @@ static void count_snapshots(merge_ctx *c)
 	}
 }
 
-static void acc_reserve(merge_ctx *c, uint32_t node, int snapshot)
+static void acc_reserve(merge_ctx_t *c, uint32_t node, int snapshot)
 {
 	if (node < c->cap_acc && (!snapshot || c->acc_d))
 		return;
@@ -105,8 +105,8 @@ static void acc_reserve(merge_ctx *c, uint32_t node, int snapshot)
 }
 
 /* Adds one (node, attrset) value of selected series sel into acc_*. */
-static int add_value(merge_ctx *c, const query_part *qp, const query_sel *sel, double weight, uint32_t node,
-                     uint32_t a, int64_t value, kn_err *err)
+static int add_value(merge_ctx_t *c, const query_part_t *qp, const query_sel_t *sel, double weight,
+                     uint32_t node, uint32_t a, int64_t value, err_t *err)
 {
 	if (node == 0)
 		return err_set(err, 500, "partition %u: chunk entry has node 0", qp->p);
@@ -126,7 +126,7 @@ static int add_value(merge_ctx *c, const query_part *qp, const query_sel *sel, d
 	return 0;
 }
 
-static double snapshot_weight(merge_ctx *c, const query_sel *sel)
+static double snapshot_weight(merge_ctx_t *c, const query_sel_t *sel)
 {
 	if (!sel->snapshot)
 		return 0;
@@ -137,35 +137,35 @@ static double snapshot_weight(merge_ctx *c, const query_sel *sel)
 }
 
 /* The engine sums the chunks itself: one row per (series, node, attrset). */
-static int accumulate_sums(merge_ctx *c, const query_part *qp, kn_err *err)
+static int accumulate_sums(merge_ctx_t *c, const query_part_t *qp, err_t *err)
 {
 	uint32_t *locals = xmalloc((size_t)qp->n_sel * sizeof *locals);
 	for (uint32_t i = 0; i < qp->n_sel; i++)
 		locals[i] = qp->sel[i].local;
-	const store_sum *sum;
+	const store_sum_t *sum;
 	uint32_t n;
 	int rc = store_view_sums(c->v, qp->p, locals, qp->n_sel, &sum, &n, err);
 	free(locals);
 	for (uint32_t i = 0; rc == 0 && i < n; i++) {
 		if (sum[i].series == 0 || sum[i].series > qp->n_series || !qp->sel_of[sum[i].series])
 			return err_set(err, 500, "partition %u: a sum names series %u", qp->p, sum[i].series);
-		const query_sel *sel = &qp->sel[qp->sel_of[sum[i].series] - 1];
+		const query_sel_t *sel = &qp->sel[qp->sel_of[sum[i].series] - 1];
 		rc = add_value(c, qp, sel, snapshot_weight(c, sel), sum[i].node, sum[i].attrset, sum[i].value, err);
 	}
 	return rc;
 }
 
 /* Adds the matching entries of every chunk of partition qp into acc_*. */
-static int accumulate(merge_ctx *c, const query_part *qp, kn_err *err)
+static int accumulate(merge_ctx_t *c, const query_part_t *qp, err_t *err)
 {
 	c->max_node = 0;
 	if (qp->all_heads && store_view_can_sum(c->v))
 		return accumulate_sums(c, qp, err);
 	for (uint32_t k = 0; k < qp->n_heads; k++) {
-		const store_chunk_head *h = &qp->heads[k];
-		const query_sel *sel = query_part_sel(qp, h);
+		const store_chunk_head_t *h = &qp->heads[k];
+		const query_sel_t *sel = query_part_sel(qp, h);
 		double weight = snapshot_weight(c, sel);
-		const store_entry *e;
+		const store_entry_t *e;
 		uint32_t n;
 		if (store_view_entries(c->v, qp->p, h, &e, &n, err) < 0)
 			return -1;
@@ -176,7 +176,7 @@ static int accumulate(merge_ctx *c, const query_part *qp, kn_err *err)
 	return 0;
 }
 
-static uint32_t global_frame(merge_ctx *c, const model_frame *f)
+static uint32_t global_frame(merge_ctx_t *c, const model_frame_t *f)
 {
 	int inserted;
 	uint32_t ix = u64map_get_or_put(&c->frame_ix, f->id, c->n_frames, &inserted);
@@ -187,7 +187,7 @@ static uint32_t global_frame(merge_ctx *c, const model_frame *f)
 	return ix;
 }
 
-static uint32_t global_node_add(merge_ctx *c, uint32_t parent, uint32_t frame, uint64_t gid)
+static uint32_t global_node_add(merge_ctx_t *c, uint32_t parent, uint32_t frame, uint64_t gid)
 {
 	if (c->n == c->cap) {
 		uint32_t cap = c->cap ? c->cap * 2 : 1024;
@@ -209,10 +209,10 @@ static uint32_t global_node_add(merge_ctx *c, uint32_t parent, uint32_t frame, u
 /* Moves the accumulated values of partition qp into the global tree: the
  * nodes with value and their ancestors, in local-id order so that a parent
  * is always placed before its children. */
-static int map_partition(merge_ctx *c, const query_part *qp, int last, kn_err *err)
+static int map_partition(merge_ctx_t *c, const query_part_t *qp, int last, err_t *err)
 {
-	store_nodes nodes;
-	const model_frame *frames;
+	store_nodes_t nodes;
+	const model_frame_t *frames;
 	uint32_t n_frames;
 	if (store_view_nodes(c->v, qp->p, &nodes, err) < 0 ||
 	    store_view_frames(c->v, qp->p, &frames, &n_frames, err) < 0)
@@ -301,11 +301,11 @@ static slice_t copy_slice(arena_t *a, slice_t s)
 typedef struct {
 	uint64_t gid;
 	uint32_t i;
-} gid_ix;
+} gid_ix_t;
 
 static int gid_cmp(const void *a, const void *b)
 {
-	const gid_ix *x = a, *y = b;
+	const gid_ix_t *x = a, *y = b;
 	if (x->gid != y->gid)
 		return x->gid < y->gid ? -1 : 1;
 	return (x->i > y->i) - (x->i < y->i);
@@ -315,12 +315,12 @@ static int gid_cmp(const void *a, const void *b)
  * global node id, so the result's order depends only on the data, not on
  * the order an engine handed it out (the embedded and the ClickHouse
  * engines give identical answers, pprof included). Returns their count. */
-static uint32_t canonical_order(merge_ctx *c, uint32_t *keep)
+static uint32_t canonical_order(merge_ctx_t *c, uint32_t *keep)
 {
 	uint32_t n = c->n;
-	gid_ix *by = xmalloc(((size_t)n + 1) * sizeof *by);
+	gid_ix_t *by = xmalloc(((size_t)n + 1) * sizeof *by);
 	for (uint32_t i = 1; i < n; i++)
-		by[i - 1] = (gid_ix){c->gid[i], i};
+		by[i - 1] = (gid_ix_t){c->gid[i], i};
 	qsort(by, n > 0 ? n - 1 : 0, sizeof *by, gid_cmp);
 	uint32_t *order = xmalloc(((size_t)n + 1) * sizeof *order);
 	for (uint32_t k = 0; k + 1 < n; k++)
@@ -347,7 +347,7 @@ static uint32_t canonical_order(merge_ctx *c, uint32_t *keep)
 }
 
 /* Totals, pruning of zero nodes, and the copy of the result into arena a. */
-static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
+static void build_tree(merge_ctx_t *c, arena_t *a, model_tree_t *t)
 {
 	uint32_t n = c->n;
 	int64_t *self = xmalloc((size_t)n * sizeof *self);
@@ -383,8 +383,8 @@ static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 	for (uint32_t j = 1; j < m; j++) {
 		uint32_t i = at[j], f = c->frame[i];
 		if (frame_new[f] == UINT32_MAX) {
-			const model_frame *src = c->frames[f];
-			model_frame *dst = &t->frames[t->n_frames];
+			const model_frame_t *src = c->frames[f];
+			model_frame_t *dst = &t->frames[t->n_frames];
 			*dst = *src;
 			dst->name = copy_slice(a, src->name);
 			dst->file = copy_slice(a, src->file);
@@ -405,8 +405,8 @@ static void build_tree(merge_ctx *c, arena_t *a, model_tree *t)
 	free(keep);
 }
 
-static void set_tree_type(arena_t *a, int64_t from_ns, int64_t until_ns, const query_type *qt,
-                          const store_series *first, model_tree *t)
+static void set_tree_type(arena_t *a, int64_t from_ns, int64_t until_ns, const query_type_t *qt,
+                          const store_series_t *first, model_tree_t *t)
 {
 	t->sample_type = copy_slice(a, qt->sample_type);
 	t->sample_unit = copy_slice(a, qt->sample_unit);
@@ -421,10 +421,10 @@ static void set_tree_type(arena_t *a, int64_t from_ns, int64_t until_ns, const q
 	t->duration_ns = until_ns - from_ns;
 }
 
-int query_merge_parts(store_view *v, const query_part *parts, uint32_t n_parts, const query_type *qt,
-                      int64_t from_ns, int64_t until_ns, arena_t *a, model_tree *tree, kn_err *err)
+int query_merge_parts(store_view_t *v, const query_part_t *parts, uint32_t n_parts, const query_type_t *qt,
+                      int64_t from_ns, int64_t until_ns, arena_t *a, model_tree_t *tree, err_t *err)
 {
-	merge_ctx c;
+	merge_ctx_t c;
 	memset(&c, 0, sizeof c);
 	c.v = v;
 	c.parts = parts;
@@ -432,13 +432,13 @@ int query_merge_parts(store_view *v, const query_part *parts, uint32_t n_parts, 
 	u64map_init(&c.snap_ix);
 	u64map_init(&c.node_ix);
 	u64map_init(&c.frame_ix);
-	const store_series *first = NULL;
+	const store_series_t *first = NULL;
 	uint32_t last = 0;
 	for (uint32_t p = 0; p < n_parts; p++) {
 		if (!parts[p].n_heads)
 			continue;
 		for (uint32_t i = 0; i < parts[p].n_heads; i++) { /* the period when nothing gives a value */
-			const store_series *s = query_part_sel(&parts[p], &parts[p].heads[i])->s;
+			const store_series_t *s = query_part_sel(&parts[p], &parts[p].heads[i])->s;
 			if (!first || s->id < first->id)
 				first = s;
 		}
@@ -463,16 +463,16 @@ out:
 	return rc;
 }
 
-int query_merge(store_t *s, const query_params *q, arena_t *a, model_tree *tree, kn_err *err)
+int query_merge(store_t *s, const query_params_t *q, arena_t *a, model_tree_t *tree, err_t *err)
 {
-	query_type qt;
+	query_type_t qt;
 	if (query_check(q, 1, &qt, err) < 0)
 		return -1;
-	store_view *v;
+	store_view_t *v;
 	if (store_view_open(s, q->project, q->from_ns, q->until_ns, &v, err) < 0)
 		return -1;
 	uint32_t np = store_view_partitions(v), n;
-	query_part *parts = xcalloc((size_t)np + 1, sizeof *parts);
+	query_part_t *parts = xcalloc((size_t)np + 1, sizeof *parts);
 	int rc = 0;
 	for (n = 0; n < np && rc == 0; n++)
 		rc = query_part_load(v, n, q, &qt, &parts[n], err);
@@ -485,7 +485,7 @@ int query_merge(store_t *s, const query_params *q, arena_t *a, model_tree *tree,
 	return rc;
 }
 
-int query_merged_open(store_t *s, const query_params *q, query_merged *m, kn_err *err)
+int query_merged_open(store_t *s, const query_params_t *q, query_merged_t *m, err_t *err)
 {
 	memset(m, 0, sizeof *m);
 	if (query_check(q, 1, &m->type, err) < 0)
@@ -500,14 +500,14 @@ int query_merged_open(store_t *s, const query_params *q, query_merged *m, kn_err
 	return 0;
 }
 
-void query_merged_close(query_merged *m)
+void query_merged_close(query_merged_t *m)
 {
 	query_names_free(&m->names);
 	arena_free(m->arena);
 	m->arena = NULL;
 }
 
-int query_merged_json_head(buf_t *json, const query_merged *m)
+int query_merged_json_head(buf_t *json, const query_merged_t *m)
 {
 	int rc = buf_putc(json, '{');
 	rc |= query_json_type(json, &m->type);
@@ -516,10 +516,10 @@ int query_merged_json_head(buf_t *json, const query_merged *m)
 	return rc;
 }
 
-int query_pprof(store_t *s, const query_params *q, buf_t *out, kn_err *err)
+int query_pprof(store_t *s, const query_params_t *q, buf_t *out, err_t *err)
 {
 	arena_t *a = arena_new();
-	model_tree t;
+	model_tree_t t;
 	buf_t raw;
 	buf_init(&raw, SIZE_MAX);
 	int rc = query_merge(s, q, a, &t, err);

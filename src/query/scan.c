@@ -11,7 +11,7 @@
 #include "base/u64map.h"
 #include "query/query_int.h"
 
-int query_check(const query_params *q, int need_service, query_type *t, kn_err *err)
+int query_check(const query_params_t *q, int need_service, query_type_t *t, err_t *err)
 {
 	if (q->from_ns >= q->until_ns)
 		return err_set(err, 400, "from must be before until");
@@ -38,7 +38,8 @@ int query_check(const query_params *q, int need_service, query_type *t, kn_err *
 }
 
 /* 1 when series s is read by the query; fills *sel. */
-static int series_select(const store_series *s, const query_params *q, const query_type *t, query_sel *sel)
+static int series_select(const store_series_t *s, const query_params_t *q, const query_type_t *t,
+                         query_sel_t *sel)
 {
 	memset(sel, 0, sizeof *sel);
 	sel->local = s->local;
@@ -74,7 +75,7 @@ static int series_select(const store_series *s, const query_params *q, const que
 
 static int head_cmp(const void *a, const void *b)
 {
-	const store_chunk_head *x = a, *y = b;
+	const store_chunk_head_t *x = a, *y = b;
 	if (x->series != y->series)
 		return x->series < y->series ? -1 : 1;
 	if (x->t_ns != y->t_ns)
@@ -83,10 +84,10 @@ static int head_cmp(const void *a, const void *b)
 }
 
 /* Bit i of mask[a] is set when attrset a holds the pair of filter i. */
-static int load_attr_masks(store_view *v, query_part *qp, const query_params *q, kn_err *err)
+static int load_attr_masks(store_view_t *v, query_part_t *qp, const query_params_t *q, err_t *err)
 {
-	const model_attrset *sets;
-	const model_label *labels;
+	const model_attrset_t *sets;
+	const model_label_t *labels;
 	uint32_t n;
 	if (store_view_attrsets(v, qp->p, &sets, &labels, &n, err) < 0)
 		return -1;
@@ -95,7 +96,7 @@ static int load_attr_masks(store_view *v, query_part *qp, const query_params *q,
 	for (uint32_t a = 1; a <= n; a++) {
 		uint64_t m = 0;
 		for (uint32_t k = 0; k < sets[a].count; k++) {
-			const model_label *l = &labels[sets[a].first + k];
+			const model_label_t *l = &labels[sets[a].first + k];
 			for (uint32_t i = 0; i < q->n_labels; i++)
 				if (slice_eq(l->key, q->labels[i].key) &&
 				    slice_eq(l->value, q->labels[i].value))
@@ -108,8 +109,8 @@ static int load_attr_masks(store_view *v, query_part *qp, const query_params *q,
 
 /* Fills qp's series and their selection for query q of type t; *any_attr
  * tells whether a selected series needs attribute filters. */
-static int select_series(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
-                         int *any_attr, kn_err *err)
+static int select_series(store_view_t *v, uint32_t p, const query_params_t *q, const query_type_t *t,
+                         query_part_t *qp, int *any_attr, err_t *err)
 {
 	memset(qp, 0, sizeof *qp);
 	qp->p = p;
@@ -119,10 +120,10 @@ static int select_series(store_view *v, uint32_t p, const query_params *q, const
 	qp->sel = xmalloc(((size_t)qp->n_series + 1) * sizeof *qp->sel);
 	qp->sel_of = xcalloc((size_t)qp->n_series + 1, sizeof *qp->sel_of);
 	for (uint32_t i = 0; i < qp->n_series; i++) {
-		const store_series *s = &qp->series[i];
+		const store_series_t *s = &qp->series[i];
 		if (s->local == 0 || s->local > qp->n_series || qp->sel_of[s->local])
 			return err_set(err, 500, "partition %u: series %u has a bad local id", p, i);
-		query_sel *sel = &qp->sel[qp->n_sel];
+		query_sel_t *sel = &qp->sel[qp->n_sel];
 		if (!series_select(s, q, t, sel))
 			continue;
 		*any_attr |= sel->attr_mask != 0;
@@ -131,8 +132,8 @@ static int select_series(store_view *v, uint32_t p, const query_params *q, const
 	return 0;
 }
 
-int query_part_load(store_view *v, uint32_t p, const query_params *q, const query_type *t, query_part *qp,
-                    kn_err *err)
+int query_part_load(store_view_t *v, uint32_t p, const query_params_t *q, const query_type_t *t,
+                    query_part_t *qp, err_t *err)
 {
 	int any_attr;
 	if (select_series(v, p, q, t, qp, &any_attr, err) < 0)
@@ -142,7 +143,7 @@ int query_part_load(store_view *v, uint32_t p, const query_params *q, const quer
 	uint32_t *locals = xmalloc((size_t)qp->n_sel * sizeof *locals);
 	for (uint32_t i = 0; i < qp->n_sel; i++)
 		locals[i] = qp->sel[i].local;
-	const store_chunk_head *heads;
+	const store_chunk_head_t *heads;
 	uint32_t n;
 	int rc = store_view_heads(v, p, locals, qp->n_sel, &heads, &n, err);
 	free(locals);
@@ -159,8 +160,8 @@ int query_part_load(store_view *v, uint32_t p, const query_params *q, const quer
 	return 0;
 }
 
-int query_part_from_hits(store_view *v, uint32_t p, const query_params *q, const query_type *t,
-                         const store_span_hit *hits, uint32_t n, query_part *qp, kn_err *err)
+int query_part_from_hits(store_view_t *v, uint32_t p, const query_params_t *q, const query_type_t *t,
+                         const store_span_hit_t *hits, uint32_t n, query_part_t *qp, err_t *err)
 {
 	int any_attr;
 	if (select_series(v, p, q, t, qp, &any_attr, err) < 0)
@@ -170,11 +171,11 @@ int query_part_from_hits(store_view *v, uint32_t p, const query_params *q, const
 	qp->heads = xmalloc(((size_t)n + 1) * sizeof *qp->heads);
 	uint32_t max_attrset = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		const store_chunk_head *h = &hits[i].head;
+		const store_chunk_head_t *h = &hits[i].head;
 		if (h->series == 0 || h->series > qp->n_series || !qp->sel_of[h->series])
 			continue;
 		/* Hits of one chunk are adjacent (sorted by time, series, chunk). */
-		if (!qp->n_heads || qp->heads[qp->n_heads - 1]._rowid != h->_rowid)
+		if (!qp->n_heads || qp->heads[qp->n_heads - 1].chunk_id != h->chunk_id)
 			qp->heads[qp->n_heads++] = *h;
 		if (hits[i].attrset > max_attrset)
 			max_attrset = hits[i].attrset;
@@ -183,7 +184,7 @@ int query_part_from_hits(store_view *v, uint32_t p, const query_params *q, const
 	qp->attr_mask = xcalloc((size_t)max_attrset + 1, sizeof *qp->attr_mask);
 	qp->n_attrsets = max_attrset;
 	for (uint32_t i = 0; i < n; i++) {
-		const store_chunk_head *h = &hits[i].head;
+		const store_chunk_head_t *h = &hits[i].head;
 		if (h->series && h->series <= qp->n_series && qp->sel_of[h->series])
 			qp->attr_mask[hits[i].attrset] = 1;
 	}
@@ -192,7 +193,7 @@ int query_part_from_hits(store_view *v, uint32_t p, const query_params *q, const
 	return 0;
 }
 
-void query_part_free(query_part *qp)
+void query_part_free(query_part_t *qp)
 {
 	free(qp->sel);
 	free(qp->sel_of);
@@ -201,15 +202,15 @@ void query_part_free(query_part *qp)
 	memset(qp, 0, sizeof *qp);
 }
 
-int query_chunk_value(store_view *v, const query_part *qp, const store_chunk_head *h, int64_t *out,
-                      kn_err *err)
+int query_chunk_value(store_view_t *v, const query_part_t *qp, const store_chunk_head_t *h, int64_t *out,
+                      err_t *err)
 {
-	const query_sel *sel = query_part_sel(qp, h);
+	const query_sel_t *sel = query_part_sel(qp, h);
 	if (!sel->attr_mask) {
 		*out = h->total;
 		return 0;
 	}
-	const store_entry *e;
+	const store_entry_t *e;
 	uint32_t n;
 	if (store_view_entries(v, qp->p, h, &e, &n, err) < 0)
 		return -1;
@@ -239,7 +240,7 @@ int query_json_i64(buf_t *json, int64_t v)
 	return buf_append(json, tmp + i, sizeof tmp - i);
 }
 
-int query_json_type(buf_t *json, const query_type *t)
+int query_json_type(buf_t *json, const query_type_t *t)
 {
 	int rc = buf_puts(json, "\"type\":");
 	rc |= buf_json_str(json, t->name);
@@ -249,12 +250,12 @@ int query_json_type(buf_t *json, const query_type *t)
 	return rc;
 }
 
-int query_err_too_large(kn_err *err)
+int query_err_too_large(err_t *err)
 {
 	return err_set(err, 413, "the result is too large; narrow the time range or add label filters");
 }
 
-slice_t query_frame_name(const model_frame *f)
+slice_t query_frame_name(const model_frame_t *f)
 {
 	if (f->name.n && !f->unsymbolized)
 		return f->name;
@@ -288,7 +289,7 @@ uint32_t query_intern(u64map_t *ix, slice_t **names, size_t *cap, uint32_t *n, s
 	}
 }
 
-void query_names_build(const model_tree *t, query_names *out)
+void query_names_build(const model_tree_t *t, query_names_t *out)
 {
 	memset(out, 0, sizeof *out);
 	uint32_t *name_of_frame = xmalloc(((size_t)t->n_frames + 1) * sizeof *name_of_frame);
@@ -312,7 +313,7 @@ void query_names_build(const model_tree *t, query_names *out)
 	free(name_of_frame);
 }
 
-void query_names_free(query_names *n)
+void query_names_free(query_names_t *n)
 {
 	free(n->names);
 	free(n->name_of);

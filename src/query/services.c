@@ -15,24 +15,24 @@ typedef struct {
 	uint32_t n_types;
 	size_t cap_types;
 	u64map_t type_ix;
-} service_info;
+} service_info_t;
 
 typedef struct {
 	slice_t *names;
 	size_t cap_names;
 	uint32_t n;
 	u64map_t ix;
-	service_info *svc;
+	service_info_t *svc;
 	size_t cap_svc;
-} service_set;
+} service_set_t;
 
-static service_info *service_get(service_set *ss, slice_t name)
+static service_info_t *service_get(service_set_t *ss, slice_t name)
 {
 	int inserted;
 	uint32_t id = query_intern(&ss->ix, &ss->names, &ss->cap_names, &ss->n, name, &inserted);
 	if (inserted) {
 		ss->svc = xgrow(ss->svc, &ss->cap_svc, ss->n, sizeof *ss->svc);
-		service_info *si = &ss->svc[id];
+		service_info_t *si = &ss->svc[id];
 		memset(si, 0, sizeof *si);
 		si->name = name;
 		u64map_init(&si->type_ix);
@@ -40,12 +40,12 @@ static service_info *service_get(service_set *ss, slice_t name)
 	return &ss->svc[id];
 }
 
-static void service_add_type(service_info *si, slice_t type)
+static void service_add_type(service_info_t *si, slice_t type)
 {
 	query_intern(&si->type_ix, &si->types, &si->cap_types, &si->n_types, type, NULL);
 }
 
-static void service_set_free(service_set *ss)
+static void service_set_free(service_set_t *ss)
 {
 	for (uint32_t i = 0; i < ss->n; i++) {
 		free(ss->svc[i].types);
@@ -57,19 +57,19 @@ static void service_set_free(service_set *ss)
 }
 
 /* Adds the series of partition qp that have chunks in the range. */
-static void add_partition(service_set *ss, const query_part *qp)
+static void add_partition(service_set_t *ss, const query_part_t *qp)
 {
 	static const char cpu_ns[] = "cpu:nanoseconds";
 	uint32_t i = 0;
 	while (i < qp->n_heads) {
-		const query_sel *sel = query_part_sel(qp, &qp->heads[i]);
-		const store_series *s = sel->s;
+		const query_sel_t *sel = query_part_sel(qp, &qp->heads[i]);
+		const store_series_t *s = sel->s;
 		int is_cpu = slice_eq_cstr(s->type, cpu_ns);
 		int64_t scale = is_cpu ? 1 : s->cpu_alias && s->period > 0 ? s->period : 0;
 		int64_t cpu = 0;
 		for (; i < qp->n_heads && qp->heads[i].series == s->local; i++)
 			cpu = query_sat_add(cpu, query_sat_mul(qp->heads[i].total, scale));
-		service_info *si = service_get(ss, s->service);
+		service_info_t *si = service_get(ss, s->service);
 		si->cpu_ns = query_sat_add(si->cpu_ns, cpu);
 		service_add_type(si, s->type);
 		if (s->cpu_alias)
@@ -84,13 +84,13 @@ static int slice_sort_cmp(const void *a, const void *b)
 
 static int busiest_cmp(const void *a, const void *b)
 {
-	const service_info *x = a, *y = b;
+	const service_info_t *x = a, *y = b;
 	if (x->cpu_ns != y->cpu_ns)
 		return x->cpu_ns > y->cpu_ns ? -1 : 1;
 	return slice_cmp(x->name, y->name);
 }
 
-static int write_types(buf_t *json, service_info *si)
+static int write_types(buf_t *json, service_info_t *si)
 {
 	if (si->n_types > 1)
 		qsort(si->types, si->n_types, sizeof *si->types, slice_sort_cmp);
@@ -106,17 +106,17 @@ static int write_types(buf_t *json, service_info *si)
 
 /* Collects the services (all, or q->service) with series in q's range and
  * writes them with fn while the view (which owns the strings) is open. */
-static int with_services(store_t *s, const query_params *q, int (*fn)(buf_t *, service_set *), buf_t *json,
-                         kn_err *err)
+static int with_services(store_t *s, const query_params_t *q, int (*fn)(buf_t *, service_set_t *),
+                         buf_t *json, err_t *err)
 {
-	service_set ss;
+	service_set_t ss;
 	memset(&ss, 0, sizeof ss);
 	u64map_init(&ss.ix);
-	store_view *v = NULL;
+	store_view_t *v = NULL;
 	int rc = store_view_open(s, q->project, q->from_ns, q->until_ns, &v, err);
 	uint32_t np = rc == 0 ? store_view_partitions(v) : 0;
 	for (uint32_t p = 0; p < np && rc == 0; p++) {
-		query_part qp;
+		query_part_t qp;
 		rc = query_part_load(v, p, q, NULL, &qp, err);
 		if (rc == 0)
 			add_partition(&ss, &qp);
@@ -130,7 +130,7 @@ static int with_services(store_t *s, const query_params *q, int (*fn)(buf_t *, s
 	return rc;
 }
 
-static int write_services(buf_t *json, service_set *ss)
+static int write_services(buf_t *json, service_set_t *ss)
 {
 	if (ss->n > 1)
 		qsort(ss->svc, ss->n, sizeof *ss->svc, busiest_cmp);
@@ -148,7 +148,7 @@ static int write_services(buf_t *json, service_set *ss)
 	return rc;
 }
 
-static int write_types_only(buf_t *json, service_set *ss)
+static int write_types_only(buf_t *json, service_set_t *ss)
 {
 	int rc = buf_puts(json, "{\"types\":");
 	if (ss->n)
@@ -159,21 +159,21 @@ static int write_types_only(buf_t *json, service_set *ss)
 	return rc;
 }
 
-int query_services(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+int query_services(store_t *s, const query_params_t *q, buf_t *json, err_t *err)
 {
 	if (query_check(q, 0, NULL, err) < 0)
 		return -1;
-	query_params all = *q;
+	query_params_t all = *q;
 	all.service = slice_make("", 0);
 	all.n_labels = 0;
 	return with_services(s, &all, write_services, json, err);
 }
 
-int query_types(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+int query_types(store_t *s, const query_params_t *q, buf_t *json, err_t *err)
 {
 	if (query_check(q, 1, NULL, err) < 0)
 		return -1;
-	query_params one = *q;
+	query_params_t one = *q;
 	one.n_labels = 0;
 	return with_services(s, &one, write_types_only, json, err);
 }

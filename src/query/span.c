@@ -18,9 +18,9 @@ static const char cpu_type[] = "cpu:nanoseconds";
 /* The hits of one partition, copied out of the view. */
 typedef struct {
 	uint32_t p;
-	store_span_hit *hits;
+	store_span_hit_t *hits;
 	uint32_t n;
-} span_part;
+} span_part_t;
 
 /* What the hits hold of one (service, type). A cpu_alias series counts for
  * its own type and for cpu:nanoseconds. */
@@ -28,19 +28,19 @@ typedef struct {
 	slice_t service, type; /* view lifetime */
 	int64_t samples;       /* linked sample rows (entries), or hits when not decoded */
 	int64_t from_ns, until_ns;
-} span_kind;
+} span_kind_t;
 
 typedef struct {
-	store_view *v;
-	span_part *parts;
+	store_view_t *v;
+	span_part_t *parts;
 	uint32_t n_parts;
 	size_t cap_parts;
-	span_kind *kinds;
+	span_kind_t *kinds;
 	uint32_t n_kinds;
 	size_t cap_kinds;
-} span_ctx;
+} span_ctx_t;
 
-static void ctx_reset(span_ctx *c)
+static void ctx_reset(span_ctx_t *c)
 {
 	for (uint32_t i = 0; i < c->n_parts; i++)
 		free(c->parts[i].hits);
@@ -48,7 +48,7 @@ static void ctx_reset(span_ctx *c)
 	c->n_kinds = 0;
 }
 
-static void ctx_free(span_ctx *c)
+static void ctx_free(span_ctx_t *c)
 {
 	ctx_reset(c);
 	free(c->parts);
@@ -57,18 +57,18 @@ static void ctx_free(span_ctx *c)
 }
 
 /* Hits of (span_id, trace_id) in every partition of the view. */
-static int collect(span_ctx *c, slice_t span_id, slice_t trace_id, kn_err *err)
+static int collect(span_ctx_t *c, slice_t span_id, slice_t trace_id, err_t *err)
 {
 	uint32_t np = store_view_partitions(c->v);
 	for (uint32_t p = 0; p < np; p++) {
-		const store_span_hit *hits;
+		const store_span_hit_t *hits;
 		uint32_t n;
 		if (store_view_span_chunks(c->v, p, span_id, trace_id, &hits, &n, err) < 0)
 			return -1;
 		if (!n)
 			continue;
 		c->parts = xgrow(c->parts, &c->cap_parts, (size_t)c->n_parts + 1, sizeof *c->parts);
-		span_part *sp = &c->parts[c->n_parts++];
+		span_part_t *sp = &c->parts[c->n_parts++];
 		sp->p = p;
 		sp->n = n;
 		sp->hits = xmalloc((size_t)n * sizeof *hits);
@@ -77,9 +77,10 @@ static int collect(span_ctx *c, slice_t span_id, slice_t trace_id, kn_err *err)
 	return 0;
 }
 
-static void kind_add(span_ctx *c, slice_t service, slice_t type, int64_t samples, const store_chunk_head *h)
+static void kind_add(span_ctx_t *c, slice_t service, slice_t type, int64_t samples,
+                     const store_chunk_head_t *h)
 {
-	span_kind *k = NULL;
+	span_kind_t *k = NULL;
 	for (uint32_t i = 0; i < c->n_kinds && !k; i++)
 		if (slice_eq(c->kinds[i].service, service) && slice_eq(c->kinds[i].type, type))
 			k = &c->kinds[i];
@@ -87,7 +88,7 @@ static void kind_add(span_ctx *c, slice_t service, slice_t type, int64_t samples
 	if (!k) {
 		c->kinds = xgrow(c->kinds, &c->cap_kinds, (size_t)c->n_kinds + 1, sizeof *c->kinds);
 		k = &c->kinds[c->n_kinds++];
-		*k = (span_kind){service, type, 0, h->t_ns, end};
+		*k = (span_kind_t){service, type, 0, h->t_ns, end};
 	}
 	k->samples = query_sat_add(k->samples, samples);
 	if (h->t_ns < k->from_ns)
@@ -97,9 +98,9 @@ static void kind_add(span_ctx *c, slice_t service, slice_t type, int64_t samples
 }
 
 /* Linked entries of hit h: its chunk's entries with the hit's attrset. */
-static int hit_samples(store_view *v, uint32_t p, const store_span_hit *h, int64_t *out, kn_err *err)
+static int hit_samples(store_view_t *v, uint32_t p, const store_span_hit_t *h, int64_t *out, err_t *err)
 {
-	const store_entry *e;
+	const store_entry_t *e;
 	uint32_t n;
 	if (store_view_entries(v, p, &h->head, &e, &n, err) < 0)
 		return -1;
@@ -112,20 +113,20 @@ static int hit_samples(store_view *v, uint32_t p, const store_span_hit *h, int64
 
 /* Sorts the collected hits into kinds; with decode, counts linked entries
  * (else each hit counts 1: enough to rank services without reading chunks). */
-static int classify(span_ctx *c, int decode, kn_err *err)
+static int classify(span_ctx_t *c, int decode, err_t *err)
 {
 	for (uint32_t i = 0; i < c->n_parts; i++) {
-		const span_part *sp = &c->parts[i];
-		const store_series *series;
+		const span_part_t *sp = &c->parts[i];
+		const store_series_t *series;
 		uint32_t n_series;
 		if (store_view_series(c->v, sp->p, &series, &n_series, err) < 0)
 			return -1;
 		for (uint32_t k = 0; k < sp->n; k++) {
-			const store_span_hit *h = &sp->hits[k];
+			const store_span_hit_t *h = &sp->hits[k];
 			if (h->head.series == 0 || h->head.series > n_series)
 				return err_set(err, 500, "partition %u: span index names series %u of %u",
 				               sp->p, h->head.series, n_series);
-			const store_series *s = &series[h->head.series - 1];
+			const store_series_t *s = &series[h->head.series - 1];
 			int64_t samples = 1;
 			if (decode && hit_samples(c->v, sp->p, h, &samples, err) < 0)
 				return -1;
@@ -142,11 +143,11 @@ static int classify(span_ctx *c, int decode, kn_err *err)
 
 /* The hinted service when the kinds have it, else the one with most samples
  * in a single type (a Go CPU profile counts its rows once per type), ties by name. */
-static slice_t choose_service(const span_ctx *c, slice_t hint)
+static slice_t choose_service(const span_ctx_t *c, slice_t hint)
 {
-	const span_kind *best = NULL;
+	const span_kind_t *best = NULL;
 	for (uint32_t i = 0; i < c->n_kinds; i++) {
-		const span_kind *k = &c->kinds[i];
+		const span_kind_t *k = &c->kinds[i];
 		if (hint.n && slice_eq(k->service, hint))
 			return hint;
 		if (!best || k->samples > best->samples ||
@@ -158,11 +159,11 @@ static slice_t choose_service(const span_ctx *c, slice_t hint)
 
 /* The kind of service to show: the asked type (NULL when absent), else
  * cpu:nanoseconds when present, else the type with most samples, ties by name. */
-static const span_kind *choose_type(const span_ctx *c, slice_t service, slice_t asked)
+static const span_kind_t *choose_type(const span_ctx_t *c, slice_t service, slice_t asked)
 {
-	const span_kind *best = NULL;
+	const span_kind_t *best = NULL;
 	for (uint32_t i = 0; i < c->n_kinds; i++) {
-		const span_kind *k = &c->kinds[i];
+		const span_kind_t *k = &c->kinds[i];
 		if (!slice_eq(k->service, service))
 			continue;
 		if (asked.n) {
@@ -180,7 +181,7 @@ static const span_kind *choose_type(const span_ctx *c, slice_t service, slice_t 
 }
 
 /* The time range of every kind of service. */
-static void service_range(const span_ctx *c, slice_t service, int64_t *from_ns, int64_t *until_ns)
+static void service_range(const span_ctx_t *c, slice_t service, int64_t *from_ns, int64_t *until_ns)
 {
 	*from_ns = INT64_MAX;
 	*until_ns = INT64_MIN;
@@ -215,7 +216,7 @@ static int sort_slices(const void *a, const void *b)
 }
 
 /* ,"types":[…] of service, sorted by name. */
-static int write_types(buf_t *json, const span_ctx *c, slice_t service)
+static int write_types(buf_t *json, const span_ctx_t *c, slice_t service)
 {
 	slice_t *types = xmalloc(((size_t)c->n_kinds + 1) * sizeof *types);
 	uint32_t n = 0;
@@ -249,17 +250,17 @@ static int write_head(buf_t *json, int64_t samples, slice_t service, int64_t fro
 }
 
 /* The flame graph of kind k's linked samples. */
-static int write_linked(span_ctx *c, slice_t project, const span_kind *k, buf_t *json, kn_err *err)
+static int write_linked(span_ctx_t *c, slice_t project, const span_kind_t *k, buf_t *json, err_t *err)
 {
-	query_params q = {.project = project, .service = k->service, .type = k->type};
+	query_params_t q = {.project = project, .service = k->service, .type = k->type};
 	q.from_ns = k->from_ns;
 	q.until_ns = k->until_ns > k->from_ns ? k->until_ns : k->from_ns + 1;
-	query_merged m;
+	query_merged_t m;
 	memset(&m, 0, sizeof m);
 	if (query_check(&q, 0, &m.type, err) < 0)
 		return err_set(err, 500, "stored profile type \"%.*s\" is malformed", (int)k->type.n,
 		               (const char *)k->type.p);
-	query_part *parts = xcalloc((size_t)c->n_parts + 1, sizeof *parts);
+	query_part_t *parts = xcalloc((size_t)c->n_parts + 1, sizeof *parts);
 	uint32_t n;
 	int rc = 0;
 	for (n = 0; n < c->n_parts && rc == 0; n++)
@@ -294,7 +295,7 @@ static int write_linked(span_ctx *c, slice_t project, const span_kind *k, buf_t 
 
 /* span_id (required) and trace_id: any string of at most 64 bytes (pprof
  * labels are free-form; OTLP ids are 16 and 32 hex digits), no control characters. */
-static int check_id(slice_t id, const char *name, int required, int otlp_digits, kn_err *err)
+static int check_id(slice_t id, const char *name, int required, int otlp_digits, err_t *err)
 {
 	if (required && id.n == 0)
 		return err_set(err, 400, "%s is required", name);
@@ -307,10 +308,10 @@ static int check_id(slice_t id, const char *name, int required, int otlp_digits,
 	return 0;
 }
 
-int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, const query_span_opts *o,
-               buf_t *json, kn_err *err)
+int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, const query_span_opts_t *o,
+               buf_t *json, err_t *err)
 {
-	static const query_span_opts none = {0};
+	static const query_span_opts_t none = {0};
 	if (!o)
 		o = &none;
 	if (check_id(span_id, "span_id", 1, 16, err) < 0 || check_id(trace_id, "trace_id", 0, 32, err) < 0)
@@ -318,8 +319,8 @@ int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, c
 	if (o->from_ns && o->until_ns && o->from_ns >= o->until_ns)
 		return err_set(err, 400, "from must be before until");
 	if (o->type.n) {
-		query_params tq = {.service = o->service, .type = o->type, .from_ns = 0, .until_ns = 1};
-		query_type t;
+		query_params_t tq = {.service = o->service, .type = o->type, .from_ns = 0, .until_ns = 1};
+		query_type_t t;
 		if (query_check(&tq, 0, &t, err) < 0)
 			return -1;
 	}
@@ -329,7 +330,7 @@ int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, c
 		from = o->from_ns;
 	if (o->until_ns && o->until_ns > until)
 		until = o->until_ns;
-	span_ctx c;
+	span_ctx_t c;
 	memset(&c, 0, sizeof c);
 	if (store_view_open(s, project, from, until, &c.v, err) < 0)
 		return -1;
@@ -337,7 +338,7 @@ int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, c
 	if (collect(&c, span_id, trace_id, err) < 0 || classify(&c, 1, err) < 0)
 		goto out;
 	slice_t service = choose_service(&c, o->service);
-	const span_kind *k = c.n_kinds ? choose_type(&c, service, o->type) : NULL;
+	const span_kind_t *k = c.n_kinds ? choose_type(&c, service, o->type) : NULL;
 	if (k) {
 		rc = write_linked(&c, project, k, json, err);
 		goto out;

@@ -1,4 +1,4 @@
-/* The timeline above the flame graph: value per time bucket from chunk heads
+/* The timeline_t above the flame graph: value per time bucket from chunk heads
  * alone (chunks are decoded only when a filter applies to sample attributes).
  * Window types are summed per bucket, snapshot types averaged per series. */
 #include <math.h>
@@ -14,11 +14,11 @@ typedef struct {
 	uint64_t series;
 	int64_t value;
 	uint32_t bucket;
-} snap_rec;
+} snap_rec_t;
 
 static int snap_cmp(const void *a, const void *b)
 {
-	const snap_rec *x = a, *y = b;
+	const snap_rec_t *x = a, *y = b;
 	if (x->series != y->series)
 		return x->series < y->series ? -1 : 1;
 	if (x->bucket != y->bucket)
@@ -49,15 +49,15 @@ typedef struct {
 	uint32_t n_points;
 	int64_t *sum; /* window values per bucket */
 	double *avg;  /* snapshot averages per bucket */
-	snap_rec *snaps;
+	snap_rec_t *snaps;
 	size_t n_snaps, cap_snaps;
-} timeline;
+} timeline_t;
 
-static int add_partition(store_view *v, const query_part *qp, timeline *tl, kn_err *err)
+static int add_partition(store_view_t *v, const query_part_t *qp, timeline_t *tl, err_t *err)
 {
 	for (uint32_t i = 0; i < qp->n_heads; i++) {
-		const store_chunk_head *h = &qp->heads[i];
-		const query_sel *sel = query_part_sel(qp, h);
+		const store_chunk_head_t *h = &qp->heads[i];
+		const query_sel_t *sel = query_part_sel(qp, h);
 		int64_t b = floor_div(floor_div(h->t_ns, NS_PER_SEC) - tl->start_s, tl->step_s);
 		if (b < 0 || b >= tl->n_points)
 			continue;
@@ -70,13 +70,13 @@ static int add_partition(store_view *v, const query_part *qp, timeline *tl, kn_e
 			continue;
 		}
 		tl->snaps = xgrow(tl->snaps, &tl->cap_snaps, tl->n_snaps + 1, sizeof *tl->snaps);
-		tl->snaps[tl->n_snaps++] = (snap_rec){sel->id, value, (uint32_t)b};
+		tl->snaps[tl->n_snaps++] = (snap_rec_t){sel->id, value, (uint32_t)b};
 	}
 	return 0;
 }
 
 /* Per (series, bucket): the sum of its snapshots (chunks) over their number. */
-static void average_snapshots(timeline *tl)
+static void average_snapshots(timeline_t *tl)
 {
 	if (tl->n_snaps > 1)
 		qsort(tl->snaps, tl->n_snaps, sizeof *tl->snaps, snap_cmp);
@@ -96,7 +96,7 @@ static void average_snapshots(timeline *tl)
 	}
 }
 
-static int write_points(buf_t *json, const query_type *qt, const timeline *tl)
+static int write_points(buf_t *json, const query_type_t *qt, const timeline_t *tl)
 {
 	int rc = buf_putc(json, '{');
 	rc |= query_json_type(json, qt);
@@ -119,9 +119,9 @@ static int write_points(buf_t *json, const query_type *qt, const timeline *tl)
 	return rc;
 }
 
-int query_timeline(store_t *s, const query_params *q, int64_t step_s, buf_t *json, kn_err *err)
+int query_timeline(store_t *s, const query_params_t *q, int64_t step_s, buf_t *json, err_t *err)
 {
-	query_type qt;
+	query_type_t qt;
 	if (query_check(q, 1, &qt, err) < 0)
 		return -1;
 	if (step_s < 0 || step_s > 100 * 366 * 86400LL)
@@ -129,7 +129,7 @@ int query_timeline(store_t *s, const query_params *q, int64_t step_s, buf_t *jso
 		               (long long)step_s);
 	int64_t from_s = floor_div(q->from_ns, NS_PER_SEC);
 	int64_t until_s = floor_div(q->until_ns - 1, NS_PER_SEC) + 1;
-	timeline tl;
+	timeline_t tl;
 	memset(&tl, 0, sizeof tl);
 	tl.step_s = step_s ? step_s : auto_step(until_s - from_s);
 	tl.start_s = floor_div(from_s, tl.step_s) * tl.step_s;
@@ -142,11 +142,11 @@ int query_timeline(store_t *s, const query_params *q, int64_t step_s, buf_t *jso
 	tl.sum = xcalloc((size_t)n + 1, sizeof *tl.sum);
 	tl.avg = xcalloc((size_t)n + 1, sizeof *tl.avg);
 
-	store_view *v = NULL;
+	store_view_t *v = NULL;
 	int rc = store_view_open(s, q->project, q->from_ns, q->until_ns, &v, err);
 	uint32_t np = rc == 0 ? store_view_partitions(v) : 0;
 	for (uint32_t p = 0; p < np && rc == 0; p++) {
-		query_part qp;
+		query_part_t qp;
 		rc = query_part_load(v, p, q, &qt, &qp, err);
 		if (rc == 0)
 			rc = add_partition(v, &qp, &tl, err);

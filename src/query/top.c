@@ -10,11 +10,11 @@
 typedef struct {
 	slice_t name;
 	int64_t self, total;
-} top_row;
+} top_row_t;
 
 static int row_cmp(const void *a, const void *b)
 {
-	const top_row *x = a, *y = b;
+	const top_row_t *x = a, *y = b;
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
 	return slice_cmp(x->name, y->name);
@@ -22,7 +22,7 @@ static int row_cmp(const void *a, const void *b)
 
 /* rows[name id] gets self and total over the whole tree, by a depth-first walk
  * that knows how often each name is on the current path. */
-static void top_sum(const model_tree *t, const query_names *names, top_row *rows)
+static void top_sum(const model_tree_t *t, const query_names_t *names, top_row_t *rows)
 {
 	uint32_t *start, *kids;
 	query_children(t->parent, t->n_nodes, NULL, &start, &kids);
@@ -41,7 +41,7 @@ static void top_sum(const model_tree *t, const query_names *names, top_row *rows
 			continue;
 		}
 		uint32_t k = kids[next[depth - 1]++];
-		top_row *r = &rows[names->name_of[k]];
+		top_row_t *r = &rows[names->name_of[k]];
 		r->self = query_sat_add(r->self, t->self[k]);
 		if (on_path[names->name_of[k]]++ == 0)
 			r->total = query_sat_add(r->total, t->total[k]);
@@ -56,12 +56,12 @@ static void top_sum(const model_tree *t, const query_names *names, top_row *rows
 	free(next);
 }
 
-int query_top(store_t *s, const query_params *q, uint32_t limit, buf_t *json, kn_err *err)
+int query_top(store_t *s, const query_params_t *q, uint32_t limit, buf_t *json, err_t *err)
 {
-	query_merged m;
+	query_merged_t m;
 	if (query_merged_open(s, q, &m, err) < 0)
 		return -1;
-	top_row *rows = xcalloc((size_t)m.names.n_names + 1, sizeof *rows);
+	top_row_t *rows = xcalloc((size_t)m.names.n_names + 1, sizeof *rows);
 	for (uint32_t i = 0; i < m.names.n_names; i++)
 		rows[i].name = m.names.names[i];
 	top_sum(&m.tree, &m.names, rows);

@@ -17,7 +17,7 @@ typedef struct {
 	const json_t *annotations;
 	const char *ns, *name, *ip;
 	int ipv6;
-} pod_view;
+} pod_view_t;
 
 /* A string member of obj (NULL when obj is not an object, the member is
  * missing or not a string, or holds a NUL byte). */
@@ -192,9 +192,9 @@ done:
 typedef struct {
 	const json_t *lists[2];
 	size_t list, i;
-} container_iter;
+} container_iter_t;
 
-static void container_iter_init(container_iter *it, const json_t *pod)
+static void container_iter_init(container_iter_t *it, const json_t *pod)
 {
 	const json_t *spec = json_object_get(pod, "spec");
 	it->lists[0] = json_object_get(spec, "containers");
@@ -202,7 +202,7 @@ static void container_iter_init(container_iter *it, const json_t *pod)
 	it->list = it->i = 0;
 }
 
-static const json_t *container_next(container_iter *it)
+static const json_t *container_next(container_iter_t *it)
 {
 	while (it->list < 2) {
 		const json_t *a = it->lists[it->list];
@@ -238,7 +238,7 @@ enum port_match { MATCH_EXACT, MATCH_SUFFIX };
  * (0 when none) and *owner the container. */
 static int find_named_port(const json_t *pod, const char *want, enum port_match m, const json_t **owner)
 {
-	container_iter it;
+	container_iter_t it;
 	container_iter_init(&it, pod);
 	size_t wn = strlen(want);
 	for (const json_t *c; (c = container_next(&it));) {
@@ -284,7 +284,7 @@ static int status_running(const json_t *pod, const char *name)
  * container when there is exactly one; else NULL. */
 static const json_t *port_container(const json_t *pod, int port)
 {
-	container_iter it;
+	container_iter_t it;
 	container_iter_init(&it, pod);
 	const json_t *first = NULL, *only = NULL;
 	size_t count = 0;
@@ -310,7 +310,7 @@ static const json_t *port_container(const json_t *pod, int port)
 /* ---- settings of one type ---- */
 
 /* The annotation PREFIX/TYPE.SETTING (or PREFIX/SETTING when type is NULL). */
-static const char *annotation(const pod_view *v, const char *prefix, const char *type, const char *setting)
+static const char *annotation(const pod_view_t *v, const char *prefix, const char *type, const char *setting)
 {
 	char key[KEY_MAX];
 	int n = type ? snprintf(key, sizeof key, "%s/%s.%s", prefix, type, setting)
@@ -400,8 +400,8 @@ static int normalize_sample_types(const char *s, char *out, size_t cap)
 	return 0;
 }
 
-__attribute__((format(printf, 5, 6))) static int skip(const pod_view *v, int type, int reason, annot_skip *sk,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int skip(const pod_view_t *v, int type, int reason,
+                                                      annot_skip_t *sk, const char *fmt, ...)
 {
 	memset(sk, 0, sizeof *sk);
 	sk->reason = reason;
@@ -417,8 +417,8 @@ __attribute__((format(printf, 5, 6))) static int skip(const pod_view *v, int typ
 
 /* The port of type under prefix by the S3.5 order; 0 with *sk filled when
  * there is none or .port is not a number. */
-static int choose_port(const pod_view *v, const annot_settings *s, const char *prefix, int type,
-                       annot_skip *sk)
+static int choose_port(const pod_view_t *v, const annot_settings_t *s, const char *prefix, int type,
+                       annot_skip_t *sk)
 {
 	const char *tn = scrape_type_name(type), *ps = annotation(v, prefix, tn, "port");
 	const char *pn = annotation(v, prefix, tn, "port_name");
@@ -456,10 +456,10 @@ static int choose_port(const pod_view *v, const annot_settings *s, const char *p
 }
 
 /* The target of type under prefix, or a skip: 1 when *t was filled, 0 when *sk was. */
-static int type_target(const pod_view *v, const annot_settings *s, const char *prefix, int type,
-                       const char *service, scrape_target *t, annot_skip *sk)
+static int type_target(const pod_view_t *v, const annot_settings_t *s, const char *prefix, int type,
+                       const char *service, scrape_target_t *t, annot_skip_t *sk)
 {
-	const scrape_type_info *ti = scrape_type_get(type);
+	const scrape_type_info_t *ti = scrape_type_get(type);
 	const char *tn = ti->name;
 	int port = choose_port(v, s, prefix, type, sk);
 	if (!port)
@@ -535,7 +535,7 @@ static int type_target(const pod_view *v, const annot_settings *s, const char *p
 
 /* PREFIX/service_name of the first prefix that sets one (not empty): that
  * value; "" when none does; NULL when the first one set is unusable. */
-static const char *service_name(const pod_view *v, const annot_settings *s)
+static const char *service_name(const pod_view_t *v, const annot_settings_t *s)
 {
 	for (size_t i = 0; i <= s->n_extra; i++) {
 		const char *prefix = i ? s->extra_prefixes[i - 1] : ANNOT_PREFIX;
@@ -549,7 +549,7 @@ static const char *service_name(const pod_view *v, const annot_settings *s)
 }
 
 /* The first prefix whose PREFIX/TYPE.scrape is "true"; NULL when none. */
-static const char *type_prefix(const pod_view *v, const annot_settings *s, int type)
+static const char *type_prefix(const pod_view_t *v, const annot_settings_t *s, int type)
 {
 	for (size_t i = 0; i <= s->n_extra; i++) {
 		const char *prefix = i ? s->extra_prefixes[i - 1] : ANNOT_PREFIX;
@@ -560,12 +560,12 @@ static const char *type_prefix(const pod_view *v, const annot_settings *s, int t
 	return NULL;
 }
 
-int annot_pod_targets(const json_t *pod, const annot_settings *s, scrape_target *out, size_t *n,
-                      annot_skip *skips, size_t *n_skips, kn_err *err)
+int annot_pod_targets(const json_t *pod, const annot_settings_t *s, scrape_target_t *out, size_t *n,
+                      annot_skip_t *skips, size_t *n_skips, err_t *err)
 {
 	*n = *n_skips = 0;
 	const json_t *md = json_object_get(pod, "metadata"), *status = json_object_get(pod, "status");
-	pod_view v = {.pod = pod, .annotations = json_object_get(md, "annotations")};
+	pod_view_t v = {.pod = pod, .annotations = json_object_get(md, "annotations")};
 	v.ns = jstr(md, "namespace");
 	v.name = jstr(md, "name");
 	if (!json_is_object(pod) || !dns_name(v.ns, LIMIT_SCRAPE_NAME_BYTES - 1) ||

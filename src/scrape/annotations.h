@@ -19,7 +19,7 @@ typedef struct {
 	    *extra_prefixes; /* extraAnnotationPrefixes in order; each valid (annot_prefix_valid) */
 	size_t n_extra;
 	int default_port; /* defaultPort: 0 = none; outside 1..65535 counts as none */
-} annot_settings;
+} annot_settings_t;
 
 /* Why an annotated type gives no target (S3.8 `profile scrape targets skipped`). */
 enum annot_skip_reason { ANNOT_NO_PORT, ANNOT_INVALID_PORT, ANNOT_INVALID_TARGET };
@@ -30,7 +30,7 @@ typedef struct {
 	char namespace_[LIMIT_SCRAPE_NAME_BYTES];
 	char pod[LIMIT_SCRAPE_NAME_BYTES];
 	char detail[160]; /* for people: which annotation and what is wrong (no query values) */
-} annot_skip;
+} annot_skip_t;
 
 /* "no_port", "invalid_port", "invalid_target"; "?" for others. */
 const char *annot_skip_reason_name(int reason);
@@ -42,15 +42,15 @@ int annot_prefix_valid(const char *p);
 
 /* The targets of one pod. out and skips each hold SCRAPE_TYPES entries; *n
  * and *n_skips get how many were written, in type order (cpu, memory,
- * goroutine, block, mutex). A type gives a target or a skip when the first
+ * goroutine, block_t, mutex). A type gives a target or a skip when the first
  * prefix (ANNOT_PREFIX, then s->extra_prefixes in order) whose
  * `PREFIX/TYPE.scrape` is "true" has valid settings; every setting of that
  * type is read from that prefix only. A pod not Running, or whose podIP is
  * not an IPv4/IPv6 address, gives neither (returns 0).
  * Returns -1 with err (400) only when pod is not a Pod object with a valid
  * metadata.name and metadata.namespace (DNS names, < LIMIT_SCRAPE_NAME_BYTES). */
-int annot_pod_targets(const json_t *pod, const annot_settings *s, scrape_target *out, size_t *n,
-                      annot_skip *skips, size_t *n_skips, kn_err *err);
+int annot_pod_targets(const json_t *pod, const annot_settings_t *s, scrape_target_t *out, size_t *n,
+                      annot_skip_t *skips, size_t *n_skips, err_t *err);
 
 /* The workload of a pod (S3.9) into out, "" when metadata.name is unusable;
  * *kind (may be NULL) gets "Deployment", "ReplicaSet", "StatefulSet",

@@ -18,15 +18,15 @@ struct scrape_delta {
 	int have_prev;
 };
 
-scrape_delta *scrape_delta_new(uint32_t max_entries)
+scrape_delta_t *scrape_delta_new(uint32_t max_entries)
 {
-	scrape_delta *d = xcalloc(1, sizeof *d);
+	scrape_delta_t *d = xcalloc(1, sizeof *d);
 	u64map_init(&d->ix);
 	d->max_entries = max_entries;
 	return d;
 }
 
-void scrape_delta_free(scrape_delta *d)
+void scrape_delta_free(scrape_delta_t *d)
 {
 	if (!d)
 		return;
@@ -35,12 +35,12 @@ void scrape_delta_free(scrape_delta *d)
 	free(d);
 }
 
-static int is_alloc(const model_profile *p)
+static int is_alloc(const model_profile_t *p)
 {
 	return p->sample_type.n > 6 && !memcmp(p->sample_type.p, "alloc_", 6);
 }
 
-void scrape_drop_profiles(model_batch *b, const uint8_t *drop)
+void scrape_drop_profiles(model_batch_t *b, const uint8_t *drop)
 {
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++)
@@ -49,7 +49,7 @@ void scrape_drop_profiles(model_batch *b, const uint8_t *drop)
 	b->n_profiles = k;
 }
 
-static uint64_t value_key(const model_batch *b, const model_profile *p, const model_sample *s)
+static uint64_t value_key(const model_batch_t *b, const model_profile_t *p, const model_sample_t *s)
 {
 	uint64_t type = hash_slice(p->sample_type, 0);
 	uint64_t where = hash_pair(b->nodes[s->node].id, b->attrsets[s->attrset].id);
@@ -58,15 +58,15 @@ static uint64_t value_key(const model_batch *b, const model_profile *p, const mo
 
 /* The batch's cumulative alloc values into (m, vals); -1 when there are more
  * than max. Sets *down when a value is below the previous scrape's. */
-static int collect(const scrape_delta *d, const model_batch *b, u64map_t *m, int64_t **vals, uint32_t *n,
+static int collect(const scrape_delta_t *d, const model_batch_t *b, u64map_t *m, int64_t **vals, uint32_t *n,
                    uint32_t *cap, int *down)
 {
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		const model_profile *p = &b->profiles[i];
+		const model_profile_t *p = &b->profiles[i];
 		if (!is_alloc(p))
 			continue;
 		for (uint32_t k = 0; k < p->samples_count; k++) {
-			const model_sample *s = &b->samples[p->samples_first + k];
+			const model_sample_t *s = &b->samples[p->samples_first + k];
 			int inserted;
 			uint32_t ix = u64map_get_or_put(m, value_key(b, p, s), *n, &inserted);
 			if (!inserted) {
@@ -93,15 +93,15 @@ static int collect(const scrape_delta *d, const model_batch *b, u64map_t *m, int
 }
 
 /* Replaces each alloc value by its growth and drops rows that did not grow. */
-static void subtract(const scrape_delta *d, model_batch *b)
+static void subtract(const scrape_delta_t *d, model_batch_t *b)
 {
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		model_profile *p = &b->profiles[i];
+		model_profile_t *p = &b->profiles[i];
 		if (!is_alloc(p))
 			continue;
 		uint32_t kept = 0;
 		for (uint32_t k = 0; k < p->samples_count; k++) {
-			model_sample s = b->samples[p->samples_first + k];
+			model_sample_t s = b->samples[p->samples_first + k];
 			uint32_t prev;
 			if (u64map_get(&d->ix, value_key(b, p, &s), &prev))
 				s.value -= d->vals[prev];
@@ -112,7 +112,7 @@ static void subtract(const scrape_delta *d, model_batch *b)
 	}
 }
 
-int scrape_delta_apply(scrape_delta *d, model_batch *b)
+int scrape_delta_apply(scrape_delta_t *d, model_batch_t *b)
 {
 	int any = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++)

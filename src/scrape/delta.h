@@ -13,7 +13,7 @@
  * node id, attribute set id, sample time) → value. Holds at most
  * max_entries values (one scrape's alloc rows); a scrape with more resets it.
  * Not thread-safe: one user at a time (the target's scrape in progress). */
-typedef struct scrape_delta scrape_delta;
+typedef struct scrape_delta scrape_delta_t;
 
 enum scrape_delta_outcome {
 	SCRAPE_DELTA_NO_ALLOC, /* the batch has no alloc_* profile: nothing to do, the state is dropped */
@@ -23,16 +23,16 @@ enum scrape_delta_outcome {
 	                          remembered as the new baseline (or forgotten when too many) */
 };
 
-scrape_delta *scrape_delta_new(uint32_t max_entries);
-void scrape_delta_free(scrape_delta *d); /* NULL is a no-op */
+scrape_delta_t *scrape_delta_new(uint32_t max_entries);
+void scrape_delta_free(scrape_delta_t *d); /* NULL is a no-op */
 
 /* Applies the rule to the finished batch b in place (profiles whose sample
  * type starts with "alloc_") and remembers b's cumulative values for the
  * next call. Returns an enum scrape_delta_outcome. */
-int scrape_delta_apply(scrape_delta *d, model_batch *b);
+int scrape_delta_apply(scrape_delta_t *d, model_batch_t *b);
 
 /* Removes the profiles i of b with drop[i] != 0, keeping the others in
  * order (their samples stay where they are). */
-void scrape_drop_profiles(model_batch *b, const uint8_t *drop);
+void scrape_drop_profiles(model_batch_t *b, const uint8_t *drop);
 
 #endif

@@ -14,14 +14,14 @@
 #include "scrape/annotations.h"
 
 struct discovery {
-	scraper *scraper;
-	k8s_watcher *watcher;
+	scraper_t *scraper;
+	k8s_watcher_t *watcher;
 	struct event *rebuild;
 	json_t *pods; /* "ns/name" → Pod */
-	annot_settings settings;
-	scrape_target *statics;
+	annot_settings_t settings;
+	scrape_target_t *statics;
 	size_t n_statics;
-	scrape_skips static_skips;
+	scrape_skips_t static_skips;
 	int64_t
 	    interval_ns; /* types whose timeout exceeds it are not scraped: their skips are not reported */
 	int full_logged; /* the LIMIT_K8S_PODS warning was logged */
@@ -32,7 +32,7 @@ static void pod_key(const char *ns, const char *name, char *out, size_t n)
 	snprintf(out, n, "%s/%s", ns ? ns : "", name ? name : "");
 }
 
-static void schedule(discovery *d)
+static void schedule(discovery_t *d)
 {
 	if (evtimer_pending(d->rebuild, NULL))
 		return;
@@ -42,7 +42,7 @@ static void schedule(discovery *d)
 
 static void on_upsert(void *ctx, const json_t *pod)
 {
-	discovery *d = ctx;
+	discovery_t *d = ctx;
 	json_t *meta = json_object_get(pod, "metadata");
 	const char *ns = json_string_value(json_object_get(meta, "namespace"));
 	const char *name = json_string_value(json_object_get(meta, "name"));
@@ -63,7 +63,7 @@ static void on_upsert(void *ctx, const json_t *pod)
 
 static void on_delete(void *ctx, const char *ns, const char *name)
 {
-	discovery *d = ctx;
+	discovery_t *d = ctx;
 	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 2];
 	pod_key(ns, name, key, sizeof key);
 	if (json_object_del(d->pods, key) == 0)
@@ -78,19 +78,19 @@ static void on_synced(void *ctx)
 /* The whole target set: static targets, then every pod's in key order. */
 static void rebuild(evutil_socket_t fd, short what, void *arg)
 {
-	discovery *d = arg;
+	discovery_t *d = arg;
 	size_t cap = d->n_statics + json_object_size(d->pods) * SCRAPE_TYPES + 1;
-	scrape_target *t = xcalloc(cap, sizeof *t);
+	scrape_target_t *t = xcalloc(cap, sizeof *t);
 	memcpy(t, d->statics, d->n_statics * sizeof *t);
 	size_t n = d->n_statics;
-	scrape_skips sk = d->static_skips;
+	scrape_skips_t sk = d->static_skips;
 	const char *key;
 	json_t *pod;
 	json_object_foreach(d->pods, key, pod)
 	{
-		annot_skip skips[SCRAPE_TYPES];
+		annot_skip_t skips[SCRAPE_TYPES];
 		size_t got = 0, n_skips = 0;
-		kn_err err;
+		err_t err;
 		if (annot_pod_targets(pod, &d->settings, t + n, &got, skips, &n_skips, &err) < 0)
 			continue;
 		n += got;
@@ -104,8 +104,8 @@ static void rebuild(evutil_socket_t fd, short what, void *arg)
 	free(t);
 }
 
-discovery *discovery_start(const scrape_options *c, const k8s_options *k, const char *node, kn_loop *loop,
-                           scraper *s)
+discovery_t *discovery_start(const scrape_options_t *c, const k8s_options_t *k, const char *node,
+                             loop_t *loop, scraper_t *s)
 {
 	for (uint32_t i = 0; i < c->n_prefixes; i++)
 		if (!annot_prefix_valid(c->prefixes[i])) {
@@ -113,17 +113,17 @@ discovery *discovery_start(const scrape_options *c, const k8s_options *k, const 
 			          "reason=\"extraAnnotationPrefixes[%u] is not a DNS subdomain\"", i);
 			return NULL;
 		}
-	discovery *d = xcalloc(1, sizeof *d);
+	discovery_t *d = xcalloc(1, sizeof *d);
 	d->scraper = s;
 	d->pods = xcheck(json_object());
-	d->settings = (annot_settings){(const char *const *)c->prefixes, c->n_prefixes, c->default_port};
+	d->settings = (annot_settings_t){(const char *const *)c->prefixes, c->n_prefixes, c->default_port};
 	d->interval_ns = c->interval_ns;
 	d->n_statics = scrape_static_targets(c, 0, &d->statics, &d->static_skips);
 	d->rebuild = xcheck(evtimer_new(loop_base(loop), rebuild, d));
-	k8s_config kc = {
+	k8s_config_t kc = {
 	    .api_server = k->api_server, .token_file = k->token_file, .ca_file = k->ca_file, .node = node};
-	static const k8s_callbacks cb = {on_upsert, on_delete, on_synced};
-	kn_err err;
+	static const k8s_callbacks_t cb = {on_upsert, on_delete, on_synced};
+	err_t err;
 	d->watcher = k8s_watch_start(loop_base(loop), &kc, &cb, d, &err);
 	if (!d->watcher) {
 		log_error("pod discovery cannot start", "node=%s error=\"%s\"", node, err.msg);
@@ -136,12 +136,12 @@ discovery *discovery_start(const scrape_options *c, const k8s_options *k, const 
 	return d;
 }
 
-k8s_watcher *discovery_watcher(discovery *d)
+k8s_watcher_t *discovery_watcher(discovery_t *d)
 {
 	return d ? d->watcher : NULL;
 }
 
-void discovery_stop(discovery *d)
+void discovery_stop(discovery_t *d)
 {
 	if (!d)
 		return;
@@ -152,7 +152,7 @@ void discovery_stop(discovery *d)
 	}
 }
 
-void discovery_free(discovery *d)
+void discovery_free(discovery_t *d)
 {
 	if (!d)
 		return;

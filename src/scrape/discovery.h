@@ -12,21 +12,21 @@
 
 #define DISCOVERY_DEBOUNCE_MS 100 /* changes within this time make one rebuild */
 
-typedef struct discovery discovery;
+typedef struct discovery discovery_t;
 
 /* Loop thread. Starts watching the pods of node (required) with the
  * kubernetes settings k, the scrape settings c (annotation prefixes, default
  * port, interval, static targets), feeding scraper s (not NULL). NULL (logged)
  * when an extraAnnotationPrefixes entry is invalid or the watch cannot start. */
-discovery *discovery_start(const scrape_options *c, const k8s_options *k, const char *node, kn_loop *loop,
-                           scraper *s);
+discovery_t *discovery_start(const scrape_options_t *c, const k8s_options_t *k, const char *node,
+                             loop_t *loop, scraper_t *s);
 
 /* The watcher, for push attribution (k8s_pod_by_ip); NULL for NULL. */
-k8s_watcher *discovery_watcher(discovery *d);
+k8s_watcher_t *discovery_watcher(discovery_t *d);
 
 /* Loop thread: stops the watch and the pending rebuild. NULL is a no-op. */
-void discovery_stop(discovery *d);
+void discovery_stop(discovery_t *d);
 /* After loop_free (pushes may look pods up until then). NULL is a no-op. */
-void discovery_free(discovery *d);
+void discovery_free(discovery_t *d);
 
 #endif

@@ -28,11 +28,11 @@ enum abort_reason { ABORT_NONE, ABORT_RELIST, ABORT_TOO_LONG, ABORT_BAD_EVENT, A
 typedef struct k8s_sock {
 	struct event *ev;
 	struct k8s_sock *next, *prev;
-} k8s_sock;
+} k8s_sock_t;
 
 struct k8s_watcher {
 	struct event_base *base;
-	k8s_callbacks cb;
+	k8s_callbacks_t cb;
 	void *ctx;
 	char *api, *token_file, *ca_file, *node;
 	int token_refresh_ms, backoff_min_ms, backoff_max_ms, watch_timeout_s;
@@ -41,7 +41,7 @@ struct k8s_watcher {
 	CURLM *multi;
 	CURL *easy; /* the one request in flight, or NULL */
 	struct curl_slist *headers;
-	k8s_sock *socks;
+	k8s_sock_t *socks;
 	struct event *curl_timer, *token_timer, *retry_timer;
 	int stopped;
 
@@ -60,7 +60,7 @@ struct k8s_watcher {
 	int backoff_ms;
 	uint64_t rng;
 
-	k8s_pod_table pods;
+	k8s_pod_table_t pods;
 };
 
 static int64_t now_ms(void)
@@ -70,12 +70,12 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start_request(k8s_watcher *w, enum req_kind kind);
+static void start_request(k8s_watcher_t *w, enum req_kind kind);
 
 /* ---- token ---- */
 
 /* Re-reads the token file; keeps the previous token when it cannot. */
-static void read_token(k8s_watcher *w)
+static void read_token(k8s_watcher_t *w)
 {
 	if (!w->token_file[0])
 		return;
@@ -109,7 +109,7 @@ static void read_token(k8s_watcher *w)
 
 static void on_token_timer(evutil_socket_t fd, short what, void *arg)
 {
-	k8s_watcher *w = arg;
+	k8s_watcher_t *w = arg;
 	read_token(w);
 	struct timeval tv = {w->token_refresh_ms / 1000, (w->token_refresh_ms % 1000) * 1000};
 	evtimer_add(w->token_timer, &tv);
@@ -117,9 +117,9 @@ static void on_token_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- curl multi on libevent ---- */
 
-static void finish_request(k8s_watcher *w, CURLcode rc);
+static void finish_request(k8s_watcher_t *w, CURLcode rc);
 
-static void check_done(k8s_watcher *w)
+static void check_done(k8s_watcher_t *w)
 {
 	CURLMsg *m;
 	int left;
@@ -131,7 +131,7 @@ static void check_done(k8s_watcher *w)
 
 static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
-	k8s_watcher *w = arg;
+	k8s_watcher_t *w = arg;
 	int flags = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
 	int running;
 	curl_multi_socket_action(w->multi, fd, flags, &running);
@@ -140,7 +140,7 @@ static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 
 static void on_curl_timer(evutil_socket_t fd, short what, void *arg)
 {
-	k8s_watcher *w = arg;
+	k8s_watcher_t *w = arg;
 	int running;
 	curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	check_done(w);
@@ -148,8 +148,8 @@ static void on_curl_timer(evutil_socket_t fd, short what, void *arg)
 
 static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
-	k8s_watcher *w = userp;
-	k8s_sock *ks = socketp;
+	k8s_watcher_t *w = userp;
+	k8s_sock_t *ks = socketp;
 	if (what == CURL_POLL_REMOVE) {
 		if (ks) {
 			event_free(ks->ev);
@@ -183,7 +183,7 @@ static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void 
 
 static int on_curl_timeout(CURLM *m, long timeout_ms, void *userp)
 {
-	k8s_watcher *w = userp;
+	k8s_watcher_t *w = userp;
 	if (timeout_ms < 0) {
 		evtimer_del(w->curl_timer);
 	} else {
@@ -195,21 +195,21 @@ static int on_curl_timeout(CURLM *m, long timeout_ms, void *userp)
 
 /* ---- events ---- */
 
-static void set_rv(k8s_watcher *w, const json_t *obj)
+static void set_rv(k8s_watcher_t *w, const json_t *obj)
 {
 	const char *rv = k8s_json_str(obj, "metadata", "resourceVersion");
 	if (rv && rv[0] && strlen(rv) < sizeof w->rv)
 		snprintf(w->rv, sizeof w->rv, "%s", rv);
 }
 
-static void forget_pod(k8s_watcher *w, const char *ns, const char *name)
+static void forget_pod(k8s_watcher_t *w, const char *ns, const char *name)
 {
 	if (ns && name && k8s_pods_remove(&w->pods, ns, name))
 		w->cb.pod_delete(w->ctx, ns, name);
 }
 
 /* A pod from a list page or an ADDED/MODIFIED event. */
-static void apply_pod(k8s_watcher *w, const json_t *pod)
+static void apply_pod(k8s_watcher_t *w, const json_t *pod)
 {
 	const char *ns = k8s_json_str(pod, "metadata", "namespace"),
 	           *name = k8s_json_str(pod, "metadata", "name");
@@ -227,7 +227,7 @@ static void apply_pod(k8s_watcher *w, const json_t *pod)
 }
 
 /* One line of the watch stream; sets w->abort to end the stream. */
-static void handle_event(k8s_watcher *w, const char *p, size_t n)
+static void handle_event(k8s_watcher_t *w, const char *p, size_t n)
 {
 	while (n && isspace((unsigned char)p[n - 1]))
 		n--;
@@ -266,7 +266,7 @@ static void handle_event(k8s_watcher *w, const char *p, size_t n)
 }
 
 /* Splits the stream into lines of at most LIMIT_K8S_EVENT_BYTES. 0 ends the stream. */
-static int feed_watch(k8s_watcher *w, const char *p, size_t n)
+static int feed_watch(k8s_watcher_t *w, const char *p, size_t n)
 {
 	while (n && w->abort == ABORT_NONE) {
 		const char *nl = memchr(p, '\n', n);
@@ -289,7 +289,7 @@ static int feed_watch(k8s_watcher *w, const char *p, size_t n)
 
 static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 {
-	k8s_watcher *w = ud;
+	k8s_watcher_t *w = ud;
 	size_t n = size * nmemb;
 	if (!w->status)
 		curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
@@ -321,7 +321,7 @@ static void url_escape(buf_t *b, const char *s)
 	}
 }
 
-static void start_request(k8s_watcher *w, enum req_kind kind)
+static void start_request(k8s_watcher_t *w, enum req_kind kind)
 {
 	buf_t url;
 	buf_init(&url, SIZE_MAX);
@@ -385,7 +385,7 @@ static void start_request(k8s_watcher *w, enum req_kind kind)
 }
 
 /* Next attempt after an error: the delay doubles up to the ceiling, ±20%. */
-static void retry_later(k8s_watcher *w, int relist)
+static void retry_later(k8s_watcher_t *w, int relist)
 {
 	w->next_is_list = relist;
 	w->rng ^= w->rng << 13;
@@ -402,11 +402,11 @@ static void retry_later(k8s_watcher *w, int relist)
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
 {
-	k8s_watcher *w = arg;
+	k8s_watcher_t *w = arg;
 	start_request(w, w->next_is_list ? REQ_LIST : REQ_WATCH);
 }
 
-static void relist(k8s_watcher *w, int later)
+static void relist(k8s_watcher_t *w, int later)
 {
 	free(w->list_continue);
 	w->list_continue = NULL;
@@ -417,7 +417,7 @@ static void relist(k8s_watcher *w, int later)
 }
 
 /* A list page arrived whole: report it, then the next page or the watch. */
-static void list_page_done(k8s_watcher *w)
+static void list_page_done(k8s_watcher_t *w)
 {
 	json_error_t jerr;
 	json_t *list = json_loadb((const char *)w->body.p, w->body.n, 0, &jerr);
@@ -453,7 +453,7 @@ static void list_page_done(k8s_watcher *w)
 	start_request(w, REQ_WATCH);
 }
 
-static void finish_request(k8s_watcher *w, CURLcode rc)
+static void finish_request(k8s_watcher_t *w, CURLcode rc)
 {
 	enum req_kind kind = w->kind;
 	long status = w->status;
@@ -519,7 +519,7 @@ static char *default_api_server(void)
 }
 
 /* A watcher with c's settings and no I/O yet; NULL with err when c is unusable. */
-static k8s_watcher *watcher_new(const k8s_config *c, const k8s_callbacks *cb, void *ctx, kn_err *err)
+static k8s_watcher_t *watcher_new(const k8s_config_t *c, const k8s_callbacks_t *cb, void *ctx, err_t *err)
 {
 	const char *node = c->node && c->node[0] ? c->node : getenv("NODE_NAME");
 	if (!node || !node[0]) {
@@ -543,7 +543,7 @@ static k8s_watcher *watcher_new(const k8s_config *c, const k8s_callbacks *cb, vo
 	while (n && api[n - 1] == '/')
 		api[--n] = '\0';
 
-	k8s_watcher *w = xcalloc(1, sizeof *w);
+	k8s_watcher_t *w = xcalloc(1, sizeof *w);
 	w->cb = *cb;
 	w->ctx = ctx;
 	w->api = api;
@@ -566,10 +566,10 @@ static k8s_watcher *watcher_new(const k8s_config *c, const k8s_callbacks *cb, vo
 	return w;
 }
 
-k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const k8s_callbacks *cb, void *ctx,
-                             kn_err *err)
+k8s_watcher_t *k8s_watch_start(struct event_base *base, const k8s_config_t *c, const k8s_callbacks_t *cb,
+                               void *ctx, err_t *err)
 {
-	k8s_watcher *w = watcher_new(c, cb, ctx, err);
+	k8s_watcher_t *w = watcher_new(c, cb, ctx, err);
 	if (!w)
 		return NULL;
 	w->base = base;
@@ -590,7 +590,7 @@ k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const
 	return w;
 }
 
-void k8s_watch_stop(k8s_watcher *w)
+void k8s_watch_stop(k8s_watcher_t *w)
 {
 	if (!w || w->stopped)
 		return;
@@ -603,7 +603,7 @@ void k8s_watch_stop(k8s_watcher *w)
 	curl_multi_cleanup(w->multi);
 	w->multi = NULL;
 	while (w->socks) { /* sockets curl did not hand back */
-		k8s_sock *ks = w->socks;
+		k8s_sock_t *ks = w->socks;
 		w->socks = ks->next;
 		event_free(ks->ev);
 		free(ks);
@@ -616,7 +616,7 @@ void k8s_watch_stop(k8s_watcher *w)
 	w->headers = NULL;
 }
 
-void k8s_watch_free(k8s_watcher *w)
+void k8s_watch_free(k8s_watcher_t *w)
 {
 	if (!w)
 		return;
@@ -633,17 +633,17 @@ void k8s_watch_free(k8s_watcher *w)
 	free(w);
 }
 
-k8s_watcher *k8s_watch_detached(const k8s_callbacks *cb, void *ctx)
+k8s_watcher_t *k8s_watch_detached(const k8s_callbacks_t *cb, void *ctx)
 {
-	k8s_config c = {.api_server = "http://detached.invalid", .token_file = "", .node = "detached"};
-	kn_err err;
-	k8s_watcher *w = watcher_new(&c, cb, ctx, &err);
+	k8s_config_t c = {.api_server = "http://detached.invalid", .token_file = "", .node = "detached"};
+	err_t err;
+	k8s_watcher_t *w = watcher_new(&c, cb, ctx, &err);
 	w->stopped = 1; /* no request, socket or timer to stop */
 	start_request(w, REQ_LIST);
 	return w;
 }
 
-int k8s_watch_feed(k8s_watcher *w, const char *p, size_t n, int end)
+int k8s_watch_feed(k8s_watcher_t *w, const char *p, size_t n, int end)
 {
 	if (w->kind == REQ_NONE) /* a retry was due */
 		start_request(w, w->next_is_list ? REQ_LIST : REQ_WATCH);
@@ -654,7 +654,7 @@ int k8s_watch_feed(k8s_watcher *w, const char *p, size_t n, int end)
 	return w->kind == REQ_WATCH;
 }
 
-int k8s_pod_by_ip(k8s_watcher *w, const char *ip, k8s_pod_info *out)
+int k8s_pod_by_ip(k8s_watcher_t *w, const char *ip, k8s_pod_info_t *out)
 {
 	return w && ip ? k8s_pod_lookup_ip(&w->pods, ip, out) : 0;
 }

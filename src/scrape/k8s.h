@@ -25,7 +25,7 @@ typedef struct {
 	int backoff_min_ms;   /* first reconnect delay after an error, doubling (1,000) */
 	int backoff_max_ms;   /* ceiling of the delay, before ±20% jitter (30,000) */
 	int watch_timeout_s;  /* timeoutSeconds of one watch request (300) */
-} k8s_config;
+} k8s_config_t;
 
 /* Called on the loop thread, never re-entered. A callback must not call
  * k8s_watch_stop or k8s_watch_free (post to the loop to do that).
@@ -41,9 +41,9 @@ typedef struct {
 	void (*pod_upsert)(void *ctx, const json_t *pod);
 	void (*pod_delete)(void *ctx, const char *ns, const char *name);
 	void (*synced)(void *ctx);
-} k8s_callbacks;
+} k8s_callbacks_t;
 
-typedef struct k8s_watcher k8s_watcher;
+typedef struct k8s_watcher k8s_watcher_t;
 
 /* Starts discovery on base (the loop thread must call this): reads the token,
  * then lists pods with fieldSelector=spec.nodeName=NODE and watches from the
@@ -51,16 +51,16 @@ typedef struct k8s_watcher k8s_watcher;
  * c's strings are copied; cb and ctx must outlive the watcher. NULL with err
  * set (400) when the config is unusable (no node, no API server address, bad
  * URL scheme); a missing or unreadable token is not fatal (logged, retried). */
-k8s_watcher *k8s_watch_start(struct event_base *base, const k8s_config *c, const k8s_callbacks *cb, void *ctx,
-                             kn_err *err);
+k8s_watcher_t *k8s_watch_start(struct event_base *base, const k8s_config_t *c, const k8s_callbacks_t *cb,
+                               void *ctx, err_t *err);
 
 /* Loop thread: cancels the request in flight and every timer; no callback
  * runs afterwards. The pod table stays readable. Idempotent. */
-void k8s_watch_stop(k8s_watcher *w);
+void k8s_watch_stop(k8s_watcher_t *w);
 
 /* Loop thread: stops (if needed) and frees. NULL is a no-op. Call before
  * freeing the event base. */
-void k8s_watch_free(k8s_watcher *w);
+void k8s_watch_free(k8s_watcher_t *w);
 
 /* What push attribution (S2.1a) needs of one pod. */
 typedef struct {
@@ -71,11 +71,11 @@ typedef struct {
 	char owner_kind[64]; /* kind of the controller owner reference; "" when none */
 	char container[254]; /* the only container (init sidecars included) when there is one; else "" */
 	int containers;      /* running containers: spec.containers + native sidecars */
-} k8s_pod_info;
+} k8s_pod_info_t;
 
 /* Any thread: fills *out for the Running pod whose status.podIP is ip (text
  * form, e.g. "10.1.2.3" or "fd00::3"). 1 found, 0 not known. */
-int k8s_pod_by_ip(k8s_watcher *w, const char *ip, k8s_pod_info *out);
+int k8s_pod_by_ip(k8s_watcher_t *w, const char *ip, k8s_pod_info_t *out);
 
 /* The workload name of a Pod object by S3.9 into out (n bytes, truncated):
  * the controller owner's name; a ReplicaSet's minus "-<pod-template-hash>"

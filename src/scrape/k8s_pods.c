@@ -116,20 +116,20 @@ static int count_containers(const json_t *pod, char *out, size_t n)
 	return count;
 }
 
-void k8s_pods_init(k8s_pod_table *t)
+void k8s_pods_init(k8s_pod_table_t *t)
 {
 	memset(t, 0, sizeof *t);
 	pthread_mutex_init(&t->mu, NULL);
 }
 
-void k8s_pods_free(k8s_pod_table *t)
+void k8s_pods_free(k8s_pod_table_t *t)
 {
 	free(t->v);
 	pthread_mutex_destroy(&t->mu);
 	memset(t, 0, sizeof *t);
 }
 
-static k8s_pod_entry *find_locked(k8s_pod_table *t, const char *ns, const char *name)
+static k8s_pod_entry_t *find_locked(k8s_pod_table_t *t, const char *ns, const char *name)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		if (strcmp(t->v[i].info.name, name) == 0 && strcmp(t->v[i].info.namespace_, ns) == 0)
@@ -138,12 +138,12 @@ static k8s_pod_entry *find_locked(k8s_pod_table *t, const char *ns, const char *
 	return NULL;
 }
 
-int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen)
+int k8s_pods_put(k8s_pod_table_t *t, const json_t *pod, unsigned gen)
 {
 	const char *ns = k8s_json_str(pod, "metadata", "namespace");
 	const char *name = k8s_json_str(pod, "metadata", "name");
 	const char *ip = k8s_json_str(pod, "status", "podIP");
-	k8s_pod_entry e = {.gen = gen};
+	k8s_pod_entry_t e = {.gen = gen};
 	if (!ns || !name || !ip || strlen(ns) >= sizeof e.info.namespace_ ||
 	    strlen(name) >= sizeof e.info.name || strlen(ip) >= sizeof e.ip)
 		return -1;
@@ -158,7 +158,7 @@ int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen)
 
 	int rc = 0;
 	pthread_mutex_lock(&t->mu);
-	k8s_pod_entry *old = find_locked(t, ns, name);
+	k8s_pod_entry_t *old = find_locked(t, ns, name);
 	if (old) {
 		*old = e;
 	} else if (t->n >= LIMIT_K8S_PODS) {
@@ -171,27 +171,27 @@ int k8s_pods_put(k8s_pod_table *t, const json_t *pod, unsigned gen)
 	return rc;
 }
 
-static void remove_at_locked(k8s_pod_table *t, k8s_pod_entry *e)
+static void remove_at_locked(k8s_pod_table_t *t, k8s_pod_entry_t *e)
 {
 	*e = t->v[--t->n];
 }
 
-int k8s_pods_remove(k8s_pod_table *t, const char *ns, const char *name)
+int k8s_pods_remove(k8s_pod_table_t *t, const char *ns, const char *name)
 {
 	pthread_mutex_lock(&t->mu);
-	k8s_pod_entry *e = find_locked(t, ns, name);
+	k8s_pod_entry_t *e = find_locked(t, ns, name);
 	if (e)
 		remove_at_locked(t, e);
 	pthread_mutex_unlock(&t->mu);
 	return e != NULL;
 }
 
-int k8s_pods_take_stale(k8s_pod_table *t, unsigned gen, char *ns, char *name)
+int k8s_pods_take_stale(k8s_pod_table_t *t, unsigned gen, char *ns, char *name)
 {
 	int found = 0;
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n && !found; i++) {
-		k8s_pod_entry *e = &t->v[i];
+		k8s_pod_entry_t *e = &t->v[i];
 		if (e->gen == gen)
 			continue;
 		copy_str(ns, sizeof e->info.namespace_, e->info.namespace_, strlen(e->info.namespace_));
@@ -203,7 +203,7 @@ int k8s_pods_take_stale(k8s_pod_table *t, unsigned gen, char *ns, char *name)
 	return found;
 }
 
-size_t k8s_pods_count(k8s_pod_table *t)
+size_t k8s_pods_count(k8s_pod_table_t *t)
 {
 	pthread_mutex_lock(&t->mu);
 	size_t n = t->n;
@@ -211,7 +211,7 @@ size_t k8s_pods_count(k8s_pod_table *t)
 	return n;
 }
 
-int k8s_pod_lookup_ip(k8s_pod_table *t, const char *ip, k8s_pod_info *out)
+int k8s_pod_lookup_ip(k8s_pod_table_t *t, const char *ip, k8s_pod_info_t *out)
 {
 	int found = 0;
 	pthread_mutex_lock(&t->mu);

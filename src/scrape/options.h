@@ -16,7 +16,7 @@
 typedef struct {
 	int scrape; /* scrape: true */
 	char *path, *scheme, *sample_types;
-} scrape_type_options;
+} scrape_type_options_t;
 
 /* receivers.profiles.scrape.static[i]: a host outside Kubernetes. Either url
  * ("http://host:port", no path) or host + port. types[] is indexed by enum
@@ -25,8 +25,8 @@ typedef struct {
 	char *name, *url, *host;
 	int port;
 	char *service, *namespace_, *pod, *container, *workload;
-	scrape_type_options types[SCRAPE_TYPES];
-} scrape_static_options;
+	scrape_type_options_t types[SCRAPE_TYPES];
+} scrape_static_options_t;
 
 /* receivers.profiles.scrape (S3.1). */
 typedef struct {
@@ -35,19 +35,19 @@ typedef struct {
 	int default_port;
 	char *prefixes[LIMIT_ANNOTATION_PREFIXES]; /* extraAnnotationPrefixes */
 	uint32_t n_prefixes;
-	scrape_static_options statics[LIMIT_STATIC_TARGETS]; /* static */
+	scrape_static_options_t statics[LIMIT_STATIC_TARGETS]; /* static */
 	uint32_t n_statics;
-} scrape_options;
+} scrape_options_t;
 
 /* kubernetes: overrides of the watcher's in-cluster defaults; NULL keeps the
- * default (k8s_config). node: the config value; kiln serve puts --node, else
+ * default (k8s_config_t). node: the config value; kiln serve puts --node, else
  * this, else $NODE_NAME here. */
 typedef struct {
 	char *api_server, *token_file, *ca_file, *node;
-} k8s_options;
+} k8s_options_t;
 
-void scrape_options_defaults(scrape_options *o);
-void scrape_options_free(scrape_options *o);
-void k8s_options_free(k8s_options *o);
+void scrape_options_defaults(scrape_options_t *o);
+void scrape_options_free(scrape_options_t *o);
+void k8s_options_free(k8s_options_t *o);
 
 #endif

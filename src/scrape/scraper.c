@@ -22,17 +22,17 @@
 #include "scrape/delta.h"
 #include "wire/compress.h"
 
-typedef struct target_state target_state;
+typedef struct target_state target_state_t;
 
 /* One scrape: the transfer on the loop, then the push job (decode on a
  * worker, store, usage after the commit). */
 typedef struct {
-	ingest_push push; /* first: the job's callbacks get &push */
-	scrape_push sp;
-	scraper *s;
-	target_state *ts;
-	scrape_target t; /* a copy: the target set may change meanwhile */
-	scrape_delta *delta;
+	ingest_push_t push; /* first: the job's callbacks get &push */
+	scrape_push_t sp;
+	scraper_t *s;
+	target_state_t *ts;
+	scrape_target_t t; /* a copy: the target set may change meanwhile */
+	scrape_delta_t *delta;
 	CURL *easy; /* while the transfer runs */
 	int slot;   /* index in s->transfers */
 	buf_t body;
@@ -41,34 +41,34 @@ typedef struct {
 	char detail[320];
 	int64_t started_ns;
 	char errbuf[CURL_ERROR_SIZE];
-} scrape_job;
+} scrape_job_t;
 
 struct target_state {
-	scraper *s;
-	scrape_target t;
+	scraper_t *s;
+	scrape_target_t t;
 	char masked[LIMIT_SCRAPE_URL_BYTES];
 	int64_t offset_ns, next_due_ns; /* monotonic */
 	struct event *timer;
-	scrape_job *job;                         /* the scrape in progress, if any */
+	scrape_job_t *job;                       /* the scrape in progress, if any */
 	int removed;                             /* no longer in the set: freed when its job ends */
 	int last_result;                         /* -1 before the first */
 	int64_t last_scrape_ns, last_success_ns; /* wall clock */
 	uint32_t consecutive;
 	uint64_t counts[SCRAPE_RESULTS];
-	scrape_delta *delta; /* memory targets */
+	scrape_delta_t *delta; /* memory targets */
 };
 
 #define SKIP_REASONS 8
 
 struct scraper {
-	scraper_opts o;
+	scraper_opts_t o;
 	struct event_base *base;
 	CURLM *multi;
 	struct event *curl_timer;
 	struct curl_slist *no_headers;
-	target_state **targets;
+	target_state_t **targets;
 	size_t n_targets;
-	scrape_job *transfers[LIMIT_SCRAPE_INFLIGHT];
+	scrape_job_t *transfers[LIMIT_SCRAPE_INFLIGHT];
 	uint32_t inflight;
 	uint64_t results[SCRAPE_TYPES][SCRAPE_RESULTS];
 	int stopped;
@@ -94,7 +94,7 @@ static void log_safe(const char *in, char *out, size_t n)
 
 /* ---- results: state, counters, the S3.8 log lines ---- */
 
-static void target_free(target_state *ts)
+static void target_free(target_state_t *ts)
 {
 	if (ts->timer)
 		event_free(ts->timer);
@@ -102,24 +102,24 @@ static void target_free(target_state *ts)
 	free(ts);
 }
 
-static void job_free(scrape_job *j)
+static void job_free(scrape_job_t *j)
 {
 	buf_free(&j->body);
 	free(j);
 }
 
 /* Loop thread: the scrape of j is over (any result). Frees j. */
-static void job_finish(scrape_job *j)
+static void job_finish(scrape_job_t *j)
 {
-	scraper *s = j->s;
-	target_state *ts = j->ts;
+	scraper_t *s = j->s;
+	target_state_t *ts = j->ts;
 	ts->job = NULL;
 	int r = j->result;
 	s->results[ts->t.type][r]++;
 	ts->counts[r]++;
 	ts->last_result = r;
 	ts->last_scrape_ns = j->started_ns;
-	const scrape_target *t = &ts->t;
+	const scrape_target_t *t = &ts->t;
 	if (r == SCRAPE_OK) {
 		ts->last_success_ns = j->started_ns;
 		if (ts->consecutive)
@@ -147,7 +147,7 @@ static void job_finish(scrape_job *j)
 
 /* ---- the push job's scrape decoder and reply ---- */
 
-static void add_label(model_label *l, uint32_t *n, const char *key, const char *value)
+static void add_label(model_label_t *l, uint32_t *n, const char *key, const char *value)
 {
 	if (!*value)
 		return;
@@ -156,10 +156,10 @@ static void add_label(model_label *l, uint32_t *n, const char *key, const char *
 	(*n)++;
 }
 
-int scrape_push_decode(ingest_push *p, kn_err *err)
+int scrape_push_decode(ingest_push_t *p, err_t *err)
 {
-	scrape_push *sp = p->ctx;
-	const scrape_target *t = sp->t;
+	scrape_push_t *sp = p->ctx;
+	const scrape_target_t *t = sp->t;
 	buf_t plain;
 	buf_init(&plain, LIMIT_SCRAPE_DECODED_BYTES);
 	int rc = -1;
@@ -172,13 +172,13 @@ int scrape_push_decode(ingest_push *p, kn_err *err)
 		}
 		p->body = buf_slice(&plain);
 	}
-	model_label labels[4];
+	model_label_t labels[4];
 	uint32_t n = 0;
 	add_label(labels, &n, "k8s.namespace.name", t->namespace_);
 	add_label(labels, &n, "k8s.pod.name", t->pod);
 	add_label(labels, &n, "k8s.container.name", t->container);
 	add_label(labels, &n, "workload", t->workload);
-	sp->pprof.req = (ingest_pprof_req){
+	sp->pprof.req = (ingest_pprof_req_t){
 	    .project = slice_cstr(SCRAPE_PROJECT),
 	    .service = slice_cstr(t->service),
 	    .labels = labels,
@@ -206,9 +206,9 @@ out:
 
 /* Loop thread: the push of a scraped body is over (stored, refused, or
  * nothing to store). */
-static void job_pushed(ingest_push *p, const kn_err *err)
+static void job_pushed(ingest_push_t *p, const err_t *err)
 {
-	scrape_job *j = (scrape_job *)p;
+	scrape_job_t *j = (scrape_job_t *)p;
 	j->result = j->sp.result;
 	if (err && j->result == SCRAPE_OK)
 		log_warn("scraped profile not stored", "status=%d error=\"%s\"", err->status, err->msg);
@@ -219,10 +219,10 @@ static void job_pushed(ingest_push *p, const kn_err *err)
 }
 
 /* Hands a fetched body to the push job under project and key default. */
-static void job_push(scrape_job *j)
+static void job_push(scrape_job_t *j)
 {
-	scraper *s = j->s;
-	j->push.env = (ingest_push_env){
+	scraper_t *s = j->s;
+	j->push.env = (ingest_push_env_t){
 	    .loop = s->o.loop,
 	    .pool = s->o.pool,
 	    .store = s->o.store,
@@ -243,11 +243,11 @@ static void job_push(scrape_job *j)
 
 /* ---- libcurl multi on libevent (socket API) ---- */
 
-static void check_done(scraper *s);
+static void check_done(scraper_t *s);
 
 static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
-	scraper *s = arg;
+	scraper_t *s = arg;
 	int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
 	int running;
 	curl_multi_socket_action(s->multi, fd, action, &running);
@@ -256,7 +256,7 @@ static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 
 static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
 {
-	scraper *s = userp;
+	scraper_t *s = userp;
 	struct event *ev = socketp;
 	if (what == CURL_POLL_REMOVE) {
 		if (ev)
@@ -279,7 +279,7 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
 
 static void on_curl_timer(evutil_socket_t fd, short what, void *arg)
 {
-	scraper *s = arg;
+	scraper_t *s = arg;
 	int running;
 	curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	check_done(s);
@@ -287,7 +287,7 @@ static void on_curl_timer(evutil_socket_t fd, short what, void *arg)
 
 static int on_curl_timer_change(CURLM *m, long timeout_ms, void *userp)
 {
-	scraper *s = userp;
+	scraper_t *s = userp;
 	if (timeout_ms < 0) {
 		evtimer_del(s->curl_timer);
 		return 0;
@@ -299,7 +299,7 @@ static int on_curl_timer_change(CURLM *m, long timeout_ms, void *userp)
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
-	scrape_job *j = arg;
+	scrape_job_t *j = arg;
 	size_t n = size * nmemb;
 	if (buf_append(&j->body, p, n) < 0) {
 		j->too_large = 1;
@@ -309,7 +309,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 }
 
 /* The result of a finished transfer, from curl's code and the HTTP status. */
-static int classify(scrape_job *j, CURLcode rc, long status)
+static int classify(scrape_job_t *j, CURLcode rc, long status)
 {
 	if (j->too_large || rc == CURLE_FILESIZE_EXCEEDED) {
 		snprintf(j->detail, sizeof j->detail, "the response is larger than %u MiB",
@@ -341,7 +341,7 @@ static int classify(scrape_job *j, CURLcode rc, long status)
 	return SCRAPE_OK;
 }
 
-static void check_done(scraper *s)
+static void check_done(scraper_t *s)
 {
 	CURLMsg *msg;
 	int left;
@@ -350,7 +350,7 @@ static void check_done(scraper *s)
 			continue;
 		CURL *e = msg->easy_handle;
 		CURLcode rc = msg->data.result;
-		scrape_job *j = NULL;
+		scrape_job_t *j = NULL;
 		long status = 0;
 		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&j);
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -370,7 +370,7 @@ static void check_done(scraper *s)
 
 /* ---- the schedule ---- */
 
-static void schedule(target_state *ts, int64_t now)
+static void schedule(target_state_t *ts, int64_t now)
 {
 	int64_t iv = ts->s->o.interval_ns;
 	int64_t next = ts->next_due_ns ? ts->next_due_ns + iv : 0;
@@ -382,10 +382,10 @@ static void schedule(target_state *ts, int64_t now)
 	evtimer_add(ts->timer, &tv);
 }
 
-static void start_scrape(target_state *ts)
+static void start_scrape(target_state_t *ts)
 {
-	scraper *s = ts->s;
-	scrape_job *j = xcalloc(1, sizeof *j);
+	scraper_t *s = ts->s;
+	scrape_job_t *j = xcalloc(1, sizeof *j);
 	j->s = s;
 	j->ts = ts;
 	j->t = ts->t;
@@ -433,7 +433,7 @@ static void start_scrape(target_state *ts)
 
 static void on_due(evutil_socket_t fd, short what, void *arg)
 {
-	target_state *ts = arg;
+	target_state_t *ts = arg;
 	schedule(ts, time_mono_ns());
 	if (ts->job)
 		return; /* the previous scrape (decode) is still running: this round is left out */
@@ -442,9 +442,9 @@ static void on_due(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the target set ---- */
 
-static target_state *target_new(scraper *s, const scrape_target *t)
+static target_state_t *target_new(scraper_t *s, const scrape_target_t *t)
 {
-	target_state *ts = xcalloc(1, sizeof *ts);
+	target_state_t *ts = xcalloc(1, sizeof *ts);
 	ts->s = s;
 	ts->t = *t;
 	ts->last_result = -1;
@@ -457,7 +457,7 @@ static target_state *target_new(scraper *s, const scrape_target *t)
 	return ts;
 }
 
-void scraper_set_targets(scraper *s, const scrape_target *t, size_t n)
+void scraper_set_targets(scraper_t *s, const scrape_target_t *t, size_t n)
 {
 	u64map_t old;
 	u64map_init(&old);
@@ -465,7 +465,7 @@ void scraper_set_targets(scraper *s, const scrape_target *t, size_t n)
 		u64map_put(&old, hash_bytes(s->targets[i]->t.key, strlen(s->targets[i]->t.key), 0),
 		           (uint32_t)i);
 	uint8_t *taken = xcalloc(s->n_targets ? s->n_targets : 1, 1);
-	target_state **next = xcalloc(n ? n : 1, sizeof *next);
+	target_state_t **next = xcalloc(n ? n : 1, sizeof *next);
 	size_t k = 0;
 	u64map_t seen;
 	u64map_init(&seen);
@@ -481,7 +481,7 @@ void scraper_set_targets(scraper *s, const scrape_target *t, size_t n)
 		uint32_t ix;
 		if (u64map_get(&old, h, &ix) && !taken[ix] && !strcmp(s->targets[ix]->t.key, t[i].key)) {
 			taken[ix] = 1;
-			target_state *ts = s->targets[ix];
+			target_state_t *ts = s->targets[ix];
 			ts->t = t[i];
 			scrape_mask_url(t[i].url, ts->masked, sizeof ts->masked);
 			next[k++] = ts;
@@ -492,7 +492,7 @@ void scraper_set_targets(scraper *s, const scrape_target *t, size_t n)
 	for (size_t i = 0; i < s->n_targets; i++) {
 		if (taken[i])
 			continue;
-		target_state *ts = s->targets[i];
+		target_state_t *ts = s->targets[i];
 		if (ts->job) {
 			ts->removed = 1;
 			event_free(ts->timer);
@@ -509,8 +509,8 @@ void scraper_set_targets(scraper *s, const scrape_target *t, size_t n)
 	u64map_free(&seen);
 }
 
-void scraper_report_skipped(scraper *s, const char *reason, const char *namespace_, const char *pod,
-                            const char *type, uint32_t count)
+void scraper_report_skip_reason(scraper_t *s, const char *reason, const char *namespace_, const char *pod,
+                                const char *type, uint32_t count)
 {
 	int slot = -1, free_slot = -1;
 	for (int i = 0; i < SKIP_REASONS; i++) {
@@ -556,17 +556,17 @@ static void put_field(buf_t *out, const char *name, const char *value, int first
 
 static int by_key(const void *a, const void *b)
 {
-	return strcmp((*(target_state *const *)a)->t.key, (*(target_state *const *)b)->t.key);
+	return strcmp((*(target_state_t *const *)a)->t.key, (*(target_state_t *const *)b)->t.key);
 }
 
-void scraper_write_targets(scraper *s, buf_t *out)
+void scraper_write_targets(scraper_t *s, buf_t *out)
 {
-	target_state **sorted = xcalloc(s->n_targets ? s->n_targets : 1, sizeof *sorted);
+	target_state_t **sorted = xcalloc(s->n_targets ? s->n_targets : 1, sizeof *sorted);
 	memcpy(sorted, s->targets, s->n_targets * sizeof *sorted);
 	qsort(sorted, s->n_targets, sizeof *sorted, by_key);
 	buf_puts(out, "{\"targets\":[");
 	for (size_t i = 0; i < s->n_targets; i++) {
-		const target_state *ts = sorted[i];
+		const target_state_t *ts = sorted[i];
 		buf_puts(out, i ? ",{" : "{");
 		put_field(out, "key", ts->t.key, 1);
 		put_field(out, "type", type_name(ts->t.type), 0);
@@ -592,7 +592,7 @@ void scraper_write_targets(scraper *s, buf_t *out)
 	free(sorted);
 }
 
-void scraper_write_metrics(scraper *s, buf_t *out)
+void scraper_write_metrics(scraper_t *s, buf_t *out)
 {
 	buf_puts(out,
 	         "# HELP kiln_scrape_results_total Scrapes of pprof endpoints, by profile type and result.\n"
@@ -613,11 +613,11 @@ void scraper_write_metrics(scraper *s, buf_t *out)
 
 /* ---- life cycle ---- */
 
-scraper *scraper_new(const scraper_opts *o)
+scraper_t *scraper_new(const scraper_opts_t *o)
 {
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return NULL;
-	scraper *s = xcalloc(1, sizeof *s);
+	scraper_t *s = xcalloc(1, sizeof *s);
 	s->o = *o;
 	s->base = loop_base(o->loop);
 	s->multi = xcheck(curl_multi_init());
@@ -630,7 +630,7 @@ scraper *scraper_new(const scraper_opts *o)
 	return s;
 }
 
-void scraper_stop(scraper *s)
+void scraper_stop(scraper_t *s)
 {
 	if (!s || s->stopped)
 		return;
@@ -638,7 +638,7 @@ void scraper_stop(scraper *s)
 	for (size_t i = 0; i < s->n_targets; i++)
 		evtimer_del(s->targets[i]->timer);
 	for (int i = 0; i < LIMIT_SCRAPE_INFLIGHT; i++) {
-		scrape_job *j = s->transfers[i];
+		scrape_job_t *j = s->transfers[i];
 		if (!j)
 			continue;
 		curl_multi_remove_handle(s->multi, j->easy);
@@ -660,7 +660,7 @@ void scraper_stop(scraper *s)
 	}
 }
 
-void scraper_free(scraper *s)
+void scraper_free(scraper_t *s)
 {
 	if (!s)
 		return;

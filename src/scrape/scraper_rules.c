@@ -152,10 +152,10 @@ static int seconds_param(const char *path, long *v)
 	return 0;
 }
 
-int scrape_static_target(const scrape_static_options *c, int type, scrape_target *t, const char **reason,
+int scrape_static_target(const scrape_static_options_t *c, int type, scrape_target_t *t, const char **reason,
                          char *msg, size_t msg_n)
 {
-	const scrape_type_options *tc = &c->types[type];
+	const scrape_type_options_t *tc = &c->types[type];
 	memset(t, 0, sizeof *t);
 	t->type = type;
 	*reason = "invalid_target";
@@ -196,7 +196,7 @@ int scrape_static_target(const scrape_static_options *c, int type, scrape_target
 		snprintf(msg, msg_n, "%s.scheme %.32s must be http or https", scrape_type_name(type), scheme);
 		return -1;
 	}
-	const scrape_type_info *ti = scrape_type_get(type);
+	const scrape_type_info_t *ti = scrape_type_get(type);
 	const char *path = tc->path && *tc->path ? tc->path : ti->default_path;
 	if (path[0] != '/') {
 		snprintf(msg, msg_n, "%s.path %.200s must start with /", scrape_type_name(type), path);
@@ -253,7 +253,7 @@ static int next_name(const char **p, char *name, size_t n)
 	return 1;
 }
 
-int scrape_filter_sample_types(model_batch *b, const char *list, kn_err *err)
+int scrape_filter_sample_types(model_batch_t *b, const char *list, err_t *err)
 {
 	if (!list || !*list)
 		return 0;
@@ -287,7 +287,7 @@ int scrape_filter_sample_types(model_batch *b, const char *list, kn_err *err)
 	return rc;
 }
 
-int scrape_check_rows(const model_batch *b, uint32_t max_rows, kn_err *err)
+int scrape_check_rows(const model_batch_t *b, uint32_t max_rows, err_t *err)
 {
 	if (!max_rows)
 		max_rows = LIMIT_SAMPLE_ROWS;

@@ -10,7 +10,7 @@
 #include "scrape/annotations.h"
 #include "scrape/scraper.h"
 
-void scrape_skips_add(scrape_skips *sk, int reason, const char *namespace_, const char *pod, int type)
+void scrape_skips_add(scrape_skips_t *sk, int reason, const char *namespace_, const char *pod, int type)
 {
 	if (reason < 0 || reason >= SCRAPE_SKIP_REASONS)
 		return;
@@ -21,11 +21,11 @@ void scrape_skips_add(scrape_skips *sk, int reason, const char *namespace_, cons
 	}
 }
 
-void scraper_report_skips(scraper *s, const scrape_skips *sk)
+void scraper_report_skips(scraper_t *s, const scrape_skips_t *sk)
 {
 	for (int r = 0; r < SCRAPE_SKIP_REASONS; r++)
-		scraper_report_skipped(s, annot_skip_reason_name(r), sk->namespace_[r], sk->pod[r],
-		                       sk->count[r] ? scrape_type_name(sk->type[r]) : "", sk->count[r]);
+		scraper_report_skip_reason(s, annot_skip_reason_name(r), sk->namespace_[r], sk->pod[r],
+		                           sk->count[r] ? scrape_type_name(sk->type[r]) : "", sk->count[r]);
 }
 
 /* The enum annot_skip_reason of a reason name; -1 when unknown. */
@@ -37,9 +37,9 @@ static int skip_reason(const char *name)
 	return -1;
 }
 
-size_t scrape_static_targets(const scrape_options *c, int log, scrape_target **out, scrape_skips *sk)
+size_t scrape_static_targets(const scrape_options_t *c, int log, scrape_target_t **out, scrape_skips_t *sk)
 {
-	scrape_target *t = xcalloc((size_t)c->n_statics * SCRAPE_TYPES + 1, sizeof *t);
+	scrape_target_t *t = xcalloc((size_t)c->n_statics * SCRAPE_TYPES + 1, sizeof *t);
 	size_t n = 0;
 	for (uint32_t i = 0; i < c->n_statics; i++)
 		for (int type = 0; type < SCRAPE_TYPES; type++) {
@@ -62,8 +62,8 @@ size_t scrape_static_targets(const scrape_options *c, int log, scrape_target **o
 	return n;
 }
 
-scraper *scraper_from_config(const scrape_options *sc, uint32_t max_rows, kn_loop *loop, kn_pool *pool,
-                             store_t *store, usage_t *usage)
+scraper_t *scraper_from_config(const scrape_options_t *sc, uint32_t max_rows, loop_t *loop, pool_t *pool,
+                               store_t *store, usage_t *usage)
 {
 	if (!sc->enabled)
 		return NULL;
@@ -82,14 +82,14 @@ scraper *scraper_from_config(const scrape_options *sc, uint32_t max_rows, kn_loo
 		         "types=%s interval=%llds reason=\"the type's timeout exceeds the interval (cpu needs 20s, block "
 		         "and mutex 40s)\"",
 		         invalid, (long long)(sc->interval_ns / 1000000000LL));
-	scraper_opts o = {loop, pool, store, usage, sc->interval_ns, max_rows};
-	scraper *s = scraper_new(&o);
+	scraper_opts_t o = {loop, pool, store, usage, sc->interval_ns, max_rows};
+	scraper_t *s = scraper_new(&o);
 	if (!s) {
 		log_error("profile scraping is disabled", "reason=\"libcurl could not be initialized\"");
 		return NULL;
 	}
-	scrape_target *t;
-	scrape_skips sk = {0};
+	scrape_target_t *t;
+	scrape_skips_t sk = {0};
 	size_t n = scrape_static_targets(sc, 1, &t, &sk);
 	scraper_report_skips(s, &sk);
 	size_t kept = 0;

@@ -7,7 +7,7 @@
 
 #define SEC 1000000000LL
 
-static const scrape_type_info types[SCRAPE_TYPES] = {
+static const scrape_type_info_t types[SCRAPE_TYPES] = {
     [SCRAPE_CPU] = {"cpu", "/debug/pprof/profile?seconds=10", 20 * SEC, 10, 15},
     [SCRAPE_MEMORY] = {"memory", "/debug/pprof/heap", 10 * SEC, 0, 0},
     [SCRAPE_GOROUTINE] = {"goroutine", "/debug/pprof/goroutine", 10 * SEC, 0, 0},
@@ -15,14 +15,14 @@ static const scrape_type_info types[SCRAPE_TYPES] = {
     [SCRAPE_MUTEX] = {"mutex", "/debug/pprof/mutex?seconds=30", 40 * SEC, 30, 35},
 };
 
-const scrape_type_info *scrape_type_get(int type)
+const scrape_type_info_t *scrape_type_get(int type)
 {
 	return type >= 0 && type < SCRAPE_TYPES ? &types[type] : NULL;
 }
 
 const char *scrape_type_name(int type)
 {
-	const scrape_type_info *t = scrape_type_get(type);
+	const scrape_type_info_t *t = scrape_type_get(type);
 	return t ? t->name : NULL;
 }
 
@@ -36,6 +36,6 @@ int scrape_type_parse(const char *s)
 
 int scrape_type_scraped(int type, int64_t interval_ns)
 {
-	const scrape_type_info *t = scrape_type_get(type);
+	const scrape_type_info_t *t = scrape_type_get(type);
 	return t && t->timeout_ns <= interval_ns;
 }

@@ -14,8 +14,8 @@ typedef struct {
 	int type;                         /* enum scrape_type */
 	char url[LIMIT_SCRAPE_URL_BYTES]; /* http(s)://POD_IP:PORT/path?query, seconds already set */
 	int https;                        /* scheme https: no certificate verification (S3.3) */
-	int64_t timeout_ns;               /* S3.4 per type: cpu 20 s, memory/goroutine 10 s, block/mutex 40 s */
-	int64_t window_ns;                /* the profile's `seconds` for cpu/block/mutex; 0 for snapshots */
+	int64_t timeout_ns; /* S3.4 per type: cpu 20 s, memory/goroutine 10 s, block_t/mutex 40 s */
+	int64_t window_ns;  /* the profile's `seconds` for cpu/block_t/mutex; 0 for snapshots */
 	char sample_types[LIMIT_SCRAPE_SAMPLE_TYPES_BYTES]; /* ".sample_types": comma list; "" keeps all */
 	/* Attribution (S3.9). Empty strings when unknown (static targets). */
 	char namespace_[LIMIT_SCRAPE_NAME_BYTES];
@@ -25,9 +25,9 @@ typedef struct {
 	char service[LIMIT_SCRAPE_NAME_BYTES]; /* service.name: the workload unless PREFIX/service_name */
 	/* stable identity: "ns/pod/type" or "static/NAME/type" (deltas, state) */
 	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 32];
-} scrape_target;
+} scrape_target_t;
 
-/* "cpu", "memory", "goroutine", "block", "mutex"; NULL for other numbers.
+/* "cpu", "memory", "goroutine", "block_t", "mutex"; NULL for other numbers.
  * scrape_type_parse is the inverse: -1 for other strings (and NULL). */
 const char *scrape_type_name(int type);
 int scrape_type_parse(const char *s);
@@ -39,10 +39,10 @@ typedef struct {
 	int64_t timeout_ns;       /* per-request timeout; also the least interval that can scrape it */
 	int default_seconds;      /* window when the path sets no `seconds`; 0 = a snapshot type */
 	int max_seconds;          /* largest `seconds` that leaves 5 s of the timeout; 0 for snapshots */
-} scrape_type_info;
+} scrape_type_info_t;
 
 /* The S3.4 row of type; NULL when type is not an enum scrape_type. Static data. */
-const scrape_type_info *scrape_type_get(int type);
+const scrape_type_info_t *scrape_type_get(int type);
 /* 1 when type is scraped at interval_ns: its timeout fits in it (S3.1). */
 int scrape_type_scraped(int type, int64_t interval_ns);
 

@@ -41,25 +41,25 @@ typedef struct ch_conn {
 	buf_t resp; /* the answer; resp.max is the store's answer_max during a request */
 	char errbuf[CURL_ERROR_SIZE];
 	struct ch_conn *next; /* the store's free list */
-} ch_conn;
+} ch_conn_t;
 
 typedef struct ch_job {
-	store_job base; /* first: base.b is NULL for a retention sweep */
+	store_job_t base; /* first: base.b is NULL for a retention sweep */
 	slice_t project;
 	int keep_days;
 	int64_t now_ns;
 	uint32_t *deleted;
 	char proj[LIMIT_NAME_BYTES + 1];
-} ch_job;
+} ch_job_t;
 
 typedef struct {
 	char proj[LIMIT_NAME_BYTES + 1];
 	int days;          /* 0 = the store's default */
 	int64_t floor_day; /* first day the last sweep (of this process) kept; INT64_MIN = none */
-} ch_retention;
+} ch_retention_t;
 
 typedef struct ch_store {
-	store_head head_; /* first: store.c dispatches through it */
+	store_head_t head_; /* first: store.c dispatches through it */
 	char *url;        /* base URL, ending in '/' */
 	char *db, *user, *password, *cluster;
 	int replicated;
@@ -67,7 +67,7 @@ typedef struct ch_store {
 	uint32_t answer_mib; /* the same in MiB, for messages */
 
 	pthread_mutex_t pool_mu;
-	ch_conn *pool; /* idle connections */
+	ch_conn_t *pool; /* idle connections */
 
 	_Atomic int64_t last_err_log; /* time_mono_ns of the last logged failure */
 
@@ -75,16 +75,16 @@ typedef struct ch_store {
 	_Atomic int schema_ok;
 
 	pthread_mutex_t ret_mu;
-	ch_retention *ret;
+	ch_retention_t *ret;
 	uint32_t n_ret;
 	size_t cap_ret;
 	int default_days;
 
-	store_writeq q; /* the writes waiting for the writer thread */
-	store_commit_stats commit_stats;
+	store_writeq_t q; /* the writes waiting for the writer thread */
+	store_commit_stats_t commit_stats;
 
 	/* Writer thread only. */
-	ch_conn *wconn;
+	ch_conn_t *wconn;
 	u64map_t seen;  /* dictionary rows known written (hash of table, project, day, id) */
 	u64map_t group; /* ... and queued in the group being built */
 	buf_t rows[CH_T_COUNT];
@@ -95,17 +95,17 @@ typedef struct ch_store {
 	size_t n_doubt, cap_doubt;
 	uint32_t *doubt_days;
 	size_t n_doubt_days, cap_doubt_days;
-} ch_store;
+} ch_store_t;
 
 /* ---- clickhouse_http.c: the HTTP interface ---- */
-ch_conn *ch_conn_get(ch_store *s);
-/* libcurl's write callback of every request (conn: its ch_conn): appends
+ch_conn_t *ch_conn_get(ch_store_t *s);
+/* libcurl's write callback of every request (conn: its ch_conn_t): appends
  * to conn->resp and, past resp.max, refuses the bytes (libcurl then stops
  * the transfer, CURLE_WRITE_ERROR) and sets conn->over. So an answer never
  * holds more than the ceiling, however much ClickHouse sends. */
 size_t ch_on_answer(char *p, size_t size, size_t n, void *conn);
-void ch_conn_put(ch_store *s, ch_conn *c);
-void ch_conn_free(ch_conn *c);
+void ch_conn_put(ch_store_t *s, ch_conn_t *c);
+void ch_conn_free(ch_conn_t *c);
 /* Runs sql. With data (an INSERT … FORMAT RowBinary), sql goes in the URL
  * and data is the body; else sql is the body and the answer lands in
  * c->resp. settings: extra URL parameters ("a=1&b=2") or NULL. use_db: pass
@@ -114,18 +114,18 @@ void ch_conn_free(ch_conn *c);
  * log); 503 without retry, naming store.maxAnswerMiB, when the answer
  * passed s->answer_max (cut off while receiving) or ClickHouse refused to
  * send more than max_result_bytes / max_result_rows (ch_select). */
-int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db,
-            kn_err *err);
+int ch_exec(ch_store_t *s, ch_conn_t *c, const char *sql, slice_t data, const char *settings, int use_db,
+            err_t *err);
 /* Runs the SELECT in sql (FORMAT RowBinary is appended) and points rd at
  * the answer (in c->resp, valid until c's next call). Creates the schema
  * first when needed. ClickHouse is asked to throw rather than answer more
  * than s->answer_max bytes or LIMIT_CH_ROWS rows (max_result_bytes,
  * max_result_rows, result_overflow_mode=throw), so an oversized answer is
  * usually refused before it is sent. 0, or -1 with err as ch_exec. */
-typedef struct ch_rd ch_rd;
-int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err);
+typedef struct ch_rd ch_rd_t;
+int ch_select(ch_store_t *s, ch_conn_t *c, buf_t *sql, ch_rd_t *rd, err_t *err);
 /* Makes sure the database and tables exist (once per process, retried after a failure). */
-int ch_schema(ch_store *s, ch_conn *c, kn_err *err);
+int ch_schema(ch_store_t *s, ch_conn_t *c, err_t *err);
 
 /* Appends a ClickHouse string literal for v ('…' with \\, \' and bytes < 0x20 escaped). */
 void ch_sql_str(buf_t *b, slice_t v);
@@ -148,39 +148,39 @@ void ch_put_str(buf_t *b, slice_t v);
  * and ch_rd_more is 0. Callers read rows while ch_rd_more, then ch_rd_end. */
 struct ch_rd {
 	const uint8_t *start, *p, *end;
-	kn_err err; /* status 0 while the answer parses */
+	err_t err; /* status 0 while the answer parses */
 };
 /* A reader over p[0..n) (p may be NULL when n is 0). */
-void ch_rd_init(ch_rd *r, const uint8_t *p, size_t n);
-static inline int ch_rd_more(const ch_rd *r)
+void ch_rd_init(ch_rd_t *r, const uint8_t *p, size_t n);
+static inline int ch_rd_more(const ch_rd_t *r)
 {
 	return !r->err.status && r->p < r->end;
 }
-static inline int ch_rd_bad(const ch_rd *r)
+static inline int ch_rd_bad(const ch_rd_t *r)
 {
 	return r->err.status != 0;
 }
 /* Records that the answer is malformed because of what the caller just
  * read ("a series id of 0"), unless an error is already kept. */
-void ch_rd_fail(ch_rd *r, const char *what);
+void ch_rd_fail(ch_rd_t *r, const char *what);
 /* After the rows: 0 when the answer parsed to its end; else -1 with err
  * set to status and "store: ClickHouse sent a malformed <what>: <the
  * reader's error>" (what: "usage row", "day list", …). */
-int ch_rd_end(ch_rd *r, kn_err *err, int status, const char *what);
-uint8_t ch_rd_u8(ch_rd *r);
-uint32_t ch_rd_u32(ch_rd *r);
-uint64_t ch_rd_u64(ch_rd *r);
-static inline int64_t ch_rd_i64(ch_rd *r)
+int ch_rd_end(ch_rd_t *r, err_t *err, int status, const char *what);
+uint8_t ch_rd_u8(ch_rd_t *r);
+uint32_t ch_rd_u32(ch_rd_t *r);
+uint64_t ch_rd_u64(ch_rd_t *r);
+static inline int64_t ch_rd_i64(ch_rd_t *r)
 {
 	return (int64_t)ch_rd_u64(r);
 }
-uint64_t ch_rd_varint(ch_rd *r);
-slice_t ch_rd_str(ch_rd *r);
+uint64_t ch_rd_varint(ch_rd_t *r);
+slice_t ch_rd_str(ch_rd_t *r);
 /* A sum column read as the pair "sum(value), sum(toFloat64(value))"
  * (CH_SUM_SQL): ClickHouse's sum of Int64 wraps where the embedded engine
  * saturates; a wrap shows as the two differing by about 2^64. */
 #define CH_SUM_SQL "sum(value), sum(toFloat64(value))"
-int64_t ch_rd_sum(ch_rd *r);
+int64_t ch_rd_sum(ch_rd_t *r);
 
 /* The span index form of a span_id / trace_id value: even-length hex in
  * lower case, any other string as is; empty when not indexed (empty or
@@ -190,50 +190,50 @@ slice_t ch_span_key(slice_t v, char *out);
 /* ---- clickhouse_writer.c ---- */
 void ch_drain(store_t *s);
 void ch_close(store_t *s);
-void ch_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+void ch_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
 uint32_t ch_queue_depth(store_t *s);
-void ch_get_stats(store_t *s, store_stats *out);
+void ch_get_stats(store_t *s, store_stats_t *out);
 int ch_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-                       kn_err *err);
+                       err_t *err);
 
 /* ---- clickhouse_retention.c ---- */
-int ch_set_retention(store_t *s, slice_t project, int days, kn_err *err);
+int ch_set_retention(store_t *s, slice_t project, int days, err_t *err);
 int64_t ch_retention_start(store_t *s, slice_t project, int64_t now_ns);
-int ch_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+int ch_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err);
 /* 0 when every profile of b may be written, else -1 with a 400 (a day the last sweep deleted). */
-int ch_retention_check(ch_store *s, const model_batch *b, kn_err *err);
+int ch_retention_check(ch_store_t *s, const model_batch_t *b, err_t *err);
 /* The sweep of job j (writer thread). */
-int ch_retention_run(ch_store *s, ch_job *j, kn_err *err);
+int ch_retention_run(ch_store_t *s, ch_job_t *j, err_t *err);
 
 /* ---- clickhouse_shared.c ---- */
-int ch_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+int ch_usage_write(store_t *s, const store_usage_row_t *rows, uint32_t n, err_t *err);
 int ch_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
-                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+                  void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err);
 
-int ch_keys_create(store_t *s, const store_key_row *row, kn_err *err);
-int ch_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
-int ch_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
-int ch_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
-                 kn_err *err);
+int ch_keys_create(store_t *s, const store_key_row_t *row, err_t *err);
+int ch_keys_revoke(store_t *s, slice_t name, int64_t now_ns, err_t *err);
+int ch_keys_read(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err);
+int ch_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+                 err_t *err);
 
 /* ---- clickhouse_view.c ---- */
-int ch_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-                 kn_err *err);
-void ch_view_close(store_view *v);
-uint32_t ch_view_partitions(const store_view *v);
-int ch_view_skipped(const store_view *v, uint32_t p);
-int ch_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
-int ch_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-                  const store_chunk_head **out, uint32_t *n, kn_err *err);
-int ch_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
-                    uint32_t *n, kn_err *err);
-int ch_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
-int ch_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
-int ch_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
-                     uint32_t *n, kn_err *err);
-int ch_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
-                        const store_span_hit **out, uint32_t *n, kn_err *err);
-int ch_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
-                 uint32_t *n, kn_err *err);
+int ch_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+                 err_t *err);
+void ch_view_close(store_view_t *v);
+uint32_t ch_view_partitions(const store_view_t *v);
+int ch_view_skipped(const store_view_t *v, uint32_t p);
+int ch_view_series(store_view_t *v, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err);
+int ch_view_heads(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                  const store_chunk_head_t **out, uint32_t *n, err_t *err);
+int ch_view_entries(store_view_t *v, uint32_t p, const store_chunk_head_t *h, const store_entry_t **out,
+                    uint32_t *n, err_t *err);
+int ch_view_nodes(store_view_t *v, uint32_t p, store_nodes_t *out, err_t *err);
+int ch_view_frames(store_view_t *v, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err);
+int ch_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **sets, const model_label_t **labels,
+                     uint32_t *n, err_t *err);
+int ch_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                        const store_span_hit_t **out, uint32_t *n, err_t *err);
+int ch_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                 const store_sum_t **out, uint32_t *n, err_t *err);
 
 #endif

@@ -20,7 +20,7 @@ const char *const ch_table_names[CH_T_COUNT] = {"frames", "nodes", "attrsets", "
 
 size_t ch_on_answer(char *p, size_t size, size_t n, void *conn)
 {
-	ch_conn *c = conn;
+	ch_conn_t *c = conn;
 	if (buf_append(&c->resp, p, size * n) < 0) {
 		c->over = 1;
 		return 0; /* libcurl stops the transfer: CURLE_WRITE_ERROR */
@@ -28,10 +28,10 @@ size_t ch_on_answer(char *p, size_t size, size_t n, void *conn)
 	return size * n;
 }
 
-ch_conn *ch_conn_get(ch_store *s)
+ch_conn_t *ch_conn_get(ch_store_t *s)
 {
 	pthread_mutex_lock(&s->pool_mu);
-	ch_conn *c = s->pool;
+	ch_conn_t *c = s->pool;
 	if (c)
 		s->pool = c->next;
 	pthread_mutex_unlock(&s->pool_mu);
@@ -43,7 +43,7 @@ ch_conn *ch_conn_get(ch_store *s)
 	return c;
 }
 
-void ch_conn_free(ch_conn *c)
+void ch_conn_free(ch_conn_t *c)
 {
 	if (!c)
 		return;
@@ -52,7 +52,7 @@ void ch_conn_free(ch_conn *c)
 	free(c);
 }
 
-void ch_conn_put(ch_store *s, ch_conn *c)
+void ch_conn_put(ch_store_t *s, ch_conn_t *c)
 {
 	if (!c)
 		return;
@@ -85,8 +85,8 @@ static void first_line(const buf_t *b, char *out, size_t n)
 	out[k] = 0;
 }
 
-int ch_exec(ch_store *s, ch_conn *c, const char *sql, slice_t data, const char *settings, int use_db,
-            kn_err *err)
+int ch_exec(ch_store_t *s, ch_conn_t *c, const char *sql, slice_t data, const char *settings, int use_db,
+            err_t *err)
 {
 	CURL *h = c->curl;
 	buf_t url;
@@ -194,7 +194,7 @@ static const char *const columns[CH_T_COUNT] = {
 };
 
 /* family may carry a version column after a space: "ReplacingMergeTree version". */
-static void engine_clause(ch_store *s, buf_t *q, const char *family, const char *table)
+static void engine_clause(ch_store_t *s, buf_t *q, const char *family, const char *table)
 {
 	const char *sp = strchr(family, ' ');
 	int fn = sp ? (int)(sp - family) : (int)strlen(family);
@@ -206,8 +206,8 @@ static void engine_clause(ch_store *s, buf_t *q, const char *family, const char 
 		           sp ? ")" : "");
 }
 
-static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, const char *cols,
-                        const char *family, const char *keys, kn_err *err)
+static int create_table(ch_store_t *s, ch_conn_t *c, buf_t *q, const char *name, const char *cols,
+                        const char *family, const char *keys, err_t *err)
 {
 	/* Every name is qualified with the database: an ON CLUSTER statement
 	 * runs on each host through the distributed DDL queue, where 18.16 does
@@ -237,7 +237,7 @@ static int create_table(ch_store *s, ch_conn *c, buf_t *q, const char *name, con
 	return ch_exec(s, c, (const char *)q->p, (slice_t){0}, NULL, 1, err);
 }
 
-int ch_schema(ch_store *s, ch_conn *c, kn_err *err)
+int ch_schema(ch_store_t *s, ch_conn_t *c, err_t *err)
 {
 	if (atomic_load(&s->schema_ok))
 		return 0;
@@ -324,14 +324,14 @@ void ch_put_str(buf_t *b, slice_t v)
 	buf_append(b, v.p, v.n);
 }
 
-void ch_rd_init(ch_rd *r, const uint8_t *p, size_t n)
+void ch_rd_init(ch_rd_t *r, const uint8_t *p, size_t n)
 {
 	r->start = r->p = p;
 	r->end = n ? p + n : p; /* a buffer's p is NULL until a first byte */
 	memset(&r->err, 0, sizeof r->err);
 }
 
-void ch_rd_fail(ch_rd *r, const char *what)
+void ch_rd_fail(ch_rd_t *r, const char *what)
 {
 	if (r->err.status)
 		return;
@@ -339,7 +339,7 @@ void ch_rd_fail(ch_rd *r, const char *what)
 	        (size_t)(r->end - r->start));
 }
 
-int ch_rd_end(ch_rd *r, kn_err *err, int status, const char *what)
+int ch_rd_end(ch_rd_t *r, err_t *err, int status, const char *what)
 {
 	if (!r->err.status && r->p < r->end) {
 		char left[64];
@@ -352,7 +352,7 @@ int ch_rd_end(ch_rd *r, kn_err *err, int status, const char *what)
 }
 
 /* 1 when n more bytes are there; else records what was cut short and 0. */
-static int rd_need(ch_rd *r, size_t n, const char *what)
+static int rd_need(ch_rd_t *r, size_t n, const char *what)
 {
 	if (r->err.status)
 		return 0;
@@ -365,12 +365,12 @@ static int rd_need(ch_rd *r, size_t n, const char *what)
 	return 1;
 }
 
-uint8_t ch_rd_u8(ch_rd *r)
+uint8_t ch_rd_u8(ch_rd_t *r)
 {
 	return rd_need(r, 1, "a UInt8") ? *r->p++ : 0;
 }
 
-uint32_t ch_rd_u32(ch_rd *r)
+uint32_t ch_rd_u32(ch_rd_t *r)
 {
 	if (!rd_need(r, 4, "a UInt32"))
 		return 0;
@@ -380,7 +380,7 @@ uint32_t ch_rd_u32(ch_rd *r)
 	return v;
 }
 
-uint64_t ch_rd_u64(ch_rd *r)
+uint64_t ch_rd_u64(ch_rd_t *r)
 {
 	if (!rd_need(r, 8, "a 64-bit value"))
 		return 0;
@@ -391,7 +391,7 @@ uint64_t ch_rd_u64(ch_rd *r)
 	return v;
 }
 
-int64_t ch_rd_sum(ch_rd *r)
+int64_t ch_rd_sum(ch_rd_t *r)
 {
 	int64_t sum = ch_rd_i64(r);
 	uint64_t bits = ch_rd_u64(r);
@@ -406,7 +406,7 @@ int64_t ch_rd_sum(ch_rd *r)
 	return sum; /* NaN from a broken answer compares false: the Int64 stands */
 }
 
-uint64_t ch_rd_varint(ch_rd *r)
+uint64_t ch_rd_varint(ch_rd_t *r)
 {
 	uint64_t v;
 	if (r->err.status)
@@ -419,7 +419,7 @@ uint64_t ch_rd_varint(ch_rd *r)
 	return v;
 }
 
-slice_t ch_rd_str(ch_rd *r)
+slice_t ch_rd_str(ch_rd_t *r)
 {
 	uint64_t n = ch_rd_varint(r);
 	if (r->err.status)
@@ -449,7 +449,7 @@ slice_t ch_span_key(slice_t v, char *out)
 	return slice_make(out, v.n);
 }
 
-int ch_select(ch_store *s, ch_conn *c, buf_t *sql, ch_rd *rd, kn_err *err)
+int ch_select(ch_store_t *s, ch_conn_t *c, buf_t *sql, ch_rd_t *rd, err_t *err)
 {
 	if (ch_schema(s, c, err) < 0)
 		return -1;

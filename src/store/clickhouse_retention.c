@@ -12,7 +12,7 @@
 #include "store/clickhouse.h"
 
 /* The entry of project, added when add is set (else NULL). Under ret_mu. */
-static ch_retention *ret_find(ch_store *s, slice_t project, int add)
+static ch_retention_t *ret_find(ch_store_t *s, slice_t project, int add)
 {
 	for (uint32_t i = 0; i < s->n_ret; i++)
 		if (slice_eq_cstr(project, s->ret[i].proj))
@@ -20,23 +20,23 @@ static ch_retention *ret_find(ch_store *s, slice_t project, int add)
 	if (!add)
 		return NULL;
 	s->ret = xgrow(s->ret, &s->cap_ret, (size_t)s->n_ret + 1, sizeof *s->ret);
-	ch_retention *r = &s->ret[s->n_ret++];
+	ch_retention_t *r = &s->ret[s->n_ret++];
 	memset(r, 0, sizeof *r);
 	memcpy(r->proj, project.p, project.n);
 	r->floor_day = INT64_MIN;
 	return r;
 }
 
-static int bad_project(slice_t project, kn_err *err)
+static int bad_project(slice_t project, err_t *err)
 {
 	if (project.n && project.n <= LIMIT_NAME_BYTES && !memchr(project.p, 0, project.n))
 		return 0;
 	return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 }
 
-int ch_set_retention(store_t *st, slice_t project, int days, kn_err *err)
+int ch_set_retention(store_t *st, slice_t project, int days, err_t *err)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	if (bad_project(project, err))
 		return -1;
 	if (days < 0 || days > LIMIT_RETENTION_DAYS)
@@ -49,11 +49,11 @@ int ch_set_retention(store_t *st, slice_t project, int days, kn_err *err)
 
 int64_t ch_retention_start(store_t *st, slice_t project, int64_t now_ns)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	if (bad_project(project, NULL))
 		return INT64_MIN;
 	pthread_mutex_lock(&s->ret_mu);
-	const ch_retention *r = ret_find(s, project, 0);
+	const ch_retention_t *r = ret_find(s, project, 0);
 	int days = r && r->days ? r->days : s->default_days;
 	pthread_mutex_unlock(&s->ret_mu);
 	int64_t start;
@@ -62,19 +62,19 @@ int64_t ch_retention_start(store_t *st, slice_t project, int64_t now_ns)
 	return start;
 }
 
-int ch_retention_check(ch_store *s, const model_batch *b, kn_err *err)
+int ch_retention_check(ch_store_t *s, const model_batch_t *b, err_t *err)
 {
 	if (!b->n_profiles)
 		return 0;
 	int64_t oldest = store_oldest_day(b);
 	pthread_mutex_lock(&s->ret_mu);
-	const ch_retention *r = ret_find(s, b->project, 0);
+	const ch_retention_t *r = ret_find(s, b->project, 0);
 	int64_t floor = r ? r->floor_day : INT64_MIN;
 	pthread_mutex_unlock(&s->ret_mu);
 	return oldest >= floor ? 0 : store_floor_error(err, oldest, floor, b->project);
 }
 
-int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
+int ch_retention_run(ch_store_t *s, ch_job_t *j, err_t *err)
 {
 	int64_t floor = time_day(j->now_ns) - j->keep_days;
 	if (floor < 0)
@@ -92,7 +92,7 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 		buf_printf(&q, "SELECT DISTINCT day FROM %s WHERE project = ", ch_table_names[t]);
 		ch_sql_str(&q, j->project);
 		buf_printf(&q, " AND day < %lld ORDER BY day", (long long)floor);
-		ch_rd rd;
+		ch_rd_t rd;
 		if ((rc = ch_select(s, s->wconn, &q, &rd, err)) < 0)
 			break;
 		uint32_t n = 0;
@@ -143,14 +143,14 @@ int ch_retention_run(ch_store *s, ch_job *j, kn_err *err)
 	return rc;
 }
 
-int ch_projects(store_t *st, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err)
+int ch_projects(store_t *st, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err)
 {
-	ch_store *s = (ch_store *)st;
-	ch_conn *c = ch_conn_get(s);
+	ch_store_t *s = (ch_store_t *)st;
+	ch_conn_t *c = ch_conn_get(s);
 	buf_t q;
 	buf_init(&q, SIZE_MAX);
 	buf_puts(&q, "SELECT DISTINCT project FROM samples ORDER BY project");
-	ch_rd rd;
+	ch_rd_t rd;
 	int rc = ch_select(s, c, &q, &rd, err);
 	while (rc == 0 && ch_rd_more(&rd)) {
 		slice_t p = ch_rd_str(&rd);

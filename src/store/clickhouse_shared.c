@@ -10,9 +10,9 @@
 
 /* ---- usage (SPEC S6.3) ---- */
 
-int ch_usage_write(store_t *st, const store_usage_row *rows, uint32_t n, kn_err *err)
+int ch_usage_write(store_t *st, const store_usage_row_t *rows, uint32_t n, err_t *err)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	if (!n)
 		return 0;
 	buf_t b;
@@ -24,12 +24,12 @@ int ch_usage_write(store_t *st, const store_usage_row *rows, uint32_t n, kn_err 
 		for (int k = 0; k < 5; k++)
 			ch_put_u64(&b, rows[i].counts[k]);
 	}
-	ch_conn *c = ch_conn_get(s);
+	ch_conn_t *c = ch_conn_get(s);
 	int rc = ch_schema(s, c, err);
 	/* Rows are increments: two flushes of the same counts are two blocks of
 	 * identical bytes, and a Replicated* table drops the second as a retried
 	 * insert ("Block with ID ... already exists; ignoring it"), losing counts.
-	 * insert_deduplicate=0 keeps every block (shards get it from the
+	 * insert_deduplicate=0 keeps every block_t (shards get it from the
 	 * Distributed insert); a no-op on a plain MergeTree. */
 	if (rc == 0)
 		rc = ch_exec(s, c, "INSERT INTO usage FORMAT RowBinary", buf_slice(&b),
@@ -42,9 +42,9 @@ int ch_usage_write(store_t *st, const store_usage_row *rows, uint32_t n, kn_err 
 }
 
 int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_day,
-                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err)
+                  void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	buf_t q;
 	buf_init(&q, SIZE_MAX);
 	buf_puts(&q,
@@ -59,11 +59,11 @@ int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_
 	if (until_day < UINT32_MAX)
 		buf_printf(&q, " AND day <= %lld", (long long)(until_day < 0 ? -1 : until_day));
 	buf_puts(&q, " GROUP BY day, project, key ORDER BY day, project, key");
-	ch_conn *c = ch_conn_get(s);
-	ch_rd rd;
+	ch_conn_t *c = ch_conn_get(s);
+	ch_rd_t rd;
 	int rc = ch_select(s, c, &q, &rd, err);
 	while (rc == 0 && ch_rd_more(&rd)) {
-		store_usage_row r;
+		store_usage_row_t r;
 		r.day = ch_rd_u32(&rd);
 		r.project = ch_rd_str(&rd);
 		r.key = ch_rd_str(&rd);
@@ -84,7 +84,7 @@ int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_
 #define CH_KEYS_REFRESH_NS (1000 * 1000000LL) /* store_keys_poll re-reads the table at most once a second */
 
 /* Writes the whole state of one key name: the newest row of a name wins. */
-static int keys_write(ch_store *s, const store_key_row *row, kn_err *err)
+static int keys_write(ch_store_t *s, const store_key_row_t *row, err_t *err)
 {
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
@@ -95,7 +95,7 @@ static int keys_write(ch_store *s, const store_key_row *row, kn_err *err)
 	ch_put_i64(&b, row->created_ns);
 	ch_put_i64(&b, row->revoked_ns);
 	ch_put_i64(&b, time_now_ns()); /* version */
-	ch_conn *c = ch_conn_get(s);
+	ch_conn_t *c = ch_conn_get(s);
 	int rc = ch_schema(s, c, err);
 	if (rc == 0)
 		rc = ch_exec(s, c, "INSERT INTO keys FORMAT RowBinary", buf_slice(&b),
@@ -106,8 +106,8 @@ static int keys_write(ch_store *s, const store_key_row *row, kn_err *err)
 }
 
 /* The current row of every key name, or of *name only. */
-static int keys_select(ch_store *s, const slice_t *name, void (*cb)(const store_key_row *row, void *ctx),
-                       void *ctx, kn_err *err)
+static int keys_select(ch_store_t *s, const slice_t *name, void (*cb)(const store_key_row_t *row, void *ctx),
+                       void *ctx, err_t *err)
 {
 	buf_t q;
 	buf_init(&q, SIZE_MAX);
@@ -119,11 +119,11 @@ static int keys_select(ch_store *s, const slice_t *name, void (*cb)(const store_
 		ch_sql_str(&q, *name);
 	}
 	buf_puts(&q, " GROUP BY name ORDER BY p, name");
-	ch_conn *c = ch_conn_get(s);
-	ch_rd rd;
+	ch_conn_t *c = ch_conn_get(s);
+	ch_rd_t rd;
 	int rc = ch_select(s, c, &q, &rd, err);
 	while (rc == 0 && ch_rd_more(&rd)) {
-		store_key_row r;
+		store_key_row_t r;
 		r.name = ch_rd_str(&rd);
 		r.project = ch_rd_str(&rd);
 		r.scope = ch_rd_str(&rd);
@@ -140,13 +140,13 @@ static int keys_select(ch_store *s, const slice_t *name, void (*cb)(const store_
 	return rc;
 }
 
-int ch_keys_read(store_t *st, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+int ch_keys_read(store_t *st, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err)
 {
-	return keys_select((ch_store *)st, NULL, cb, ctx, err);
+	return keys_select((ch_store_t *)st, NULL, cb, ctx, err);
 }
 
-int ch_keys_poll(store_t *st, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
-                 kn_err *err)
+int ch_keys_poll(store_t *st, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+                 err_t *err)
 {
 	int64_t now = time_mono_ns();
 	if (*stamp && now - *stamp < CH_KEYS_REFRESH_NS)
@@ -158,13 +158,13 @@ int ch_keys_poll(store_t *st, int64_t *stamp, void (*cb)(const store_key_row *ro
 /* One key name's row, copied (its strings in buf). */
 typedef struct {
 	int found;
-	store_key_row row;
+	store_key_row_t row;
 	buf_t buf;
-} key_found;
+} key_found_t;
 
-static void keep_key(const store_key_row *r, void *ctx)
+static void keep_key(const store_key_row_t *r, void *ctx)
 {
-	key_found *f = ctx;
+	key_found_t *f = ctx;
 	if (f->found)
 		return;
 	f->found = 1;
@@ -175,7 +175,7 @@ static void keep_key(const store_key_row *r, void *ctx)
 }
 
 /* Reads the row of name into f (f->found 0 when there is none). */
-static int key_find(ch_store *s, slice_t name, key_found *f, kn_err *err)
+static int key_find(ch_store_t *s, slice_t name, key_found_t *f, err_t *err)
 {
 	memset(f, 0, sizeof *f);
 	buf_init(&f->buf, SIZE_MAX);
@@ -191,10 +191,10 @@ static int key_find(ch_store *s, slice_t name, key_found *f, kn_err *err)
 	return 0;
 }
 
-int ch_keys_create(store_t *st, const store_key_row *row, kn_err *err)
+int ch_keys_create(store_t *st, const store_key_row_t *row, err_t *err)
 {
-	ch_store *s = (ch_store *)st;
-	key_found f;
+	ch_store_t *s = (ch_store_t *)st;
+	key_found_t f;
 	int rc = key_find(s, row->name, &f, err);
 	if (rc == 0 && f.found)
 		rc = err_set(err, 400, "a key named '%.*s' already exists (names are unique across projects)",
@@ -205,10 +205,10 @@ int ch_keys_create(store_t *st, const store_key_row *row, kn_err *err)
 	return rc;
 }
 
-int ch_keys_revoke(store_t *st, slice_t name, int64_t now_ns, kn_err *err)
+int ch_keys_revoke(store_t *st, slice_t name, int64_t now_ns, err_t *err)
 {
-	ch_store *s = (ch_store *)st;
-	key_found f;
+	ch_store_t *s = (ch_store_t *)st;
+	key_found_t f;
 	int rc = key_find(s, name, &f, err);
 	if (rc == 0 && !f.found)
 		rc = err_set(err, 404, "no key named '%.*s'", (int)name.n, (const char *)name.p);

@@ -21,18 +21,18 @@ typedef struct {
 	uint32_t day;
 	int skipped; /* answers were malformed or named unknown ids: reported, then empty */
 	int have_series, have_nodes, have_frames, have_attrsets;
-	store_series *series; /* [0..n_series) with local = index + 1 */
+	store_series_t *series; /* [0..n_series) with local = index + 1 */
 	uint32_t n_series;
 	u64map_t series_ix; /* id -> local */
 	uint32_t *node_parent, *node_frame;
 	uint64_t *node_id;
 	uint32_t n_nodes;
 	u64map_t node_ix;
-	model_frame *frames; /* [1..n_frames] */
+	model_frame_t *frames; /* [1..n_frames] */
 	uint32_t n_frames;
 	u64map_t frame_ix;
-	model_attrset *attrsets; /* [0..n_attrsets], 0 the empty set */
-	model_label *attr_labels;
+	model_attrset_t *attrsets; /* [0..n_attrsets], 0 the empty set */
+	model_label_t *attr_labels;
 	uint32_t n_attrsets;
 	u64map_t attr_ix;
 	/* Chunks listed by heads / span hits, in order, for fetching entries in batches. */
@@ -42,24 +42,24 @@ typedef struct {
 	uint32_t n_chunks;
 	size_t cap_chunks;
 	u64map_t chunk_ix; /* chunk -> index in chunks */
-} ch_part;
+} ch_part_t;
 
 typedef struct {
-	store_head head_; /* first: store.c dispatches through it */
-	ch_store *s;
-	ch_conn *c;
+	store_head_t head_; /* first: store.c dispatches through it */
+	ch_store_t *s;
+	ch_conn_t *c;
 	char proj[LIMIT_NAME_BYTES + 1];
 	slice_t project;
 	int64_t from_ns, until_ns;
-	ch_part *parts;
+	ch_part_t *parts;
 	uint32_t n_parts;
 	arena_t *a; /* strings of the dictionaries */
 	buf_t q;
-	store_chunk_head *heads;
+	store_chunk_head_t *heads;
 	size_t cap_heads;
-	store_span_hit *hits;
+	store_span_hit_t *hits;
 	size_t cap_hits;
-	store_sum *sums;
+	store_sum_t *sums;
 	size_t cap_sums;
 	/* The entries of the last batch of chunks fetched (one partition). */
 	uint32_t ent_part;
@@ -68,36 +68,36 @@ typedef struct {
 		uint32_t first, n;
 	} * ent_range;
 	size_t cap_range;
-	store_entry *ents;
+	store_entry_t *ents;
 	size_t cap_ents;
 	uint64_t *ent_chunk; /* scratch: the chunk of each fetched row */
 	size_t cap_ent_chunk;
-} ch_view;
+} ch_view_t;
 
-#define V(v) ((ch_view *)(v))
+#define V(v) ((ch_view_t *)(v))
 
 /* Starts a query on partition p: "... WHERE project = P AND day = D". */
-static void where_part(ch_view *v, uint32_t p)
+static void where_part(ch_view_t *v, uint32_t p)
 {
 	buf_printf(&v->q, " WHERE project = ");
 	ch_sql_str(&v->q, v->project);
 	buf_printf(&v->q, " AND day = %u", v->parts[p].day);
 }
 
-static void where_range(ch_view *v)
+static void where_range(ch_view_t *v)
 {
 	buf_printf(&v->q, " AND t_ns >= %lld AND t_ns < %lld", (long long)v->from_ns, (long long)v->until_ns);
 }
 
-static int run(ch_view *v, ch_rd *rd, kn_err *err)
+static int run(ch_view_t *v, ch_rd_t *rd, err_t *err)
 {
 	return ch_select(v->s, v->c, &v->q, rd, err);
 }
 
 /* Reports partition p as damaged (once) and answers empty from now on. */
-static int skip(ch_view *v, uint32_t p, const char *why)
+static int skip(ch_view_t *v, uint32_t p, const char *why)
 {
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (!cp->skipped) {
 		char day[11];
 		time_day_str(cp->day, day);
@@ -113,25 +113,25 @@ static int skip(ch_view *v, uint32_t p, const char *why)
  * the answer parsed so far): p is reported damaged with the reader's error
  * ("store: ClickHouse sent a malformed <row>: … at byte N of M") and
  * skipped (0). */
-static int skip_answer(ch_view *v, uint32_t p, ch_rd *rd, const char *row, const char *problem)
+static int skip_answer(ch_view_t *v, uint32_t p, ch_rd_t *rd, const char *row, const char *problem)
 {
 	if (problem)
 		ch_rd_fail(rd, problem);
-	kn_err e = {0};
+	err_t e = {0};
 	ch_rd_end(rd, &e, 503, row);
 	return skip(v, p, e.msg);
 }
 
-int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-                 kn_err *err)
+int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+                 err_t *err)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
 		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	int64_t start = ch_retention_start(st, project, time_now_ns());
 	if (from_ns < start)
 		from_ns = start;
-	ch_view *v = xcalloc(1, sizeof *v);
+	ch_view_t *v = xcalloc(1, sizeof *v);
 	v->head_.engine = &store_clickhouse_engine;
 	v->s = s;
 	memcpy(v->proj, project.p, project.n);
@@ -143,7 +143,7 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 	u64map_init(&v->ent_ix);
 	v->ent_part = UINT32_MAX;
 	v->c = ch_conn_get(s);
-	*out = (store_view *)v;
+	*out = (store_view_t *)v;
 	if (from_ns >= until_ns)
 		return 0;
 	int64_t d0 = time_day(from_ns), d1 = time_day(until_ns - 1);
@@ -159,7 +159,7 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 	ch_sql_str(&v->q, project);
 	buf_printf(&v->q, " AND day >= %lld AND day <= %lld ORDER BY day", (long long)d0,
 	           (long long)(d1 > UINT32_MAX ? UINT32_MAX : d1));
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0) {
 		ch_view_close(*out);
 		*out = NULL;
@@ -180,7 +180,7 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 		}
 		last = day;
 		v->parts = xgrow(v->parts, &cap, (size_t)v->n_parts + 1, sizeof *v->parts);
-		ch_part *cp = &v->parts[v->n_parts++];
+		ch_part_t *cp = &v->parts[v->n_parts++];
 		memset(cp, 0, sizeof *cp);
 		cp->day = day;
 		u64map_init(&cp->series_ix);
@@ -197,13 +197,13 @@ int ch_view_open(store_t *st, slice_t project, int64_t from_ns, int64_t until_ns
 	return 0;
 }
 
-void ch_view_close(store_view *sv)
+void ch_view_close(store_view_t *sv)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	if (!v)
 		return;
 	for (uint32_t p = 0; p < v->n_parts; p++) {
-		ch_part *cp = &v->parts[p];
+		ch_part_t *cp = &v->parts[p];
 		free(cp->series);
 		u64map_free(&cp->series_ix);
 		free(cp->node_parent);
@@ -234,17 +234,17 @@ void ch_view_close(store_view *sv)
 	free(v);
 }
 
-uint32_t ch_view_partitions(const store_view *v)
+uint32_t ch_view_partitions(const store_view_t *v)
 {
 	return V(v)->n_parts;
 }
 
-int ch_view_skipped(const store_view *v, uint32_t p)
+int ch_view_skipped(const store_view_t *v, uint32_t p)
 {
 	return p < V(v)->n_parts && V(v)->parts[p].skipped;
 }
 
-static int bad_part(ch_view *v, uint32_t p, kn_err *err)
+static int bad_part(ch_view_t *v, uint32_t p, err_t *err)
 {
 	if (p < v->n_parts)
 		return 0;
@@ -253,13 +253,13 @@ static int bad_part(ch_view *v, uint32_t p, kn_err *err)
 
 /* ---- dictionaries ---- */
 
-static slice_t keep(ch_view *v, slice_t s)
+static slice_t keep(ch_view_t *v, slice_t s)
 {
 	return s.n ? arena_slice(v->a, s) : slice_make("", 0);
 }
 
 /* Reads a pair of Array(String) (keys, values) into labels[*n..]; -1 if malformed. */
-static int read_labels(ch_view *v, ch_rd *rd, model_label **labels, size_t *cap, uint32_t *n)
+static int read_labels(ch_view_t *v, ch_rd_t *rd, model_label_t **labels, size_t *cap, uint32_t *n)
 {
 	uint64_t nk = ch_rd_varint(rd);
 	if (nk > (uint64_t)(rd->end - rd->p)) {
@@ -279,9 +279,9 @@ static int read_labels(ch_view *v, ch_rd *rd, model_label **labels, size_t *cap,
 	return ch_rd_bad(rd) ? -1 : 0;
 }
 
-static int load_series(ch_view *v, uint32_t p, kn_err *err)
+static int load_series(ch_view_t *v, uint32_t p, err_t *err)
 {
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->have_series || cp->skipped)
 		return 0;
 	buf_reset(&v->q);
@@ -295,19 +295,19 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 	 * never shows. Filtering on samples here read the whole day's samples
 	 * (8 of a 30 ms 1 h flame graph). */
 	buf_puts(&v->q, " GROUP BY id ORDER BY id");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	size_t cap = 0;
 	/* Labels first into one array, pointed to once it stops moving. */
-	model_label *labels = NULL;
+	model_label_t *labels = NULL;
 	size_t cap_labels = 0;
 	uint32_t n_labels = 0, *first = NULL;
 	size_t cap_first = 0;
 	while (ch_rd_more(&rd)) {
 		cp->series = xgrow(cp->series, &cap, (size_t)cp->n_series + 1, sizeof *cp->series);
 		first = xgrow(first, &cap_first, (size_t)cp->n_series + 1, sizeof *first);
-		store_series *se = &cp->series[cp->n_series];
+		store_series_t *se = &cp->series[cp->n_series];
 		memset(se, 0, sizeof *se);
 		se->local = cp->n_series + 1;
 		se->id = ch_rd_u64(&rd);
@@ -329,7 +329,7 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 		u64map_put(&cp->series_ix, se->id, se->local);
 		cp->n_series++;
 	}
-	model_label *stable = arena_alloc(v->a, ((size_t)n_labels + 1) * sizeof *stable);
+	model_label_t *stable = arena_alloc(v->a, ((size_t)n_labels + 1) * sizeof *stable);
 	if (n_labels)
 		memcpy(stable, labels, n_labels * sizeof *labels);
 	for (uint32_t i = 0; i < cp->n_series; i++)
@@ -340,9 +340,9 @@ static int load_series(ch_view *v, uint32_t p, kn_err *err)
 	return 0;
 }
 
-static int load_frames(ch_view *v, uint32_t p, kn_err *err)
+static int load_frames(ch_view_t *v, uint32_t p, err_t *err)
 {
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->have_frames || cp->skipped)
 		return 0;
 	buf_reset(&v->q);
@@ -351,7 +351,7 @@ static int load_frames(ch_view *v, uint32_t p, kn_err *err)
 	         "FROM frames");
 	where_part(v, p);
 	buf_puts(&v->q, " GROUP BY id ORDER BY id");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	size_t cap = 0;
@@ -359,7 +359,7 @@ static int load_frames(ch_view *v, uint32_t p, kn_err *err)
 	memset(cp->frames, 0, sizeof *cp->frames);
 	while (ch_rd_more(&rd)) {
 		cp->frames = xgrow(cp->frames, &cap, (size_t)cp->n_frames + 2, sizeof *cp->frames);
-		model_frame *f = &cp->frames[++cp->n_frames];
+		model_frame_t *f = &cp->frames[++cp->n_frames];
 		f->id = ch_rd_u64(&rd);
 		f->name = keep(v, ch_rd_str(&rd));
 		f->file = keep(v, ch_rd_str(&rd));
@@ -377,9 +377,9 @@ static int load_frames(ch_view *v, uint32_t p, kn_err *err)
 	return 0;
 }
 
-static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
+static int load_nodes(ch_view_t *v, uint32_t p, err_t *err)
 {
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->have_nodes || cp->skipped)
 		return 0;
 	if (load_frames(v, p, err) < 0 || cp->skipped)
@@ -388,7 +388,7 @@ static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
 	buf_puts(&v->q, "SELECT id, any(parent), any(frame), any(depth) AS d FROM nodes");
 	where_part(v, p);
 	buf_puts(&v->q, " GROUP BY id ORDER BY d, id");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	size_t cap = 0, cap2 = 0, cap3 = 0;
@@ -423,16 +423,16 @@ static int load_nodes(ch_view *v, uint32_t p, kn_err *err)
 	return 0;
 }
 
-static int load_attrsets(ch_view *v, uint32_t p, kn_err *err)
+static int load_attrsets(ch_view_t *v, uint32_t p, err_t *err)
 {
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->have_attrsets || cp->skipped)
 		return 0;
 	buf_reset(&v->q);
 	buf_puts(&v->q, "SELECT id, any(keys), any(vals) FROM attrsets");
 	where_part(v, p);
 	buf_puts(&v->q, " GROUP BY id ORDER BY id");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	size_t cap = 0, cap_labels = 0;
@@ -441,7 +441,7 @@ static int load_attrsets(ch_view *v, uint32_t p, kn_err *err)
 	memset(cp->attrsets, 0, sizeof *cp->attrsets);
 	while (ch_rd_more(&rd)) {
 		cp->attrsets = xgrow(cp->attrsets, &cap, (size_t)cp->n_attrsets + 2, sizeof *cp->attrsets);
-		model_attrset *a = &cp->attrsets[++cp->n_attrsets];
+		model_attrset_t *a = &cp->attrsets[++cp->n_attrsets];
 		a->id = ch_rd_u64(&rd);
 		a->first = n_labels;
 		if (read_labels(v, &rd, &cp->attr_labels, &cap_labels, &n_labels) < 0 || !a->id)
@@ -455,9 +455,9 @@ static int load_attrsets(ch_view *v, uint32_t p, kn_err *err)
 	return 0;
 }
 
-int ch_view_series(store_view *sv, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+int ch_view_series(store_view_t *sv, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	*out = NULL;
 	*n = 0;
 	if (bad_part(v, p, err) || load_series(v, p, err) < 0)
@@ -469,13 +469,13 @@ int ch_view_series(store_view *sv, uint32_t p, const store_series **out, uint32_
 	return 0;
 }
 
-int ch_view_nodes(store_view *sv, uint32_t p, store_nodes *out, kn_err *err)
+int ch_view_nodes(store_view_t *sv, uint32_t p, store_nodes_t *out, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	memset(out, 0, sizeof *out);
 	if (bad_part(v, p, err) || load_nodes(v, p, err) < 0)
 		return -1;
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (!cp->skipped) {
 		out->n = cp->n_nodes;
 		out->parent = cp->node_parent;
@@ -485,9 +485,9 @@ int ch_view_nodes(store_view *sv, uint32_t p, store_nodes *out, kn_err *err)
 	return 0;
 }
 
-int ch_view_frames(store_view *sv, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+int ch_view_frames(store_view_t *sv, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	*out = NULL;
 	*n = 0;
 	if (bad_part(v, p, err) || load_frames(v, p, err) < 0)
@@ -499,11 +499,11 @@ int ch_view_frames(store_view *sv, uint32_t p, const model_frame **out, uint32_t
 	return 0;
 }
 
-int ch_view_attrsets(store_view *sv, uint32_t p, const model_attrset **sets, const model_label **labels,
-                     uint32_t *n, kn_err *err)
+int ch_view_attrsets(store_view_t *sv, uint32_t p, const model_attrset_t **sets, const model_label_t **labels,
+                     uint32_t *n, err_t *err)
 {
-	static const model_attrset empty_set;
-	ch_view *v = V(sv);
+	static const model_attrset_t empty_set;
+	ch_view_t *v = V(sv);
 	*sets = &empty_set;
 	*labels = NULL;
 	*n = 0;
@@ -523,7 +523,7 @@ int ch_view_attrsets(store_view *sv, uint32_t p, const model_attrset **sets, con
  * series[0..n), or nothing when they are all of the partition's series (a
  * services query: no list of thousands of ids for ClickHouse to parse).
  * -1 when one is unknown. */
-static int series_list(ch_view *v, ch_part *cp, const uint32_t *series, uint32_t n)
+static int series_list(ch_view_t *v, ch_part_t *cp, const uint32_t *series, uint32_t n)
 {
 	if (n == cp->n_series) {
 		int all = 1;
@@ -542,7 +542,7 @@ static int series_list(ch_view *v, ch_part *cp, const uint32_t *series, uint32_t
 	return 0;
 }
 
-static void remember_chunk(ch_part *cp, uint64_t chunk, uint64_t series, int64_t t)
+static void remember_chunk(ch_part_t *cp, uint64_t chunk, uint64_t series, int64_t t)
 {
 	int inserted;
 	u64map_get_or_put(&cp->chunk_ix, chunk, cp->n_chunks, &inserted);
@@ -561,15 +561,15 @@ static void remember_chunk(ch_part *cp, uint64_t chunk, uint64_t series, int64_t
 	cp->n_chunks++;
 }
 
-int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_series,
-                  const store_chunk_head **out, uint32_t *n, kn_err *err)
+int ch_view_heads(store_view_t *sv, uint32_t p, const uint32_t *series, uint32_t n_series,
+                  const store_chunk_head_t **out, uint32_t *n, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	*out = v->heads;
 	*n = 0;
 	if (bad_part(v, p, err) || load_series(v, p, err) < 0)
 		return -1;
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->skipped || !n_series)
 		return 0;
 	buf_reset(&v->q);
@@ -580,7 +580,7 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 	if (series_list(v, cp, series, n_series) < 0)
 		return err_set(err, 500, "store: unknown local series id");
 	buf_puts(&v->q, " GROUP BY series, chunk ORDER BY series, t, chunk");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	uint32_t k = 0;
@@ -588,7 +588,7 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 		uint64_t sid = ch_rd_u64(&rd), chunk = ch_rd_u64(&rd);
 		uint32_t local = 0;
 		v->heads = xgrow(v->heads, &v->cap_heads, (size_t)k + 1, sizeof *v->heads);
-		store_chunk_head *h = &v->heads[k];
+		store_chunk_head_t *h = &v->heads[k];
 		memset(h, 0, sizeof *h);
 		h->t_ns = ch_rd_i64(&rd);
 		h->duration_ns = ch_rd_i64(&rd);
@@ -604,7 +604,7 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 		}
 		h->series = local;
 		h->n_entries = (uint32_t)count;
-		h->_rowid = (int64_t)chunk;
+		h->chunk_id = (int64_t)chunk;
 		remember_chunk(cp, chunk, sid, h->t_ns);
 		k++;
 	}
@@ -615,12 +615,12 @@ int ch_view_heads(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n
 
 typedef struct {
 	uint64_t chunk;
-	store_entry e;
-} ent_row;
+	store_entry_t e;
+} ent_row_t;
 
 static int ent_cmp(const void *a, const void *b)
 {
-	const ent_row *x = a, *y = b;
+	const ent_row_t *x = a, *y = b;
 	if (x->chunk != y->chunk)
 		return x->chunk < y->chunk ? -1 : 1;
 	if (x->e.node != y->e.node)
@@ -631,9 +631,9 @@ static int ent_cmp(const void *a, const void *b)
 }
 
 /* Fetches the entries of the chunks k.. (up to CH_ENTRY_BATCH) of partition p. */
-static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
+static int fetch_entries(ch_view_t *v, uint32_t p, uint32_t k, err_t *err)
 {
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	uint32_t end = k + CH_ENTRY_BATCH < cp->n_chunks ? k + CH_ENTRY_BATCH : cp->n_chunks;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
 	buf_reset(&v->q);
@@ -652,10 +652,10 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 	for (uint32_t i = k; i < end; i++)
 		buf_printf(&v->q, "%s%llu", i > k ? "," : "", (unsigned long long)cp->chunk_series[i]);
 	buf_printf(&v->q, ") AND t_ns >= %lld AND t_ns <= %lld", (long long)tmin, (long long)tmax);
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
-	ent_row *rows = NULL;
+	ent_row_t *rows = NULL;
 	size_t cap = 0, n = 0;
 	int rc = 0;
 	while (ch_rd_more(&rd)) {
@@ -670,7 +670,7 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 			break;
 		}
 		rows = xgrow(rows, &cap, n + 1, sizeof *rows);
-		rows[n++] = (ent_row){chunk, {ln, la, value, t}};
+		rows[n++] = (ent_row_t){chunk, {ln, la, value, t}};
 	}
 	if (!cp->skipped) {
 		if (n > 1) /* rows is NULL when ClickHouse sent none */
@@ -708,18 +708,18 @@ static int fetch_entries(ch_view *v, uint32_t p, uint32_t k, kn_err *err)
 	return rc;
 }
 
-int ch_view_entries(store_view *sv, uint32_t p, const store_chunk_head *h, const store_entry **out,
-                    uint32_t *n, kn_err *err)
+int ch_view_entries(store_view_t *sv, uint32_t p, const store_chunk_head_t *h, const store_entry_t **out,
+                    uint32_t *n, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	*out = v->ents;
 	*n = 0;
 	if (bad_part(v, p, err) || load_nodes(v, p, err) < 0 || load_attrsets(v, p, err) < 0)
 		return -1;
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->skipped)
 		return 0;
-	uint64_t chunk = (uint64_t)h->_rowid;
+	uint64_t chunk = (uint64_t)h->chunk_id;
 	uint32_t r;
 	if (v->ent_part != p || !u64map_get(&v->ent_ix, chunk, &r)) {
 		uint32_t k;
@@ -740,7 +740,7 @@ int ch_view_entries(store_view *sv, uint32_t p, const store_chunk_head *h, const
 
 static int sum_cmp(const void *a, const void *b)
 {
-	const store_sum *x = a, *y = b;
+	const store_sum_t *x = a, *y = b;
 	if (x->series != y->series)
 		return x->series < y->series ? -1 : 1;
 	if (x->node != y->node)
@@ -748,16 +748,16 @@ static int sum_cmp(const void *a, const void *b)
 	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
 }
 
-int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
-                 uint32_t *n, kn_err *err)
+int ch_view_sums(store_view_t *sv, uint32_t p, const uint32_t *series, uint32_t n_series,
+                 const store_sum_t **out, uint32_t *n, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	*out = v->sums;
 	*n = 0;
 	if (bad_part(v, p, err) || load_series(v, p, err) < 0 || load_nodes(v, p, err) < 0 ||
 	    load_attrsets(v, p, err) < 0)
 		return -1;
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->skipped || !n_series)
 		return 0;
 	buf_reset(&v->q);
@@ -767,7 +767,7 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 	if (series_list(v, cp, series, n_series) < 0)
 		return err_set(err, 500, "store: unknown local series id");
 	buf_puts(&v->q, " GROUP BY series, node, attrset");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	uint32_t k = 0;
@@ -781,7 +781,7 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 			return skip_answer(v, p, &rd, "sum",
 			                   "a sum naming an unknown series, node or attribute set");
 		v->sums = xgrow(v->sums, &v->cap_sums, (size_t)k + 1, sizeof *v->sums);
-		v->sums[k++] = (store_sum){ls, ln, la, value};
+		v->sums[k++] = (store_sum_t){ls, ln, la, value};
 	}
 	if (k > 1) /* v->sums is NULL until a first row */
 		qsort(v->sums, k, sizeof *v->sums, sum_cmp);
@@ -792,15 +792,15 @@ int ch_view_sums(store_view *sv, uint32_t p, const uint32_t *series, uint32_t n_
 
 /* ---- span links ---- */
 
-int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t trace_id,
-                        const store_span_hit **out, uint32_t *n, kn_err *err)
+int ch_view_span_chunks(store_view_t *sv, uint32_t p, slice_t span_id, slice_t trace_id,
+                        const store_span_hit_t **out, uint32_t *n, err_t *err)
 {
-	ch_view *v = V(sv);
+	ch_view_t *v = V(sv);
 	*out = v->hits;
 	*n = 0;
 	if (bad_part(v, p, err) || load_series(v, p, err) < 0 || load_attrsets(v, p, err) < 0)
 		return -1;
-	ch_part *cp = &v->parts[p];
+	ch_part_t *cp = &v->parts[p];
 	if (cp->skipped)
 		return 0;
 	char sb[LIMIT_SPAN_ID_BYTES], tb[LIMIT_SPAN_ID_BYTES];
@@ -825,7 +825,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		ch_sql_str(&v->q, trace);
 	}
 	buf_puts(&v->q, " GROUP BY chunk, attrset");
-	ch_rd rd;
+	ch_rd_t rd;
 	if (run(v, &rd, err) < 0)
 		return -1;
 	uint32_t k = 0;
@@ -839,12 +839,12 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 			return skip_answer(v, p, &rd, "span link",
 			                   "a span link naming an unknown series, attribute set or time");
 		v->hits = xgrow(v->hits, &v->cap_hits, (size_t)k + 1, sizeof *v->hits);
-		store_span_hit *h = &v->hits[k++];
+		store_span_hit_t *h = &v->hits[k++];
 		memset(h, 0, sizeof *h);
 		h->head.series = ls;
 		h->head.t_ns = t;
 		h->head.duration_ns = dur;
-		h->head._rowid = (int64_t)chunk;
+		h->head.chunk_id = (int64_t)chunk;
 		h->attrset = la;
 		remember_chunk(cp, chunk, sid, t);
 	}
@@ -858,11 +858,11 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 		uint32_t n_chunks = 0;
 		for (uint32_t i = k; i-- > 0;) {
 			uint32_t first;
-			int seen = u64map_get(&ix, (uint64_t)v->hits[i].head._rowid, &first);
+			int seen = u64map_get(&ix, (uint64_t)v->hits[i].head.chunk_id, &first);
 			next[i] = seen ? first : UINT32_MAX;
 			if (!seen)
-				chunks[n_chunks++] = (uint64_t)v->hits[i].head._rowid;
-			u64map_put(&ix, (uint64_t)v->hits[i].head._rowid, i);
+				chunks[n_chunks++] = (uint64_t)v->hits[i].head.chunk_id;
+			u64map_put(&ix, (uint64_t)v->hits[i].head.chunk_id, i);
 		}
 		int rc = 0;
 		/* The whole chunks' counts and totals, CH_ENTRY_BATCH chunks per query. */
@@ -909,7 +909,7 @@ int ch_view_span_chunks(store_view *sv, uint32_t p, slice_t span_id, slice_t tra
 	return 0;
 }
 
-const store_engine store_clickhouse_engine = {
+const store_engine_t store_clickhouse_engine = {
     .name = "clickhouse",
     .drain = ch_drain,
     .close = ch_close,

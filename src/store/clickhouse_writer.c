@@ -1,7 +1,7 @@
 /* store/clickhouse writer: one thread takes the queued writes in groups and
  * turns each group into one RowBinary INSERT per table: the dictionaries
  * (frames, nodes, attrsets, series) first, then every sample row of the
- * group in one INSERT of one block, so a write is seen whole or not at all.
+ * group in one INSERT of one block_t, so a write is seen whole or not at all.
  * A write is acknowledged when ClickHouse answered that last INSERT 200. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@
 #define CH_GROUP_WINDOW_MS 5 /* gather writes this long after the first */
 #define CH_GROUP_MAX_ROWS (4u << 20)
 
-static void run_group(void *ctx, store_job **jobs, size_t n);
+static void run_group(void *ctx, store_job_t **jobs, size_t n);
 
 static char *dup_or(const char *s, const char *def)
 {
@@ -37,7 +37,7 @@ static int identifier(const char *s)
 	return 1;
 }
 
-store_t *ch_open(const store_config *cfg, kn_err *err)
+store_t *ch_open(const store_config_t *cfg, err_t *err)
 {
 	const char *db = cfg->ch_database && *cfg->ch_database ? cfg->ch_database : "kiln";
 	if (!cfg->ch_url || strncmp(cfg->ch_url, "http", 4) != 0) {
@@ -59,7 +59,7 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 		err_set(err, 500, "store: libcurl failed to initialize");
 		return NULL;
 	}
-	ch_store *s = xcalloc(1, sizeof *s);
+	ch_store_t *s = xcalloc(1, sizeof *s);
 	s->head_.engine = &store_clickhouse_engine;
 	size_t n = strlen(cfg->ch_url);
 	s->url = xmalloc(n + 2);
@@ -90,11 +90,11 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 	s->chunk_next = hash_pair((uint64_t)ts.tv_nsec, (uint64_t)getpid()) & 0x3fffff;
 	s->wconn = ch_conn_get(s);
 	/* Unreachable now is fine: the writer and the views retry the schema. */
-	kn_err e = {0};
+	err_t e = {0};
 	if (ch_schema(s, s->wconn, &e) < 0)
 		log_warn("clickhouse not ready", "url=%s error=\"%s\"", s->url, e.msg);
 	/* Let a group gather: ClickHouse prefers fewer, larger inserts. */
-	store_writeq_config qc = {
+	store_writeq_config_t qc = {
 	    .window_ms = CH_GROUP_WINDOW_MS,
 	    .max_jobs = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256,
 	    .max_rows = CH_GROUP_MAX_ROWS,
@@ -110,17 +110,17 @@ store_t *ch_open(const store_config *cfg, kn_err *err)
 
 void ch_drain(store_t *st)
 {
-	store_writeq_drain(&((ch_store *)st)->q);
+	store_writeq_drain(&((ch_store_t *)st)->q);
 }
 
 void ch_close(store_t *st)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	if (!s)
 		return;
 	ch_drain(st);
 	ch_conn_free(s->wconn);
-	for (ch_conn *c = s->pool, *next; c; c = next) {
+	for (ch_conn_t *c = s->pool, *next; c; c = next) {
 		next = c->next;
 		ch_conn_free(c);
 	}
@@ -146,17 +146,17 @@ void ch_close(store_t *st)
 	curl_global_cleanup();
 }
 
-void ch_submit(store_t *st, model_batch *b, store_done_fn done, void *ctx)
+void ch_submit(store_t *st, model_batch_t *b, store_done_fn done, void *ctx)
 {
-	ch_job *j = xcalloc(1, sizeof *j);
+	ch_job_t *j = xcalloc(1, sizeof *j);
 	j->base.b = b;
 	j->base.done = done;
 	j->base.ctx = ctx;
-	store_writeq_push(&((ch_store *)st)->q, &j->base);
+	store_writeq_push(&((ch_store_t *)st)->q, &j->base);
 }
 
 int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-                       kn_err *err)
+                       err_t *err)
 {
 	uint32_t n = 0;
 	if (deleted)
@@ -165,17 +165,17 @@ int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_
 		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
 	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
 		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
-	ch_job *j = xcalloc(1, sizeof *j);
+	ch_job_t *j = xcalloc(1, sizeof *j);
 	memcpy(j->proj, project.p, project.n);
 	j->project = slice_make(j->proj, project.n);
 	j->keep_days = keep_days;
 	j->now_ns = now_ns;
 	j->deleted = &n;
-	store_waiter w;
+	store_waiter_t w;
 	store_waiter_init(&w);
 	j->base.done = store_waiter_done;
 	j->base.ctx = &w;
-	store_writeq_push(&((ch_store *)st)->q, &j->base);
+	store_writeq_push(&((ch_store_t *)st)->q, &j->base);
 	int rc = store_waiter_wait(&w, err);
 	if (deleted)
 		*deleted = n;
@@ -184,12 +184,12 @@ int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_
 
 uint32_t ch_queue_depth(store_t *st)
 {
-	return store_writeq_depth(&((ch_store *)st)->q);
+	return store_writeq_depth(&((ch_store_t *)st)->q);
 }
 
-void ch_get_stats(store_t *st, store_stats *out)
+void ch_get_stats(store_t *st, store_stats_t *out)
 {
-	ch_store *s = (ch_store *)st;
+	ch_store_t *s = (ch_store_t *)st;
 	memset(out, 0, sizeof *out);
 	store_commit_read(&s->commit_stats, out);
 	/* out->partitions stays 0: the parts are ClickHouse's (its system.parts). */
@@ -198,12 +198,12 @@ void ch_get_stats(store_t *st, store_stats *out)
 /* ---- encoding a batch into rows ---- */
 
 /* Checks every index of b, so that encoding it cannot fail half-way. */
-static int check_batch(const model_batch *b, kn_err *err)
+static int check_batch(const model_batch_t *b, err_t *err)
 {
 	if (b->project.n == 0 || b->project.n > LIMIT_NAME_BYTES)
 		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	for (uint32_t i = 0; i < b->n_nodes; i++) {
-		const model_node *n = &b->nodes[i];
+		const model_node_t *n = &b->nodes[i];
 		if ((n->parent != MODEL_NONE && n->parent >= i) || n->frame >= b->n_frames)
 			return err_set(err, 500, "store: malformed batch (node %u)", i);
 	}
@@ -211,7 +211,7 @@ static int check_batch(const model_batch *b, kn_err *err)
 		if ((uint64_t)b->attrsets[i].first + b->attrsets[i].count > b->n_attr_labels)
 			return err_set(err, 500, "store: malformed batch (attribute set %u)", i);
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		const model_profile *p = &b->profiles[i];
+		const model_profile_t *p = &b->profiles[i];
 		if ((uint64_t)p->samples_first + p->samples_count > b->n_samples ||
 		    (uint64_t)p->labels_first + p->labels_count > b->n_series_labels)
 			return err_set(err, 500, "store: malformed batch (profile %u)", i);
@@ -223,8 +223,8 @@ static int check_batch(const model_batch *b, kn_err *err)
 }
 
 typedef struct {
-	ch_store *s;
-	const model_batch *b;
+	ch_store_t *s;
+	const model_batch_t *b;
 	uint64_t proj_hash;
 	int64_t day;
 	uint32_t *depth;        /* per batch node */
@@ -236,10 +236,10 @@ typedef struct {
 	uint32_t *days; /* their distinct days */
 	size_t n_days, cap_days;
 	uint64_t rows; /* sample rows of the group */
-} enc;
+} enc_t;
 
 /* 1 when the dictionary row (t, id) of the current (project, day) must be written; marks it. */
-static int need_row(enc *e, int t, uint64_t id)
+static int need_row(enc_t *e, int t, uint64_t id)
 {
 	uint64_t key = hash_pair(hash_pair(e->proj_hash ^ (uint64_t)t, (uint64_t)e->day), id);
 	uint32_t v;
@@ -251,14 +251,14 @@ static int need_row(enc *e, int t, uint64_t id)
 	return 1;
 }
 
-static void row_head(enc *e, int t)
+static void row_head(enc_t *e, int t)
 {
 	buf_t *r = &e->s->rows[t];
 	ch_put_str(r, e->b->project);
 	ch_put_u32(r, (uint32_t)e->day);
 }
 
-static void put_labels(buf_t *r, const model_label *l, uint32_t n)
+static void put_labels(buf_t *r, const model_label_t *l, uint32_t n)
 {
 	buf_put_uvarint(r, n);
 	for (uint32_t i = 0; i < n; i++)
@@ -268,9 +268,9 @@ static void put_labels(buf_t *r, const model_label *l, uint32_t n)
 		ch_put_str(r, l[i].value);
 }
 
-static void put_frame(enc *e, uint32_t i)
+static void put_frame(enc_t *e, uint32_t i)
 {
-	const model_frame *f = &e->b->frames[i];
+	const model_frame_t *f = &e->b->frames[i];
 	if (!need_row(e, CH_T_FRAMES, f->id))
 		return;
 	buf_t *r = &e->s->rows[CH_T_FRAMES];
@@ -285,11 +285,11 @@ static void put_frame(enc *e, uint32_t i)
 }
 
 /* Node i and its ancestors up to the first one already written. */
-static void put_node(enc *e, uint32_t i)
+static void put_node(enc_t *e, uint32_t i)
 {
-	const model_batch *b = e->b;
+	const model_batch_t *b = e->b;
 	while (i != MODEL_NONE) {
-		const model_node *n = &b->nodes[i];
+		const model_node_t *n = &b->nodes[i];
 		if (!need_row(e, CH_T_NODES, n->id))
 			return;
 		put_frame(e, n->frame);
@@ -303,9 +303,9 @@ static void put_node(enc *e, uint32_t i)
 	}
 }
 
-static void put_attrset(enc *e, uint32_t i)
+static void put_attrset(enc_t *e, uint32_t i)
 {
-	const model_attrset *a = &e->b->attrsets[i];
+	const model_attrset_t *a = &e->b->attrsets[i];
 	if (i == 0 || !need_row(e, CH_T_ATTRSETS, a->id))
 		return;
 	buf_t *r = &e->s->rows[CH_T_ATTRSETS];
@@ -314,7 +314,7 @@ static void put_attrset(enc *e, uint32_t i)
 	put_labels(r, e->b->attr_labels + a->first, a->count);
 }
 
-static void put_series(enc *e, const model_profile *p)
+static void put_series(enc_t *e, const model_profile_t *p)
 {
 	if (!need_row(e, CH_T_SERIES, p->series_id))
 		return;
@@ -334,24 +334,24 @@ static void put_series(enc *e, const model_profile *p)
 }
 
 /* The span link of every attribute set (store_span_labels). */
-static void find_spans(enc *e)
+static void find_spans(enc_t *e)
 {
 	for (uint32_t i = 1; i < e->b->n_attrsets; i++)
 		store_span_labels(e->b, &e->b->attrsets[i], &e->span[i], &e->trace[i]);
 }
 
-static void put_profile(enc *e, const model_profile *p, store_wentry **ent, size_t *cap)
+static void put_profile(enc_t *e, const model_profile_t *p, store_wentry_t **ent, size_t *cap)
 {
-	const model_batch *b = e->b;
+	const model_batch_t *b = e->b;
 	e->day = time_day(p->time_ns);
 	put_series(e, p);
 	uint32_t n = p->samples_count;
 	*ent = xgrow(*ent, cap, (size_t)n + 1, sizeof **ent);
-	store_wentry *en = *ent;
+	store_wentry_t *en = *ent;
 	for (uint32_t i = 0; i < n; i++) {
-		const model_sample *smp = &b->samples[p->samples_first + i];
-		en[i] = (store_wentry){smp->node, smp->attrset, store_second_offset(smp->time_ns, p->time_ns),
-		                       smp->value};
+		const model_sample_t *smp = &b->samples[p->samples_first + i];
+		en[i] = (store_wentry_t){smp->node, smp->attrset,
+		                         store_second_offset(smp->time_ns, p->time_ns), smp->value};
 	}
 	uint32_t m = store_entries_merge(en, n);
 	uint64_t chunk = (uint64_t)(time_now_ns() / 1000000) << 22 | (e->s->chunk_next++ & 0x3fffff);
@@ -395,7 +395,7 @@ static void put_profile(enc *e, const model_profile *p, store_wentry **ent, size
 	}
 }
 
-static void encode(ch_store *s, const model_batch *b, enc *e, store_wentry **ent, size_t *cap)
+static void encode(ch_store_t *s, const model_batch_t *b, enc_t *e, store_wentry_t **ent, size_t *cap)
 {
 	e->s = s;
 	e->b = b;
@@ -415,7 +415,7 @@ static void encode(ch_store *s, const model_batch *b, enc *e, store_wentry **ent
 
 /* ---- the writer thread ---- */
 
-static int insert_all(ch_store *s, kn_err *err)
+static int insert_all(ch_store_t *s, err_t *err)
 {
 	if (ch_schema(s, s->wconn, err) < 0)
 		return -1;
@@ -424,7 +424,7 @@ static int insert_all(ch_store *s, kn_err *err)
 		if (!s->rows[t].n)
 			continue;
 		snprintf(sql, sizeof sql, "INSERT INTO %s FORMAT RowBinary", ch_table_names[t]);
-		/* One block per INSERT (atomic on one partition); on a cluster, the
+		/* One block_t per INSERT (atomic on one partition); on a cluster, the
 		 * Distributed table answers only after the shards have the rows. */
 		snprintf(settings, sizeof settings, "max_insert_block_size=%u%s", CH_GROUP_MAX_ROWS * 4,
 		         s->cluster ? "&insert_distributed_sync=1" : "");
@@ -455,14 +455,14 @@ static void where_chunks(buf_t *q, const uint32_t *days, size_t n_days, const ui
 }
 
 /* Rows of samples with these chunks: 0, or -1 with err when ClickHouse cannot tell. */
-static int count_chunks(ch_store *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
-                        uint64_t *count, kn_err *err)
+static int count_chunks(ch_store_t *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
+                        uint64_t *count, err_t *err)
 {
 	buf_t q;
 	buf_init(&q, SIZE_MAX);
 	buf_puts(&q, "SELECT count() FROM samples");
 	where_chunks(&q, days, n_days, chunks, n);
-	ch_rd rd;
+	ch_rd_t rd;
 	int rc = ch_select(s, s->wconn, &q, &rd, err);
 	if (rc == 0) {
 		*count = ch_rd_u64(&rd);
@@ -472,8 +472,8 @@ static int count_chunks(ch_store *s, const uint32_t *days, size_t n_days, const 
 	return rc;
 }
 
-static int delete_chunks(ch_store *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
-                         kn_err *err)
+static int delete_chunks(ch_store_t *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
+                         err_t *err)
 {
 	buf_t q;
 	buf_init(&q, SIZE_MAX);
@@ -490,8 +490,8 @@ static int delete_chunks(ch_store *s, const uint32_t *days, size_t n_days, const
 
 /* Settles chunks whose INSERT answer was lost: 1 all landed (the write
  * stands), 0 none is left (deleted or never there), -1 cannot tell. */
-static int settle(ch_store *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
-                  uint64_t rows, kn_err *err)
+static int settle(ch_store_t *s, const uint32_t *days, size_t n_days, const uint64_t *chunks, size_t n,
+                  uint64_t rows, err_t *err)
 {
 	uint64_t count = 0;
 	if (count_chunks(s, days, n_days, chunks, n, &count, err) < 0)
@@ -507,7 +507,7 @@ static int settle(ch_store *s, const uint32_t *days, size_t n_days, const uint64
 	return 0;
 }
 
-static void doubt_add(ch_store *s, const enc *e)
+static void doubt_add(ch_store_t *s, const enc_t *e)
 {
 	s->doubt = xgrow(s->doubt, &s->cap_doubt, s->n_doubt + e->n_chunks, sizeof *s->doubt);
 	memcpy(s->doubt + s->n_doubt, e->chunks, e->n_chunks * sizeof *e->chunks);
@@ -526,7 +526,7 @@ static void doubt_add(ch_store *s, const enc *e)
 }
 
 /* Before a write: the chunks left in doubt are removed first. 0, or -1 with err. */
-static int settle_doubt(ch_store *s, kn_err *err)
+static int settle_doubt(ch_store_t *s, err_t *err)
 {
 	if (!s->n_doubt)
 		return 0;
@@ -536,18 +536,18 @@ static int settle_doubt(ch_store *s, kn_err *err)
 	return 0;
 }
 
-static void write_group(ch_store *s, store_job **jobs, size_t n)
+static void write_group(ch_store_t *s, store_job_t **jobs, size_t n)
 {
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int t = 0; t < CH_T_COUNT; t++)
 		buf_reset(&s->rows[t]);
 	u64map_clear(&s->group);
-	enc e = {0};
-	store_wentry *ent = NULL;
+	enc_t e = {0};
+	store_wentry_t *ent = NULL;
 	size_t cap_ent = 0, written = 0;
 	for (size_t k = 0; k < n; k++) {
-		kn_err err = {0};
+		err_t err = {0};
 		if (check_batch(jobs[k]->b, &err) < 0 || ch_retention_check(s, jobs[k]->b, &err) < 0) {
 			store_job_finish(jobs[k], &err);
 			jobs[k] = NULL;
@@ -557,12 +557,12 @@ static void write_group(ch_store *s, store_job **jobs, size_t n)
 		written++;
 	}
 	free(ent);
-	kn_err err = {0};
+	err_t err = {0};
 	int rc = 0;
 	if (written && (rc = settle_doubt(s, &err)) == 0)
 		rc = insert_all(s, &err);
 	if (rc == -2) { /* the sample rows were sent, the answer is unknown */
-		kn_err serr = {0};
+		err_t serr = {0};
 		int st = settle(s, e.days, e.n_days, e.chunks, e.n_chunks, e.rows, &serr);
 		if (st == 1)
 			log_info("store write confirmed", "batches=%zu after=\"%s\"", written, err.msg);
@@ -593,14 +593,14 @@ static void write_group(ch_store *s, store_job **jobs, size_t n)
 }
 
 /* The queue's run: a sweep, or a group of writes; finishes every job. */
-static void run_group(void *ctx, store_job **jobs, size_t n)
+static void run_group(void *ctx, store_job_t **jobs, size_t n)
 {
-	ch_store *s = ctx;
+	ch_store_t *s = ctx;
 	if (jobs[0]->b) {
 		write_group(s, jobs, n);
 		return;
 	}
-	kn_err err = {0};
-	int rc = ch_retention_run(s, (ch_job *)jobs[0], &err);
+	err_t err = {0};
+	int rc = ch_retention_run(s, (ch_job_t *)jobs[0], &err);
 	store_job_finish(jobs[0], rc == 0 ? NULL : &err);
 }

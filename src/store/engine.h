@@ -14,64 +14,65 @@ typedef struct store_engine {
 	const char *name;
 	void (*drain)(store_t *s);
 	void (*close)(store_t *s);
-	void (*submit)(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+	void (*submit)(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
 	uint32_t (*queue_depth)(store_t *s);
-	int (*set_retention)(store_t *s, slice_t project, int days, kn_err *err);
+	int (*set_retention)(store_t *s, slice_t project, int days, err_t *err);
 	int64_t (*retention_start)(store_t *s, slice_t project, int64_t now_ns);
-	int (*projects)(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+	int (*projects)(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err);
 	int (*retention_sweep)(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-	                       kn_err *err);
-	void (*get_stats)(store_t *s, store_stats *out);
+	                       err_t *err);
+	void (*get_stats)(store_t *s, store_stats_t *out);
 	/* Keys and usage (store.h): every engine fills these. */
-	int (*usage_write)(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+	int (*usage_write)(store_t *s, const store_usage_row_t *rows, uint32_t n, err_t *err);
 	int (*usage_read)(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
-	                  void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
-	int (*keys_create)(store_t *s, const store_key_row *row, kn_err *err);
-	int (*keys_revoke)(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
-	int (*keys_read)(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
-	int (*keys_poll)(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx),
-	                 void *ctx, kn_err *err);
+	                  void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err);
+	int (*keys_create)(store_t *s, const store_key_row_t *row, err_t *err);
+	int (*keys_revoke)(store_t *s, slice_t name, int64_t now_ns, err_t *err);
+	int (*keys_read)(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+	                 err_t *err);
+	int (*keys_poll)(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx),
+	                 void *ctx, err_t *err);
 
-	int (*view_open)(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-	                 kn_err *err);
-	void (*view_close)(store_view *v);
-	uint32_t (*view_partitions)(const store_view *v);
-	int (*view_skipped)(const store_view *v, uint32_t p);
-	int (*view_series)(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
-	int (*view_heads)(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-	                  const store_chunk_head **out, uint32_t *n, kn_err *err);
-	int (*view_entries)(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
-	                    uint32_t *n, kn_err *err);
-	int (*view_nodes)(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
-	int (*view_frames)(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
-	int (*view_attrsets)(store_view *v, uint32_t p, const model_attrset **sets,
-	                     const model_label **labels, uint32_t *n, kn_err *err);
-	int (*view_span_chunks)(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
-	                        const store_span_hit **out, uint32_t *n, kn_err *err);
+	int (*view_open)(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+	                 err_t *err);
+	void (*view_close)(store_view_t *v);
+	uint32_t (*view_partitions)(const store_view_t *v);
+	int (*view_skipped)(const store_view_t *v, uint32_t p);
+	int (*view_series)(store_view_t *v, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err);
+	int (*view_heads)(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+	                  const store_chunk_head_t **out, uint32_t *n, err_t *err);
+	int (*view_entries)(store_view_t *v, uint32_t p, const store_chunk_head_t *h,
+	                    const store_entry_t **out, uint32_t *n, err_t *err);
+	int (*view_nodes)(store_view_t *v, uint32_t p, store_nodes_t *out, err_t *err);
+	int (*view_frames)(store_view_t *v, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err);
+	int (*view_attrsets)(store_view_t *v, uint32_t p, const model_attrset_t **sets,
+	                     const model_label_t **labels, uint32_t *n, err_t *err);
+	int (*view_span_chunks)(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
+	                        const store_span_hit_t **out, uint32_t *n, err_t *err);
 	/* NULL when the engine cannot aggregate (store_view_sums then says so). */
-	int (*view_sums)(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-	                 const store_sum **out, uint32_t *n, kn_err *err);
-} store_engine;
+	int (*view_sums)(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+	                 const store_sum_t **out, uint32_t *n, err_t *err);
+} store_engine_t;
 
 /* The first member of every engine's struct store and struct store_view. */
 typedef struct {
-	const store_engine *engine;
-} store_head;
+	const store_engine_t *engine;
+} store_head_t;
 
-extern const store_engine store_local_engine;
-extern const store_engine store_clickhouse_engine;
+extern const store_engine_t store_local_engine;
+extern const store_engine_t store_clickhouse_engine;
 
-store_t *local_open(const store_config *cfg, kn_err *err);
-store_t *ch_open(const store_config *cfg, kn_err *err);
+store_t *local_open(const store_config_t *cfg, err_t *err);
+store_t *ch_open(const store_config_t *cfg, err_t *err);
 
 /* ---- what both engines' writers share (store.c) ---- */
 
-/* Commit figures for store_stats, updated by a writer after each group. */
+/* Commit figures for store_stats_t, updated by a writer after each group. */
 typedef struct {
 	_Atomic uint64_t commits, ns_sum, ns_max;
-} store_commit_stats;
-void store_commit_note(store_commit_stats *c, uint64_t ns);
-void store_commit_read(const store_commit_stats *c, store_stats *out);
+} store_commit_stats_t;
+void store_commit_note(store_commit_stats_t *c, uint64_t ns);
+void store_commit_read(const store_commit_stats_t *c, store_stats_t *out);
 
 /* Whole seconds from the profile start to a sample's time (floor); 0 when
  * the sample has no time of its own. Entries keep this 1 s resolution (S5.3). */
@@ -83,24 +84,24 @@ typedef struct {
 	uint32_t node, attrset;
 	int64_t t_off;
 	int64_t value;
-} store_wentry;
+} store_wentry_t;
 /* Sorts e[0..n) by (node, attrset, t_off), merges entries with equal keys
  * (saturating sums, base/num.h) and drops those whose sum is 0; returns the
  * new n. Both engines store what this leaves, so they answer alike. */
-uint32_t store_entries_merge(store_wentry *e, uint32_t n);
+uint32_t store_entries_merge(store_wentry_t *e, uint32_t n);
 
 /* The span link of attribute set a: *span, *trace = index + 1 in
  * b->attr_labels of its span_id (else `profile_id`, the span label of
  * Pyroscope's otel-profiling-go) and trace_id labels, 0 when absent. */
-void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *span, uint32_t *trace);
+void store_span_labels(const model_batch_t *b, const model_attrset_t *a, uint32_t *span, uint32_t *trace);
 
 /* qsort order of span hits (store_view_span_chunks): t_ns, series, chunk, attrset. */
 int store_span_hit_cmp(const void *a, const void *b);
 
 /* The first UTC day of b's profiles (INT64_MAX when none). */
-int64_t store_oldest_day(const model_batch *b);
+int64_t store_oldest_day(const model_batch_t *b);
 /* The 400 for a write to a day before floor, which a retention sweep deleted. */
-int store_floor_error(kn_err *err, int64_t day, int64_t floor, slice_t project);
+int store_floor_error(err_t *err, int64_t day, int64_t floor, slice_t project);
 
 /* A caller waiting for one store_done_fn: store_waiter_init, pass
  * store_waiter_done with the waiter as ctx, then store_waiter_wait. */
@@ -108,25 +109,25 @@ typedef struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int done;
-	kn_err err;
-} store_waiter;
-void store_waiter_init(store_waiter *w);
-void store_waiter_done(void *ctx, const kn_err *err);
+	err_t err;
+} store_waiter_t;
+void store_waiter_init(store_waiter_t *w);
+void store_waiter_done(void *ctx, const err_t *err);
 /* Waits, destroys w; 0, or -1 with the done callback's error in err. */
-int store_waiter_wait(store_waiter *w, kn_err *err);
+int store_waiter_wait(store_waiter_t *w, err_t *err);
 
 /* ---- the write queue (write_queue.c) ---- */
 
 /* The head of every engine's job (its first member). */
 typedef struct store_job {
 	struct store_job *next;
-	model_batch *b; /* NULL: a retention sweep */
+	model_batch_t *b; /* NULL: a retention sweep */
 	store_done_fn done;
 	void *ctx;
-} store_job;
+} store_job_t;
 
 /* Frees j's batch, calls j->done(j->ctx, err) and frees the engine's job. */
-void store_job_finish(store_job *j, const kn_err *err);
+void store_job_finish(store_job_t *j, const err_t *err);
 
 typedef struct {
 	int window_ms;     /* how long a group gathers after its first job (0: not at all) */
@@ -134,27 +135,27 @@ typedef struct {
 	uint64_t max_rows; /* samples per group: taking stops once reached (0: no limit) */
 	/* Writes jobs[0..n) on the writer thread and finishes every one of them
 	 * (store_job_finish). A sweep comes as a group of one. */
-	void (*run)(void *ctx, store_job **jobs, size_t n);
+	void (*run)(void *ctx, store_job_t **jobs, size_t n);
 	void *ctx;
-} store_writeq_config;
+} store_writeq_config_t;
 
 typedef struct {
-	store_writeq_config cfg;
+	store_writeq_config_t cfg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	store_job *head, *tail;
+	store_job_t *head, *tail;
 	uint32_t queued;     /* queued + being written */
 	int closing, joined; /* joined: the writer thread has been joined (or never ran) */
 	pthread_t thread;
-} store_writeq;
+} store_writeq_t;
 
 /* Starts the writer thread. On failure q still needs store_writeq_destroy. */
-int store_writeq_start(store_writeq *q, const store_writeq_config *cfg, kn_err *err);
+int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_t *err);
 /* Queues j; once draining has begun, finishes it at once with a 503. */
-void store_writeq_push(store_writeq *q, store_job *j);
-uint32_t store_writeq_depth(store_writeq *q);
+void store_writeq_push(store_writeq_t *q, store_job_t *j);
+uint32_t store_writeq_depth(store_writeq_t *q);
 /* Refuses new jobs, lets the writer finish every queued one and joins it. */
-void store_writeq_drain(store_writeq *q);
-void store_writeq_destroy(store_writeq *q);
+void store_writeq_drain(store_writeq_t *q);
+void store_writeq_destroy(store_writeq_t *q);
 
 #endif

@@ -37,57 +37,57 @@ typedef struct local_part {
 	int damaged; /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
 	int64_t first_chunk, last_chunk; /* chunk rowids written by the open transaction */
 	uint64_t last_use;
-} local_part;
+} local_part_t;
 
 typedef struct local_job {
-	store_job base;    /* first: base.b is NULL for a retention sweep */
+	store_job_t base;  /* first: base.b is NULL for a retention sweep */
 	int keep_days;     /* sweep: days kept before today */
 	int64_t now_ns;    /* sweep: its clock */
 	uint32_t *deleted; /* sweep: partitions deleted (the caller waits) */
-	kn_err err;
+	err_t err;
 	int failed;
 	char proj[3 * LIMIT_NAME_BYTES + 2];
-} local_job;
+} local_job_t;
 
 /* The span link of one attribute set of a batch, found once per batch and
  * partition when the set is first resolved. */
 typedef struct {
 	uint32_t span, trace; /* index + 1 of the span_id / trace_id label in attr_labels; 0 = none */
-	uint32_t seen;        /* local_scratch.stamp of the last chunk that listed the set */
-} local_span_ref;
+	uint32_t seen;        /* local_scratch_t.stamp of the last chunk that listed the set */
+} local_span_ref_t;
 
 /* Writer-thread scratch, reused across batches. */
 typedef struct {
 	uint32_t *frame_map, *node_map, *attr_map, *chain;
 	size_t cap_frames, cap_nodes, cap_attrs, cap_chain;
-	local_span_ref *span_ref; /* per batch attrset, valid where attr_map is set */
+	local_span_ref_t *span_ref; /* per batch attrset, valid where attr_map is set */
 	size_t cap_span_ref;
 	uint32_t *span_sets; /* batch attrsets with a span link in the chunk being written */
 	uint32_t n_span_sets;
 	size_t cap_span_sets;
 	uint32_t stamp; /* chunks written by the current local_part_write, + 1 */
-	store_wentry *entries;
+	store_wentry_t *entries;
 	size_t cap_entries;
 	buf_t raw, packed, labels;
 	void *zc; /* ZSTD_CCtx */
-} local_scratch;
+} local_scratch_t;
 
 /* Retention of one project (store_set_retention, store_retention_sweep). */
 typedef struct {
 	char proj[3 * LIMIT_NAME_BYTES + 2];  /* encoded (local_project_dir) */
 	int days;                             /* store_set_retention; 0 = the store's default */
 	int64_t floor_day; /* first day the last sweep kept: earlier days refuse writes; INT64_MIN = none */
-} local_retention;
+} local_retention_t;
 
 struct store {
-	store_head head_; /* first: store.c dispatches through it */
+	store_head_t head_; /* first: store.c dispatches through it */
 	char *dir;
 	int lock_fd; /* DIR/LOCK, flock()ed: one kiln process per data directory */
 	int sync;
 
 	/* Retention per project, guarded by ret_mu (views and the writer read it). */
 	pthread_mutex_t ret_mu;
-	local_retention *ret;
+	local_retention_t *ret;
 	uint32_t n_ret;
 	size_t cap_ret;
 	int default_days;
@@ -96,8 +96,8 @@ struct store {
 	 * unlinks: a view sees a partition whole or not at all. */
 	pthread_rwlock_t files_lock;
 
-	store_writeq q;                  /* the writes waiting for the writer thread */
-	store_commit_stats commit_stats; /* store_get_stats */
+	store_writeq_t q;                  /* the writes waiting for the writer thread */
+	store_commit_stats_t commit_stats; /* store_get_stats */
 
 	/* Damaged partitions reported so far (local_damage.c), any thread. */
 	pthread_mutex_t damage_mu;
@@ -108,17 +108,17 @@ struct store {
 
 	/* Keys and usage (local_shared.c): one connection to keys.db and one to
 	 * usage.db, each opened on first use and guarded by its mutex. */
-	int keys_usage_only; /* store_config.keys_usage_only: no lock, no writer */
+	int keys_usage_only; /* store_config_t.keys_usage_only: no lock, no writer */
 	pthread_mutex_t keys_mu, usage_mu;
 	sqlite3 *keys_db, *usage_db;
 
 	/* Writer thread only. */
-	local_part **parts;
+	local_part_t **parts;
 	uint32_t n_parts;
 	size_t cap_parts;
 	uint64_t tick;
 	size_t cache_entries;
-	local_scratch sc;
+	local_scratch_t sc;
 };
 
 /* ---- local_chunk.c: encodings (pure functions, no SQLite) ---- */
@@ -134,7 +134,7 @@ int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n);
  * cpu:nanoseconds of one pprof, are equal), *total their sum in entry
  * order, saturating (format-1 files written before saturation hold the
  * wrapping sum: the decoder accepts either). */
-void local_payload_raw(const store_wentry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total);
+void local_payload_raw(const store_wentry_t *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total);
 /* raw -> stored form: format byte, then raw or zstd (whichever is smaller). */
 void local_payload_pack(const buf_t *raw, buf_t *out, void *zc);
 /* Decodes a payload; checks every length and id (nodes <= max_node, attrsets
@@ -144,8 +144,8 @@ void local_payload_pack(const buf_t *raw, buf_t *out, void *zc);
  * file and chunk (err_prefix). */
 int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_expect, int64_t total_expect,
                          uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
-                         store_entry **out, size_t *cap_out, kn_err *err);
-void local_labels_encode(const model_label *l, uint32_t n, buf_t *out);
+                         store_entry_t **out, size_t *cap_out, err_t *err);
+void local_labels_encode(const model_label_t *l, uint32_t n, buf_t *out);
 /* The stored form of a span_id / trace_id value (spans table): even-length
  * hex (either case) becomes its bytes in out (LOCAL_SPAN_HEX), any other
  * string stays text (LOCAL_SPAN_TEXT, the value itself); the two never
@@ -154,11 +154,11 @@ void local_labels_encode(const model_label *l, uint32_t n, buf_t *out);
 enum { LOCAL_SPAN_NONE, LOCAL_SPAN_HEX, LOCAL_SPAN_TEXT };
 int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n);
 /* Decodes a labels blob; strings are copied into the arena. -1 on damage. */
-int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n);
+int local_labels_decode(slice_t blob, arena_t *a, model_label_t **out, uint32_t *n);
 
 /* ---- local_partition.c: partition files for the writer ---- */
 /* Finds or opens the partition of (project dir, day); NULL with err. */
-local_part *local_part_get(store_t *s, const char *proj, int64_t day, kn_err *err);
+local_part_t *local_part_get(store_t *s, const char *proj, int64_t day, err_t *err);
 /* Closes least-recently-used partitions beyond LIMIT_STORE_OPEN_PARTS (none in a transaction). */
 void local_parts_trim(store_t *s, uint32_t keep);
 void local_parts_close_all(store_t *s);
@@ -166,14 +166,14 @@ void local_parts_close_all(store_t *s);
  * in a transaction) and moves their files aside (local_quarantine): the next
  * write to that day starts a fresh file. */
 void local_parts_drop_damaged(store_t *s);
-int local_part_begin(store_t *s, local_part *p, kn_err *err);
-int local_part_commit(store_t *s, local_part *p, kn_err *err);
+int local_part_begin(store_t *s, local_part_t *p, err_t *err);
+int local_part_commit(store_t *s, local_part_t *p, err_t *err);
 /* Rolls back the open transaction and forgets everything cached since. */
-void local_part_rollback(store_t *s, local_part *p);
+void local_part_rollback(store_t *s, local_part_t *p);
 /* Deletes the chunks a committed transaction wrote (undo of a group whose later partition failed). */
-int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_err *err);
+int local_part_undo(store_t *s, local_part_t *p, int64_t first, int64_t last, err_t *err);
 /* Writes the profiles of b that belong to partition p (day). Inside a transaction. */
-int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t day, kn_err *err);
+int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_t day, err_t *err);
 /* Closes the writer's connections to partitions of project dir proj before day (none is in a transaction). */
 void local_parts_close_before(store_t *s, const char *proj, int64_t day);
 /* Creates the tables of a partition in db (an empty partition: the writer's new
@@ -185,7 +185,7 @@ void local_fsync_dir(const char *dir);
  * (local_span_key); 1, or 0 with NULL bound when v cannot be indexed. */
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v);
 /* Sets err from a SQLite failure: 503 + retry for full disk / I/O / busy, 500 otherwise. */
-int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what);
+int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const char *what);
 
 /* ---- local_damage.c: partitions SQLite calls corrupt ---- */
 /* 1 for SQLITE_CORRUPT / SQLITE_NOTADB (and their extended codes). */
@@ -193,67 +193,67 @@ int local_is_damage(int sqlite_rc);
 void local_damage_init(store_t *s);
 void local_damage_free(store_t *s);
 /* Logs `store partition is damaged` (file, action, error) once per file and
- * counts it (store_stats.damaged). Thread-safe. */
+ * counts it (store_stats_t.damaged). Thread-safe. */
 void local_report_damaged(store_t *s, const char *path, const char *why, const char *action);
 /* Reports path and renames it (and its -wal, -shm) to path.damaged-UNIXSECONDS
  * so that a fresh partition can take its place. Writer thread, with no
  * connection of the writer open on it. 0, or -1 when a rename failed. */
 int local_quarantine(store_t *s, const char *path, const char *why);
 
-/* ---- local_retention.c: retention state, the sweep, the project list ---- */
+/* ---- local_retention_t.c: retention state, the sweep, the project list ---- */
 void local_retention_init(store_t *s, int default_days);
 void local_retention_free(store_t *s);
 /* Retention in days of project dir proj (its own or the default; 0 = none). */
 int local_retention_days(store_t *s, const char *proj);
 /* 0 when every profile of b may be written into project dir proj, else -1
  * with a 400 naming the first day before the last sweep's floor. */
-int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn_err *err);
+int local_retention_check(store_t *s, const char *proj, const model_batch_t *b, err_t *err);
 /* The sweep of job j (writer thread, between groups). */
-int local_retention_run(store_t *s, local_job *j, kn_err *err);
+int local_retention_run(store_t *s, local_job_t *j, err_t *err);
 
 /* ---- local_shared.c: keys.db and usage.db (store.h's keys and usage) ---- */
 /* Sets up the mutexes and, unless keys_usage_only, opens (creating them)
  * keys.db and usage.db, so a server that cannot use them fails at start.
  * local_shared_close is needed either way. 0, or -1 + err. */
-int local_shared_open(store_t *s, kn_err *err);
+int local_shared_open(store_t *s, err_t *err);
 void local_shared_close(store_t *s);
-int local_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+int local_usage_write(store_t *s, const store_usage_row_t *rows, uint32_t n, err_t *err);
 int local_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
-                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
-int local_keys_create(store_t *s, const store_key_row *row, kn_err *err);
-int local_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
-int local_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
-int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
-                    kn_err *err);
+                     void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err);
+int local_keys_create(store_t *s, const store_key_row_t *row, err_t *err);
+int local_keys_revoke(store_t *s, slice_t name, int64_t now_ns, err_t *err);
+int local_keys_read(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err);
+int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+                    err_t *err);
 
 /* ---- the engine's entry points (store_local_engine, local_writer.c) ---- */
 /* mkdir -p dir. 0, or -1 + err (500). */
-int local_mkdir_p(const char *dir, kn_err *err);
+int local_mkdir_p(const char *dir, err_t *err);
 void local_drain(store_t *s);
 void local_close(store_t *s);
-void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+void local_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
 uint32_t local_queue_depth(store_t *s);
-int local_set_retention(store_t *s, slice_t project, int days, kn_err *err);
+int local_set_retention(store_t *s, slice_t project, int days, err_t *err);
 int64_t local_retention_start(store_t *s, slice_t project, int64_t now_ns);
-int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err);
 int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-                          kn_err *err);
-void local_get_stats(store_t *s, store_stats *out);
-int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-                    kn_err *err);
-void local_view_close(store_view *v);
-uint32_t local_view_partitions(const store_view *v);
-int local_view_skipped(const store_view *v, uint32_t p);
-int local_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
-int local_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-                     const store_chunk_head **out, uint32_t *n, kn_err *err);
-int local_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
-                       uint32_t *n, kn_err *err);
-int local_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
-int local_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
-int local_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
-                        uint32_t *n, kn_err *err);
-int local_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
-                           const store_span_hit **out, uint32_t *n, kn_err *err);
+                          err_t *err);
+void local_get_stats(store_t *s, store_stats_t *out);
+int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+                    err_t *err);
+void local_view_close(store_view_t *v);
+uint32_t local_view_partitions(const store_view_t *v);
+int local_view_skipped(const store_view_t *v, uint32_t p);
+int local_view_series(store_view_t *v, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err);
+int local_view_heads(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head_t **out, uint32_t *n, err_t *err);
+int local_view_entries(store_view_t *v, uint32_t p, const store_chunk_head_t *h, const store_entry_t **out,
+                       uint32_t *n, err_t *err);
+int local_view_nodes(store_view_t *v, uint32_t p, store_nodes_t *out, err_t *err);
+int local_view_frames(store_view_t *v, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err);
+int local_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **sets,
+                        const model_label_t **labels, uint32_t *n, err_t *err);
+int local_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit_t **out, uint32_t *n, err_t *err);
 
 #endif

@@ -90,7 +90,7 @@ int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n)
 	return 0;
 }
 
-void local_payload_raw(const store_wentry *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total)
+void local_payload_raw(const store_wentry_t *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total)
 {
 	uint64_t g = 0;
 	int64_t sum = 0;
@@ -148,14 +148,14 @@ void local_payload_pack(const buf_t *raw, buf_t *out, void *zc)
 }
 
 /* A payload that fails a check: damage, so a server-side error (500). */
-static int bad(kn_err *err, const char *what)
+static int bad(err_t *err, const char *what)
 {
 	return err_set(err, 500, "%s", what);
 }
 
 int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_expect, int64_t total_expect,
                          uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
-                         store_entry **out, size_t *cap_out, kn_err *err)
+                         store_entry_t **out, size_t *cap_out, err_t *err)
 {
 	const uint8_t *p, *end;
 	if (data.n < 1)
@@ -197,7 +197,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		*out = xrealloc(*out, (size_t)(n ? n : 1) * sizeof **out);
 		*cap_out = (size_t)n;
 	}
-	store_entry *e = *out;
+	store_entry_t *e = *out;
 	uint64_t node = 0, v;
 	for (uint32_t i = 0; i < n; i++) {
 		if (num_uvarint_get(&p, end, &v) < 0)
@@ -245,7 +245,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 	return 0;
 }
 
-void local_labels_encode(const model_label *l, uint32_t n, buf_t *out)
+void local_labels_encode(const model_label_t *l, uint32_t n, buf_t *out)
 {
 	buf_reset(out);
 	buf_put_uvarint(out, n);
@@ -267,7 +267,7 @@ static int get_bytes(const uint8_t **p, const uint8_t *end, arena_t *a, slice_t 
 	return 0;
 }
 
-int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n)
+int local_labels_decode(slice_t blob, arena_t *a, model_label_t **out, uint32_t *n)
 {
 	const uint8_t *p = blob.p, *end = blob.p + blob.n;
 	uint64_t count;
@@ -278,7 +278,7 @@ int local_labels_decode(slice_t blob, arena_t *a, model_label **out, uint32_t *n
 	/* Each label takes at least two bytes, which bounds count by the blob size. */
 	if (num_uvarint_get(&p, end, &count) < 0 || count > (uint64_t)(end - p) / 2)
 		return -1;
-	model_label *l = count ? arena_alloc(a, (size_t)count * sizeof *l) : NULL;
+	model_label_t *l = count ? arena_alloc(a, (size_t)count * sizeof *l) : NULL;
 	for (uint64_t i = 0; i < count; i++)
 		if (get_bytes(&p, end, a, &l[i].key) < 0 || get_bytes(&p, end, a, &l[i].value) < 0)
 			return -1;

@@ -45,7 +45,7 @@ static const char spans_sql[] =
 	" attrset INTEGER NOT NULL, PRIMARY KEY(span, chunk, attrset)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace) WHERE trace IS NOT NULL;";
 
-int local_sqlite_err(kn_err *err, sqlite3 *db, int rc, const char *path, const char *what)
+int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const char *what)
 {
 	int st = 500;
 	switch (rc & 0xff) {
@@ -85,7 +85,7 @@ void local_fsync_dir(const char *dir)
 
 /* ---- caches ---- */
 
-static void part_drop_caches(store_t *s, local_part *p)
+static void part_drop_caches(store_t *s, local_part_t *p)
 {
 	for (int t = 0; t < LT_COUNT; t++) {
 		s->cache_entries -= p->cache[t].len;
@@ -95,7 +95,7 @@ static void part_drop_caches(store_t *s, local_part *p)
 }
 
 /* Reads next local ids, and every (id, local) when they fit in the cache budget. */
-static int part_load(store_t *s, local_part *p, kn_err *err)
+static int part_load(store_t *s, local_part_t *p, err_t *err)
 {
 	part_drop_caches(s, p);
 	for (int t = 0; t < LT_COUNT; t++) {
@@ -130,7 +130,7 @@ static int part_load(store_t *s, local_part *p, kn_err *err)
 	return 0;
 }
 
-static void cache_add(store_t *s, local_part *p, int t, uint64_t id, uint32_t local)
+static void cache_add(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t local)
 {
 	if (s->cache_entries >= LIMIT_STORE_CACHE)
 		for (uint32_t i = 0; i < s->n_parts; i++)
@@ -141,7 +141,7 @@ static void cache_add(store_t *s, local_part *p, int t, uint64_t id, uint32_t lo
 }
 
 /* 1 with *local set when id is in the partition, 0 when not, -1 on error. */
-static int lookup(local_part *p, int t, uint64_t id, uint32_t *local, kn_err *err)
+static int lookup(local_part_t *p, int t, uint64_t id, uint32_t *local, err_t *err)
 {
 	if (u64map_get(&p->cache[t], id, local))
 		return 1;
@@ -160,7 +160,7 @@ static int lookup(local_part *p, int t, uint64_t id, uint32_t *local, kn_err *er
 }
 
 /* Runs an insert statement whose parameters are bound, resets it. */
-static int run_insert(local_part *p, sqlite3_stmt *st, kn_err *err)
+static int run_insert(local_part_t *p, sqlite3_stmt *st, err_t *err)
 {
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -176,7 +176,7 @@ static void bind_slice(sqlite3_stmt *st, int i, slice_t v)
 }
 
 /* Assigns the next local id of table t to id, after the caller bound the row's other columns. */
-static int insert_row(store_t *s, local_part *p, int t, uint64_t id, uint32_t *local, kn_err *err)
+static int insert_row(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t *local, err_t *err)
 {
 	sqlite3_stmt *st = p->ins[t];
 	sqlite3_bind_int64(st, 1, p->next[t]);
@@ -200,7 +200,7 @@ static int set_pragmas(store_t *s, sqlite3 *db)
 
 /* Creates a partition file with its schema under a temporary name and renames
  * it into place, so a reader never lists a file without tables. */
-static int part_create(store_t *s, const char *path, const char *pdir, kn_err *err)
+static int part_create(store_t *s, const char *path, const char *pdir, err_t *err)
 {
 	size_t n = strlen(path) + 8;
 	char *tmp = xmalloc(n);
@@ -236,7 +236,7 @@ static int part_create(store_t *s, const char *path, const char *pdir, kn_err *e
 	return 0;
 }
 
-static void part_close(store_t *s, local_part *p)
+static void part_close(store_t *s, local_part_t *p)
 {
 	part_drop_caches(s, p);
 	for (int t = 0; t < LT_COUNT; t++) {
@@ -255,7 +255,7 @@ static void part_close(store_t *s, local_part *p)
 	free(p);
 }
 
-static int part_prepare(local_part *p, kn_err *err)
+static int part_prepare(local_part_t *p, err_t *err)
 {
 	static const char *const ins_sql[LT_COUNT] = {
 		"INSERT INTO frames VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -297,7 +297,7 @@ static int part_prepare(local_part *p, kn_err *err)
 	return 0;
 }
 
-static int part_check_format(local_part *p, kn_err *err)
+static int part_check_format(local_part_t *p, err_t *err)
 {
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(p->db, "SELECT value FROM meta WHERE key = 'format'", -1, &st, NULL);
@@ -325,10 +325,10 @@ static char *part_path(const store_t *s, const char *proj_dir, int64_t day)
 
 /* Opens (creating when missing) the partition of (proj_dir, day). NULL with
  * err on failure; *damage is then 1 when SQLite found the file corrupt. */
-static local_part *part_open(store_t *s, const char *proj_dir, int64_t day, int *damage, kn_err *err)
+static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, int *damage, err_t *err)
 {
 	*damage = 0;
-	local_part *p = xcalloc(1, sizeof *p);
+	local_part_t *p = xcalloc(1, sizeof *p);
 	p->proj = xstrdup(proj_dir);
 	p->day = day;
 	size_t n = strlen(s->dir) + strlen(proj_dir) + 2;
@@ -369,7 +369,7 @@ fail:
 	return NULL;
 }
 
-local_part *local_part_get(store_t *s, const char *proj_dir, int64_t day, kn_err *err)
+local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_t *err)
 {
 	for (uint32_t i = 0; i < s->n_parts; i++)
 		if (s->parts[i]->day == day && strcmp(s->parts[i]->proj, proj_dir) == 0) {
@@ -377,7 +377,7 @@ local_part *local_part_get(store_t *s, const char *proj_dir, int64_t day, kn_err
 			return s->parts[i];
 		}
 	int damage;
-	local_part *p = part_open(s, proj_dir, day, &damage, err);
+	local_part_t *p = part_open(s, proj_dir, day, &damage, err);
 	if (!p && damage) {
 		/* Ingestion goes on in a fresh file; the damaged one is kept aside. */
 		char *path = part_path(s, proj_dir, day);
@@ -411,7 +411,7 @@ void local_parts_trim(store_t *s, uint32_t keep)
 void local_parts_close_before(store_t *s, const char *proj, int64_t day)
 {
 	for (uint32_t i = 0; i < s->n_parts;) {
-		local_part *p = s->parts[i];
+		local_part_t *p = s->parts[i];
 		if (p->day < day && strcmp(p->proj, proj) == 0) {
 			part_close(s, p);
 			s->parts[i] = s->parts[--s->n_parts];
@@ -424,7 +424,7 @@ void local_parts_close_before(store_t *s, const char *proj, int64_t day)
 void local_parts_drop_damaged(store_t *s)
 {
 	for (uint32_t i = 0; i < s->n_parts;) {
-		local_part *p = s->parts[i];
+		local_part_t *p = s->parts[i];
 		if (!p->damaged || p->in_txn) {
 			i++;
 			continue;
@@ -451,7 +451,7 @@ void local_parts_close_all(store_t *s)
 
 /* ---- transactions ---- */
 
-int local_part_begin(store_t *s, local_part *p, kn_err *err)
+int local_part_begin(store_t *s, local_part_t *p, err_t *err)
 {
 	int rc = sqlite3_exec(p->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
@@ -462,7 +462,7 @@ int local_part_begin(store_t *s, local_part *p, kn_err *err)
 	return 0;
 }
 
-int local_part_commit(store_t *s, local_part *p, kn_err *err)
+int local_part_commit(store_t *s, local_part_t *p, err_t *err)
 {
 	int rc = sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
@@ -474,7 +474,7 @@ int local_part_commit(store_t *s, local_part *p, kn_err *err)
 	return 0;
 }
 
-void local_part_rollback(store_t *s, local_part *p)
+void local_part_rollback(store_t *s, local_part_t *p)
 {
 	if (!sqlite3_get_autocommit(p->db))
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
@@ -487,7 +487,7 @@ void local_part_rollback(store_t *s, local_part *p)
 	}
 }
 
-int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_err *err)
+int local_part_undo(store_t *s, local_part_t *p, int64_t first, int64_t last, err_t *err)
 {
 	if (!first)
 		return 0;
@@ -508,24 +508,24 @@ int local_part_undo(store_t *s, local_part *p, int64_t first, int64_t last, kn_e
 
 typedef struct {
 	store_t *s;
-	local_part *p;
-	const model_batch *b;
-	local_scratch *sc;
-	kn_err *err;
-} wctx;
+	local_part_t *p;
+	const model_batch_t *b;
+	local_scratch_t *sc;
+	err_t *err;
+} wctx_t;
 
-static int bad_batch(wctx *w, const char *what)
+static int bad_batch(wctx_t *w, const char *what)
 {
 	return err_set(w->err, 500, "store: malformed batch (%s)", what);
 }
 
-static int resolve_frame(wctx *w, uint32_t i, uint32_t *out)
+static int resolve_frame(wctx_t *w, uint32_t i, uint32_t *out)
 {
 	if (i >= w->b->n_frames)
 		return bad_batch(w, "frame index");
 	if (w->sc->frame_map[i])
 		return *out = w->sc->frame_map[i], 0;
-	const model_frame *f = &w->b->frames[i];
+	const model_frame_t *f = &w->b->frames[i];
 	int r = lookup(w->p, LT_FRAME, f->id, out, w->err);
 	if (r < 0)
 		return -1;
@@ -546,10 +546,10 @@ static int resolve_frame(wctx *w, uint32_t i, uint32_t *out)
 
 /* Interns node i and its ancestors, root first, so a parent's local id is
  * always smaller than its child's. */
-static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
+static int resolve_node(wctx_t *w, uint32_t i, uint32_t *out)
 {
-	const model_batch *b = w->b;
-	local_scratch *sc = w->sc;
+	const model_batch_t *b = w->b;
+	local_scratch_t *sc = w->sc;
 	if (i >= b->n_nodes)
 		return bad_batch(w, "node index");
 	uint32_t depth = 0;
@@ -560,7 +560,7 @@ static int resolve_node(wctx *w, uint32_t i, uint32_t *out)
 	}
 	while (depth) {
 		uint32_t k = sc->chain[--depth], local;
-		const model_node *n = &b->nodes[k];
+		const model_node_t *n = &b->nodes[k];
 		int r = lookup(w->p, LT_NODE, n->id, &local, w->err);
 		if (r < 0)
 			return -1;
@@ -598,13 +598,13 @@ int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v)
 }
 
 /* One spans row per attribute set of the chunk just inserted that has a span link. */
-static int write_spans(wctx *w, int64_t chunk)
+static int write_spans(wctx_t *w, int64_t chunk)
 {
-	local_scratch *sc = w->sc;
-	const model_label *l = w->b->attr_labels;
+	local_scratch_t *sc = w->sc;
+	const model_label_t *l = w->b->attr_labels;
 	for (uint32_t k = 0; k < sc->n_span_sets; k++) {
 		uint32_t i = sc->span_sets[k];
-		const local_span_ref *r = &sc->span_ref[i];
+		const local_span_ref_t *r = &sc->span_ref[i];
 		sqlite3_stmt *st = w->p->ins_span;
 		if (!local_bind_span_key(st, 1, l[r->span - 1].value)) {
 			sqlite3_clear_bindings(st);
@@ -620,16 +620,16 @@ static int write_spans(wctx *w, int64_t chunk)
 	return 0;
 }
 
-static int resolve_attrset(wctx *w, uint32_t i, uint32_t *out)
+static int resolve_attrset(wctx_t *w, uint32_t i, uint32_t *out)
 {
-	const model_batch *b = w->b;
+	const model_batch_t *b = w->b;
 	if (i == 0)
 		return *out = 0, 0;
 	if (i >= b->n_attrsets)
 		return bad_batch(w, "attribute set index");
 	if (w->sc->attr_map[i])
 		return *out = w->sc->attr_map[i], 0;
-	const model_attrset *a = &b->attrsets[i];
+	const model_attrset_t *a = &b->attrsets[i];
 	int r = lookup(w->p, LT_ATTRSET, a->id, out, w->err);
 	if (r < 0)
 		return -1;
@@ -646,9 +646,9 @@ static int resolve_attrset(wctx *w, uint32_t i, uint32_t *out)
 	return 0;
 }
 
-static int resolve_series(wctx *w, const model_profile *pr, uint32_t *out)
+static int resolve_series(wctx_t *w, const model_profile_t *pr, uint32_t *out)
 {
-	const model_batch *b = w->b;
+	const model_batch_t *b = w->b;
 	int r = lookup(w->p, LT_SERIES, pr->series_id, out, w->err);
 	if (r)
 		return r < 0 ? -1 : 0;
@@ -670,9 +670,9 @@ static int resolve_series(wctx *w, const model_profile *pr, uint32_t *out)
 }
 
 /* Returns the payload's local id, storing it unless an equal payload exists. */
-static int store_payload(wctx *w, int64_t *payload)
+static int store_payload(wctx_t *w, int64_t *payload)
 {
-	local_part *p = w->p;
+	local_part_t *p = w->p;
 	XXH128_canonical_t h;
 	XXH128_canonicalFromHash(&h, XXH3_128bits(w->sc->raw.p, w->sc->raw.n));
 	sqlite3_bind_blob(p->sel_payload, 1, &h, sizeof h, SQLITE_STATIC);
@@ -693,10 +693,10 @@ static int store_payload(wctx *w, int64_t *payload)
 	return 0;
 }
 
-static int write_profile(wctx *w, const model_profile *pr)
+static int write_profile(wctx_t *w, const model_profile_t *pr)
 {
-	const model_batch *b = w->b;
-	local_scratch *sc = w->sc;
+	const model_batch_t *b = w->b;
+	local_scratch_t *sc = w->sc;
 	uint32_t series;
 	if ((uint64_t)pr->samples_first + pr->samples_count > b->n_samples)
 		return bad_batch(w, "sample range");
@@ -707,11 +707,11 @@ static int write_profile(wctx *w, const model_profile *pr)
 	sc->n_span_sets = 0;
 	sc->stamp++;
 	for (uint32_t i = 0; i < n; i++) {
-		const model_sample *smp = &b->samples[pr->samples_first + i];
-		store_wentry *e = &sc->entries[i];
+		const model_sample_t *smp = &b->samples[pr->samples_first + i];
+		store_wentry_t *e = &sc->entries[i];
 		if (resolve_node(w, smp->node, &e->node) < 0 || resolve_attrset(w, smp->attrset, &e->attrset) < 0)
 			return -1;
-		local_span_ref *r = &sc->span_ref[smp->attrset];
+		local_span_ref_t *r = &sc->span_ref[smp->attrset];
 		if (smp->attrset && r->span && r->seen != sc->stamp && smp->value != 0) {
 			r->seen = sc->stamp;
 			sc->span_sets = xgrow(sc->span_sets, &sc->cap_span_sets, (size_t)sc->n_span_sets + 1,
@@ -750,9 +750,9 @@ static void *grow_zeroed(void *p, size_t *cap, size_t need, size_t elem)
 	return p;
 }
 
-int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t day, kn_err *err)
+int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_t day, err_t *err)
 {
-	local_scratch *sc = &s->sc;
+	local_scratch_t *sc = &s->sc;
 	if (!p->next[LT_FRAME])
 		return err_set(err, 503, "store: %s is unusable after a failed rollback", p->path);
 	sc->frame_map = grow_zeroed(sc->frame_map, &sc->cap_frames, b->n_frames, sizeof *sc->frame_map);
@@ -761,7 +761,7 @@ int local_part_write(store_t *s, local_part *p, const model_batch *b, int64_t da
 	sc->attr_map = grow_zeroed(sc->attr_map, &sc->cap_attrs, b->n_attrsets, sizeof *sc->attr_map);
 	sc->span_ref = grow_zeroed(sc->span_ref, &sc->cap_span_ref, b->n_attrsets, sizeof *sc->span_ref);
 	sc->stamp = 0;
-	wctx w = {s, p, b, sc, err};
+	wctx_t w = {s, p, b, sc, err};
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		if (time_day(b->profiles[i].time_ns) == day && write_profile(&w, &b->profiles[i]) < 0)
 			return -1;

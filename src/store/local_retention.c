@@ -37,7 +37,7 @@ void local_retention_free(store_t *s)
 }
 
 /* The entry of project dir proj, added when add is set (else NULL if none). Under ret_mu. */
-static local_retention *ret_find(store_t *s, const char *proj, int add)
+static local_retention_t *ret_find(store_t *s, const char *proj, int add)
 {
 	for (uint32_t i = 0; i < s->n_ret; i++)
 		if (strcmp(s->ret[i].proj, proj) == 0)
@@ -45,14 +45,14 @@ static local_retention *ret_find(store_t *s, const char *proj, int add)
 	if (!add)
 		return NULL;
 	s->ret = xgrow(s->ret, &s->cap_ret, (size_t)s->n_ret + 1, sizeof *s->ret);
-	local_retention *r = &s->ret[s->n_ret++];
+	local_retention_t *r = &s->ret[s->n_ret++];
 	memset(r, 0, sizeof *r);
 	snprintf(r->proj, sizeof r->proj, "%s", proj);
 	r->floor_day = INT64_MIN;
 	return r;
 }
 
-int local_set_retention(store_t *s, slice_t project, int days, kn_err *err)
+int local_set_retention(store_t *s, slice_t project, int days, err_t *err)
 {
 	char proj[3 * LIMIT_NAME_BYTES + 2];
 	if (local_project_dir(project, proj) < 0)
@@ -68,7 +68,7 @@ int local_set_retention(store_t *s, slice_t project, int days, kn_err *err)
 int local_retention_days(store_t *s, const char *proj)
 {
 	pthread_mutex_lock(&s->ret_mu);
-	const local_retention *r = ret_find(s, proj, 0);
+	const local_retention_t *r = ret_find(s, proj, 0);
 	int days = r && r->days ? r->days : s->default_days;
 	pthread_mutex_unlock(&s->ret_mu);
 	return days;
@@ -86,13 +86,13 @@ int64_t local_retention_start(store_t *s, slice_t project, int64_t now_ns)
 	return start;
 }
 
-int local_retention_check(store_t *s, const char *proj, const model_batch *b, kn_err *err)
+int local_retention_check(store_t *s, const char *proj, const model_batch_t *b, err_t *err)
 {
 	if (!b->n_profiles)
 		return 0;
 	int64_t oldest = store_oldest_day(b);
 	pthread_mutex_lock(&s->ret_mu);
-	const local_retention *r = ret_find(s, proj, 0);
+	const local_retention_t *r = ret_find(s, proj, 0);
 	int64_t floor = r ? r->floor_day : INT64_MIN;
 	pthread_mutex_unlock(&s->ret_mu);
 	return oldest >= floor ? 0 : store_floor_error(err, oldest, floor, b->project);
@@ -116,7 +116,7 @@ static int part_file_day(const char *n, char day[11])
 	return 0;
 }
 
-int local_retention_run(store_t *s, local_job *j, kn_err *err)
+int local_retention_run(store_t *s, local_job_t *j, err_t *err)
 {
 	int64_t floor = time_day(j->now_ns) - j->keep_days;
 	char first[11];
@@ -184,7 +184,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err)
+int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err)
 {
 	DIR *d = opendir(s->dir);
 	if (!d)

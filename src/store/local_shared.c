@@ -40,7 +40,7 @@ static const char *const DB_SCHEMA[] = {KEYS_SCHEMA, USAGE_SCHEMA};
  * create is set) in WAL mode with synchronous=FULL and a busy timeout, and
  * creates its table. *db = NULL without error when !create and the file is
  * missing. 0, or -1 + err (500). */
-static int db_open(store_t *s, int which, int create, sqlite3 **db, kn_err *err)
+static int db_open(store_t *s, int which, int create, sqlite3 **db, err_t *err)
 {
 	*db = NULL;
 	char path[4096];
@@ -70,7 +70,7 @@ fail:
 
 /* The store's connection to keys.db / usage.db, opened on first use (its
  * mutex held). *db = NULL without error when !create and the file is missing. */
-static int db_cached(store_t *s, int which, int create, sqlite3 **db, kn_err *err)
+static int db_cached(store_t *s, int which, int create, sqlite3 **db, err_t *err)
 {
 	sqlite3 **slot = which == DB_KEYS ? &s->keys_db : &s->usage_db;
 	if (!*slot && db_open(s, which, create, slot, err) < 0)
@@ -79,7 +79,7 @@ static int db_cached(store_t *s, int which, int create, sqlite3 **db, kn_err *er
 	return 0;
 }
 
-int local_shared_open(store_t *s, kn_err *err)
+int local_shared_open(store_t *s, err_t *err)
 {
 	pthread_mutex_init(&s->keys_mu, NULL);
 	pthread_mutex_init(&s->usage_mu, NULL);
@@ -98,14 +98,14 @@ void local_shared_close(store_t *s)
 	pthread_mutex_destroy(&s->usage_mu);
 }
 
-static int db_error(kn_err *err, int which, sqlite3 *db)
+static int db_error(err_t *err, int which, sqlite3 *db)
 {
 	return err_set(err, 500, "%s: %s", DB_FILE[which], sqlite3_errmsg(db));
 }
 
 /* ---- usage.db ---- */
 
-int local_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err)
+int local_usage_write(store_t *s, const store_usage_row_t *rows, uint32_t n, err_t *err)
 {
 	if (!n)
 		return 0;
@@ -128,7 +128,7 @@ int local_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_er
 	        -1, &st, NULL) != SQLITE_OK)
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
-		const store_usage_row *r = &rows[i];
+		const store_usage_row_t *r = &rows[i];
 		sqlite3_bind_int64(st, 1, r->day);
 		sqlite3_bind_text(st, 2, (const char *)r->project.p, (int)r->project.n, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, (const char *)r->key.p, (int)r->key.n, SQLITE_STATIC);
@@ -152,7 +152,7 @@ out:
 }
 
 int local_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
-                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err)
+                     void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err)
 {
 	pthread_mutex_lock(&s->usage_mu);
 	sqlite3 *db;
@@ -175,7 +175,7 @@ int local_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t unti
 	sqlite3_bind_text(st, 3, project.n ? (const char *)project.p : "", (int)project.n, SQLITE_STATIC);
 	int step;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		store_usage_row r = {
+		store_usage_row_t r = {
 		    .day = sqlite3_column_int64(st, 0),
 		    .project = slice_make(sqlite3_column_text(st, 1), (size_t)sqlite3_column_bytes(st, 1)),
 		    .key = slice_make(sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 2)),
@@ -199,7 +199,7 @@ out:
 /* Changes go through a connection of their own (closed after the change):
  * SQLite's data_version of the store's connection, which store_keys_poll
  * watches, counts only other connections' commits. */
-int local_keys_create(store_t *s, const store_key_row *row, kn_err *err)
+int local_keys_create(store_t *s, const store_key_row_t *row, err_t *err)
 {
 	sqlite3 *db;
 	if (db_open(s, DB_KEYS, 1, &db, err) < 0)
@@ -231,7 +231,7 @@ out:
 	return rc;
 }
 
-int local_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err)
+int local_keys_revoke(store_t *s, slice_t name, int64_t now_ns, err_t *err)
 {
 	sqlite3 *db;
 	if (db_open(s, DB_KEYS, 0, &db, err) < 0)
@@ -270,7 +270,7 @@ out:
 }
 
 /* Every row of keys.db in one read transaction (keys_mu held). */
-static int keys_rows(sqlite3 *db, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+static int keys_rows(sqlite3 *db, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
@@ -287,7 +287,7 @@ static int keys_rows(sqlite3 *db, void (*cb)(const store_key_row *row, void *ctx
 		const unsigned char *name = sqlite3_column_text(st, 0), *project = sqlite3_column_text(st, 1);
 		if (!name || !project) /* NOT NULL columns: only a damaged file has these */
 			continue;
-		store_key_row r = {
+		store_key_row_t r = {
 		    .name = slice_make(name, (size_t)sqlite3_column_bytes(st, 0)),
 		    .project = slice_make(project, (size_t)sqlite3_column_bytes(st, 1)),
 		    .scope = slice_make(sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 2)),
@@ -307,7 +307,7 @@ out:
 	return rc;
 }
 
-int local_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+int local_keys_read(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err)
 {
 	pthread_mutex_lock(&s->keys_mu);
 	sqlite3 *db;
@@ -318,8 +318,8 @@ int local_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx),
 	return rc;
 }
 
-int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
-                    kn_err *err)
+int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+                    err_t *err)
 {
 	pthread_mutex_lock(&s->keys_mu);
 	sqlite3 *db;

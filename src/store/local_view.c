@@ -24,32 +24,32 @@ typedef struct {
 	int spans_table;                  /* 0 unknown, 1 present, -1 absent (written before the index) */
 	arena_t *arena;
 	int have_series, have_frames, have_nodes, have_attrsets, have_counts;
-	store_series *series;
+	store_series_t *series;
 	uint32_t n_series;
-	model_frame *frames;
+	model_frame_t *frames;
 	uint32_t n_frames;
 	uint32_t n_nodes;
 	uint32_t *parent, *frame;
 	uint64_t *node_id;
-	model_attrset *attrsets;
-	model_label *attr_labels;
+	model_attrset_t *attrsets;
+	model_label_t *attr_labels;
 	uint32_t n_attrsets;
 	uint32_t max_node, max_attrset, max_frame; /* largest local ids in the snapshot */
 	int damage; /* the last failure was damage (corrupt file, impossible values, another format) */
 	int bad;    /* reported; reads as empty for the rest of the view */
-} view_part;
+} view_part_t;
 
 struct store_view {
-	store_head head_; /* first: store.c dispatches through it */
+	store_head_t head_; /* first: store.c dispatches through it */
 	store_t *s;
 	int64_t from_ns, until_ns;
-	view_part *parts;
+	view_part_t *parts;
 	uint32_t n_parts;
-	store_chunk_head *heads;
+	store_chunk_head_t *heads;
 	size_t cap_heads;
-	store_span_hit *hits;
+	store_span_hit_t *hits;
 	size_t cap_hits;
-	store_entry *entries;
+	store_entry_t *entries;
 	size_t cap_entries;
 	uint8_t *tmp;
 	size_t cap_tmp;
@@ -60,13 +60,13 @@ struct store_view {
 	uint32_t last_n;
 };
 
-static int part_err(kn_err *err, view_part *vp, int rc, const char *what)
+static int part_err(err_t *err, view_part_t *vp, int rc, const char *what)
 {
 	vp->damage = local_is_damage(rc);
 	return local_sqlite_err(err, vp->db, rc, vp->path, what);
 }
 
-static int damaged(kn_err *err, view_part *vp, const char *why)
+static int damaged(err_t *err, view_part_t *vp, const char *why)
 {
 	vp->damage = 1;
 	return err_set(err, 500, "store: %s is damaged: %s", vp->path, why);
@@ -75,7 +75,7 @@ static int damaged(kn_err *err, view_part *vp, const char *why)
 /* After a failure on vp: when it was damage, vp is reported (once per file,
  * local_report_damaged) and reads as empty from now on, so the query answers
  * from the other partitions; 1 then. 0 for any other failure (err stands). */
-static int part_skip(store_view *v, view_part *vp, const kn_err *err)
+static int part_skip(store_view_t *v, view_part_t *vp, const err_t *err)
 {
 	if (!vp->damage)
 		return 0;
@@ -127,7 +127,7 @@ static char **list_days(const char *dir, const char *first, const char *last, ui
 
 /* Opens vp read-only, or, when retention deleted it since the view listed it,
  * an empty partition in memory in its place (expired data reads as none). */
-static int part_open_ro(view_part *vp, kn_err *err)
+static int part_open_ro(view_part_t *vp, err_t *err)
 {
 	struct stat stbuf;
 	int rc;
@@ -174,7 +174,7 @@ static int part_open_ro(view_part *vp, kn_err *err)
 }
 
 /* Closes the connection; the partition may be opened again (after a failed open). */
-static void part_disconnect(view_part *vp)
+static void part_disconnect(view_part_t *vp)
 {
 	sqlite3_finalize(vp->heads);
 	sqlite3_finalize(vp->payload);
@@ -188,7 +188,7 @@ static void part_disconnect(view_part *vp)
 	}
 }
 
-static void part_close_ro(view_part *vp)
+static void part_close_ro(view_part_t *vp)
 {
 	part_disconnect(vp);
 	if (vp->arena)
@@ -202,8 +202,8 @@ static void part_close_ro(view_part *vp)
 	free(vp->path);
 }
 
-int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-                    kn_err *err)
+int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+                    err_t *err)
 {
 	char proj[3 * LIMIT_NAME_BYTES + 2];
 	*out = NULL;
@@ -213,7 +213,7 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	int64_t start = local_retention_start(s, project, time_now_ns());
 	if (from_ns < start)
 		from_ns = start;
-	store_view *v = xcalloc(1, sizeof *v);
+	store_view_t *v = xcalloc(1, sizeof *v);
 	v->head_.engine = &store_local_engine;
 	v->s = s;
 	v->from_ns = from_ns;
@@ -237,7 +237,7 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	v->parts = xcalloc(n ? n : 1, sizeof *v->parts);
 	for (uint32_t i = 0; i < n; i++) {
 		size_t pn = dn + strlen(names[i]) + 1;
-		view_part *vp = &v->parts[v->n_parts++];
+		view_part_t *vp = &v->parts[v->n_parts++];
 		vp->path = xmalloc(pn);
 		snprintf(vp->path, pn, "%s/%s", dir, names[i]);
 		free(names[i]);
@@ -248,7 +248,7 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	return 0;
 }
 
-void local_view_close(store_view *v)
+void local_view_close(store_view_t *v)
 {
 	if (!v)
 		return;
@@ -263,18 +263,18 @@ void local_view_close(store_view *v)
 	free(v);
 }
 
-uint32_t local_view_partitions(const store_view *v)
+uint32_t local_view_partitions(const store_view_t *v)
 {
 	return v->n_parts;
 }
 
-static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
+static view_part_t *get_part(store_view_t *v, uint32_t p, err_t *err)
 {
 	if (p >= v->n_parts) {
 		err_set(err, 500, "store: partition %u out of range (%u)", p, v->n_parts);
 		return NULL;
 	}
-	view_part *vp = &v->parts[p];
+	view_part_t *vp = &v->parts[p];
 	if (!vp->arena && !vp->bad) {
 		/* Not while the retention sweep unlinks: once open (and its read
 		 * transaction begun) every file is held, and unlinking no longer matters. */
@@ -290,7 +290,7 @@ static view_part *get_part(store_view *v, uint32_t p, kn_err *err)
 }
 
 /* Largest local ids: bounds for what chunks and nodes may reference. */
-static int load_counts(view_part *vp, kn_err *err)
+static int load_counts(view_part_t *vp, err_t *err)
 {
 	if (vp->have_counts)
 		return 0;
@@ -320,7 +320,7 @@ static int load_counts(view_part *vp, kn_err *err)
 }
 
 /* Column i of the current row as a slice copied into the view's arena. */
-static slice_t col_slice(view_part *vp, sqlite3_stmt *st, int i)
+static slice_t col_slice(view_part_t *vp, sqlite3_stmt *st, int i)
 {
 	const void *p = sqlite3_column_blob(st, i);
 	int n = sqlite3_column_bytes(st, i);
@@ -329,15 +329,15 @@ static slice_t col_slice(view_part *vp, sqlite3_stmt *st, int i)
 
 /* Checks that row i of a "... ORDER BY local" scan has local id i: ids run
  * 1..n without gaps, so arrays indexed by local id are safe. */
-static int dense_rows(view_part *vp, sqlite3_stmt *st, uint32_t i, kn_err *err)
+static int dense_rows(view_part_t *vp, sqlite3_stmt *st, uint32_t i, err_t *err)
 {
 	if (sqlite3_column_int64(st, 0) != (int64_t)i)
 		return damaged(err, vp, "local ids are not dense");
 	return 0;
 }
 
-static int series_read(store_view *v, uint32_t p, view_part *vp, const store_series **out, uint32_t *n,
-                       kn_err *err)
+static int series_read(store_view_t *v, uint32_t p, view_part_t *vp, const store_series_t **out, uint32_t *n,
+                       err_t *err)
 {
 	if (!vp->have_series) {
 		sqlite3_stmt *st;
@@ -354,7 +354,7 @@ static int series_read(store_view *v, uint32_t p, view_part *vp, const store_ser
 			if (dense_rows(vp, st, k + 1, err) < 0)
 				break;
 			vp->series = xgrow(vp->series, &cap, (size_t)k + 1, sizeof *vp->series);
-			store_series *se = &vp->series[k];
+			store_series_t *se = &vp->series[k];
 			memset(se, 0, sizeof *se);
 			se->local = k + 1;
 			se->id = (uint64_t)sqlite3_column_int64(st, 1);
@@ -365,7 +365,7 @@ static int series_read(store_view *v, uint32_t p, view_part *vp, const store_ser
 			se->period = sqlite3_column_int64(st, 6);
 			se->aggregation = (uint8_t)sqlite3_column_int(st, 7);
 			se->cpu_alias = (uint8_t)sqlite3_column_int(st, 8);
-			model_label *labels;
+			model_label_t *labels;
 			slice_t blob =
 			    slice_make(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
 			if (local_labels_decode(blob, vp->arena, &labels, &se->n_labels) < 0) {
@@ -390,20 +390,20 @@ static int series_read(store_view *v, uint32_t p, view_part *vp, const store_ser
 
 static int head_cmp(const void *a, const void *b)
 {
-	const store_chunk_head *x = a, *y = b;
+	const store_chunk_head_t *x = a, *y = b;
 	if (x->t_ns != y->t_ns)
 		return x->t_ns < y->t_ns ? -1 : 1;
 	if (x->series != y->series)
 		return x->series < y->series ? -1 : 1;
-	return x->_rowid < y->_rowid ? -1 : x->_rowid > y->_rowid;
+	return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
 }
 
 /* Reads the chunk columns local, series, t_ns, duration_ns, n_entries,
  * total, scale, payload starting at column c of the current row. */
-static int read_head(view_part *vp, sqlite3_stmt *st, int c, store_chunk_head *h, kn_err *err)
+static int read_head(view_part_t *vp, sqlite3_stmt *st, int c, store_chunk_head_t *h, err_t *err)
 {
 	int64_t n_entries = sqlite3_column_int64(st, c + 4);
-	h->_rowid = sqlite3_column_int64(st, c);
+	h->chunk_id = sqlite3_column_int64(st, c);
 	h->series = (uint32_t)sqlite3_column_int64(st, c + 1);
 	h->t_ns = sqlite3_column_int64(st, c + 2);
 	h->duration_ns = sqlite3_column_int64(st, c + 3);
@@ -416,8 +416,8 @@ static int read_head(view_part *vp, sqlite3_stmt *st, int c, store_chunk_head *h
 	return 0;
 }
 
-static int heads_read(store_view *v, uint32_t p, view_part *vp, const uint32_t *series, uint32_t n_series,
-                      const store_chunk_head **out, uint32_t *n, kn_err *err)
+static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32_t *series, uint32_t n_series,
+                      const store_chunk_head_t **out, uint32_t *n, err_t *err)
 {
 	size_t k = 0;
 	sqlite3_stmt *st = vp->heads;
@@ -444,8 +444,8 @@ static int heads_read(store_view *v, uint32_t p, view_part *vp, const uint32_t *
 	return 0;
 }
 
-static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_chunk_head *h,
-                        const store_entry **out, uint32_t *n, kn_err *err)
+static int entries_read(store_view_t *v, uint32_t p, view_part_t *vp, const store_chunk_head_t *h,
+                        const store_entry_t **out, uint32_t *n, err_t *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -472,7 +472,7 @@ static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_ch
 	sqlite3_reset(st);
 	if (rc < 0) {
 		char what[sizeof err->msg];
-		snprintf(what, sizeof what, "chunk %lld: %.200s", (long long)h->_rowid, err->msg);
+		snprintf(what, sizeof what, "chunk %lld: %.200s", (long long)h->chunk_id, err->msg);
 		return damaged(err, vp, what);
 	}
 	v->last_part = p;
@@ -485,7 +485,7 @@ static int entries_read(store_view *v, uint32_t p, view_part *vp, const store_ch
 	return 0;
 }
 
-static int nodes_read(store_view *v, uint32_t p, view_part *vp, store_nodes *out, kn_err *err)
+static int nodes_read(store_view_t *v, uint32_t p, view_part_t *vp, store_nodes_t *out, err_t *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -531,8 +531,8 @@ static int nodes_read(store_view *v, uint32_t p, view_part *vp, store_nodes *out
 	return 0;
 }
 
-static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_frame **out, uint32_t *n,
-                       kn_err *err)
+static int frames_read(store_view_t *v, uint32_t p, view_part_t *vp, const model_frame_t **out, uint32_t *n,
+                       err_t *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -551,7 +551,7 @@ static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_fra
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			if (k >= max || dense_rows(vp, st, k + 1, err) < 0)
 				break;
-			model_frame *f = &vp->frames[++k];
+			model_frame_t *f = &vp->frames[++k];
 			f->id = (uint64_t)sqlite3_column_int64(st, 1);
 			f->name = col_slice(vp, st, 2);
 			f->file = col_slice(vp, st, 3);
@@ -573,8 +573,8 @@ static int frames_read(store_view *v, uint32_t p, view_part *vp, const model_fra
 	return 0;
 }
 
-static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_attrset **sets,
-                         const model_label **labels, uint32_t *n, kn_err *err)
+static int attrsets_read(store_view_t *v, uint32_t p, view_part_t *vp, const model_attrset_t **sets,
+                         const model_label_t **labels, uint32_t *n, err_t *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
@@ -587,13 +587,13 @@ static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_a
 		if (rc != SQLITE_OK)
 			return part_err(err, vp, rc, "reading attribute sets");
 		/* Labels of all sets in one array: decode each set, then lay them end to end. */
-		model_label **per = xcalloc((size_t)max + 1, sizeof *per);
+		model_label_t **per = xcalloc((size_t)max + 1, sizeof *per);
 		size_t total = 0;
 		uint32_t k = 0;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			if (k >= max || dense_rows(vp, st, k + 1, err) < 0)
 				break;
-			model_attrset *a = &vp->attrsets[++k];
+			model_attrset_t *a = &vp->attrsets[++k];
 			a->id = (uint64_t)sqlite3_column_int64(st, 1);
 			slice_t blob =
 			    slice_make(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
@@ -636,7 +636,7 @@ static int attrsets_read(store_view *v, uint32_t p, view_part *vp, const model_a
 /* ---- span links ---- */
 
 /* Prepares the two span lookups once; *absent when the file predates the index. */
-static int prepare_spans(view_part *vp, int *absent, kn_err *err)
+static int prepare_spans(view_part_t *vp, int *absent, err_t *err)
 {
 	if (!vp->spans_table) {
 		sqlite3_stmt *st;
@@ -674,8 +674,8 @@ static int prepare_spans(view_part *vp, int *absent, kn_err *err)
 	return 0;
 }
 
-static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t span_id, slice_t trace_id,
-                            const store_span_hit **out, uint32_t *n, kn_err *err)
+static int span_chunks_read(store_view_t *v, uint32_t p, view_part_t *vp, slice_t span_id, slice_t trace_id,
+                            const store_span_hit_t **out, uint32_t *n, err_t *err)
 {
 	*out = v->hits;
 	*n = 0;
@@ -698,7 +698,7 @@ static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t sp
 	int rc = SQLITE_DONE;
 	while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		v->hits = xgrow(v->hits, &v->cap_hits, k + 1, sizeof *v->hits);
-		store_span_hit *h = &v->hits[k++];
+		store_span_hit_t *h = &v->hits[k++];
 		int64_t a = sqlite3_column_int64(st, 0);
 		if (a < 1 || a > (int64_t)vp->max_attrset) {
 			rc = damaged(err, vp, "span index names a missing attribute set");
@@ -723,14 +723,14 @@ static int span_chunks_read(store_view *v, uint32_t p, view_part *vp, slice_t sp
 
 /* ---- the interface: a damaged partition reads as empty (part_skip) ---- */
 
-int local_view_skipped(const store_view *v, uint32_t p)
+int local_view_skipped(const store_view_t *v, uint32_t p)
 {
 	return p < v->n_parts && v->parts[p].bad;
 }
 
-int local_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+int local_view_series(store_view_t *v, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err)
 {
-	view_part *vp = get_part(v, p, err);
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && series_read(v, p, vp, out, n, err) == 0)
@@ -742,10 +742,10 @@ int local_view_series(store_view *v, uint32_t p, const store_series **out, uint3
 	return 0;
 }
 
-int local_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-                     const store_chunk_head **out, uint32_t *n, kn_err *err)
+int local_view_heads(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head_t **out, uint32_t *n, err_t *err)
 {
-	view_part *vp = get_part(v, p, err);
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && heads_read(v, p, vp, series, n_series, out, n, err) == 0)
@@ -757,10 +757,10 @@ int local_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t
 	return 0;
 }
 
-int local_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
-                       uint32_t *n, kn_err *err)
+int local_view_entries(store_view_t *v, uint32_t p, const store_chunk_head_t *h, const store_entry_t **out,
+                       uint32_t *n, err_t *err)
 {
-	view_part *vp = get_part(v, p, err);
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && entries_read(v, p, vp, h, out, n, err) == 0)
@@ -772,9 +772,9 @@ int local_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, con
 	return 0;
 }
 
-int local_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+int local_view_nodes(store_view_t *v, uint32_t p, store_nodes_t *out, err_t *err)
 {
-	view_part *vp = get_part(v, p, err);
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && nodes_read(v, p, vp, out, err) == 0)
@@ -785,9 +785,9 @@ int local_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
 	return 0;
 }
 
-int local_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+int local_view_frames(store_view_t *v, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err)
 {
-	view_part *vp = get_part(v, p, err);
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && frames_read(v, p, vp, out, n, err) == 0)
@@ -799,11 +799,11 @@ int local_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32
 	return 0;
 }
 
-int local_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
-                        uint32_t *n, kn_err *err)
+int local_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **sets,
+                        const model_label_t **labels, uint32_t *n, err_t *err)
 {
-	static const model_attrset empty_set;
-	view_part *vp = get_part(v, p, err);
+	static const model_attrset_t empty_set;
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && attrsets_read(v, p, vp, sets, labels, n, err) == 0)
@@ -816,10 +816,10 @@ int local_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, c
 	return 0;
 }
 
-int local_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
-                           const store_span_hit **out, uint32_t *n, kn_err *err)
+int local_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit_t **out, uint32_t *n, err_t *err)
 {
-	view_part *vp = get_part(v, p, err);
+	view_part_t *vp = get_part(v, p, err);
 	if (!vp)
 		return -1;
 	if (!vp->bad && span_chunks_read(v, p, vp, span_id, trace_id, out, n, err) == 0)

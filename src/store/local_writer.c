@@ -20,16 +20,16 @@
 #include "base/timeutil.h"
 #include "store/local.h"
 
-/* The engine's job of a queued store_job (its first member). */
-#define JOB(sj) ((local_job *)(sj))
+/* The engine's job of a queued store_job_t (its first member). */
+#define JOB(sj) ((local_job_t *)(sj))
 
 /* The partitions one group touches, in first-use order. */
 typedef struct {
-	local_part **p;
+	local_part_t **p;
 	size_t n, cap;
-} part_list;
+} part_list_t;
 
-int local_mkdir_p(const char *dir, kn_err *err)
+int local_mkdir_p(const char *dir, err_t *err)
 {
 	char *d = xstrdup(dir);
 	for (char *c = d + 1;; c++) {
@@ -50,12 +50,12 @@ int local_mkdir_p(const char *dir, kn_err *err)
 	return 0;
 }
 
-static void run_group(void *ctx, store_job **jobs, size_t n);
+static void run_group(void *ctx, store_job_t **jobs, size_t n);
 
 /* What local_open set up, undone (the writer thread already joined or never started). */
 static void local_free(store_t *s)
 {
-	local_scratch *sc = &s->sc;
+	local_scratch_t *sc = &s->sc;
 	free(sc->frame_map);
 	free(sc->node_map);
 	free(sc->attr_map);
@@ -77,7 +77,7 @@ static void local_free(store_t *s)
 	free(s);
 }
 
-store_t *local_open(const store_config *cfg, kn_err *err)
+store_t *local_open(const store_config_t *cfg, err_t *err)
 {
 	if (!cfg || !cfg->dir || !*cfg->dir) {
 		err_set(err, 500, "store: no data directory configured");
@@ -118,7 +118,7 @@ store_t *local_open(const store_config *cfg, kn_err *err)
 	buf_init(&s->sc.labels, SIZE_MAX);
 	s->sc.zc = xcheck(ZSTD_createCCtx());
 	local_damage_init(s);
-	store_writeq_config qc = {
+	store_writeq_config_t qc = {
 	    .window_ms = cfg->commit_interval_ms == 0  ? 2
 	                 : cfg->commit_interval_ms < 0 ? 0
 	                                               : cfg->commit_interval_ms,
@@ -156,9 +156,9 @@ void local_close(store_t *s)
 	local_free(s);
 }
 
-void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+void local_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx)
 {
-	local_job *j = xcalloc(1, sizeof *j);
+	local_job_t *j = xcalloc(1, sizeof *j);
 	j->base.b = b;
 	j->base.done = done;
 	j->base.ctx = ctx;
@@ -166,9 +166,9 @@ void local_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
 }
 
 /* Queues j (done and ctx set here) and waits for the writer to finish it. */
-static int run_sync(store_t *s, local_job *j, kn_err *err)
+static int run_sync(store_t *s, local_job_t *j, err_t *err)
 {
-	store_waiter w;
+	store_waiter_t w;
 	store_waiter_init(&w);
 	j->base.done = store_waiter_done;
 	j->base.ctx = &w;
@@ -177,14 +177,14 @@ static int run_sync(store_t *s, local_job *j, kn_err *err)
 }
 
 int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-                          kn_err *err)
+                          err_t *err)
 {
 	uint32_t n = 0;
 	if (deleted)
 		*deleted = 0;
 	if (keep_days < 1 || keep_days > LIMIT_RETENTION_DAYS)
 		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
-	local_job *j = xcalloc(1, sizeof *j);
+	local_job_t *j = xcalloc(1, sizeof *j);
 	if (local_project_dir(project, j->proj) < 0) {
 		free(j);
 		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
@@ -205,7 +205,7 @@ uint32_t local_queue_depth(store_t *s)
 
 /* ---- group commit ---- */
 
-static void add_part(part_list *l, local_part *p)
+static void add_part(part_list_t *l, local_part_t *p)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (l->p[i] == p)
@@ -215,7 +215,7 @@ static void add_part(part_list *l, local_part *p)
 }
 
 /* Does job j have a profile in partition p? */
-static int job_in_part(const local_job *j, const local_part *p)
+static int job_in_part(const local_job_t *j, const local_part_t *p)
 {
 	if (strcmp(j->proj, p->proj) != 0)
 		return 0;
@@ -226,10 +226,10 @@ static int job_in_part(const local_job *j, const local_part *p)
 }
 
 /* Opens the partitions that jobs[0..n) write to into l. */
-static int collect_parts(store_t *s, store_job **jobs, size_t n, part_list *l, kn_err *err)
+static int collect_parts(store_t *s, store_job_t **jobs, size_t n, part_list_t *l, err_t *err)
 {
 	for (size_t k = 0; k < n; k++) {
-		const model_batch *b = jobs[k]->b;
+		const model_batch_t *b = jobs[k]->b;
 		char *proj = JOB(jobs[k])->proj;
 		if (b->n_profiles && local_project_dir(b->project, proj) < 0)
 			return err_set(err, 400, "store: project name must be 1 to %u bytes",
@@ -237,7 +237,7 @@ static int collect_parts(store_t *s, store_job **jobs, size_t n, part_list *l, k
 		if (local_retention_check(s, proj, b, err) < 0)
 			return -1;
 		for (uint32_t i = 0; i < b->n_profiles; i++) {
-			local_part *p = local_part_get(s, proj, time_day(b->profiles[i].time_ns), err);
+			local_part_t *p = local_part_get(s, proj, time_day(b->profiles[i].time_ns), err);
 			if (!p)
 				return -1;
 			add_part(l, p);
@@ -249,9 +249,9 @@ static int collect_parts(store_t *s, store_job **jobs, size_t n, part_list *l, k
 /* Writes jobs[0..n) all-or-nothing: every partition's transaction stays open
  * until all are written, then they commit one by one. 0, or -1 with err and
  * nothing of the jobs left visible (docs/STORE.md names the one window). */
-static int write_group(store_t *s, store_job **jobs, size_t n, kn_err *err)
+static int write_group(store_t *s, store_job_t **jobs, size_t n, err_t *err)
 {
-	part_list l = {0};
+	part_list_t l = {0};
 	size_t begun = 0, committed = 0;
 	int rc = -1;
 	if (collect_parts(s, jobs, n, &l, err) < 0)
@@ -279,7 +279,7 @@ fail:
 	/* A later partition failed to commit after earlier ones did: take the
 	 * earlier ones' chunks back out. */
 	for (size_t i = 0; i < committed; i++) {
-		kn_err undo_err = {0};
+		err_t undo_err = {0};
 		if (local_part_undo(s, l.p[i], l.p[i]->first_chunk, l.p[i]->last_chunk, &undo_err) < 0)
 			log_error("store: could not undo a partial commit", "file=%s err=\"%s\"",
 			          l.p[i]->path, undo_err.msg);
@@ -290,10 +290,10 @@ out:
 }
 
 /* The queue's run: writes a group, or runs a sweep, and finishes its jobs. */
-static void run_group(void *ctx, store_job **jobs, size_t n)
+static void run_group(void *ctx, store_job_t **jobs, size_t n)
 {
 	store_t *s = ctx;
-	kn_err err = {0};
+	err_t err = {0};
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = 0;
@@ -315,7 +315,7 @@ static void run_group(void *ctx, store_job **jobs, size_t n)
 		} else {
 			/* Find the batch at fault: retry each alone. */
 			for (size_t k = 0; k < n; k++) {
-				kn_err e = {0};
+				err_t e = {0};
 				if (write_group(s, &jobs[k], 1, &e) < 0) {
 					JOB(jobs[k])->err = e;
 					JOB(jobs[k])->failed = 1;
@@ -327,7 +327,7 @@ static void run_group(void *ctx, store_job **jobs, size_t n)
 		local_parts_drop_damaged(s);
 	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
 	for (size_t k = 0; k < n; k++) {
-		local_job *j = JOB(jobs[k]);
+		local_job_t *j = JOB(jobs[k]);
 		store_job_finish(jobs[k], j->failed ? &j->err : NULL);
 	}
 }
@@ -360,14 +360,14 @@ static uint32_t count_partitions(const char *dir)
 	return n;
 }
 
-void local_get_stats(store_t *s, store_stats *out)
+void local_get_stats(store_t *s, store_stats_t *out)
 {
 	store_commit_read(&s->commit_stats, out);
 	out->partitions = count_partitions(s->dir);
 	out->damaged = atomic_load(&s->damaged_count);
 }
 
-const store_engine store_local_engine = {
+const store_engine_t store_local_engine = {
     .name = "local",
     .drain = local_drain,
     .close = local_close,

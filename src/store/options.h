@@ -1,7 +1,7 @@
 /* The store's settings as the config file gives them (SPEC S6.4, S8): the
- * `store:` block (engine and ClickHouse connection) and the `retention:`
- * block. The config loader (cli/config.c) fills them over these defaults;
- * kiln serve turns them into a store_config and store_set_retention calls. */
+ * `store:` block_t (engine and ClickHouse connection) and the `retention:`
+ * block_t. The config loader (cli/config.c) fills them over these defaults;
+ * kiln serve turns them into a store_config_t and store_set_retention calls. */
 #ifndef KILN_STORE_OPTIONS_H
 #define KILN_STORE_OPTIONS_H
 
@@ -17,7 +17,7 @@ typedef struct {
 	char *password_file; /* passwordFile: read at start (a mounted Secret) */
 	int replicated;
 	int max_answer_mib; /* maxAnswerMiB: ceiling on one ClickHouse answer (0: LIMIT_CH_ANSWER_BYTES) */
-} store_options;
+} store_options_t;
 
 /* retention: days for every project, the cap, and per-project days. */
 typedef struct {
@@ -28,14 +28,14 @@ typedef struct {
 		char *project;
 		int days;
 	} projects[LIMIT_RETENTION_PROJECTS];
-} store_retention_options;
+} store_retention_options_t;
 
-void store_options_defaults(store_options *o);
-void store_options_free(store_options *o);
-void store_retention_defaults(store_retention_options *r);
-void store_retention_free(store_retention_options *r);
+void store_options_defaults(store_options_t *o);
+void store_options_free(store_options_t *o);
+void store_retention_defaults(store_retention_options_t *r);
+void store_retention_free(store_retention_options_t *r);
 /* The retention of project (its own setting, else the default), capped at
  * max_days. */
-int store_retention_days(const store_retention_options *r, const char *project);
+int store_retention_days(const store_retention_options_t *r, const char *project);
 
 #endif

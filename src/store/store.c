@@ -8,9 +8,9 @@
 #include "base/num.h"
 #include "base/timeutil.h"
 
-#define ENGINE(s) (((const store_head *)(s))->engine)
+#define ENGINE(s) (((const store_head_t *)(s))->engine)
 
-store_t *store_open(const store_config *cfg, kn_err *err)
+store_t *store_open(const store_config_t *cfg, err_t *err)
 {
 	if (cfg->engine == STORE_ENGINE_CLICKHOUSE)
 		return ch_open(cfg, err);
@@ -31,21 +31,21 @@ void store_drain(store_t *s)
 
 const char *store_engine_name(const store_t *s) { return ENGINE(s)->name; }
 
-void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx)
+void store_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx)
 {
 	ENGINE(s)->submit(s, b, done, ctx);
 }
 
-void store_waiter_init(store_waiter *w)
+void store_waiter_init(store_waiter_t *w)
 {
 	w->done = 0;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 }
 
-void store_waiter_done(void *ctx, const kn_err *err)
+void store_waiter_done(void *ctx, const err_t *err)
 {
-	store_waiter *w = ctx;
+	store_waiter_t *w = ctx;
 	pthread_mutex_lock(&w->mu);
 	if (err)
 		w->err = *err;
@@ -54,7 +54,7 @@ void store_waiter_done(void *ctx, const kn_err *err)
 	pthread_mutex_unlock(&w->mu);
 }
 
-int store_waiter_wait(store_waiter *w, kn_err *err)
+int store_waiter_wait(store_waiter_t *w, err_t *err)
 {
 	pthread_mutex_lock(&w->mu);
 	while (!w->done)
@@ -70,15 +70,15 @@ int store_waiter_wait(store_waiter *w, kn_err *err)
 	return 0;
 }
 
-int store_write_sync(store_t *s, model_batch *b, kn_err *err)
+int store_write_sync(store_t *s, model_batch_t *b, err_t *err)
 {
-	store_waiter w;
+	store_waiter_t w;
 	store_waiter_init(&w);
 	store_submit(s, b, store_waiter_done, &w);
 	return store_waiter_wait(&w, err);
 }
 
-void store_commit_note(store_commit_stats *c, uint64_t ns)
+void store_commit_note(store_commit_stats_t *c, uint64_t ns)
 {
 	atomic_fetch_add(&c->commits, 1);
 	atomic_fetch_add(&c->ns_sum, ns);
@@ -87,7 +87,7 @@ void store_commit_note(store_commit_stats *c, uint64_t ns)
 		;
 }
 
-void store_commit_read(const store_commit_stats *c, store_stats *out)
+void store_commit_read(const store_commit_stats_t *c, store_stats_t *out)
 {
 	out->commits = atomic_load(&c->commits);
 	out->commit_ns_sum = atomic_load(&c->ns_sum);
@@ -105,7 +105,7 @@ int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns)
 
 static int wentry_cmp(const void *a, const void *b)
 {
-	const store_wentry *x = a, *y = b;
+	const store_wentry_t *x = a, *y = b;
 	if (x->node != y->node)
 		return x->node < y->node ? -1 : 1;
 	if (x->attrset != y->attrset)
@@ -113,7 +113,7 @@ static int wentry_cmp(const void *a, const void *b)
 	return (x->t_off > y->t_off) - (x->t_off < y->t_off);
 }
 
-uint32_t store_entries_merge(store_wentry *e, uint32_t n)
+uint32_t store_entries_merge(store_wentry_t *e, uint32_t n)
 {
 	if (n > 1)
 		qsort(e, n, sizeof *e, wentry_cmp);
@@ -131,7 +131,7 @@ uint32_t store_entries_merge(store_wentry *e, uint32_t n)
 	return kept;
 }
 
-void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *span, uint32_t *trace)
+void store_span_labels(const model_batch_t *b, const model_attrset_t *a, uint32_t *span, uint32_t *trace)
 {
 	*span = *trace = 0;
 	if ((uint64_t)a->first + a->count > b->n_attr_labels)
@@ -152,17 +152,18 @@ void store_span_labels(const model_batch *b, const model_attrset *a, uint32_t *s
 
 int store_span_hit_cmp(const void *a, const void *b)
 {
-	const store_span_hit *x = a, *y = b;
+	const store_span_hit_t *x = a, *y = b;
 	if (x->head.t_ns != y->head.t_ns)
 		return x->head.t_ns < y->head.t_ns ? -1 : 1;
 	if (x->head.series != y->head.series)
 		return x->head.series < y->head.series ? -1 : 1;
-	if (x->head._rowid != y->head._rowid) /* chunk ids: unsigned on ClickHouse, positive rowids locally */
-		return (uint64_t)x->head._rowid < (uint64_t)y->head._rowid ? -1 : 1;
+	if (x->head.chunk_id !=
+	    y->head.chunk_id) /* chunk ids: unsigned on ClickHouse, positive rowids locally */
+		return (uint64_t)x->head.chunk_id < (uint64_t)y->head.chunk_id ? -1 : 1;
 	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
 }
 
-int64_t store_oldest_day(const model_batch *b)
+int64_t store_oldest_day(const model_batch_t *b)
 {
 	int64_t oldest = INT64_MAX;
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
@@ -173,7 +174,7 @@ int64_t store_oldest_day(const model_batch *b)
 	return oldest;
 }
 
-int store_floor_error(kn_err *err, int64_t day, int64_t floor, slice_t project)
+int store_floor_error(err_t *err, int64_t day, int64_t floor, slice_t project)
 {
 	char d[11], first[11];
 	time_day_str(day, d);
@@ -186,7 +187,7 @@ int store_floor_error(kn_err *err, int64_t day, int64_t floor, slice_t project)
 
 uint32_t store_queue_depth(store_t *s) { return ENGINE(s)->queue_depth(s); }
 
-int store_set_retention(store_t *s, slice_t project, int days, kn_err *err)
+int store_set_retention(store_t *s, slice_t project, int days, err_t *err)
 {
 	return ENGINE(s)->set_retention(s, project, days, err);
 }
@@ -196,110 +197,122 @@ int64_t store_retention_start(store_t *s, slice_t project, int64_t now_ns)
 	return ENGINE(s)->retention_start(s, project, now_ns);
 }
 
-int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err)
+int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err)
 {
 	return ENGINE(s)->projects(s, cb, ctx, err);
 }
 
 int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-                          kn_err *err)
+                          err_t *err)
 {
 	return ENGINE(s)->retention_sweep(s, project, keep_days, now_ns, deleted, err);
 }
 
-void store_get_stats(store_t *s, store_stats *out) { ENGINE(s)->get_stats(s, out); }
+void store_get_stats(store_t *s, store_stats_t *out)
+{
+	ENGINE(s)->get_stats(s, out);
+}
 
-int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err)
+int store_usage_write(store_t *s, const store_usage_row_t *rows, uint32_t n, err_t *err)
 {
 	return ENGINE(s)->usage_write(s, rows, n, err);
 }
 
 int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
-                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err)
+                     void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err)
 {
 	return ENGINE(s)->usage_read(s, project, from_day, until_day, cb, ctx, err);
 }
 
-int store_keys_create(store_t *s, const store_key_row *row, kn_err *err)
+int store_keys_create(store_t *s, const store_key_row_t *row, err_t *err)
 {
 	return ENGINE(s)->keys_create(s, row, err);
 }
 
-int store_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err)
+int store_keys_revoke(store_t *s, slice_t name, int64_t now_ns, err_t *err)
 {
 	return ENGINE(s)->keys_revoke(s, name, now_ns, err);
 }
 
-int store_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err)
+int store_keys_read(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err)
 {
 	return ENGINE(s)->keys_read(s, cb, ctx, err);
 }
 
-int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
-                    kn_err *err)
+int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+                    err_t *err)
 {
 	return ENGINE(s)->keys_poll(s, stamp, cb, ctx, err);
 }
 
-int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-                    kn_err *err)
+int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+                    err_t *err)
 {
 	return ENGINE(s)->view_open(s, project, from_ns, until_ns, out, err);
 }
 
-void store_view_close(store_view *v)
+void store_view_close(store_view_t *v)
 {
 	if (v)
 		ENGINE(v)->view_close(v);
 }
 
-uint32_t store_view_partitions(const store_view *v) { return ENGINE(v)->view_partitions(v); }
+uint32_t store_view_partitions(const store_view_t *v)
+{
+	return ENGINE(v)->view_partitions(v);
+}
 
-int store_view_skipped(const store_view *v, uint32_t p) { return ENGINE(v)->view_skipped(v, p); }
+int store_view_skipped(const store_view_t *v, uint32_t p)
+{
+	return ENGINE(v)->view_skipped(v, p);
+}
 
-int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err)
+int store_view_series(store_view_t *v, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err)
 {
 	return ENGINE(v)->view_series(v, p, out, n, err);
 }
 
-int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-                     const store_chunk_head **out, uint32_t *n, kn_err *err)
+int store_view_heads(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head_t **out, uint32_t *n, err_t *err)
 {
 	return ENGINE(v)->view_heads(v, p, series, n_series, out, n, err);
 }
 
-int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
-                       uint32_t *n, kn_err *err)
+int store_view_entries(store_view_t *v, uint32_t p, const store_chunk_head_t *h, const store_entry_t **out,
+                       uint32_t *n, err_t *err)
 {
 	return ENGINE(v)->view_entries(v, p, h, out, n, err);
 }
 
-int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err)
+int store_view_nodes(store_view_t *v, uint32_t p, store_nodes_t *out, err_t *err)
 {
 	return ENGINE(v)->view_nodes(v, p, out, err);
 }
 
-int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err)
+int store_view_frames(store_view_t *v, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err)
 {
 	return ENGINE(v)->view_frames(v, p, out, n, err);
 }
 
-int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
-                        uint32_t *n, kn_err *err)
+int store_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **sets,
+                        const model_label_t **labels, uint32_t *n, err_t *err)
 {
 	return ENGINE(v)->view_attrsets(v, p, sets, labels, n, err);
 }
 
-int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
-                           const store_span_hit **out, uint32_t *n, kn_err *err)
+int store_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit_t **out, uint32_t *n, err_t *err)
 {
 	return ENGINE(v)->view_span_chunks(v, p, span_id, trace_id, out, n, err);
 }
 
-int store_view_can_sum(const store_view *v) { return ENGINE(v)->view_sums != NULL; }
+int store_view_can_sum(const store_view_t *v)
+{
+	return ENGINE(v)->view_sums != NULL;
+}
 
-int store_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
-                    uint32_t *n, kn_err *err)
+int store_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                    const store_sum_t **out, uint32_t *n, err_t *err)
 {
 	if (!ENGINE(v)->view_sums)
 		return err_set(err, 500, "store: the %s engine does not aggregate", ENGINE(v)->name);

@@ -37,9 +37,9 @@ typedef struct {
 	int keys_usage_only;      /* 1: only keys and usage will be used (kiln keys, kiln usage beside a
 	                             running server): the embedded engine takes no lock, starts no writer
 	                             (writes get a 503) and creates nothing until a key or count is written */
-} store_config;
+} store_config_t;
 
-store_t *store_open(const store_config *cfg, kn_err *err);
+store_t *store_open(const store_config_t *cfg, err_t *err);
 /* Stops accepting writes, commits everything queued (each queued write's
  * done callback runs), stops the writer thread, closes. */
 void store_close(store_t *s);
@@ -50,15 +50,15 @@ void store_drain(store_t *s);
 
 /* Called on the writer thread once the batch is durable (err == NULL) or
  * refused (err set: 503 when the disk is full or the store shuts down, 500 on
- * a bug). Must not block; typically posts to the event loop. */
-typedef void (*store_done_fn)(void *ctx, const kn_err *err);
+ * a bug). Must not block_t; typically posts to the event loop. */
+typedef void (*store_done_fn)(void *ctx, const err_t *err);
 
 /* Queues b for writing; takes ownership of b (freed by the store). Each
  * profile goes to the partition of (b->project, UTC day of its time_ns).
  * All of one batch commits in one transaction per partition. */
-void store_submit(store_t *s, model_batch *b, store_done_fn done, void *ctx);
+void store_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
 /* store_submit + wait. For the CLI, tests and benchmarks. 0 or -1 with err. */
-int store_write_sync(store_t *s, model_batch *b, kn_err *err);
+int store_write_sync(store_t *s, model_batch_t *b, err_t *err);
 
 /* Queued batches not yet committed (for /metrics and backpressure). */
 uint32_t store_queue_depth(store_t *s);
@@ -74,9 +74,9 @@ uint32_t store_queue_depth(store_t *s);
  *    whole day is at least keep_days old. */
 
 /* Sets the retention of project (1..LIMIT_RETENTION_DAYS days; 0: back to
- * store_config.retention_days). Views opened afterwards are clamped to it.
+ * store_config_t.retention_days). Views opened afterwards are clamped to it.
  * Thread-safe. 0, or -1 with a 400 (bad project name or days). */
-int store_set_retention(store_t *s, slice_t project, int days, kn_err *err);
+int store_set_retention(store_t *s, slice_t project, int days, err_t *err);
 /* The first instant a view of project opened at now_ns may return:
  * now_ns - days * NS_PER_DAY, or INT64_MIN when the project has no retention. */
 int64_t store_retention_start(store_t *s, slice_t project, int64_t now_ns);
@@ -84,7 +84,7 @@ int64_t store_retention_start(store_t *s, slice_t project, int64_t now_ns);
 /* Calls cb with the (unescaped) name of every project that has a directory
  * in the store, sorted by directory name. The slice is valid during the call.
  * Thread-safe. 0, or -1 with err (500) when the data directory is unreadable. */
-int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, kn_err *err);
+int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err);
 
 /* Deletes every day partition of project whose whole day is at least
  * keep_days old at now_ns: with today = the UTC day of now_ns, the partition
@@ -107,7 +107,7 @@ int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
  * do). 0, or -1 with err (400 bad arguments, 503 shutting down, 500 when a
  * file could not be unlinked: the others are still deleted). */
 int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
-                          kn_err *err);
+                          err_t *err);
 
 /* Operational figures for /metrics. Thread-safe. */
 typedef struct {
@@ -117,15 +117,15 @@ typedef struct {
 	uint32_t partitions;    /* day partition files on disk (all projects) */
 	uint64_t damaged;       /* damaged partition files found since open (skipped by reads, moved aside
 	                           by the writer; docs/OPERATIONS.md) */
-} store_stats;
-void store_get_stats(store_t *s, store_stats *out);
+} store_stats_t;
+void store_get_stats(store_t *s, store_stats_t *out);
 /* "local" or "clickhouse". */
 const char *store_engine_name(const store_t *s);
 
 /* ---- Usage counters and ingestion keys (SPEC S6.3, S6.1) -------------
  * Every engine keeps them. The embedded engine: DATA/usage.db and
  * DATA/keys.db (SQLite, WAL, synchronous=FULL), which `kiln keys` and
- * `kiln usage` open beside a running server (store_config.keys_usage_only).
+ * `kiln usage` open beside a running server (store_config_t.keys_usage_only).
  * ClickHouse: its usage and keys tables, shared by every Kiln process on it,
  * so a query node sees what every ingestor counted and a key created once
  * works everywhere. All of these are thread-safe. */
@@ -133,33 +133,33 @@ typedef struct {
 	int64_t day; /* days since 1970-01-01, UTC */
 	slice_t project, key;
 	uint64_t counts[5]; /* accepted, rejected: rate_limited, too_large, invalid, out_of_window */
-} store_usage_row;
+} store_usage_row_t;
 /* Adds rows to the stored counters (one transaction / one insert). 0, or -1
  * with err (500; 503 when ClickHouse is unreachable). */
-int store_usage_write(store_t *s, const store_usage_row *rows, uint32_t n, kn_err *err);
+int store_usage_write(store_t *s, const store_usage_row_t *rows, uint32_t n, err_t *err);
 /* Calls cb with the summed rows of project (every project when empty) for
  * days from_day..until_day inclusive, ordered by day, project, key. Nothing
  * stored yet (no usage.db) is no rows. */
 int store_usage_read(store_t *s, slice_t project, int64_t from_day, int64_t until_day,
-                     void (*cb)(const store_usage_row *row, void *ctx), void *ctx, kn_err *err);
+                     void (*cb)(const store_usage_row_t *row, void *ctx), void *ctx, err_t *err);
 
 /* The whole state of one key name (only the key's SHA-256 hash is stored). */
 typedef struct {
 	slice_t name, project, scope;   /* scope: "ingest" | "query" | "both" */
 	slice_t hash;                   /* 32 bytes */
 	int64_t created_ns, revoked_ns; /* revoked_ns 0: active */
-} store_key_row;
+} store_key_row_t;
 /* Adds the key row->name, durable before this returns 0. -1 + err: 400 when
  * the name is taken (names stay taken after revocation; on ClickHouse two
  * creations of one name at the same instant may both succeed, the newer row
  * wins), 500/503 on I/O. */
-int store_keys_create(store_t *s, const store_key_row *row, kn_err *err);
+int store_keys_create(store_t *s, const store_key_row_t *row, err_t *err);
 /* Revokes the key called name at now_ns: 0 revoked now, 1 already revoked,
  * -1 + err (404 unknown name, 500/503 I/O). */
-int store_keys_revoke(store_t *s, slice_t name, int64_t now_ns, kn_err *err);
+int store_keys_revoke(store_t *s, slice_t name, int64_t now_ns, err_t *err);
 /* Every key name's current row, ordered by project, then name. No keys yet
  * (no keys.db) is no rows. Rows are the engine's bytes: callers check them. */
-int store_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx), void *ctx, kn_err *err);
+int store_keys_read(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx, err_t *err);
 /* store_keys_read when the keys may have changed since *stamp (start with
  * *stamp = 0), which the engine then updates: 1 read (cb called), 0 unchanged
  * (cb not called), -1 + err. The engine decides what is cheap: embedded, a
@@ -167,8 +167,8 @@ int store_keys_read(store_t *s, void (*cb)(const store_key_row *row, void *ctx),
  * 250 ms costs one query while nothing changes, and a failed read is tried
  * again at the next poll; ClickHouse cannot tell, so it re-reads the table,
  * at most once a second, even after a failure. */
-int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *row, void *ctx), void *ctx,
-                    kn_err *err);
+int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
+                    err_t *err);
 
 /* ---- Reading ---------------------------------------------------------
  * A view is a read snapshot of one project's partitions overlapping
@@ -177,7 +177,7 @@ int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row *
  * across views; one view per thread.
  * Inside a partition, series, nodes, frames and attrsets have dense local ids
  * starting at 1 (0 = none). A node's parent always has a smaller local id. */
-typedef struct store_view store_view;
+typedef struct store_view store_view_t;
 
 typedef struct {
 	uint32_t local;         /* local id in its partition */
@@ -188,9 +188,9 @@ typedef struct {
 	int64_t period;
 	uint8_t aggregation;    /* MODEL_WINDOW / MODEL_SNAPSHOT */
 	uint8_t cpu_alias;
-	const model_label *labels; /* series labels, sorted by key */
+	const model_label_t *labels; /* series labels, sorted by key */
 	uint32_t n_labels;
-} store_series;
+} store_series_t;
 
 typedef struct {
 	uint32_t series;        /* local series id */
@@ -198,9 +198,9 @@ typedef struct {
 	int64_t duration_ns;
 	uint32_t n_entries;
 	int64_t total;          /* sum of the chunk's values */
-	int64_t _rowid;
+	int64_t chunk_id;       /* unique within the view; tells chunks apart (not an order) */
 	int64_t _payload, _scale; /* engine-private */
-} store_chunk_head;
+} store_chunk_head_t;
 
 typedef struct {
 	uint32_t node;     /* local node id (leaf of the stack) */
@@ -209,44 +209,44 @@ typedef struct {
 	int64_t t_ns;      /* sample time at 1 s resolution (S5.3); the chunk's t_ns when the
 	                      samples had none. A chunk may hold one (node, attrset) several
 	                      times, once per distinct second. */
-} store_entry;
+} store_entry_t;
 
 typedef struct {
 	uint32_t n;             /* ids 1..n valid; index 0 unused */
 	const uint32_t *parent; /* 0 = root frame */
 	const uint32_t *frame;  /* local frame id */
 	const uint64_t *id;     /* global node id (hash) */
-} store_nodes;
+} store_nodes_t;
 
-int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view **out,
-                    kn_err *err);
-void store_view_close(store_view *v);
-uint32_t store_view_partitions(const store_view *v);
+int store_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, store_view_t **out,
+                    err_t *err);
+void store_view_close(store_view_t *v);
+uint32_t store_view_partitions(const store_view_t *v);
 
 /* Series of partition p (0-based). Valid for the view's lifetime. */
-int store_view_series(store_view *v, uint32_t p, const store_series **out, uint32_t *n, kn_err *err);
+int store_view_series(store_view_t *v, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err);
 /* Chunk headers of partition p for the given local series ids, whose t_ns is
  * in [from_ns, until_ns) of the view; no chunk data is decoded. Valid until
  * the next call on v. */
-int store_view_heads(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series,
-                     const store_chunk_head **out, uint32_t *n, kn_err *err);
+int store_view_heads(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                     const store_chunk_head_t **out, uint32_t *n, err_t *err);
 /* Decodes one chunk. Entries valid until the next call on v. A damaged chunk
  * makes its partition skipped (below), never a crash. */
-int store_view_entries(store_view *v, uint32_t p, const store_chunk_head *h, const store_entry **out,
-                       uint32_t *n, kn_err *err);
-int store_view_nodes(store_view *v, uint32_t p, store_nodes *out, kn_err *err);
+int store_view_entries(store_view_t *v, uint32_t p, const store_chunk_head_t *h, const store_entry_t **out,
+                       uint32_t *n, err_t *err);
+int store_view_nodes(store_view_t *v, uint32_t p, store_nodes_t *out, err_t *err);
 /* Damaged partitions (SQLite finds the file corrupt, a value out of range, a
  * partition format this Kiln cannot read): the first call that meets the
- * damage reports it (log `store partition is damaged`, store_stats.damaged)
+ * damage reports it (log `store partition is damaged`, store_stats_t.damaged)
  * and, instead of failing, answers empty; so does every later call on that
  * partition in the view. A query over several partitions answers from the
  * others. 1 when partition p of v is being skipped so. */
-int store_view_skipped(const store_view *v, uint32_t p);
+int store_view_skipped(const store_view_t *v, uint32_t p);
 /* frames[1..n]; frames[0] unused. Valid for the view's lifetime. */
-int store_view_frames(store_view *v, uint32_t p, const model_frame **out, uint32_t *n, kn_err *err);
+int store_view_frames(store_view_t *v, uint32_t p, const model_frame_t **out, uint32_t *n, err_t *err);
 /* attrsets[1..n] as label ranges; attrsets[0] is the empty set. */
-int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, const model_label **labels,
-                        uint32_t *n, kn_err *err);
+int store_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **sets,
+                        const model_label_t **labels, uint32_t *n, err_t *err);
 
 /* ---- Aggregation pushed into the engine ------------------------------
  * The values of every chunk of the given local series of partition p whose
@@ -258,11 +258,11 @@ int store_view_attrsets(store_view *v, uint32_t p, const model_attrset **sets, c
 typedef struct {
 	uint32_t series, node, attrset; /* local ids */
 	int64_t value;
-} store_sum;
-int store_view_can_sum(const store_view *v);
+} store_sum_t;
+int store_view_can_sum(const store_view_t *v);
 /* Valid until the next call on v. 0 or -1 with err. */
-int store_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t n_series, const store_sum **out,
-                    uint32_t *n, kn_err *err);
+int store_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                    const store_sum_t **out, uint32_t *n, err_t *err);
 
 /* ---- Span links (SPEC S5.4) ------------------------------------------
  * Every stored chunk entry whose attribute set has a `span_id` label is
@@ -272,9 +272,9 @@ int store_view_sums(store_view *v, uint32_t p, const uint32_t *series, uint32_t 
  * exactly. */
 
 typedef struct {
-	store_chunk_head head; /* a chunk with linked samples (pass to store_view_entries) */
+	store_chunk_head_t head; /* a chunk with linked samples (pass to store_view_entries) */
 	uint32_t attrset;      /* local attrset id: its entries with this attrset are the linked ones */
-} store_span_hit;
+} store_span_hit_t;
 
 /* Chunks of partition p whose t_ns is in the view's range and that hold
  * samples linked to a span: one hit per (chunk, attrset), sorted by (t_ns,
@@ -285,7 +285,7 @@ typedef struct {
  * A partition written before the index existed has no hits. Valid until the
  * next call on v. Each partition is opened on first use, so a view over
  * many days costs little until a partition is read. */
-int store_view_span_chunks(store_view *v, uint32_t p, slice_t span_id, slice_t trace_id,
-                           const store_span_hit **out, uint32_t *n, kn_err *err);
+int store_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
+                           const store_span_hit_t **out, uint32_t *n, err_t *err);
 
 #endif

@@ -11,7 +11,7 @@
 #include "base/alloc.h"
 #include "store/engine.h"
 
-void store_job_finish(store_job *j, const kn_err *err)
+void store_job_finish(store_job_t *j, const err_t *err)
 {
 	model_batch_free(j->b);
 	if (j->done)
@@ -21,7 +21,7 @@ void store_job_finish(store_job *j, const kn_err *err)
 
 static void *queue_main(void *arg);
 
-int store_writeq_start(store_writeq *q, const store_writeq_config *cfg, kn_err *err)
+int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_t *err)
 {
 	memset(q, 0, sizeof *q);
 	q->cfg = *cfg;
@@ -39,13 +39,13 @@ int store_writeq_start(store_writeq *q, const store_writeq_config *cfg, kn_err *
 	return 0;
 }
 
-void store_writeq_push(store_writeq *q, store_job *j)
+void store_writeq_push(store_writeq_t *q, store_job_t *j)
 {
 	j->next = NULL;
 	pthread_mutex_lock(&q->mu);
 	if (q->closing) {
 		pthread_mutex_unlock(&q->mu);
-		kn_err e = {0};
+		err_t e = {0};
 		err_set(&e, 503, "store: shutting down");
 		e.retry_after = 5;
 		store_job_finish(j, &e);
@@ -61,7 +61,7 @@ void store_writeq_push(store_writeq *q, store_job *j)
 	pthread_mutex_unlock(&q->mu);
 }
 
-uint32_t store_writeq_depth(store_writeq *q)
+uint32_t store_writeq_depth(store_writeq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	uint32_t n = q->queued;
@@ -69,7 +69,7 @@ uint32_t store_writeq_depth(store_writeq *q)
 	return n;
 }
 
-void store_writeq_drain(store_writeq *q)
+void store_writeq_drain(store_writeq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	int joined = q->joined;
@@ -80,7 +80,7 @@ void store_writeq_drain(store_writeq *q)
 		pthread_join(q->thread, NULL);
 }
 
-void store_writeq_destroy(store_writeq *q)
+void store_writeq_destroy(store_writeq_t *q)
 {
 	store_writeq_drain(q);
 	pthread_cond_destroy(&q->cv);
@@ -96,7 +96,7 @@ static void deadline_in(struct timespec *ts, int ms)
 }
 
 /* Takes the next group into jobs (q->mu held, q->head set). */
-static size_t take_group(store_writeq *q, store_job **jobs)
+static size_t take_group(store_writeq_t *q, store_job_t **jobs)
 {
 	size_t n = 0;
 	if (!q->head->b) { /* a sweep goes alone, between the groups before and after it */
@@ -117,8 +117,8 @@ static size_t take_group(store_writeq *q, store_job **jobs)
 
 static void *queue_main(void *arg)
 {
-	store_writeq *q = arg;
-	store_job **jobs = xmalloc((size_t)q->cfg.max_jobs * sizeof *jobs);
+	store_writeq_t *q = arg;
+	store_job_t **jobs = xmalloc((size_t)q->cfg.max_jobs * sizeof *jobs);
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		while (!q->head && !q->closing)

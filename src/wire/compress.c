@@ -17,7 +17,7 @@ int gz_is_gzip(slice_t in)
 	return in.n >= 2 && in.p[0] == 0x1f && in.p[1] == 0x8b;
 }
 
-static int too_big(kn_err *err, size_t max)
+static int too_big(err_t *err, size_t max)
 {
 	if (max >= (1u << 20) && max % (1u << 20) == 0)
 		return err_set(err, 413, "decompressed body exceeds the %zu MiB limit", max >> 20);
@@ -47,7 +47,7 @@ static size_t first_guess(const uint8_t *p, size_t n, size_t room)
 	return g < room ? g : room;
 }
 
-int gz_inflate(slice_t in, buf_t *out, kn_err *err)
+int gz_inflate(slice_t in, buf_t *out, err_t *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "gzip body is corrupt: empty body");
@@ -129,7 +129,7 @@ int gz_deflate(slice_t in, int level, buf_t *out)
 
 /* ---- zstd ------------------------------------------------------------------ */
 
-int zstd_inflate(slice_t in, buf_t *out, kn_err *err)
+int zstd_inflate(slice_t in, buf_t *out, err_t *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "zstd body is corrupt: empty body");
@@ -212,7 +212,7 @@ static int is_zlib_header(slice_t in)
 	       ((unsigned)in.p[0] << 8 | in.p[1]) % 31 == 0;
 }
 
-int zlib_inflate(slice_t in, buf_t *out, kn_err *err)
+int zlib_inflate(slice_t in, buf_t *out, err_t *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "deflate body is corrupt: empty body");
@@ -267,7 +267,7 @@ static int enc_is(slice_t e, const char *name)
 	return e.n == n && strncasecmp((const char *)e.p, name, n) == 0;
 }
 
-int body_decode(slice_t encoding, slice_t in, buf_t *out, kn_err *err)
+int body_decode(slice_t encoding, slice_t in, buf_t *out, err_t *err)
 {
 	if (encoding.n == 0 || enc_is(encoding, "identity")) {
 		if (buf_append(out, in.p, in.n) < 0)

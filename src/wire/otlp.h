@@ -18,7 +18,7 @@ typedef struct {
 	int64_t max_time_ns;     /* samples after this are refused (now + 10 min); 0 = no bound */
 	uint32_t max_rows;       /* OTLP Samples per Profile; 0 = LIMIT_SAMPLE_ROWS (413 past it) */
 	uint32_t retention_days; /* only for the refusal message; 0 = "the retention window" */
-} otlp_decode_opts;
+} otlp_decode_opts_t;
 
 typedef struct {
 	uint32_t profiles;          /* profiles stored in the batch */
@@ -26,10 +26,10 @@ typedef struct {
 	uint64_t samples;           /* sample points stored: one per timestamp (or per value) */
 	uint64_t rejected_samples;  /* sample points outside the time window */
 	char message[256];          /* partial_success.error_message; "" when nothing was refused */
-} otlp_result;
+} otlp_result_t;
 
 /* Decodes an uncompressed ExportProfilesServiceRequest into b: one finished
- * model_profile per OTLP Profile that keeps at least one sample point.
+ * model_profile_t per OTLP Profile that keeps at least one sample point.
  *  - Every index is checked against its ProfilesDictionary table; errors are
  *    400 naming the path, table, index and table size (e.g.
  *    "resource_profiles[0].scope_profiles[0].profiles[2].samples[7].stack_index:
@@ -59,7 +59,7 @@ typedef struct {
  * On error returns -1 with err set and b may hold a partial decode (the
  * caller frees it); res is then meaningless. pb is only borrowed: every
  * string kept is copied into b. Thread-safe for distinct batches. */
-int otlp_decode(slice_t pb, const otlp_decode_opts *o, model_batch *b, otlp_result *res, kn_err *err);
+int otlp_decode(slice_t pb, const otlp_decode_opts_t *o, model_batch_t *b, otlp_result_t *res, err_t *err);
 
 /* Transcodes an OTLP/JSON ExportProfilesServiceRequest (lowerCamelCase or
  * proto field names; 64-bit integers as numbers or decimal strings;
@@ -67,14 +67,14 @@ int otlp_decode(slice_t pb, const otlp_decode_opts *o, model_batch *b, otlp_resu
  * protobuf that otlp_decode reads, appended to pb (whose ceiling bounds the
  * output: 413 past it). Unknown keys and nulls are ignored. 400 with the
  * JSON path on malformed JSON or a value of the wrong type. */
-int otlp_json_to_pb(slice_t json, buf_t *pb, kn_err *err);
+int otlp_json_to_pb(slice_t json, buf_t *pb, err_t *err);
 
 /* ExportProfilesServiceResponse{1 partial_success{1 rejected_profiles,
  * 2 error_message}} appended to out; partial_success is written only when
  * something was refused (an empty response is valid). */
-void otlp_response_pb(const otlp_result *r, buf_t *out);
+void otlp_response_pb(const otlp_result_t *r, buf_t *out);
 /* The same as OTLP/JSON: {} or
  * {"partialSuccess":{"rejectedProfiles":"2","errorMessage":"..."}}. */
-void otlp_response_json(const otlp_result *r, buf_t *out);
+void otlp_response_json(const otlp_result_t *r, buf_t *out);
 
 #endif

@@ -31,16 +31,16 @@ PB_SPEC(sample_spec, {1, PB_F_VARINT, "stack_index"}, {2, PB_F_PVARINT, "attribu
 /* What a resource gives each of its profiles. */
 typedef struct {
 	slice_t service;
-	model_label labels[LIMIT_LABELS];
+	model_label_t labels[LIMIT_LABELS];
 	char text[LIMIT_LABELS][32];
 	uint32_t n_labels;
-} ot_resource;
+} ot_resource_t;
 
 /* ---- Old formats ---------------------------------------------------------- */
 
 /* Next length-delimited field `want` of msg, tolerating anything: used only
  * to recognise older formats before the strict decode. 1 found, 0 not. */
-static int lenient_next(pb_reader *r, uint32_t want, slice_t *out)
+static int lenient_next(pb_reader_t *r, uint32_t want, slice_t *out)
 {
 	uint32_t num;
 	int wt;
@@ -58,7 +58,7 @@ static int lenient_next(pb_reader *r, uint32_t want, slice_t *out)
 static uint64_t lenient_points(slice_t sample)
 {
 	uint64_t values = 0, stamps = 0, v;
-	pb_reader r = pb_reader_make(sample);
+	pb_reader_t r = pb_reader_make(sample);
 	uint32_t num;
 	int wt;
 	while (!pb_done(&r) && pb_key(&r, &num, &wt) == 0) {
@@ -85,15 +85,15 @@ static uint64_t lenient_points(slice_t sample)
 static void lenient_count(slice_t req, uint64_t *profiles, uint64_t *samples, uint64_t *points)
 {
 	slice_t rp, sp, prof, s;
-	pb_reader r = pb_reader_make(req);
+	pb_reader_t r = pb_reader_make(req);
 	*profiles = *samples = *points = 0;
 	while (lenient_next(&r, 1, &rp)) {
-		pb_reader rr = pb_reader_make(rp);
+		pb_reader_t rr = pb_reader_make(rp);
 		while (lenient_next(&rr, 2, &sp)) {
-			pb_reader sr = pb_reader_make(sp);
+			pb_reader_t sr = pb_reader_make(sp);
 			while (lenient_next(&sr, 2, &prof)) {
 				(*profiles)++;
-				pb_reader pr = pb_reader_make(prof);
+				pb_reader_t pr = pb_reader_make(prof);
 				while (lenient_next(&pr, 2, &s)) {
 					(*samples)++;
 					*points += lenient_points(s);
@@ -113,7 +113,7 @@ static void push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
 }
 
 /* The attribute set of the sample just read (d->attr_ix and link). */
-static int sample_attrset(ot_dec *d, uint32_t link, const pb_path *p, uint32_t *out, kn_err *err)
+static int sample_attrset(ot_dec_t *d, uint32_t link, const pb_path_t *p, uint32_t *out, err_t *err)
 {
 	if (d->n_attr_ix == 0 && link == 0 && d->n[T_LINK] == 0) {
 		*out = 0;
@@ -126,7 +126,7 @@ static int sample_attrset(ot_dec *d, uint32_t link, const pb_path *p, uint32_t *
 	for (size_t i = 0; i < d->n_attr_ix; i++) {
 		slice_t k, v;
 		int scalar;
-		pb_path ap = {&ot_dictionary_path, "attribute_table", (uint32_t)d->attr_ix[i]};
+		pb_path_t ap = {&ot_dictionary_path, "attribute_table", (uint32_t)d->attr_ix[i]};
 		char *text = d->label_text[n < LIMIT_LABELS ? n : 0];
 		if (ot_keyvalue(d, d->tbl[T_ATTRIBUTE][d->attr_ix[i]], 1, &k, &v, &scalar, text, &ap, err) <
 		    0)
@@ -137,21 +137,21 @@ static int sample_attrset(ot_dec *d, uint32_t link, const pb_path *p, uint32_t *
 			return pb_fail(&d->src, err, 413, p, "attribute_indices",
 			               "sample has more than %u attributes; the limit is %u", LIMIT_LABELS,
 			               LIMIT_LABELS);
-		d->labels[n++] = (model_label){k, v};
+		d->labels[n++] = (model_label_t){k, v};
 	}
 	if (link < d->n[T_LINK] && ot_link_hex(d, link)) {
-		d->labels[n++] = (model_label){slice_cstr("trace_id"), slice_make(d->link_hex[0], 32)};
-		d->labels[n++] = (model_label){slice_cstr("span_id"), slice_make(d->link_hex[1], 16)};
+		d->labels[n++] = (model_label_t){slice_cstr("trace_id"), slice_make(d->link_hex[0], 32)};
+		d->labels[n++] = (model_label_t){slice_cstr("span_id"), slice_make(d->link_hex[1], 16)};
 	}
 	*out = model_attrset_intern(d->b, d->labels, n);
 	u64map_put(&d->attrset_cache, key, *out);
 	return 0;
 }
 
-static int decode_sample(ot_dec *d, slice_t msg, const pb_path *p, int64_t *min_ts, kn_err *err)
+static int decode_sample(ot_dec_t *d, slice_t msg, const pb_path_t *p, int64_t *min_ts, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, stack = 0, link = 0;
 	size_t before;
@@ -208,7 +208,7 @@ static int decode_sample(ot_dec *d, slice_t msg, const pb_path *p, int64_t *min_
 			if (d->n_stamps + s.n / 8 > d->cap_stamps)
 				d->stamps = xgrow(d->stamps, &d->cap_stamps, d->n_stamps + s.n / 8,
 				                  sizeof *d->stamps);
-			pb_reader sr = pb_reader_make(s);
+			pb_reader_t sr = pb_reader_make(s);
 			while (!pb_done(&sr) && pb_fixed64(&sr, &v) == 0)
 				d->stamps[d->n_stamps++] = v;
 			break;
@@ -228,7 +228,7 @@ static int decode_sample(ot_dec *d, slice_t msg, const pb_path *p, int64_t *min_
 		               "%zu values but %zu timestamps (the lengths must be equal)", d->n_values,
 		               d->n_stamps);
 
-	const ot_stack *st = &d->stacks[stack];
+	const ot_stack_t *st = &d->stacks[stack];
 	d->frames_total += st->depth;
 	if (d->frames_total > LIMIT_REQUEST_FRAMES)
 		d->frames_over = 1;
@@ -263,18 +263,18 @@ static int decode_sample(ot_dec *d, slice_t msg, const pb_path *p, int64_t *min_
 		if (t && (*min_ts == 0 || t < *min_ts))
 			*min_ts = t;
 		d->pending[d->n_pending++] =
-		    (model_sample){node, attrset, d->n_values ? (int64_t)d->values[i] : 1, t};
+		    (model_sample_t){node, attrset, d->n_values ? (int64_t)d->values[i] : 1, t};
 	}
 	return 0;
 }
 
 /* ---- Profiles -------------------------------------------------------------- */
 
-static int value_type(const ot_dec *d, slice_t msg, const pb_path *p, slice_t *type, slice_t *unit,
-                      kn_err *err)
+static int value_type(const ot_dec_t *d, slice_t msg, const pb_path_t *p, slice_t *type, slice_t *unit,
+                      err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, ix[3] = {0};
 	while ((rc = pb_next(&d->src, &r, &value_type_spec, p, &f, &wt, err)) == 1) {
@@ -298,17 +298,17 @@ static int is_samples_count(slice_t type, slice_t unit)
 	       slice_eq_cstr(unit, "count");
 }
 
-static int in_window(const otlp_decode_opts *o, int64_t t)
+static int in_window(const otlp_decode_opts_t *o, int64_t t)
 {
 	return (!o->min_time_ns || t >= o->min_time_ns) && (!o->max_time_ns || t <= o->max_time_ns);
 }
 
-static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_resource *res, otlp_result *out,
-                          kn_err *err)
+static int decode_profile(ot_dec_t *d, slice_t msg, const pb_path_t *p, const ot_resource_t *res,
+                          otlp_result_t *out, err_t *err)
 {
-	const otlp_decode_opts *o = d->o;
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	const otlp_decode_opts_t *o = d->o;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, time_ns = 0, duration = 0, period = 0, n_samples = 0;
 	slice_t s, type_msg = {0}, period_msg = {0};
@@ -353,7 +353,7 @@ static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_res
 	if (rc < 0)
 		return -1;
 	slice_t type, unit, ptype, punit;
-	pb_path tp = {p, "sample_type", PB_NOIX}, pp = {p, "period_type", PB_NOIX};
+	pb_path_t tp = {p, "sample_type", PB_NOIX}, pp = {p, "period_type", PB_NOIX};
 	if (value_type(d, type_msg, &tp, &type, &unit, err) < 0 ||
 	    value_type(d, period_msg, &pp, &ptype, &punit, err) < 0)
 		return -1;
@@ -379,7 +379,7 @@ static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_res
 		}
 		if (pb_bytes(&r, &s) < 0)
 			break;
-		pb_path sp = {p, "samples", k++};
+		pb_path_t sp = {p, "samples", k++};
 		if (decode_sample(d, s, &sp, &min_ts, err) < 0)
 			return -1;
 	}
@@ -390,7 +390,7 @@ static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_res
 	int64_t t0 = time_ns ? (int64_t)time_ns : min_ts ? min_ts : o->now_ns;
 	size_t kept = 0;
 	for (size_t i = 0; i < d->n_pending; i++) {
-		model_sample *e = &d->pending[i];
+		model_sample_t *e = &d->pending[i];
 		if (in_window(o, e->time_ns ? e->time_ns : t0))
 			d->pending[kept++] = *e;
 	}
@@ -400,8 +400,8 @@ static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_res
 		return 0;
 	}
 
-	model_batch *b = d->b;
-	model_profile *mp = model_profile_add(b);
+	model_batch_t *b = d->b;
+	model_profile_t *mp = model_profile_add(b);
 	model_profile_set_type(b, mp, type, unit, ptype, punit, (int64_t)period);
 	model_profile_set_service(b, mp, res->service);
 	for (uint32_t l = 0; l < res->n_labels; l++)
@@ -426,10 +426,10 @@ static int decode_profile(ot_dec *d, slice_t msg, const pb_path *p, const ot_res
 
 /* ---- Resources and scopes ------------------------------------------------- */
 
-static int check_scope(ot_dec *d, slice_t msg, const pb_path *p, kn_err *err)
+static int check_scope(ot_dec_t *d, slice_t msg, const pb_path_t *p, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	uint32_t k = 0;
 	while ((rc = pb_next(&d->src, &r, &scope_spec, p, &f, &wt, err)) == 1) {
@@ -445,7 +445,7 @@ static int check_scope(ot_dec *d, slice_t msg, const pb_path *p, kn_err *err)
 		if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 			return -1;
 		if (f->num == 3) {
-			pb_path ap = {p, "attributes", k++};
+			pb_path_t ap = {p, "attributes", k++};
 			if (ot_keyvalue(d, s, 0, &key, &value, &scalar, text, &ap, err) < 0)
 				return -1;
 		}
@@ -453,11 +453,11 @@ static int check_scope(ot_dec *d, slice_t msg, const pb_path *p, kn_err *err)
 	return rc;
 }
 
-static int decode_scope(ot_dec *d, slice_t msg, const pb_path *p, const ot_resource *res, otlp_result *out,
-                        kn_err *err)
+static int decode_scope(ot_dec_t *d, slice_t msg, const pb_path_t *p, const ot_resource_t *res,
+                        otlp_result_t *out, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	uint32_t k = 0, first = d->b->n_profiles;
 	while ((rc = pb_next(&d->src, &r, &sp_spec, p, &f, &wt, err)) == 1) {
@@ -465,11 +465,11 @@ static int decode_scope(ot_dec *d, slice_t msg, const pb_path *p, const ot_resou
 		if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0)
 			return -1;
 		if (f->num == 1) {
-			pb_path sp = {p, "scope", PB_NOIX};
+			pb_path_t sp = {p, "scope", PB_NOIX};
 			if (check_scope(d, s, &sp, err) < 0)
 				return -1;
 		} else if (f->num == 2) {
-			pb_path pp = {p, "profiles", k++};
+			pb_path_t pp = {p, "profiles", k++};
 			if (decode_profile(d, s, &pp, res, out, err) < 0)
 				return -1;
 		}
@@ -478,7 +478,7 @@ static int decode_scope(ot_dec *d, slice_t msg, const pb_path *p, const ot_resou
 		return -1;
 	/* samples:count is offered as cpu:nanoseconds only when no sibling
 	 * profile already is cpu:nanoseconds. */
-	model_batch *b = d->b;
+	model_batch_t *b = d->b;
 	int has_cpu_ns = 0;
 	for (uint32_t i = first; i < b->n_profiles && !has_cpu_ns; i++)
 		has_cpu_ns = slice_eq_cstr(b->profiles[i].sample_type, "cpu") &&
@@ -489,10 +489,10 @@ static int decode_scope(ot_dec *d, slice_t msg, const pb_path *p, const ot_resou
 }
 
 /* Service (SPEC S4) and series labels of a Resource. */
-static int decode_resource(ot_dec *d, slice_t msg, const pb_path *p, ot_resource *res, kn_err *err)
+static int decode_resource(ot_dec_t *d, slice_t msg, const pb_path_t *p, ot_resource_t *res, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	uint32_t k = 0;
 	slice_t service = {0}, env_service = {0}, exe = {0};
@@ -511,7 +511,7 @@ static int decode_resource(ot_dec *d, slice_t msg, const pb_path *p, ot_resource
 			return -1;
 		if (f->num != 1)
 			continue;
-		pb_path ap = {p, "attributes", k++};
+		pb_path_t ap = {p, "attributes", k++};
 		if (ot_keyvalue(d, s, 0, &key, &value, &scalar, text, &ap, err) < 0)
 			return -1;
 		if (!scalar || !key.n)
@@ -533,7 +533,7 @@ static int decode_resource(ot_dec *d, slice_t msg, const pb_path *p, ot_resource
 			memcpy(res->text[res->n_labels], text, sizeof text);
 			value.p = (const uint8_t *)res->text[res->n_labels];
 		}
-		res->labels[res->n_labels++] = (model_label){key, value};
+		res->labels[res->n_labels++] = (model_label_t){key, value};
 	}
 	if (rc < 0)
 		return -1;
@@ -554,12 +554,12 @@ static int decode_resource(ot_dec *d, slice_t msg, const pb_path *p, ot_resource
 	return 0;
 }
 
-static int decode_resource_profiles(ot_dec *d, slice_t msg, uint32_t i, otlp_result *out, kn_err *err)
+static int decode_resource_profiles(ot_dec_t *d, slice_t msg, uint32_t i, otlp_result_t *out, err_t *err)
 {
-	pb_path p = {NULL, "resource_profiles", i};
-	ot_resource *res = xmalloc(sizeof *res);
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_path_t p = {NULL, "resource_profiles", i};
+	ot_resource_t *res = xmalloc(sizeof *res);
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	slice_t s, resource = {0};
 	/* The resource may follow its scopes: find it first. */
@@ -571,7 +571,7 @@ static int decode_resource_profiles(ot_dec *d, slice_t msg, uint32_t i, otlp_res
 		if (f->num == 1)
 			resource = s;
 	}
-	pb_path resp = {&p, "resource", PB_NOIX};
+	pb_path_t resp = {&p, "resource", PB_NOIX};
 	if (rc < 0 || decode_resource(d, resource, &resp, res, err) < 0) {
 		free(res);
 		return -1;
@@ -585,7 +585,7 @@ static int decode_resource_profiles(ot_dec *d, slice_t msg, uint32_t i, otlp_res
 		}
 		if (f->num != 2)
 			continue;
-		pb_path sp = {&p, "scope_profiles", k++};
+		pb_path_t sp = {&p, "scope_profiles", k++};
 		if (decode_scope(d, s, &sp, res, out, err) < 0) {
 			rc = -1;
 			break;
@@ -597,7 +597,7 @@ static int decode_resource_profiles(ot_dec *d, slice_t msg, uint32_t i, otlp_res
 
 /* ---- The request ----------------------------------------------------------- */
 
-static void refusal_message(const otlp_decode_opts *o, otlp_result *res)
+static void refusal_message(const otlp_decode_opts_t *o, otlp_result_t *res)
 {
 	char window[96];
 	if (o->retention_days)
@@ -617,19 +617,19 @@ static void refusal_message(const otlp_decode_opts *o, otlp_result *res)
 		         res->rejected_samples, res->rejected_samples == 1 ? "" : "s", window);
 }
 
-static int decode(ot_dec *d, slice_t pb, otlp_result *res, kn_err *err)
+static int decode(ot_dec_t *d, slice_t pb, otlp_result_t *res, err_t *err)
 {
 	/* Top level: resource_profiles and dictionary may come in any order. */
 	uint32_t n_rp = 0, n_dicts = 0;
 	slice_t *rps = NULL, *dicts = NULL;
 	for (int pass = 0; pass < 2; pass++) {
-		pb_reader r = pb_reader_make(pb);
-		const pb_field *f;
+		pb_reader_t r = pb_reader_make(pb);
+		const pb_field_t *f;
 		int wt, rc;
 		uint32_t k_rp = 0, k_dict = 0;
 		while ((rc = pb_next(&d->src, &r, &request_spec, NULL, &f, &wt, err)) == 1) {
 			slice_t s;
-			pb_path p = {NULL, f->name, f->num == 1 ? k_rp : PB_NOIX};
+			pb_path_t p = {NULL, f->name, f->num == 1 ? k_rp : PB_NOIX};
 			if (pb_read_len(&d->src, &r, &s, &p, NULL, err) < 0)
 				return -1;
 			if (f->num == 1) {
@@ -689,11 +689,11 @@ static int decode(ot_dec *d, slice_t pb, otlp_result *res, kn_err *err)
 	return 0;
 }
 
-int otlp_decode(slice_t pb, const otlp_decode_opts *o, model_batch *b, otlp_result *res, kn_err *err)
+int otlp_decode(slice_t pb, const otlp_decode_opts_t *o, model_batch_t *b, otlp_result_t *res, err_t *err)
 {
 	memset(res, 0, sizeof *res);
-	ot_dec *d = xcalloc(1, sizeof *d);
-	d->src = (pb_src){pb.p, NULL};
+	ot_dec_t *d = xcalloc(1, sizeof *d);
+	d->src = (pb_src_t){pb.p, NULL};
 	d->scratch = arena_new();
 	d->o = o;
 	d->b = b;

@@ -15,13 +15,14 @@
 
 /* ---- Errors and indices -------------------------------------------------- */
 
-const pb_path ot_dictionary_path = {NULL, "dictionary", PB_NOIX};
+const pb_path_t ot_dictionary_path = {NULL, "dictionary", PB_NOIX};
 
 static const char *const table_names[T_COUNT] = {"mapping_table", "location_table", "function_table",
                                                  "link_table",    "string_table",   "attribute_table",
                                                  "stack_table"};
 
-int ot_check_index(const ot_dec *d, int64_t ix, int table, const pb_path *p, const char *field, kn_err *err)
+int ot_check_index(const ot_dec_t *d, int64_t ix, int table, const pb_path_t *p, const char *field,
+                   err_t *err)
 {
 	if (ix >= 0 && ix < (int64_t)d->n[table])
 		return 0;
@@ -31,10 +32,10 @@ int ot_check_index(const ot_dec *d, int64_t ix, int table, const pb_path *p, con
 	               d->n[table] == 0 && ix == 0 ? ": its entry 0 must exist" : "", OT_INDEX_HINT);
 }
 
-int ot_read_packed_varint(const ot_dec *d, pb_reader *r, int wt, uint64_t **arr, size_t *n, size_t *cap,
-                          const pb_path *p, const char *field, kn_err *err)
+int ot_read_packed_varint(const ot_dec_t *d, pb_reader_t *r, int wt, uint64_t **arr, size_t *n, size_t *cap,
+                          const pb_path_t *p, const char *field, err_t *err)
 {
-	pb_reader vals;
+	pb_reader_t vals;
 	uint64_t v;
 	int rc;
 	if (pb_read_packable(&d->src, r, wt, &vals, p, field, err) < 0)
@@ -55,20 +56,20 @@ PB_SPEC(dict_spec, {1, PB_F_LEN, "mapping_table"}, {2, PB_F_LEN, "location_table
         {6, PB_F_LEN, "attribute_table"}, {7, PB_F_LEN, "stack_table"});
 _Static_assert(PB_COUNTOF(dict_spec_fields) == T_COUNT, "a dictionary field per table, in table order");
 
-int ot_dict_load(ot_dec *d, const slice_t *dicts, uint32_t n_dicts, kn_err *err)
+int ot_dict_load(ot_dec_t *d, const slice_t *dicts, uint32_t n_dicts, err_t *err)
 {
-	const pb_path *root = &ot_dictionary_path;
+	const pb_path_t *root = &ot_dictionary_path;
 	uint64_t count[T_COUNT] = {0};
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t fill[T_COUNT] = {0};
 		for (uint32_t k = 0; k < n_dicts; k++) {
-			pb_reader r = pb_reader_make(dicts[k]);
-			const pb_field *f;
+			pb_reader_t r = pb_reader_make(dicts[k]);
+			const pb_field_t *f;
 			int wt, rc;
 			while ((rc = pb_next(&d->src, &r, &dict_spec, root, &f, &wt, err)) == 1) {
 				int t = (int)f->num - 1;
 				slice_t s;
-				pb_path p = {root, f->name, pass ? fill[t] : (uint32_t)count[t]};
+				pb_path_t p = {root, f->name, pass ? fill[t] : (uint32_t)count[t]};
 				if (pb_read_len(&d->src, &r, &s, &p, NULL, err) < 0)
 					return -1;
 				if (pass == 0)
@@ -105,18 +106,18 @@ PB_SPEC(keyvalue_spec, {1, PB_F_LEN, "key"}, {2, PB_F_LEN, "value"}, {3, PB_F_VA
 PB_SPEC(kvunit_spec, {1, PB_F_VARINT, "key_strindex"}, {2, PB_F_LEN, "value"},
         {3, PB_F_VARINT, "unit_strindex"});
 
-static int check_keyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsigned depth, kn_err *err);
+static int check_keyvalue(const ot_dec_t *d, slice_t msg, const pb_path_t *p, unsigned depth, err_t *err);
 
 /* Checks an AnyValue; *kind is the field number of the value it holds (0:
  * none) and *v its scalar payload / slice. */
-static int read_anyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsigned depth, int *kind,
-                         uint64_t *v, slice_t *s, kn_err *err)
+static int read_anyvalue(const ot_dec_t *d, slice_t msg, const pb_path_t *p, unsigned depth, int *kind,
+                         uint64_t *v, slice_t *s, err_t *err)
 {
 	if (depth > LIMIT_OTLP_NESTING)
 		return pb_fail(&d->src, err, 400, p, NULL, "values nested deeper than %u levels",
 		               LIMIT_OTLP_NESTING);
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	*kind = 0;
 	while ((rc = pb_next(&d->src, &r, &anyvalue_spec, p, &f, &wt, err)) == 1) {
@@ -124,15 +125,15 @@ static int read_anyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsigne
 			if (pb_read_len(&d->src, &r, s, p, f->name, err) < 0)
 				return -1;
 			if (f->num == 5 || f->num == 6) {
-				pb_path sub = {p, f->name, PB_NOIX};
-				pb_reader ar = pb_reader_make(*s);
-				const pb_field *af;
+				pb_path_t sub = {p, f->name, PB_NOIX};
+				pb_reader_t ar = pb_reader_make(*s);
+				const pb_field_t *af;
 				int awt, arc;
 				uint32_t i = 0;
 				while ((arc = pb_next(&d->src, &ar, &values_spec, &sub, &af, &awt, err)) ==
 				       1) {
 					slice_t e;
-					pb_path ep = {&sub, "values", i++};
+					pb_path_t ep = {&sub, "values", i++};
 					int k2;
 					uint64_t v2;
 					slice_t s2;
@@ -160,10 +161,10 @@ static int read_anyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsigne
 	return rc;
 }
 
-static int check_keyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsigned depth, kn_err *err)
+static int check_keyvalue(const ot_dec_t *d, slice_t msg, const pb_path_t *p, unsigned depth, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	while ((rc = pb_next(&d->src, &r, &keyvalue_spec, p, &f, &wt, err)) == 1) {
 		slice_t s;
@@ -176,7 +177,7 @@ static int check_keyvalue(const ot_dec *d, slice_t msg, const pb_path *p, unsign
 		} else if (pb_read_len(&d->src, &r, &s, p, f->name, err) < 0) {
 			return -1;
 		} else if (f->num == 2) {
-			pb_path vp = {p, "value", PB_NOIX};
+			pb_path_t vp = {p, "value", PB_NOIX};
 			if (read_anyvalue(d, s, &vp, depth + 1, &kind, &v, &s, err) < 0)
 				return -1;
 		}
@@ -193,11 +194,11 @@ static slice_t render_double(double x, char text[32])
 	return slice_make(text, (size_t)n);
 }
 
-int ot_keyvalue(const ot_dec *d, slice_t msg, int table_entry, slice_t *key, slice_t *value, int *scalar,
-                char text[32], const pb_path *p, kn_err *err)
+int ot_keyvalue(const ot_dec_t *d, slice_t msg, int table_entry, slice_t *key, slice_t *value, int *scalar,
+                char text[32], const pb_path_t *p, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc, kind = 0;
 	uint64_t v = 0, key_ix = 0;
 	slice_t s = {0}, val = {0};
@@ -223,7 +224,7 @@ int ot_keyvalue(const ot_dec *d, slice_t msg, int table_entry, slice_t *key, sli
 		return -1;
 	if (key_ix)
 		*key = d->tbl[T_STRING][key_ix];
-	pb_path vp = {p, "value", PB_NOIX};
+	pb_path_t vp = {p, "value", PB_NOIX};
 	if (read_anyvalue(d, val, &vp, 1, &kind, &v, &s, err) < 0)
 		return -1;
 	*value = slice_make(NULL, 0);
@@ -268,8 +269,8 @@ PB_SPEC(link_spec, {1, PB_F_LEN, "trace_id"}, {2, PB_F_LEN, "span_id"});
 PB_SPEC(stack_spec, {1, PB_F_PVARINT, "location_indices"});
 
 /* Reads a repeated index field occurrence and checks each value. */
-static int check_indices(ot_dec *d, pb_reader *r, int wt, int table, const pb_path *p, const char *field,
-                         kn_err *err)
+static int check_indices(ot_dec_t *d, pb_reader_t *r, int wt, int table, const pb_path_t *p,
+                         const char *field, err_t *err)
 {
 	d->n_u64s = 0;
 	int rc = ot_read_packed_varint(d, r, wt, &d->u64s, &d->n_u64s, &d->cap_u64s, p, field, err);
@@ -278,11 +279,11 @@ static int check_indices(ot_dec *d, pb_reader *r, int wt, int table, const pb_pa
 	return rc;
 }
 
-static int check_function(ot_dec *d, uint32_t i, kn_err *err)
+static int check_function(ot_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {&ot_dictionary_path, "function_table", i};
-	pb_reader r = pb_reader_make(d->tbl[T_FUNCTION][i]);
-	const pb_field *f;
+	pb_path_t p = {&ot_dictionary_path, "function_table", i};
+	pb_reader_t r = pb_reader_make(d->tbl[T_FUNCTION][i]);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, ix[5] = {0};
 	while ((rc = pb_next(&d->src, &r, &function_spec, &p, &f, &wt, err)) == 1) {
@@ -295,17 +296,17 @@ static int check_function(ot_dec *d, uint32_t i, kn_err *err)
 	for (uint32_t k = 1; k <= 3; k++)
 		if (ot_check_index(d, (int64_t)ix[k], T_STRING, &p, function_spec.f[k - 1].name, err) < 0)
 			return -1;
-	ot_function *fn = &d->functions[i];
+	ot_function_t *fn = &d->functions[i];
 	fn->name = (uint32_t)(d->tbl[T_STRING][ix[1]].n ? ix[1] : ix[2]);
 	fn->file = (uint32_t)ix[3];
 	return 0;
 }
 
-static int check_mapping(ot_dec *d, uint32_t i, kn_err *err)
+static int check_mapping(ot_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {&ot_dictionary_path, "mapping_table", i};
-	pb_reader r = pb_reader_make(d->tbl[T_MAPPING][i]);
-	const pb_field *f;
+	pb_path_t p = {&ot_dictionary_path, "mapping_table", i};
+	pb_reader_t r = pb_reader_make(d->tbl[T_MAPPING][i]);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, file = 0;
 	while ((rc = pb_next(&d->src, &r, &mapping_spec, &p, &f, &wt, err)) == 1) {
@@ -325,11 +326,11 @@ static int check_mapping(ot_dec *d, uint32_t i, kn_err *err)
 	return 0;
 }
 
-static int check_location(ot_dec *d, uint32_t i, kn_err *err)
+static int check_location(ot_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {&ot_dictionary_path, "location_table", i};
-	pb_reader r = pb_reader_make(d->tbl[T_LOCATION][i]);
-	const pb_field *f;
+	pb_path_t p = {&ot_dictionary_path, "location_table", i};
+	pb_reader_t r = pb_reader_make(d->tbl[T_LOCATION][i]);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, mapping = 0;
 	uint32_t n_lines = 0, named = 0;
@@ -341,11 +342,11 @@ static int check_location(ot_dec *d, uint32_t i, kn_err *err)
 		}
 		if (f->num == 3) {
 			slice_t s;
-			pb_path lp = {&p, "lines", n_lines++};
+			pb_path_t lp = {&p, "lines", n_lines++};
 			if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0)
 				return -1;
-			pb_reader lr = pb_reader_make(s);
-			const pb_field *lf;
+			pb_reader_t lr = pb_reader_make(s);
+			const pb_field_t *lf;
 			int lwt, lrc;
 			uint64_t fn = 0;
 			while ((lrc = pb_next(&d->src, &lr, &line_spec, &lp, &lf, &lwt, err)) == 1) {
@@ -368,7 +369,7 @@ static int check_location(ot_dec *d, uint32_t i, kn_err *err)
 	}
 	if (rc < 0)
 		return -1;
-	ot_location *loc = &d->locations[i];
+	ot_location_t *loc = &d->locations[i];
 	loc->mapping = OT_NOIX;
 	/* mapping_index 0 into an empty mapping_table means "no mapping". */
 	if (mapping != 0 || d->n[T_MAPPING] != 0) {
@@ -389,11 +390,11 @@ static int all_zero(slice_t s)
 	return 1;
 }
 
-static int check_link(ot_dec *d, uint32_t i, kn_err *err)
+static int check_link(ot_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {&ot_dictionary_path, "link_table", i};
-	pb_reader r = pb_reader_make(d->tbl[T_LINK][i]);
-	const pb_field *f;
+	pb_path_t p = {&ot_dictionary_path, "link_table", i};
+	pb_reader_t r = pb_reader_make(d->tbl[T_LINK][i]);
+	const pb_field_t *f;
 	int wt, rc;
 	slice_t id[3] = {{0}};
 	while ((rc = pb_next(&d->src, &r, &link_spec, &p, &f, &wt, err)) == 1)
@@ -410,18 +411,18 @@ static int check_link(ot_dec *d, uint32_t i, kn_err *err)
 	return 0;
 }
 
-static int check_stack(ot_dec *d, uint32_t i, uint32_t *used, kn_err *err)
+static int check_stack(ot_dec_t *d, uint32_t i, uint32_t *used, err_t *err)
 {
-	pb_path p = {&ot_dictionary_path, "stack_table", i};
-	pb_reader r = pb_reader_make(d->tbl[T_STACK][i]);
-	const pb_field *f;
+	pb_path_t p = {&ot_dictionary_path, "stack_table", i};
+	pb_reader_t r = pb_reader_make(d->tbl[T_STACK][i]);
+	const pb_field_t *f;
 	int wt, rc;
-	ot_stack *st = &d->stacks[i];
+	ot_stack_t *st = &d->stacks[i];
 	st->first = *used;
 	st->node = OT_NOIX;
 	uint64_t depth = 0;
 	while ((rc = pb_next(&d->src, &r, &stack_spec, &p, &f, &wt, err)) == 1) {
-		pb_reader vals;
+		pb_reader_t vals;
 		uint64_t v;
 		int vrc;
 		if (pb_read_packable(&d->src, &r, wt, &vals, &p, f->name, err) < 0)
@@ -449,16 +450,16 @@ static const char *const frame_keys[] = {"profile.frame.type", "process.executab
                                          "process.executable.build_id.htlhash"};
 #define N_FRAME_KEYS (sizeof frame_keys / sizeof frame_keys[0])
 
-int ot_dict_check(ot_dec *d, kn_err *err)
+int ot_dict_check(ot_dec_t *d, err_t *err)
 {
-	const pb_path *root = &ot_dictionary_path;
+	const pb_path_t *root = &ot_dictionary_path;
 	if (d->n[T_STRING] && d->tbl[T_STRING][0].n != 0)
 		return pb_fail(&d->src, err, 400, root, "string_table[0]",
 		               "must be the empty string (is %zu bytes)", d->tbl[T_STRING][0].n);
 	d->attr_code = arena_alloc(d->scratch, d->n[T_ATTRIBUTE] + 1);
 	d->attr_value = arena_alloc(d->scratch, (d->n[T_ATTRIBUTE] + 1) * sizeof *d->attr_value);
 	for (uint32_t i = 0; i < d->n[T_ATTRIBUTE]; i++) {
-		pb_path p = {root, "attribute_table", i};
+		pb_path_t p = {root, "attribute_table", i};
 		slice_t key, value;
 		int scalar;
 		char text[32];
@@ -507,11 +508,11 @@ static const char native_kind[] = "native";
 /* The value of the first attribute (of attribute_indices field attr_field
  * of a checked message) whose key is frame_keys[lo..hi], preferring lower
  * keys. */
-static slice_t find_attr(const ot_dec *d, slice_t msg, uint32_t attr_field, uint8_t lo, uint8_t hi)
+static slice_t find_attr(const ot_dec_t *d, slice_t msg, uint32_t attr_field, uint8_t lo, uint8_t hi)
 {
 	slice_t best = {0};
 	uint8_t best_code = UINT8_MAX;
-	pb_reader r = pb_reader_make(msg);
+	pb_reader_t r = pb_reader_make(msg);
 	uint32_t num;
 	int wt;
 	while (!pb_done(&r) && pb_key(&r, &num, &wt) == 0) {
@@ -530,7 +531,7 @@ static slice_t find_attr(const ot_dec *d, slice_t msg, uint32_t attr_field, uint
 		} else if (wt != PB_LEN || pb_bytes(&r, &s) < 0) {
 			break;
 		}
-		pb_reader pr = pb_reader_make(s);
+		pb_reader_t pr = pb_reader_make(s);
 		while (!pb_done(&pr) && pb_varint(&pr, &v) == 0) {
 			if (v >= d->n[T_ATTRIBUTE])
 				continue;
@@ -544,7 +545,7 @@ static slice_t find_attr(const ot_dec *d, slice_t msg, uint32_t attr_field, uint
 	return best;
 }
 
-static void loc_frame_push(ot_dec *d, uint32_t frame)
+static void loc_frame_push(ot_dec_t *d, uint32_t frame)
 {
 	if (d->n_loc_frames >= d->cap_loc_frames)
 		d->loc_frames =
@@ -553,13 +554,13 @@ static void loc_frame_push(ot_dec *d, uint32_t frame)
 }
 
 /* Interns the frames of a checked location, leaf first. */
-static void resolve_location(ot_dec *d, uint32_t li)
+static void resolve_location(ot_dec_t *d, uint32_t li)
 {
-	ot_location *loc = &d->locations[li];
+	ot_location_t *loc = &d->locations[li];
 	if (loc->first != OT_NOIX)
 		return;
 	slice_t msg = d->tbl[T_LOCATION][li];
-	model_frame fr = {0};
+	model_frame_t fr = {0};
 	fr.kind = find_attr(d, msg, 4, 0, 0);
 	if (loc->mapping != OT_NOIX) {
 		fr.binary = d->tbl[T_STRING][d->mapping_file[loc->mapping]];
@@ -567,7 +568,7 @@ static void resolve_location(ot_dec *d, uint32_t li)
 	}
 	loc->first = (uint32_t)d->n_loc_frames;
 	uint32_t k = 0;
-	pb_reader r = pb_reader_make(msg);
+	pb_reader_t r = pb_reader_make(msg);
 	uint32_t num;
 	int wt;
 	while (!pb_done(&r) && pb_key(&r, &num, &wt) == 0) {
@@ -601,16 +602,16 @@ static void resolve_location(ot_dec *d, uint32_t li)
 	loc->n_frames = k; /* equal to the count from checking, for checked input */
 }
 
-uint32_t ot_stack_node(ot_dec *d, uint32_t si)
+uint32_t ot_stack_node(ot_dec_t *d, uint32_t si)
 {
-	ot_stack *st = &d->stacks[si];
+	ot_stack_t *st = &d->stacks[si];
 	if (st->node != OT_NOIX)
 		return st->node;
 	uint32_t n = 0;
 	for (uint32_t k = 0; k < st->n && n < st->depth; k++) {
 		uint32_t li = d->stack_locs[st->first + k];
 		resolve_location(d, li);
-		const ot_location *loc = &d->locations[li];
+		const ot_location_t *loc = &d->locations[li];
 		for (uint32_t j = 0; j < loc->n_frames && n < st->depth; j++)
 			d->stack_frames[n++] = d->loc_frames[loc->first + j];
 	}
@@ -631,9 +632,9 @@ static void hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
-int ot_link_hex(ot_dec *d, uint32_t li)
+int ot_link_hex(ot_dec_t *d, uint32_t li)
 {
-	pb_reader r = pb_reader_make(d->tbl[T_LINK][li]);
+	pb_reader_t r = pb_reader_make(d->tbl[T_LINK][li]);
 	slice_t id[3] = {{0}};
 	uint32_t num;
 	int wt;

@@ -20,28 +20,28 @@
 enum { J_MSG, J_STRING, J_BYTES, J_HEX, J_U64, J_I64, J_I32, J_U32, J_BOOL, J_DOUBLE, J_FIXED64 };
 enum { J_SINGLE = 0, J_REPEATED = 1, J_ONEOF = 2 /* written even when zero */ };
 
-typedef struct jmsg jmsg;
+typedef struct jmsg jmsg_t;
 typedef struct {
 	const char *json, *proto;
 	uint32_t num;
 	uint8_t type;
 	uint8_t card;
-	const jmsg *sub;
-} jfield;
+	const jmsg_t *sub;
+} jfield_t;
 struct jmsg {
-	const jfield *f;
+	const jfield_t *f;
 	size_t n;
 };
 
 #define JMSG(name, ...)                                                                                      \
-	static const jfield name##_fields[] = {__VA_ARGS__};                                                 \
-	static const jmsg name = {name##_fields, sizeof name##_fields / sizeof name##_fields[0]}
+	static const jfield_t name##_fields[] = {__VA_ARGS__};                                               \
+	static const jmsg_t name = {name##_fields, sizeof name##_fields / sizeof name##_fields[0]}
 
-static const jmsg m_anyvalue, m_keyvalue;
+static const jmsg_t m_anyvalue, m_keyvalue;
 
 JMSG(m_arrayvalue, {"values", "values", 1, J_MSG, J_REPEATED, &m_anyvalue});
 JMSG(m_kvlist, {"values", "values", 1, J_MSG, J_REPEATED, &m_keyvalue});
-static const jfield m_anyvalue_fields[] = {
+static const jfield_t m_anyvalue_fields[] = {
     {"stringValue", "string_value", 1, J_STRING, J_ONEOF, NULL},
     {"boolValue", "bool_value", 2, J_BOOL, J_ONEOF, NULL},
     {"intValue", "int_value", 3, J_I64, J_ONEOF, NULL},
@@ -51,13 +51,13 @@ static const jfield m_anyvalue_fields[] = {
     {"bytesValue", "bytes_value", 7, J_BYTES, J_ONEOF, NULL},
     {"stringValueStrindex", "string_value_strindex", 8, J_I32, J_ONEOF, NULL},
 };
-static const jmsg m_anyvalue = {m_anyvalue_fields, 8};
-static const jfield m_keyvalue_fields[] = {
+static const jmsg_t m_anyvalue = {m_anyvalue_fields, 8};
+static const jfield_t m_keyvalue_fields[] = {
     {"key", "key", 1, J_STRING, J_SINGLE, NULL},
     {"value", "value", 2, J_MSG, J_SINGLE, &m_anyvalue},
     {"keyStrindex", "key_strindex", 3, J_I32, J_SINGLE, NULL},
 };
-static const jmsg m_keyvalue = {m_keyvalue_fields, 3};
+static const jmsg_t m_keyvalue = {m_keyvalue_fields, 3};
 
 JMSG(m_resource, {"attributes", "attributes", 1, J_MSG, J_REPEATED, &m_keyvalue},
      {"droppedAttributesCount", "dropped_attributes_count", 2, J_U32, J_SINGLE, NULL});
@@ -124,12 +124,12 @@ typedef struct {
 	size_t cap_nums;
 	char path[400];
 	size_t path_n;
-	kn_err *err;
-} jctx;
+	err_t *err;
+} jctx_t;
 
 /* ---- Paths and errors ------------------------------------------------------ */
 
-static size_t path_push_key(jctx *c, const char *key)
+static size_t path_push_key(jctx_t *c, const char *key)
 {
 	size_t old = c->path_n;
 	int n = snprintf(c->path + old, sizeof c->path - old, "%s%s", old ? "." : "", key);
@@ -138,7 +138,7 @@ static size_t path_push_key(jctx *c, const char *key)
 	return old;
 }
 
-static size_t path_push_ix(jctx *c, size_t ix)
+static size_t path_push_ix(jctx_t *c, size_t ix)
 {
 	size_t old = c->path_n;
 	int n = snprintf(c->path + old, sizeof c->path - old, "[%zu]", ix);
@@ -147,18 +147,18 @@ static size_t path_push_ix(jctx *c, size_t ix)
 	return old;
 }
 
-static void path_pop(jctx *c, size_t old)
+static void path_pop(jctx_t *c, size_t old)
 {
 	c->path_n = old;
 	c->path[old] = 0;
 }
 
-static int jfail(jctx *c, const char *what)
+static int jfail(jctx_t *c, const char *what)
 {
 	return err_set(c->err, 400, "%s: %s", c->path_n ? c->path : "request", what);
 }
 
-static int check_size(jctx *c)
+static int check_size(jctx_t *c)
 {
 	if (c->out.n <= c->limit)
 		return 0;
@@ -192,7 +192,7 @@ static int parse_dec(const char *s, int is_signed, uint64_t *mag, int *neg)
 
 /* An integer of the given type from a JSON number or decimal string,
  * returned as the 64-bit pattern protobuf writes (sign-extended). */
-static int get_int(jctx *c, json_t *v, uint8_t type, uint64_t *out)
+static int get_int(jctx_t *c, json_t *v, uint8_t type, uint64_t *out)
 {
 	int is_signed = type == J_I64 || type == J_I32;
 	uint64_t mag;
@@ -228,7 +228,7 @@ static int get_int(jctx *c, json_t *v, uint8_t type, uint64_t *out)
 	return 0;
 }
 
-static int get_double(jctx *c, json_t *v, double *out)
+static int get_double(jctx_t *c, json_t *v, double *out)
 {
 	if (json_is_number(v)) {
 		*out = json_number_value(v);
@@ -270,7 +270,7 @@ static int b64val(int ch)
 
 /* Decodes a hex or base64 (standard or URL alphabet, padding optional)
  * string into a malloc'd buffer. */
-static int get_bytes(jctx *c, json_t *v, int is_hex, uint8_t **out, size_t *n)
+static int get_bytes(jctx_t *c, json_t *v, int is_hex, uint8_t **out, size_t *n)
 {
 	if (!json_is_string(v))
 		return jfail(c, is_hex ? "expected a hex string" : "expected a base64 string");
@@ -318,9 +318,9 @@ bad:
 
 /* ---- Messages --------------------------------------------------------------- */
 
-static int enc_msg(jctx *c, const jmsg *m, json_t *obj, unsigned depth);
+static int enc_msg(jctx_t *c, const jmsg_t *m, json_t *obj, unsigned depth);
 
-static int enc_value(jctx *c, const jfield *f, json_t *v, unsigned depth)
+static int enc_value(jctx_t *c, const jfield_t *f, json_t *v, unsigned depth)
 {
 	buf_t *out = &c->out;
 	uint64_t x = 0;
@@ -386,7 +386,7 @@ static int enc_value(jctx *c, const jfield *f, json_t *v, unsigned depth)
 }
 
 /* A repeated numeric field, packed. */
-static int enc_packed(jctx *c, const jfield *f, json_t *arr)
+static int enc_packed(jctx_t *c, const jfield_t *f, json_t *arr)
 {
 	size_t n = json_array_size(arr);
 	if (n > c->cap_nums)
@@ -414,13 +414,13 @@ static int enc_packed(jctx *c, const jfield *f, json_t *arr)
 	return check_size(c);
 }
 
-static int enc_msg(jctx *c, const jmsg *m, json_t *obj, unsigned depth)
+static int enc_msg(jctx_t *c, const jmsg_t *m, json_t *obj, unsigned depth)
 {
 	if (!json_is_object(obj))
 		return jfail(c, "expected an object");
 	(void)depth; /* jansson bounds nesting (JSON_PARSER_MAX_DEPTH) */
 	for (size_t i = 0; i < m->n; i++) {
-		const jfield *f = &m->f[i];
+		const jfield_t *f = &m->f[i];
 		const char *key = f->json;
 		json_t *v = json_object_get(obj, key);
 		if (!v) {
@@ -453,7 +453,7 @@ static int enc_msg(jctx *c, const jmsg *m, json_t *obj, unsigned depth)
 	return 0;
 }
 
-int otlp_json_to_pb(slice_t json, buf_t *pb, kn_err *err)
+int otlp_json_to_pb(slice_t json, buf_t *pb, err_t *err)
 {
 	if (json.n == 0)
 		return err_set(err, 400, "malformed JSON: the body is empty");
@@ -462,7 +462,7 @@ int otlp_json_to_pb(slice_t json, buf_t *pb, kn_err *err)
 	if (!root)
 		return err_set(err, 400, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
 		               jerr.text);
-	jctx c = {.err = err};
+	jctx_t c = {.err = err};
 	buf_init(&c.out, SIZE_MAX);
 	c.limit = pb->max > pb->n ? pb->max - pb->n : 0;
 	int rc = enc_msg(&c, &m_request, root, 0);
@@ -477,7 +477,7 @@ int otlp_json_to_pb(slice_t json, buf_t *pb, kn_err *err)
 
 /* ---- Responses ---------------------------------------------------------------- */
 
-void otlp_response_pb(const otlp_result *r, buf_t *out)
+void otlp_response_pb(const otlp_result_t *r, buf_t *out)
 {
 	if (!r->rejected_profiles && !r->message[0])
 		return; /* the empty message is a valid ExportProfilesServiceResponse */
@@ -488,7 +488,7 @@ void otlp_response_pb(const otlp_result *r, buf_t *out)
 	pb_end(out, mark);
 }
 
-void otlp_response_json(const otlp_result *r, buf_t *out)
+void otlp_response_json(const otlp_result_t *r, buf_t *out)
 {
 	if (!r->rejected_profiles && !r->message[0]) {
 		buf_puts(out, "{}");

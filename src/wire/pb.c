@@ -13,7 +13,7 @@
 #include "base/num.h"
 
 /* The reader's inline fast paths are in pb.h; this is the multi-byte case. */
-int pb_varint_slow(pb_reader *r, uint64_t *v)
+int pb_varint_slow(pb_reader_t *r, uint64_t *v)
 {
 	const uint8_t *p = r->p;
 	uint64_t x = 0;
@@ -160,14 +160,14 @@ const char *pb_wire_type_name(int wt)
 /* ---- Messages -------------------------------------------------------------- */
 
 /* "a[1].b.c[2]": the outermost PB_PATH_SHOWN elements of p, cut to n bytes. */
-static void path_str(const pb_path *p, char *out, size_t n)
+static void path_str(const pb_path_t *p, char *out, size_t n)
 {
-	const pb_path *chain[PB_PATH_SHOWN];
+	const pb_path_t *chain[PB_PATH_SHOWN];
 	size_t depth = 0, at = 0;
-	for (const pb_path *e = p; e; e = e->up)
+	for (const pb_path_t *e = p; e; e = e->up)
 		depth++;
 	size_t shown = depth < PB_PATH_SHOWN ? depth : PB_PATH_SHOWN;
-	const pb_path *e = p;
+	const pb_path_t *e = p;
 	for (size_t skip = depth - shown; skip; skip--)
 		e = e->up;
 	for (size_t i = shown; i; i--, e = e->up)
@@ -184,7 +184,7 @@ static void path_str(const pb_path *p, char *out, size_t n)
 	}
 }
 
-int pb_fail(const pb_src *s, kn_err *err, int status, const pb_path *p, const char *field, const char *fmt,
+int pb_fail(const pb_src_t *s, err_t *err, int status, const pb_path_t *p, const char *field, const char *fmt,
             ...)
 {
 	char where[200], what[400];
@@ -220,8 +220,8 @@ const char *pb_kind_name(uint8_t kind)
 	}
 }
 
-int pb_next_slow(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_path *p, const pb_field **f,
-                 int *wt, kn_err *err)
+int pb_next_slow(const pb_src_t *s, pb_reader_t *r, const pb_spec_t *spec, const pb_path_t *p,
+                 const pb_field_t **f, int *wt, err_t *err)
 {
 	while (!pb_done(r)) {
 		const uint8_t *at = r->p;
@@ -232,7 +232,7 @@ int pb_next_slow(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_pa
 			    s, err, 400, p, NULL,
 			    "malformed field key at byte %zu (truncated, field 0 or wire type 6/7)",
 			    pb_offset(s, at));
-		const pb_field *k = NULL;
+		const pb_field_t *k = NULL;
 		for (uint32_t i = 0; i < spec->n && !k; i++)
 			if (spec->f[i].num == num)
 				k = &spec->f[i];

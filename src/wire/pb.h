@@ -9,9 +9,9 @@
  *
  *   PB_SPEC(label_spec, {1, PB_F_VARINT, "key"}, {2, PB_F_LEN, "str"},
  *           {3, PB_F_PVARINT, "ids"});               // fields 1..n in order
- *   pb_src src = {input.p, "profile"};               // offsets; what an empty path names
- *   pb_path sp = {NULL, "sample", i}, lp = {&sp, "label", k};   // "sample[i].label[k]"
- *   const pb_field *f; int wt, rc;
+ *   pb_src_t src = {input.p, "profile"};               // offsets; what an empty path names
+ *   pb_path_t sp = {NULL, "sample", i}, lp = {&sp, "label", k};   // "sample[i].label[k]"
+ *   const pb_field_t *f; int wt, rc;
  *   while ((rc = pb_next(&src, &r, &label_spec, &lp, &f, &wt, err)) == 1)
  *           switch (f->num) {
  *           case 1: if (pb_read_varint(&src, &r, &v, &lp, f->name, err) < 0) return -1; ...
@@ -40,14 +40,14 @@ enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2, PB_SGROUP = 3, PB_EGROUP = 4, PB_I
 typedef struct {
 	const uint8_t *p;
 	const uint8_t *end;
-} pb_reader;
+} pb_reader_t;
 
-static inline pb_reader pb_reader_make(slice_t s)
+static inline pb_reader_t pb_reader_make(slice_t s)
 {
-	pb_reader r = {s.p, s.n ? s.p + s.n : s.p}; /* no arithmetic on a NULL empty slice */
+	pb_reader_t r = {s.p, s.n ? s.p + s.n : s.p}; /* no arithmetic on a NULL empty slice */
 	return r;
 }
-static inline int pb_done(const pb_reader *r)
+static inline int pb_done(const pb_reader_t *r)
 {
 	return r->p >= r->end;
 }
@@ -57,9 +57,9 @@ static inline int pb_done(const pb_reader *r)
 #define PB_MAX_FIELD 0x1fffffffu /* 2^29 - 1 */
 
 /* The general case of pb_varint: more than two bytes, or near the end. */
-int pb_varint_slow(pb_reader *r, uint64_t *v);
+int pb_varint_slow(pb_reader_t *r, uint64_t *v);
 
-static inline int pb_varint(pb_reader *r, uint64_t *v)
+static inline int pb_varint(pb_reader_t *r, uint64_t *v)
 {
 	const uint8_t *p = r->p;
 	if (p < r->end && !(p[0] & 0x80)) {
@@ -75,7 +75,7 @@ static inline int pb_varint(pb_reader *r, uint64_t *v)
 	return pb_varint_slow(r, v);
 }
 
-static inline int pb_key(pb_reader *r, uint32_t *field, int *wire_type)
+static inline int pb_key(pb_reader_t *r, uint32_t *field, int *wire_type)
 {
 	uint64_t k;
 	if (pb_varint(r, &k) < 0)
@@ -90,7 +90,7 @@ static inline int pb_key(pb_reader *r, uint32_t *field, int *wire_type)
 }
 
 /* Little-endian fixed-width value of n (4 or 8) bytes. */
-static inline int pb_read_le(pb_reader *r, unsigned n, uint64_t *v)
+static inline int pb_read_le(pb_reader_t *r, unsigned n, uint64_t *v)
 {
 	if (r->end - r->p < (ptrdiff_t)n)
 		return -1;
@@ -114,12 +114,12 @@ static inline int pb_read_le(pb_reader *r, unsigned n, uint64_t *v)
 	return 0;
 }
 
-static inline int pb_fixed64(pb_reader *r, uint64_t *v)
+static inline int pb_fixed64(pb_reader_t *r, uint64_t *v)
 {
 	return pb_read_le(r, 8, v);
 }
 
-static inline int pb_fixed32(pb_reader *r, uint32_t *v)
+static inline int pb_fixed32(pb_reader_t *r, uint32_t *v)
 {
 	uint64_t x;
 	if (pb_read_le(r, 4, &x) < 0)
@@ -129,7 +129,7 @@ static inline int pb_fixed32(pb_reader *r, uint32_t *v)
 }
 
 /* Length-delimited. */
-static inline int pb_bytes(pb_reader *r, slice_t *out)
+static inline int pb_bytes(pb_reader_t *r, slice_t *out)
 {
 	uint64_t len;
 	if (pb_varint(r, &len) < 0)
@@ -144,7 +144,7 @@ static inline int pb_bytes(pb_reader *r, slice_t *out)
 }
 
 /* Groups are refused. */
-static inline int pb_skip(pb_reader *r, int wire_type)
+static inline int pb_skip(pb_reader_t *r, int wire_type)
 {
 	uint64_t v;
 	slice_t s;
@@ -167,7 +167,7 @@ static inline int pb_skip(pb_reader *r, int wire_type)
  * the value read so far). For small sub-messages such as pprof/OTLP Line. */
 static inline uint64_t pb_find_varint(slice_t msg, uint32_t field)
 {
-	pb_reader r = pb_reader_make(msg);
+	pb_reader_t r = pb_reader_make(msg);
 	uint64_t found = 0, v;
 	uint32_t num;
 	int wt;
@@ -183,7 +183,7 @@ static inline uint64_t pb_find_varint(slice_t msg, uint32_t field)
 /* "varint", "fixed64", "length-delimited", "fixed32" or "group", for messages. */
 const char *pb_wire_type_name(int wire_type);
 /* Iterates a packed repeated varint field's payload. */
-static inline int pb_packed_varint_next(pb_reader *packed, uint64_t *v)
+static inline int pb_packed_varint_next(pb_reader_t *packed, uint64_t *v)
 {
 	return pb_varint(packed, v);
 }
@@ -201,24 +201,24 @@ typedef struct {
 	uint32_t num;
 	uint8_t kind; /* PB_F_* */
 	const char *name;
-} pb_field;
+} pb_field_t;
 
 /* The known fields of a message, numbered 1..n in order (pb_next's fast
  * path looks field num up as f[num - 1]; a gap still works, slower). */
 typedef struct {
-	const pb_field *f;
+	const pb_field_t *f;
 	uint32_t n;
-} pb_spec;
+} pb_spec_t;
 
-/* Defines the static pb_spec `name` over the pb_field initialisers given. */
+/* Defines the static pb_spec_t `name` over the pb_field_t initialisers given. */
 #define PB_SPEC(name, ...)                                                                                   \
-	static const pb_field name##_fields[] = {__VA_ARGS__};                                               \
-	static const pb_spec name = {name##_fields, (uint32_t)PB_COUNTOF(name##_fields)}
+	static const pb_field_t name##_fields[] = {__VA_ARGS__};                                             \
+	static const pb_spec_t name = {name##_fields, (uint32_t)PB_COUNTOF(name##_fields)}
 
 /* Where in the input an error is: a chain of elements from the innermost
  * up, each "name" or, when repeated, "name[ix]"; NULL is the message
  * itself. Elements live on the decoder's stack:
- *   pb_path rp = {NULL, "resource_profiles", 0}, res = {&rp, "resource", PB_NOIX};
+ *   pb_path_t rp = {NULL, "resource_profiles", 0}, res = {&rp, "resource", PB_NOIX};
  * Errors show the outermost PB_PATH_SHOWN elements. */
 #define PB_NOIX UINT32_MAX
 #define PB_PATH_SHOWN 8
@@ -226,7 +226,7 @@ typedef struct pb_path {
 	const struct pb_path *up;
 	const char *name;
 	uint32_t ix; /* PB_NOIX: not repeated */
-} pb_path;
+} pb_path_t;
 
 /* The input a decoder reads: base for byte offsets in errors, and what an
  * error with neither path nor field names ("profile" for pprof; NULL: the
@@ -234,11 +234,11 @@ typedef struct pb_path {
 typedef struct {
 	const uint8_t *base;
 	const char *root;
-} pb_src;
+} pb_src_t;
 
 /* Sets err to "<path>.<field>: <message>" (field may be NULL; without a
  * path "<field>: ", without either "<root>: " or nothing). Returns -1. */
-int pb_fail(const pb_src *s, kn_err *err, int status, const pb_path *p, const char *field, const char *fmt,
+int pb_fail(const pb_src_t *s, err_t *err, int status, const pb_path_t *p, const char *field, const char *fmt,
             ...) __attribute__((format(printf, 6, 7), cold));
 
 /* "varint", "length-delimited", "varint or packed", ...: what kind expects. */
@@ -263,8 +263,8 @@ static inline int pb_kind_ok(uint8_t kind, int w)
 }
 
 /* The general case of pb_next (pb.c). */
-int pb_next_slow(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_path *p, const pb_field **f,
-                 int *wt, kn_err *err);
+int pb_next_slow(const pb_src_t *s, pb_reader_t *r, const pb_spec_t *spec, const pb_path_t *p,
+                 const pb_field_t **f, int *wt, err_t *err);
 
 /* Advances to the next known field of the message r reads, skipping
  * unknown ones. 1: *f and *wt are set and the value is next; 0: end of
@@ -272,8 +272,8 @@ int pb_next_slow(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_pa
  * type). Inline: the common case (field num is spec->f[num - 1] and its
  * wire type fits) is every decoder's inner loop; anything else goes to
  * pb_next_slow from the key. */
-static inline int pb_next(const pb_src *s, pb_reader *r, const pb_spec *spec, const pb_path *p,
-                          const pb_field **f, int *wt, kn_err *err)
+static inline int pb_next(const pb_src_t *s, pb_reader_t *r, const pb_spec_t *spec, const pb_path_t *p,
+                          const pb_field_t **f, int *wt, err_t *err)
 {
 	if (pb_done(r))
 		return 0;
@@ -290,15 +290,15 @@ static inline int pb_next(const pb_src *s, pb_reader *r, const pb_spec *spec, co
 	return pb_next_slow(s, r, spec, p, f, wt, err);
 }
 
-static inline size_t pb_offset(const pb_src *s, const uint8_t *at)
+static inline size_t pb_offset(const pb_src_t *s, const uint8_t *at)
 {
 	return (size_t)(at - s->base);
 }
 
 /* Checked reads of the value of field `field` (of message p): 0, or -1 with
  * a 400 naming the path and the byte offset. */
-static inline int pb_read_varint(const pb_src *s, pb_reader *r, uint64_t *v, const pb_path *p,
-                                 const char *field, kn_err *err)
+static inline int pb_read_varint(const pb_src_t *s, pb_reader_t *r, uint64_t *v, const pb_path_t *p,
+                                 const char *field, err_t *err)
 {
 	const uint8_t *at = r->p;
 	if (pb_varint(r, v) < 0) {
@@ -308,8 +308,8 @@ static inline int pb_read_varint(const pb_src *s, pb_reader *r, uint64_t *v, con
 	return 0;
 }
 
-static inline int pb_read_len(const pb_src *s, pb_reader *r, slice_t *out, const pb_path *p,
-                              const char *field, kn_err *err)
+static inline int pb_read_len(const pb_src_t *s, pb_reader_t *r, slice_t *out, const pb_path_t *p,
+                              const char *field, err_t *err)
 {
 	const uint8_t *at = r->p;
 	if (pb_bytes(r, out) < 0) {
@@ -321,8 +321,8 @@ static inline int pb_read_len(const pb_src *s, pb_reader *r, slice_t *out, const
 	return 0;
 }
 
-static inline int pb_read_fixed64(const pb_src *s, pb_reader *r, uint64_t *v, const pb_path *p,
-                                  const char *field, kn_err *err)
+static inline int pb_read_fixed64(const pb_src_t *s, pb_reader_t *r, uint64_t *v, const pb_path_t *p,
+                                  const char *field, err_t *err)
 {
 	if (pb_fixed64(r, v) < 0) {
 		pb_fail(s, err, 400, p, field, "truncated fixed64");
@@ -333,8 +333,8 @@ static inline int pb_read_fixed64(const pb_src *s, pb_reader *r, uint64_t *v, co
 
 /* One occurrence of a PB_F_PVARINT field (wt from pb_next): *vals reads its
  * values, the packed payload or the single varint, with pb_next_packed. */
-static inline int pb_read_packable(const pb_src *s, pb_reader *r, int wt, pb_reader *vals, const pb_path *p,
-                                   const char *field, kn_err *err)
+static inline int pb_read_packable(const pb_src_t *s, pb_reader_t *r, int wt, pb_reader_t *vals,
+                                   const pb_path_t *p, const char *field, err_t *err)
 {
 	if (wt == PB_LEN) {
 		slice_t v;
@@ -353,8 +353,8 @@ static inline int pb_read_packable(const pb_src *s, pb_reader *r, int wt, pb_rea
 }
 
 /* 1 and *v: the next value of vals; 0: no more; -1: err set. */
-static inline int pb_next_packed(const pb_src *s, pb_reader *vals, uint64_t *v, const pb_path *p,
-                                 const char *field, kn_err *err)
+static inline int pb_next_packed(const pb_src_t *s, pb_reader_t *vals, uint64_t *v, const pb_path_t *p,
+                                 const char *field, err_t *err)
 {
 	if (pb_done(vals))
 		return 0;

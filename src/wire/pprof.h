@@ -9,15 +9,15 @@
 
 typedef struct {
 	slice_t service;           /* service.name of every profile */
-	const model_label *labels; /* series labels for every profile (namespace, pod, ...) */
+	const model_label_t *labels; /* series labels for every profile (namespace, pod, ...) */
 	uint32_t n_labels;
 	int64_t time_ns;           /* 0 = the pprof's time_nanos, or now when that is 0 too */
 	int64_t duration_ns;       /* 0 = the pprof's duration_nanos */
 	int64_t now_ns;
 	uint32_t max_rows;         /* decoded sample rows limit; 0 = LIMIT_SAMPLE_ROWS */
-} pprof_decode_opts;
+} pprof_decode_opts_t;
 
-/* Decodes an uncompressed pprof into b: one model_profile per sample type,
+/* Decodes an uncompressed pprof into b: one model_profile_t per sample type,
  * finished (model_profile_finish). On error returns -1 with err set (400 for
  * malformed input with the field path, 413 for limits) and b may hold a
  * partial decode: the caller frees it.
@@ -29,13 +29,13 @@ typedef struct {
  * locations are dropped; b->frames_written grows by each sample's depth and
  * may not pass LIMIT_REQUEST_FRAMES. Repeated ids: the last definition wins.
  * data is only borrowed: every string kept is copied into b. */
-int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn_err *err);
+int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b, err_t *err);
 
 /* Encodes t as an uncompressed pprof (one sample type) appended to out: one
  * Sample per node with self != 0, one Location/Function per frame used (an
  * unsymbolized frame is named after its binary's base name, or "unknown"),
  * one Mapping per (binary, build id). 413 when out's ceiling is too small
  * (out unchanged), 500 when t is inconsistent. */
-int pprof_encode(const model_tree *t, buf_t *out, kn_err *err);
+int pprof_encode(const model_tree_t *t, buf_t *out, err_t *err);
 
 #endif

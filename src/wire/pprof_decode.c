@@ -20,11 +20,11 @@
 
 typedef struct {
 	slice_t file, build_id;
-} pp_mapping;
+} pp_mapping_t;
 
 typedef struct {
 	slice_t name, file;
-} pp_function;
+} pp_function_t;
 
 typedef struct {
 	slice_t msg;
@@ -33,7 +33,7 @@ typedef struct {
 	uint32_t count;   /* frames: lines with a function, or 1 */
 	uint32_t fn_lines;
 	uint8_t resolved;
-} pp_location;
+} pp_location_t;
 
 /* id -> table index of one pprof table (mapping, function, location): a
  * dense array when the ids are small (Go and most producers number them
@@ -42,13 +42,13 @@ typedef struct {
 	uint32_t *dense; /* dense[id], MODEL_NONE when absent; NULL: use map */
 	uint64_t n_dense;
 	u64map_t map;
-} pp_idtab;
+} pp_idtab_t;
 
 typedef struct {
-	pb_src src; /* the input; errors with no path name "profile" */
+	pb_src_t src; /* the input; errors with no path name "profile" */
 	arena_t *scratch;
-	const pprof_decode_opts *opts;
-	model_batch *b;
+	const pprof_decode_opts_t *opts;
+	model_batch_t *b;
 
 	slice_t *strings;
 	uint32_t n_strings;
@@ -60,11 +60,11 @@ typedef struct {
 	slice_t *type_name, *type_unit;
 	slice_t period_type, period_unit;
 
-	pp_mapping *mappings;
-	pp_function *functions;
-	pp_location *locations;
+	pp_mapping_t *mappings;
+	pp_function_t *functions;
+	pp_location_t *locations;
 	uint64_t *ids; /* scratch: the ids of one table while it is parsed */
-	pp_idtab mapping_ix, function_ix, location_ix;
+	pp_idtab_t mapping_ix, function_ix, location_ix;
 	uint32_t *loc_frames;
 
 	/* Per-sample results, shared by every sample type. */
@@ -76,19 +76,19 @@ typedef struct {
 	uint32_t *stack_locs;
 	size_t cap_stack_locs;
 	uint32_t *stack_frames; /* LIMIT_STACK_DEPTH entries */
-	model_label labels[LIMIT_LABELS];
+	model_label_t labels[LIMIT_LABELS];
 	char label_nums[LIMIT_LABELS][24];
 
 	uint64_t frames_total; /* b->frames_written + this profile's frames */
 	int frames_over;
-} pp_dec;
+} pp_dec_t;
 
 /* Calls fn for each value of a repeated varint field, packed or not. */
-typedef int (*varint_fn)(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err);
-static int read_repeated(pp_dec *d, pb_reader *r, int wt, uint32_t *k, varint_fn fn, void *ctx,
-                         const pb_path *p, const char *field, kn_err *err)
+typedef int (*varint_fn)(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *err);
+static int read_repeated(pp_dec_t *d, pb_reader_t *r, int wt, uint32_t *k, varint_fn fn, void *ctx,
+                         const pb_path_t *p, const char *field, err_t *err)
 {
-	pb_reader vals;
+	pb_reader_t vals;
 	uint64_t v;
 	int rc;
 	if (pb_read_packable(&d->src, r, wt, &vals, p, field, err) < 0)
@@ -113,12 +113,12 @@ static inline uint64_t id_key(uint64_t id)
 	return id;
 }
 
-static void *scratch_array(pp_dec *d, size_t n, size_t elem);
+static void *scratch_array(pp_dec_t *d, size_t n, size_t elem);
 
 /* Builds t from ids[0..n) (ids[i] is the id of entry i, never 0); the last
  * entry with an id wins. Dense when the largest id is at most 2n + 64, so
  * the array stays within a small multiple of the table's input bytes. */
-static void idtab_build(pp_dec *d, pp_idtab *t, const uint64_t *ids, uint32_t n)
+static void idtab_build(pp_dec_t *d, pp_idtab_t *t, const uint64_t *ids, uint32_t n)
 {
 	uint64_t max = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -137,7 +137,7 @@ static void idtab_build(pp_dec *d, pp_idtab *t, const uint64_t *ids, uint32_t n)
 }
 
 /* 1 and *ix set when id (not 0) is in t. */
-static inline int idtab_get(const pp_idtab *t, uint64_t id, uint32_t *ix)
+static inline int idtab_get(const pp_idtab_t *t, uint64_t id, uint32_t *ix)
 {
 	if (t->dense) {
 		if (id >= t->n_dense || t->dense[id] == MODEL_NONE)
@@ -148,8 +148,8 @@ static inline int idtab_get(const pp_idtab *t, uint64_t id, uint32_t *ix)
 	return u64map_get(&t->map, id_key(id), ix);
 }
 
-static int string_at(const pp_dec *d, uint64_t raw, slice_t *out, const pb_path *p, const char *field,
-                     kn_err *err)
+static int string_at(const pp_dec_t *d, uint64_t raw, slice_t *out, const pb_path_t *p, const char *field,
+                     err_t *err)
 {
 	int64_t ix = (int64_t)raw;
 	if (ix < 0 || (uint64_t)ix >= d->n_strings)
@@ -178,9 +178,9 @@ typedef struct {
 	slice_t *msgs[7];
 	size_t cap[7];
 	int string_scalars; /* 1: fields 7, 8, 13, 14 or 15 seen: their string indexes still need checking */
-} pp_top;
+} pp_top_t;
 
-static int check_comment(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
+static int check_comment(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *err)
 {
 	slice_t s;
 	char field[32];
@@ -196,10 +196,10 @@ static int check_comment(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *e
  * bounded by the limits, as the counting pass this replaced guaranteed.
  * String indexes of scalars are checked later (check_top_strings), once the
  * string table is complete. */
-static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_err *err)
+static int scan_top(pp_dec_t *d, slice_t data, pp_top_t *top, uint32_t max_rows, err_t *err)
 {
-	pb_reader r = pb_reader_make(data);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(data);
+	const pb_field_t *f;
 	int wt;
 	int rc;
 	uint64_t v;
@@ -214,7 +214,7 @@ static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_
 			continue;
 		}
 		if (f->kind == PB_F_LEN) {
-			pb_path p = {NULL, f->name, (uint32_t)top->n[num]};
+			pb_path_t p = {NULL, f->name, (uint32_t)top->n[num]};
 			if (num == 11)
 				p.ix = PB_NOIX;
 			if (pb_read_len(&d->src, &r, &s, &p, NULL, err) < 0)
@@ -256,10 +256,10 @@ static int scan_top(pp_dec *d, slice_t data, pp_top *top, uint32_t max_rows, kn_
 /* Second look at the top level, only when scan_top saw string-index scalars
  * (drop_frames, keep_frames, comment, default_sample_type, doc_url): checks
  * each occurrence in order. The framing was checked by scan_top. */
-static int check_top_strings(pp_dec *d, slice_t data, kn_err *err)
+static int check_top_strings(pp_dec_t *d, slice_t data, err_t *err)
 {
-	pb_reader r = pb_reader_make(data);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(data);
+	const pb_field_t *f;
 	int wt;
 	int rc;
 	uint32_t n_comment = 0;
@@ -295,11 +295,11 @@ PB_SPEC(value_type_spec, {1, PB_F_VARINT, "type"}, {2, PB_F_VARINT, "unit"});
 
 /* Reads a message whose known fields are all varints: vals[num] is the last
  * value of field num, 0 when absent. vals has room for the largest num. */
-static int read_scalars(const pp_dec *d, slice_t msg, const pb_spec *spec, const pb_path *p, uint64_t *vals,
-                        kn_err *err)
+static int read_scalars(const pp_dec_t *d, slice_t msg, const pb_spec_t *spec, const pb_path_t *p,
+                        uint64_t *vals, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	while ((rc = pb_next(&d->src, &r, spec, p, &f, &wt, err)) == 1)
 		if (pb_read_varint(&d->src, &r, &vals[f->num], p, f->name, err) < 0)
@@ -307,8 +307,8 @@ static int read_scalars(const pp_dec *d, slice_t msg, const pb_spec *spec, const
 	return rc;
 }
 
-static int parse_value_type(pp_dec *d, slice_t msg, const pb_path *p, slice_t *type, slice_t *unit,
-                            kn_err *err)
+static int parse_value_type(pp_dec_t *d, slice_t msg, const pb_path_t *p, slice_t *type, slice_t *unit,
+                            err_t *err)
 {
 	uint64_t v[3] = {0};
 	if (read_scalars(d, msg, &value_type_spec, p, v, err) < 0 ||
@@ -322,11 +322,11 @@ PB_SPEC(mapping_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_VARINT, "memory_start"},
         {6, PB_F_VARINT, "build_id"}, {7, PB_F_VARINT, "has_functions"}, {8, PB_F_VARINT, "has_filenames"},
         {9, PB_F_VARINT, "has_line_numbers"}, {10, PB_F_VARINT, "has_inline_frames"});
 
-static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
+static int parse_mapping(pp_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {NULL, "mapping", i};
+	pb_path_t p = {NULL, "mapping", i};
 	uint64_t v[11] = {0};
-	pp_mapping *m = &d->mappings[i];
+	pp_mapping_t *m = &d->mappings[i];
 	if (read_scalars(d, d->mapping_msgs[i], &mapping_spec, &p, v, err) < 0 ||
 	    string_at(d, v[5], &m->file, &p, "filename", err) < 0 ||
 	    string_at(d, v[6], &m->build_id, &p, "build_id", err) < 0)
@@ -340,12 +340,12 @@ static int parse_mapping(pp_dec *d, uint32_t i, kn_err *err)
 PB_SPEC(function_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_VARINT, "name"}, {3, PB_F_VARINT, "system_name"},
         {4, PB_F_VARINT, "filename"}, {5, PB_F_VARINT, "start_line"});
 
-static int parse_function(pp_dec *d, uint32_t i, kn_err *err)
+static int parse_function(pp_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {NULL, "function", i};
+	pb_path_t p = {NULL, "function", i};
 	uint64_t v[6] = {0};
 	slice_t system_name;
-	pp_function *fn = &d->functions[i];
+	pp_function_t *fn = &d->functions[i];
 	if (read_scalars(d, d->function_msgs[i], &function_spec, &p, v, err) < 0 ||
 	    string_at(d, v[2], &fn->name, &p, "name", err) < 0 ||
 	    string_at(d, v[3], &system_name, &p, "system_name", err) < 0 ||
@@ -364,7 +364,7 @@ PB_SPEC(location_spec, {1, PB_F_VARINT, "id"}, {2, PB_F_VARINT, "mapping_id"}, {
 PB_SPEC(line_spec, {1, PB_F_VARINT, "function_id"}, {2, PB_F_VARINT, "line"}, {3, PB_F_VARINT, "column"});
 
 /* Reads a Line; *fn = index into functions, or MODEL_NONE for function_id 0. */
-static int parse_line(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *fn, kn_err *err)
+static int parse_line(pp_dec_t *d, slice_t msg, const pb_path_t *p, uint32_t *fn, err_t *err)
 {
 	uint64_t v[4] = {0};
 	if (read_scalars(d, msg, &line_spec, p, v, err) < 0)
@@ -379,12 +379,12 @@ static int parse_line(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *fn, kn
 
 /* Checks a location and counts its frames; frames are interned only when a
  * sample uses it (resolve_location). */
-static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
+static int parse_location(pp_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {NULL, "location", i};
-	pp_location *loc = &d->locations[i];
-	pb_reader r = pb_reader_make(d->location_msgs[i]);
-	const pb_field *f;
+	pb_path_t p = {NULL, "location", i};
+	pp_location_t *loc = &d->locations[i];
+	pb_reader_t r = pb_reader_make(d->location_msgs[i]);
+	const pb_field_t *f;
 	int wt, rc;
 	uint64_t v, id = 0, mapping_id = 0;
 	uint32_t n_lines = 0;
@@ -392,7 +392,7 @@ static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 	while ((rc = pb_next(&d->src, &r, &location_spec, &p, &f, &wt, err)) == 1) {
 		if (f->num == 4) {
 			slice_t s;
-			pb_path lp = {&p, "line", n_lines++};
+			pb_path_t lp = {&p, "line", n_lines++};
 			uint32_t fn;
 			if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0 ||
 			    parse_line(d, s, &lp, &fn, err) < 0)
@@ -425,13 +425,13 @@ static int parse_location(pp_dec *d, uint32_t i, kn_err *err)
 static const char native_kind[] = "native";
 
 /* Interns the frames of a checked location, leaf first, into loc_frames. */
-static void resolve_location(pp_dec *d, uint32_t li)
+static void resolve_location(pp_dec_t *d, uint32_t li)
 {
-	pp_location *loc = &d->locations[li];
+	pp_location_t *loc = &d->locations[li];
 	if (loc->resolved)
 		return;
 	loc->resolved = 1;
-	model_frame fr = {0};
+	model_frame_t fr = {0};
 	if (loc->mapping != MODEL_NONE) {
 		fr.binary = d->mappings[loc->mapping].file;
 		fr.build_id = d->mappings[loc->mapping].build_id;
@@ -443,7 +443,7 @@ static void resolve_location(pp_dec *d, uint32_t li)
 		return;
 	}
 	/* Already checked by parse_location, so every read below succeeds. */
-	pb_reader r = pb_reader_make(loc->msg);
+	pb_reader_t r = pb_reader_make(loc->msg);
 	uint32_t k = 0;
 	while (!pb_done(&r) && k < loc->fn_lines) {
 		uint32_t num;
@@ -480,14 +480,14 @@ typedef struct {
 	uint32_t index; /* sample index */
 	uint32_t n_locs;
 	uint64_t depth;
-} pp_sample_ctx;
+} pp_sample_ctx_t;
 
-static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err *err)
+static int add_location_id(pp_dec_t *d, void *ctx, uint32_t k, uint64_t id, err_t *err)
 {
-	pp_sample_ctx *c = ctx;
+	pp_sample_ctx_t *c = ctx;
 	uint32_t li;
 	if (!id || !idtab_get(&d->location_ix, id, &li)) {
-		pb_path p = {NULL, "sample", c->index};
+		pb_path_t p = {NULL, "sample", c->index};
 		char field[40];
 		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
 		return pb_fail(&d->src, err, 400, &p, field,
@@ -502,16 +502,16 @@ static int add_location_id(pp_dec *d, void *ctx, uint32_t k, uint64_t id, kn_err
 	return 0;
 }
 
-static int add_value(pp_dec *d, void *ctx, uint32_t k, uint64_t v, kn_err *err)
+static int add_value(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *err)
 {
-	pp_sample_ctx *c = ctx;
+	pp_sample_ctx_t *c = ctx;
 	if (k < d->n_types)
 		d->values[(size_t)c->index * d->n_types + k] = (int64_t)v;
 	return 0;
 }
 
 /* Reads one Label into labels[*n] (when it carries a value). */
-static int parse_label(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *n, kn_err *err)
+static int parse_label(pp_dec_t *d, slice_t msg, const pb_path_t *p, uint32_t *n, err_t *err)
 {
 	uint64_t v[5] = {0};
 	slice_t key, str, unit;
@@ -526,7 +526,7 @@ static int parse_label(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *n, kn
 		(*n)++;
 		return 0;
 	}
-	model_label *l = &d->labels[*n];
+	model_label_t *l = &d->labels[*n];
 	l->key = key;
 	if (v[2]) {
 		l->value = str;
@@ -537,13 +537,13 @@ static int parse_label(pp_dec *d, slice_t msg, const pb_path *p, uint32_t *n, kn
 	return 0;
 }
 
-static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
+static int parse_sample(pp_dec_t *d, uint32_t i, err_t *err)
 {
-	pb_path p = {NULL, "sample", i};
-	pb_reader r = pb_reader_make(d->sample_msgs[i]);
-	const pb_field *f;
+	pb_path_t p = {NULL, "sample", i};
+	pb_reader_t r = pb_reader_make(d->sample_msgs[i]);
+	const pb_field_t *f;
 	int wt, rc;
-	pp_sample_ctx c = {i, 0, 0};
+	pp_sample_ctx_t c = {i, 0, 0};
 	uint32_t n_values = 0, n_loc_ids = 0, n_label_msgs = 0, n_labels = 0;
 	while ((rc = pb_next(&d->src, &r, &sample_spec, &p, &f, &wt, err)) == 1) {
 		if (f->num == 1) {
@@ -554,7 +554,7 @@ static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 				return -1;
 		} else {
 			slice_t s;
-			pb_path lp = {&p, "label", n_label_msgs++};
+			pb_path_t lp = {&p, "label", n_label_msgs++};
 			if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0 ||
 			    parse_label(d, s, &lp, &n_labels, err) < 0)
 				return -1;
@@ -584,7 +584,7 @@ static int parse_sample(pp_dec *d, uint32_t i, kn_err *err)
 	for (uint32_t k = 0; k < c.n_locs && n < depth; k++) {
 		uint32_t li = d->stack_locs[k];
 		resolve_location(d, li);
-		const pp_location *loc = &d->locations[li];
+		const pp_location_t *loc = &d->locations[li];
 		for (uint32_t j = 0; j < loc->count && n < depth; j++)
 			d->stack_frames[n++] = d->loc_frames[loc->first + j];
 	}
@@ -604,10 +604,10 @@ static int is_samples_count(slice_t type, slice_t unit)
 	       slice_eq_cstr(unit, "count");
 }
 
-static void emit_profiles(pp_dec *d)
+static void emit_profiles(pp_dec_t *d)
 {
-	const pprof_decode_opts *o = d->opts;
-	model_batch *b = d->b;
+	const pprof_decode_opts_t *o = d->opts;
+	model_batch_t *b = d->b;
 	int has_cpu_ns = 0;
 	for (uint32_t t = 0; t < d->n_types; t++)
 		if (slice_eq_cstr(d->type_name[t], "cpu") && slice_eq_cstr(d->type_unit[t], "nanoseconds"))
@@ -617,17 +617,17 @@ static void emit_profiles(pp_dec *d)
 	/* Every type has the same (node, attrset) keys: order the samples once,
 	 * add them in that order, and model_profile_finish need not sort. */
 	uint32_t n = 0;
-	model_sample *keys = scratch_array(d, d->n_samples, sizeof *keys);
+	model_sample_t *keys = scratch_array(d, d->n_samples, sizeof *keys);
 	uint32_t *src = scratch_array(d, d->n_samples, sizeof *src);
 	uint32_t *perm = scratch_array(d, d->n_samples, sizeof *perm);
 	for (uint32_t s = 0; s < d->n_samples; s++)
 		if (d->sample_node[s] != MODEL_NONE) {
-			keys[n] = (model_sample){d->sample_node[s], d->sample_attrset[s], 0, 0};
+			keys[n] = (model_sample_t){d->sample_node[s], d->sample_attrset[s], 0, 0};
 			src[n++] = s;
 		}
 	model_samples_order(keys, n, perm);
 	for (uint32_t t = 0; t < d->n_types; t++) {
-		model_profile *p = model_profile_add(b);
+		model_profile_t *p = model_profile_add(b);
 		model_profile_set_type(b, p, d->type_name[t], d->type_unit[t], d->period_type, d->period_unit,
 		                       d->period);
 		model_profile_set_service(b, p, o->service);
@@ -650,15 +650,15 @@ static void emit_profiles(pp_dec *d)
 	}
 }
 
-static void *scratch_array(pp_dec *d, size_t n, size_t elem)
+static void *scratch_array(pp_dec_t *d, size_t n, size_t elem)
 {
 	return arena_calloc(d->scratch, (n ? n : 1) * elem);
 }
 
-int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn_err *err)
+int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b, err_t *err)
 {
-	pp_dec *d = xcalloc(1, sizeof *d);
-	d->src = (pb_src){data.p, "profile"};
+	pp_dec_t *d = xcalloc(1, sizeof *d);
+	d->src = (pb_src_t){data.p, "profile"};
 	d->opts = opts;
 	d->b = b;
 	d->scratch = arena_new();
@@ -666,7 +666,7 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	u64map_init(&d->function_ix.map);
 	u64map_init(&d->location_ix.map);
 	int rc = -1;
-	pp_top top;
+	pp_top_t top;
 	memset(&top, 0, sizeof top);
 	uint32_t max_rows = opts->max_rows ? opts->max_rows : LIMIT_SAMPLE_ROWS;
 
@@ -722,12 +722,12 @@ int pprof_decode(slice_t data, const pprof_decode_opts *opts, model_batch *b, kn
 	d->type_name = scratch_array(d, d->n_types, sizeof(slice_t));
 	d->type_unit = scratch_array(d, d->n_types, sizeof(slice_t));
 	for (uint32_t t = 0; t < d->n_types; t++) {
-		pb_path p = {NULL, "sample_type", t};
+		pb_path_t p = {NULL, "sample_type", t};
 		if (parse_value_type(d, d->type_msgs[t], &p, &d->type_name[t], &d->type_unit[t], err) < 0)
 			goto out;
 	}
 	if (d->period_type_msg.p) {
-		pb_path p = {NULL, "period_type", PB_NOIX};
+		pb_path_t p = {NULL, "period_type", PB_NOIX};
 		if (parse_value_type(d, d->period_type_msg, &p, &d->period_type, &d->period_unit, err) < 0) {
 			goto out;
 		}

@@ -1,4 +1,4 @@
-/* A merged call tree (model_tree) → an uncompressed pprof that `go tool pprof`
+/* A merged call tree (model_tree_t) → an uncompressed pprof that `go tool pprof`
  * reads: one Function + Location (one Line) per frame used, one Mapping per
  * binary, one Sample per node with self value. No gzip, no line numbers. */
 #include <inttypes.h>
@@ -15,9 +15,9 @@ typedef struct {
 	slice_t *strs;
 	size_t n, cap;
 	u64map_t ix; /* hash → string index; a collision only costs a duplicate entry */
-} str_table;
+} str_table_t;
 
-static uint32_t str_id(str_table *t, slice_t s)
+static uint32_t str_id(str_table_t *t, slice_t s)
 {
 	if (s.n == 0)
 		return 0;
@@ -41,7 +41,7 @@ static slice_t basename_of(slice_t path)
 	return i < path.n ? slice_make(path.p + i, path.n - i) : path;
 }
 
-static void put_value_type(buf_t *b, uint32_t field, str_table *st, slice_t type, slice_t unit)
+static void put_value_type(buf_t *b, uint32_t field, str_table_t *st, slice_t type, slice_t unit)
 {
 	size_t m = pb_begin(b, field);
 	pb_put_uint(b, 1, str_id(st, type));
@@ -49,11 +49,11 @@ static void put_value_type(buf_t *b, uint32_t field, str_table *st, slice_t type
 	pb_end(b, m);
 }
 
-int pprof_encode(const model_tree *t, buf_t *out, kn_err *err)
+int pprof_encode(const model_tree_t *t, buf_t *out, err_t *err)
 {
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	str_table st = {0};
+	str_table_t st = {0};
 	u64map_init(&st.ix);
 	u64map_t mapping_ix; /* hash(binary, build_id) → mapping id */
 	u64map_init(&mapping_ix);
@@ -85,7 +85,7 @@ int pprof_encode(const model_tree *t, buf_t *out, kn_err *err)
 		uint32_t f = t->frame[i];
 		if (frame_mapping[f] != UINT32_MAX)
 			continue;
-		const model_frame *fr = &t->frames[f];
+		const model_frame_t *fr = &t->frames[f];
 		frame_mapping[f] = 0;
 		if (fr->binary.n == 0)
 			continue;
@@ -109,7 +109,7 @@ int pprof_encode(const model_tree *t, buf_t *out, kn_err *err)
 	for (uint32_t f = 0; f < t->n_frames; f++) {
 		if (frame_mapping[f] == UINT32_MAX)
 			continue;
-		const model_frame *fr = &t->frames[f];
+		const model_frame_t *fr = &t->frames[f];
 		slice_t name = fr->name;
 		if (name.n == 0)
 			name = fr->binary.n ? basename_of(fr->binary) : slice_cstr("unknown");

@@ -12,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_target(const scrape_target *t)
+static void check_target(const scrape_target_t *t)
 {
 	if (strnlen(t->url, sizeof t->url) == sizeof t->url ||
 	    strnlen(t->key, sizeof t->key) == sizeof t->key ||
@@ -36,11 +36,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!pod)
 		return 0;
 	for (int port = 0; port <= 6060; port += 6060) {
-		annot_settings s = {.extra_prefixes = extra, .n_extra = 2, .default_port = port};
-		scrape_target t[SCRAPE_TYPES];
-		annot_skip sk[SCRAPE_TYPES];
+		annot_settings_t s = {.extra_prefixes = extra, .n_extra = 2, .default_port = port};
+		scrape_target_t t[SCRAPE_TYPES];
+		annot_skip_t sk[SCRAPE_TYPES];
 		size_t n = 0, nsk = 0;
-		kn_err err = {0};
+		err_t err = {0};
 		if (annot_pod_targets(pod, &s, t, &n, sk, &nsk, &err) < 0 && (n || nsk || err.status != 400))
 			abort();
 		if (n + nsk > SCRAPE_TYPES)

@@ -215,10 +215,10 @@ static void *server_main(void *arg)
 enum {
 	V_FILTER_SERIES = 1, /* flame graph, top, pprof, labels: filter env=prod (a series label) */
 	V_FILTER_ATTR = 2,   /* ... and/or thread=main (a sample attribute) */
-	V_STEP = 4,          /* timeline: 3600 s steps instead of automatic ones */
+	V_STEP = 4,          /* timeline_t: 3600 s steps instead of automatic ones */
 	V_TRACE = 8,         /* span: with a trace_id */
 	V_SPAN_TYPE = 16,    /* span: ask for alloc_space:bytes */
-	V_SNAPSHOT = 32,     /* flame graph, top, pprof, timeline: inuse_space:bytes instead of CPU */
+	V_SNAPSHOT = 32,     /* flame graph, top, pprof, timeline_t: inuse_space:bytes instead of CPU */
 	V_SPAN_SERVICE = 64, /* span: hint service "api" */
 	V_SHARED = 128,      /* then store_projects, store_usage_read, store_keys_read, a retention sweep */
 };
@@ -247,8 +247,8 @@ static void open_store(void)
 	pthread_detach(t);
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
-	store_config cfg = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = url, .ch_database = "kiln_fuzz"};
-	kn_err err = {0};
+	store_config_t cfg = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = url, .ch_database = "kiln_fuzz"};
+	err_t err = {0};
 	store = store_open(&cfg, &err); /* the schema: every CREATE answered with an empty 200 */
 	if (!store) {
 		fprintf(stderr, "clickhouse_answers: store_open: %s\n", err.msg);
@@ -256,7 +256,7 @@ static void open_store(void)
 	}
 }
 
-static void check_result(int rc, const buf_t *out, const kn_err *err, int json)
+static void check_result(int rc, const buf_t *out, const err_t *err, int json)
 {
 	if (rc < 0) {
 		if (err->status < 400 || err->status > 599 || !err->msg[0])
@@ -286,13 +286,13 @@ static void on_project(slice_t project, void *ctx)
 		abort();
 }
 
-static void on_usage(const store_usage_row *r, void *ctx)
+static void on_usage(const store_usage_row_t *r, void *ctx)
 {
 	if ((r->project.n && !r->project.p) || (r->key.n && !r->key.p))
 		abort();
 }
 
-static void on_key(const store_key_row *r, void *ctx)
+static void on_key(const store_key_row_t *r, void *ctx)
 {
 	if ((r->name.n && !r->name.p) || (r->hash.n && !r->hash.p))
 		abort();
@@ -301,7 +301,7 @@ static void on_key(const store_key_row *r, void *ctx)
 /* The state the engine shares between processes, and the sweep. */
 static void run_shared(void)
 {
-	kn_err err = {0};
+	err_t err = {0};
 	int rc = store_projects(store, on_project, NULL, &err);
 	check_result(rc, NULL, &err, 0);
 	rc = store_usage_read(store, slice_cstr("default"), T0_NS / DAY_NS, T0_NS / DAY_NS + 1, on_usage,
@@ -327,13 +327,13 @@ static void run_shared(void)
 
 static void run_queries(uint8_t which, uint8_t var)
 {
-	model_label filters[2];
+	model_label_t filters[2];
 	uint32_t nf = 0;
 	if (var & V_FILTER_SERIES)
-		filters[nf++] = (model_label){slice_cstr("env"), slice_cstr("prod")};
+		filters[nf++] = (model_label_t){slice_cstr("env"), slice_cstr("prod")};
 	if (var & V_FILTER_ATTR)
-		filters[nf++] = (model_label){slice_cstr("thread"), slice_cstr("main")};
-	query_params q = {
+		filters[nf++] = (model_label_t){slice_cstr("thread"), slice_cstr("main")};
+	query_params_t q = {
 	    .project = slice_cstr("default"),
 	    .service = slice_cstr("api"),
 	    .type = slice_cstr(var & V_SNAPSHOT ? "inuse_space:bytes" : "cpu:nanoseconds"),
@@ -342,14 +342,14 @@ static void run_queries(uint8_t which, uint8_t var)
 	    .labels = filters,
 	    .n_labels = nf,
 	};
-	/* The timeline always filters on a sample attribute, so its chunks are read too. */
-	model_label tl_filter = {slice_cstr("thread"), slice_cstr("main")};
-	query_params tq = q;
+	/* The timeline_t always filters on a sample attribute, so its chunks are read too. */
+	model_label_t tl_filter = {slice_cstr("thread"), slice_cstr("main")};
+	query_params_t tq = q;
 	tq.labels = &tl_filter;
 	tq.n_labels = 1;
-	query_params all = q;
+	query_params_t all = q;
 	all.service = slice_make("", 0);
-	query_span_opts so = {.now_ns = T0_NS + DAY_NS / 2};
+	query_span_opts_t so = {.now_ns = T0_NS + DAY_NS / 2};
 	if (var & V_SPAN_TYPE)
 		so.type = slice_cstr("alloc_space:bytes");
 	if (var & V_SPAN_SERVICE)
@@ -360,7 +360,7 @@ static void run_queries(uint8_t which, uint8_t var)
 			continue;
 		buf_t out;
 		buf_init(&out, 16u << 20);
-		kn_err err = {0};
+		err_t err = {0};
 		int rc = 0, json = 1;
 		switch (i) {
 		case 0:
@@ -413,7 +413,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	srv.keep_from_day = INT64_MAX;
 	srv.checking = 1;
 	pthread_mutex_unlock(&srv.mu);
-	kn_err err = {0};
+	err_t err = {0};
 	store_projects(store, on_project, NULL, &err);
 	pthread_mutex_lock(&srv.mu);
 	srv.checking = 0;

@@ -14,8 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 64 * 1024) /* configs are small; libfyaml's cost grows with nesting */
 		return 0;
-	kiln_config c;
-	kn_err err = {0};
+	config_t c;
+	err_t err = {0};
 	config_defaults(&c);
 	if (config_load_yaml(&c, (const char *)data, size, &err) == 0) {
 		if (c.retention.n_projects > LIMIT_RETENTION_PROJECTS ||

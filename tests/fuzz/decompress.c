@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t ceiling = data[0] & 0x80 ? 1 + (size_t)(data[0] & 0x78) * 97 : CEILING;
 	buf_t out;
 	buf_init(&out, ceiling);
-	kn_err err = {0};
+	err_t err = {0};
 	int rc = body_decode(enc, slice_make(data + 1, size - 1), &out, &err);
 	if (out.n > ceiling)
 		abort();

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t max = data[0] & 0x40 ? 64 : 1u << 20;
 	const uint8_t *body = data + 1;
 	size_t n = size - 1, seen = 0;
-	grpc_frame f;
+	grpc_frame_t f;
 	char m[160];
 	int code = GRPC_OK;
 	while (seen < n && code == GRPC_OK) { /* as DATA frames arrive */
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (f.compressed) {
 		buf_t out;
 		buf_init(&out, max);
-		kn_err err = {0};
+		err_t err = {0};
 		if (data[0] & 0x80)
 			gz_inflate(f.msg, &out, &err);
 		else

@@ -24,11 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct {
 	size_t max_body;
-	h2_req *kept[KEPT_MAX];
+	h2_req_t *kept[KEPT_MAX];
 	size_t n_kept;
 } fuzz_ctx;
 
-static void check(const h2_req *r, const fuzz_ctx *f)
+static void check(const h2_req_t *r, const fuzz_ctx *f)
 {
 	if (r->body.n > f->max_body)
 		abort();
@@ -37,18 +37,18 @@ static void check(const h2_req *r, const fuzz_ctx *f)
 			abort();
 }
 
-static int on_headers(h2_req *r, void *arg)
+static int on_headers(h2_req_t *r, void *arg)
 {
 	fuzz_ctx *f = arg;
 	check(r, f);
 	if (!h2_header_get(r, "x-refuse"))
 		return 0;
-	h2_header h[] = {{"content-type", "text/plain"}};
+	h2_header_t h[] = {{"content-type", "text/plain"}};
 	h2_respond(r, 403, h, 1, "no\n", 3, NULL, 0);
 	return 1;
 }
 
-static int on_data(h2_req *r, void *arg)
+static int on_data(h2_req_t *r, void *arg)
 {
 	fuzz_ctx *f = arg;
 	check(r, f);
@@ -58,7 +58,7 @@ static int on_data(h2_req *r, void *arg)
 	return 1;
 }
 
-static void on_request(h2_req *r, void *arg)
+static void on_request(h2_req_t *r, void *arg)
 {
 	fuzz_ctx *f = arg;
 	check(r, f);
@@ -66,8 +66,8 @@ static void on_request(h2_req *r, void *arg)
 		f->kept[f->n_kept++] = r; /* the handler works on it elsewhere */
 		return;
 	}
-	h2_header h[] = {{"content-type", "application/grpc"}};
-	h2_header t[] = {{"grpc-status", "0"}};
+	h2_header_t h[] = {{"content-type", "application/grpc"}};
+	h2_header_t t[] = {{"grpc-status", "0"}};
 	h2_respond(r, 200, h, 1, r->body.p, r->body.n, t, 1);
 }
 
@@ -93,14 +93,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fuzz_ctx f = {.max_body = data[0] & 0x80 ? 64 : 4096};
 	size_t piece = 1 + (data[0] & 0x7f) * 8;
-	h2_opts o = {.name = "fuzz",
-	             .max_body = f.max_body,
-	             .max_streams = 8,
-	             .on_headers = on_headers,
-	             .on_data = on_data,
-	             .on_request = on_request,
-	             .ctx = &f};
-	h2_server *s = h2_server_detached(base, &o);
+	h2_opts_t o = {.name = "fuzz",
+	               .max_body = f.max_body,
+	               .max_streams = 8,
+	               .on_headers = on_headers,
+	               .on_data = on_data,
+	               .on_request = on_request,
+	               .ctx = &f};
+	h2_server_t *s = h2_server_detached(base, &o);
 	struct bufferevent *pair[2];
 	bufferevent_pair_new(base, 0, pair);
 	bufferevent_enable(pair[1], EV_READ | EV_WRITE);

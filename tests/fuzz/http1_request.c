@@ -25,12 +25,12 @@ static int inside(slice_t s, const uint8_t *p, size_t n)
 /* One request from p[0..n): its length, or 0 to stop (error or incomplete). */
 static size_t one_request(const uint8_t *p, size_t n, size_t piece)
 {
-	h1_scan scan = {0};
+	http_scan_t scan = {0};
 	size_t head_n = 0, off = 0;
 	size_t limit = n < LIMIT_HEADER_BYTES ? n : LIMIT_HEADER_BYTES;
 	while (!head_n && off < limit) {
 		size_t k = limit - off < piece ? limit - off : piece;
-		head_n = h1_scan_head(&scan, p + off, k);
+		head_n = http_scan_head(&scan, p + off, k);
 		off += k;
 	}
 	if (head_n > limit)
@@ -39,12 +39,12 @@ static size_t one_request(const uint8_t *p, size_t n, size_t piece)
 		return 0;
 	uint8_t *head = malloc(head_n); /* http1.c parses its own copy, in place */
 	memcpy(head, p, head_n);
-	h1_head h;
-	h1_framing f;
+	http_head_t h;
+	http_framing_t f;
 	int status = 0;
 	const char *msg = NULL;
 	size_t used_total = 0;
-	if (h1_parse_head(head, head_n, &h, &status, &msg) < 0) {
+	if (http_parse_head(head, head_n, &h, &status, &msg) < 0) {
 		if (!msg || (status != 400 && status != 431 && status != 505))
 			abort();
 		free(head);
@@ -56,10 +56,10 @@ static size_t one_request(const uint8_t *p, size_t n, size_t piece)
 		if (!inside(h.names[i], head, head_n) || !inside(h.values[i], head, head_n))
 			abort();
 	slice_t path, query;
-	h1_split_target(h.target, &path, &query);
+	http_split_target(h.target, &path, &query);
 	if ((!inside(path, head, head_n) && !slice_eq_cstr(path, "/")) || !inside(query, head, head_n))
 		abort();
-	if (h1_framing_of(&h, &f, &status, &msg) < 0) {
+	if (http_framing_of(&h, &f, &status, &msg) < 0) {
 		if (!msg || (status != 400 && status != 417 && status != 501))
 			abort();
 		goto out;
@@ -72,21 +72,21 @@ static size_t one_request(const uint8_t *p, size_t n, size_t piece)
 		used_total = head_n + (size_t)f.content_length;
 		goto out;
 	}
-	h1_chunked c = {0};
+	http_chunked_t c = {0};
 	buf_t body;
 	buf_init(&body, MAX_BODY);
 	size_t at = 0;
-	int rc = H1_MORE;
-	while (rc == H1_MORE && at < left) {
+	int rc = HTTP_MORE;
+	while (rc == HTTP_MORE && at < left) {
 		size_t k = left - at < piece ? left - at : piece, used = 0;
-		rc = h1_chunked_feed(&c, b + at, k, &body, MAX_BODY, &used, &msg);
-		if (used > k || body.n > MAX_BODY || (rc == H1_BAD && !msg))
+		rc = http_chunked_feed(&c, b + at, k, &body, MAX_BODY, &used, &msg);
+		if (used > k || body.n > MAX_BODY || (rc == HTTP_BAD && !msg))
 			abort();
-		if (rc == H1_MORE && used != k)
+		if (rc == HTTP_MORE && used != k)
 			abort();
 		at += used;
 	}
-	if (rc == H1_DONE)
+	if (rc == HTTP_DONE)
 		used_total = head_n + at;
 	buf_free(&body);
 out:

@@ -17,7 +17,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct {
-	k8s_watcher *w;
+	k8s_watcher_t *w;
 	unsigned upserts, deletes, syncs;
 } fuzz_ctx;
 
@@ -30,7 +30,7 @@ static void pod_upsert(void *arg, const json_t *pod)
 {
 	fuzz_ctx *f = arg;
 	const char *ip = k8s_json_str(pod, "status", "podIP");
-	k8s_pod_info info;
+	k8s_pod_info_t info;
 	if (!k8s_pod_is_live(pod) || !ip || !k8s_pod_by_ip(f->w, ip, &info))
 		abort();
 	if (!terminated(info.namespace_, sizeof info.namespace_) ||
@@ -55,7 +55,7 @@ static void synced(void *arg)
 }
 
 /* One answer in two pieces, cut at cut/255 of its length. */
-static void answer(k8s_watcher *w, const char *p, size_t n, uint8_t cut)
+static void answer(k8s_watcher_t *w, const char *p, size_t n, uint8_t cut)
 {
 	size_t at = n * cut / 255;
 	k8s_watch_feed(w, p, at, 0);
@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = size - 1;
 	const char *nul = memchr(p, '\0', n);
 	size_t list_n = nul ? (size_t)(nul - p) : n;
-	k8s_callbacks cb = {pod_upsert, pod_delete, synced};
+	k8s_callbacks_t cb = {pod_upsert, pod_delete, synced};
 	fuzz_ctx f = {0};
 	f.w = k8s_watch_detached(&cb, &f);
 	answer(f.w, p, list_n, cut);

@@ -28,15 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	buf_t body;
 	buf_init(&body, 4u << 20); /* smaller than production; the bound logic is the same */
-	kn_err err = {0};
+	err_t err = {0};
 	if (body_decode(slice_cstr(enc), in, &body, &err) < 0)
 		goto out;
-	model_batch *b = model_batch_new(slice_cstr("fuzz"));
-	otlp_decode_opts o = {.now_ns = 1700000000000000000,
-	                      .min_time_ns = 1600000000000000000,
-	                      .max_time_ns = 1800000000000000000,
-	                      .max_rows = LIMIT_SAMPLE_ROWS};
-	otlp_result r;
+	model_batch_t *b = model_batch_new(slice_cstr("fuzz"));
+	otlp_decode_opts_t o = {.now_ns = 1700000000000000000,
+	                        .min_time_ns = 1600000000000000000,
+	                        .max_time_ns = 1800000000000000000,
+	                        .max_rows = LIMIT_SAMPLE_ROWS};
+	otlp_result_t r;
 	if (otlp_decode(buf_slice(&body), &o, b, &r, &err) == 0) {
 		buf_t resp;
 		buf_init(&resp, SIZE_MAX);

@@ -19,14 +19,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A smaller ceiling than production keeps each run fast; the bound
 	 * logic is the same. */
 	buf_init(&inflated, 4u << 20);
-	kn_err err = {0};
+	err_t err = {0};
 	if (gz_is_gzip(in)) {
 		if (gz_inflate(in, &inflated, &err) < 0)
 			goto out;
 		in = buf_slice(&inflated);
 	}
-	model_batch *b = model_batch_new(slice_cstr("fuzz"));
-	pprof_decode_opts opts = {.service = slice_cstr("fuzz"), .now_ns = 1, .max_rows = LIMIT_SAMPLE_ROWS};
+	model_batch_t *b = model_batch_new(slice_cstr("fuzz"));
+	pprof_decode_opts_t opts = {
+	    .service = slice_cstr("fuzz"), .now_ns = 1, .max_rows = LIMIT_SAMPLE_ROWS};
 	pprof_decode(in, &opts, b, &err);
 	model_batch_free(b);
 out:

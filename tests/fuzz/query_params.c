@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	arena_t *a = arena_new();
 	params_t p;
-	kn_err err = {0};
+	err_t err = {0};
 	if (params_parse(slice_make(data, size), a, &p, &err) < 0) {
 		if (err.status != 400)
 			abort();
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t from, until;
 	if (params_range(&p, NOW_NS, &from, &until, &err) == 0 && from >= until)
 		abort();
-	model_label *labels;
+	model_label_t *labels;
 	uint32_t n;
 	if (params_labels(&p, a, &labels, &n, &err) == 0) {
 		if (n > LIMIT_LABELS)

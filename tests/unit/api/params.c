@@ -8,7 +8,7 @@ static void test_parse_decode(void **state)
 {
 	arena_t *a = arena_new();
 	params_t p;
-	kn_err e;
+	err_t e;
 	const char *q = "serviceName=my%20svc&label.k8s.namespace.name=prod&x=a+b&empty=&flag";
 	assert_int_equal(params_parse(slice_cstr(q), a, &p, &e), 0);
 	assert_string_equal(params_get(&p, "serviceName"), "my svc");
@@ -16,7 +16,7 @@ static void test_parse_decode(void **state)
 	assert_string_equal(params_get(&p, "empty"), "");
 	assert_string_equal(params_get(&p, "flag"), "");
 	assert_null(params_get(&p, "nope"));
-	model_label *l;
+	model_label_t *l;
 	uint32_t n;
 	assert_int_equal(params_labels(&p, a, &l, &n, &e), 0);
 	assert_int_equal(n, 1);
@@ -31,7 +31,7 @@ static void test_bad_escapes(void **state)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		arena_t *a = arena_new();
 		params_t p;
-		kn_err e;
+		err_t e;
 		assert_int_equal(params_parse(slice_cstr(bad[i]), a, &p, &e), -1);
 		assert_int_equal(e.status, 400);
 		assert_non_null(strstr(e.msg, "percent-encoding"));
@@ -43,7 +43,7 @@ static void test_range(void **state)
 {
 	arena_t *a = arena_new();
 	params_t p;
-	kn_err e;
+	err_t e;
 	int64_t now = 1700000000LL * NS_PER_SEC, f, u;
 	assert_int_equal(params_parse(slice_cstr(""), a, &p, &e), 0);
 	assert_int_equal(params_range(&p, now, &f, &u, &e), 0);

@@ -117,8 +117,8 @@ typedef struct {
 	char *dir, *dir2;
 	store_t *store, *drained;
 	usage_t *usage;
-	kn_loop *loop;
-	kn_pool *pool;
+	loop_t *loop;
+	pool_t *pool;
 	ratelimit_t *limiter;
 	slice_t pprof, otlp_pb, otlp_json, junk, oversize;
 	unsigned char *raw[3];
@@ -179,21 +179,21 @@ static int teardown(void **state)
 /* ---- one push ----------------------------------------------------------- */
 
 typedef struct {
-	ingest_push push; /* first: the reply gets &push */
+	ingest_push_t push; /* first: the reply gets &push */
 	union {
-		ingest_pprof_push pprof;
-		ingest_otlp_push otlp;
-		api_grpc_push grpc;
-		scrape_push scrape;
+		ingest_pprof_push_t pprof;
+		ingest_otlp_push_t otlp;
+		api_grpc_push_t grpc;
+		scrape_push_t scrape;
 	} u;
-	grpc_call call;
-	scrape_target target;
-	kn_loop *loop;
+	grpc_call_t call;
+	scrape_target_t target;
+	loop_t *loop;
 	int replies, status, retry_after;
 	char msg[480];
 } test_job;
 
-static void on_reply(ingest_push *p, const kn_err *err)
+static void on_reply(ingest_push_t *p, const err_t *err)
 {
 	test_job *j = (test_job *)p;
 	j->replies++;
@@ -210,12 +210,12 @@ static void run(fixture *f, test_job *j, int path, slice_t body, const char *key
 {
 	memset(j, 0, sizeof *j);
 	j->loop = f->loop;
-	j->push.env = (ingest_push_env){.loop = f->loop,
-	                                .pool = f->pool,
-	                                .store = store,
-	                                .limiter = f->limiter,
-	                                .default_limiter = default_limiter,
-	                                .usage = f->usage};
+	j->push.env = (ingest_push_env_t){.loop = f->loop,
+	                                  .pool = f->pool,
+	                                  .store = store,
+	                                  .limiter = f->limiter,
+	                                  .default_limiter = default_limiter,
+	                                  .usage = f->usage};
 	snprintf(j->push.caller.project, sizeof j->push.caller.project, "p");
 	snprintf(j->push.caller.key, sizeof j->push.caller.key, "%s", key);
 	j->push.caller.anonymous = anonymous;
@@ -223,11 +223,11 @@ static void run(fixture *f, test_job *j, int path, slice_t body, const char *key
 	j->push.reply = on_reply;
 	j->push.ctx = &j->u;
 	int64_t now = time_now_ns();
-	ingest_otlp_req otlp = {.project = slice_cstr("p"), .now_ns = OTLP_NOW_NS};
+	ingest_otlp_req_t otlp = {.project = slice_cstr("p"), .now_ns = OTLP_NOW_NS};
 	switch (path) {
 	case P_UPLOAD:
 		j->push.decode = ingest_pprof_decode;
-		j->u.pprof.req = (ingest_pprof_req){
+		j->u.pprof.req = (ingest_pprof_req_t){
 		    .project = slice_cstr("p"), .service = slice_cstr("svc"), .now_ns = now};
 		j->u.pprof.retention_days = 14;
 		break;

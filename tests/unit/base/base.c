@@ -105,7 +105,7 @@ static void test_time_parse(void **state)
 
 static void test_err_prefix(void **state)
 {
-	kn_err e;
+	err_t e;
 	assert_int_equal(err_set(&e, 400, "index %d out of range", 9), -1);
 	err_prefix(&e, "samples[%d]", 7);
 	assert_string_equal(e.msg, "samples[7]: index 9 out of range");

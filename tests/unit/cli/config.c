@@ -5,7 +5,7 @@
 
 #include "cli/config.h"
 
-static int load(kiln_config *c, const char *yaml, kn_err *e)
+static int load(config_t *c, const char *yaml, err_t *e)
 {
 	char path[] = "/tmp/kiln-config-XXXXXX";
 	int fd = mkstemp(path);
@@ -22,13 +22,13 @@ static int load(kiln_config *c, const char *yaml, kn_err *e)
 
 static void test_defaults(void **state)
 {
-	kiln_config c;
+	config_t c;
 	config_defaults(&c);
-	kn_err e;
+	err_t e;
 	assert_int_equal(config_validate(&c, &e), 0);
 	assert_string_equal(c.data_dir, "./kiln-data");
-	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":8028");
-	assert_string_equal(c.listeners[LISTENER_UI].addr, ":4040");
+	assert_string_equal(c.listeners[API_LISTENER_UPLOAD].addr, ":8028");
+	assert_string_equal(c.listeners[API_LISTENER_UI].addr, ":4040");
 	assert_true(c.limits.samples_per_second == 20000);
 	assert_true(c.limits.default_samples_per_second == 0); /* the project default is not limited */
 	assert_int_equal(store_retention_days(&c.retention, "default"), 14);
@@ -39,8 +39,8 @@ static void test_defaults(void **state)
 
 static void test_file(void **state)
 {
-	kiln_config c;
-	kn_err e;
+	config_t c;
+	err_t e;
 	int rc = load(&c,
 	              "data: /var/lib/kiln\n"
 	              "role: query\n"
@@ -54,10 +54,10 @@ static void test_file(void **state)
 	assert_int_equal(rc, 0);
 	assert_string_equal(c.data_dir, "/var/lib/kiln");
 	assert_string_equal(c.role, "query");
-	assert_string_equal(c.listeners[LISTENER_UPLOAD].addr, ":9000");
-	assert_int_equal(c.listeners[LISTENER_UPLOAD].auth_required, 1);
-	assert_string_equal(c.listeners[LISTENER_UPLOAD].tls_cert, "c.pem");
-	assert_int_equal(c.listeners[LISTENER_UI].auth_required, 0);
+	assert_string_equal(c.listeners[API_LISTENER_UPLOAD].addr, ":9000");
+	assert_int_equal(c.listeners[API_LISTENER_UPLOAD].auth_required, 1);
+	assert_string_equal(c.listeners[API_LISTENER_UPLOAD].tls_cert, "c.pem");
+	assert_int_equal(c.listeners[API_LISTENER_UI].auth_required, 0);
 	assert_true(c.limits.samples_per_second == 500);
 	assert_true(c.limits.default_samples_per_second == 2500);
 	assert_int_equal(c.limits.max_rows, 20000);
@@ -101,8 +101,8 @@ static void test_invalid(void **state)
 	    {"kubernetes: {apiServer: 'ftp://x'}\n", "config kubernetes.apiServer ftp://x must start with https://"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		kiln_config c;
-		kn_err e;
+		config_t c;
+		err_t e;
 		assert_int_equal(load(&c, cases[i].yaml, &e), -1);
 		if (!strstr(e.msg, cases[i].msg))
 			fail_msg("case %zu: got \"%s\", want \"%s\"", i, e.msg, cases[i].msg);
@@ -114,8 +114,8 @@ static void test_invalid(void **state)
 static void test_yaml(void **state)
 {
 	static const char yaml[] = "role: sensor\nretention: {days: 7}\nXX";
-	kiln_config c;
-	kn_err e = {0};
+	config_t c;
+	err_t e = {0};
 	config_defaults(&c);
 	assert_int_equal(config_load_yaml(&c, yaml, sizeof yaml - 3, &e), 0);
 	assert_string_equal(c.role, "sensor");
@@ -128,14 +128,14 @@ static void test_yaml(void **state)
 	config_free(&c);
 }
 
-/* The store block (OPS: Storage) and misspelt keys, which must not pass silently. */
+/* The store block_t (OPS: Storage) and misspelt keys, which must not pass silently. */
 static void test_store_and_unknown_keys(void **state)
 {
 	(void)state;
 	static const char ok[] = "store: {engine: clickhouse, url: 'http://ch:8123', database: kiln, user: k,\n"
 	                         "        passwordFile: /run/pw, cluster: c1, replicated: true}\n";
-	kiln_config c;
-	kn_err e = {0};
+	config_t c;
+	err_t e = {0};
 	config_defaults(&c);
 	assert_string_equal(c.store.engine, "local");
 	assert_int_equal(config_load_yaml(&c, ok, sizeof ok - 1, &e), 0);

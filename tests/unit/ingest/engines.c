@@ -92,7 +92,7 @@ static void append(char *out, size_t n, const char *s)
 	snprintf(out + len, n - len, "%s%s", len ? " " : "", s);
 }
 
-static void list_row(const key_row *r, void *ctx)
+static void list_row(const keys_row_t *r, void *ctx)
 {
 	char one[200];
 	snprintf(one, sizeof one, "%s/%s/%s/%s", r->name, r->project, keys_scope_name(r->scope),
@@ -101,7 +101,7 @@ static void list_row(const key_row *r, void *ctx)
 	append(ctx, 1000, one);
 }
 
-static void usage_row_text(const usage_row *r, void *ctx)
+static void usage_row_text(const usage_row_t *r, void *ctx)
 {
 	char one[200];
 	snprintf(one, sizeof one, "%lld/%.*s/%.*s:%llu,%llu,%llu,%llu,%llu", (long long)r->day,
@@ -116,7 +116,7 @@ static void usage_row_text(const usage_row *r, void *ctx)
  * looked up and counted through server (as `kiln serve` does). */
 static void run_steps(const char *engine, store_t *server, store_t *admin)
 {
-	kn_err err = {0};
+	err_t err = {0};
 	keys_t *k = keys_open(server, &err);
 	assert_non_null(k);
 	usage_t *u = usage_open(server);
@@ -125,7 +125,7 @@ static void run_steps(const char *engine, store_t *server, store_t *admin)
 		const step *s = &STEPS[i];
 		char got[1000] = "";
 		int rc = 0;
-		err = (kn_err){0};
+		err = (err_t){0};
 		switch (s->op) {
 		case OP_CREATE:
 			rc = keys_create(admin, s->project, s->name, s->scope, keys[s->slot], KEY_TEXT_MAX,
@@ -147,7 +147,7 @@ static void run_steps(const char *engine, store_t *server, store_t *admin)
 			break;
 		}
 		case OP_LOOKUP: {
-			key_info info;
+			keys_info_t info;
 			const char *key = s->slot >= 0 ? keys[s->slot] : s->name;
 			if (keys_lookup(k, slice_cstr(key), &info))
 				snprintf(got, sizeof got, "%s/%s/%s", info.project, info.name,
@@ -236,8 +236,8 @@ static void test_keys_usage_only(void **state)
 {
 	char *dir = temp_dir(), path[300];
 	store_t *server = open_store(dir, 0), *admin = open_store(dir, 1);
-	model_batch *b = model_batch_new(slice_cstr("p"));
-	kn_err err = {0};
+	model_batch_t *b = model_batch_new(slice_cstr("p"));
+	err_t err = {0};
 	assert_int_equal(store_write_sync(admin, b, &err), -1);
 	assert_int_equal(err.status, 503);
 	store_close(admin);
@@ -269,8 +269,8 @@ static void test_clickhouse(void **state)
 	char db[64];
 	snprintf(db, sizeof db, "kiln_unit_keys_%d_%lld", (int)getpid(),
 	         (long long)(time_now_ns() / NS_PER_SEC));
-	store_config c = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = url, .ch_database = db};
-	kn_err err = {0};
+	store_config_t c = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = url, .ch_database = db};
+	err_t err = {0};
 	store_t *server = store_open(&c, &err);
 	if (!server)
 		fail_msg("store_open %s: %s", url, err.msg);

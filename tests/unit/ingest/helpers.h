@@ -29,8 +29,8 @@ static inline void remove_dir(char *d)
  * created) or, with keys_usage_only, the operator commands' beside it. */
 static inline store_t *open_store(const char *dir, int keys_usage_only)
 {
-	store_config c = {.dir = dir, .keys_usage_only = keys_usage_only};
-	kn_err err = {0};
+	store_config_t c = {.dir = dir, .keys_usage_only = keys_usage_only};
+	err_t err = {0};
 	store_t *s = store_open(&c, &err);
 	if (!s)
 		fail_msg("store_open %s: %s", dir, err.msg);

@@ -15,18 +15,18 @@
 
 static void create_ok(store_t *st, const char *project, const char *name, int scope, char key[KEY_TEXT_MAX])
 {
-	kn_err err = {0};
+	err_t err = {0};
 	if (keys_create(st, project, name, scope, key, KEY_TEXT_MAX, &err) != 0)
 		fail_msg("keys_create %s: %s", name, err.msg);
 }
 
 typedef struct {
-	key_row rows[8];
+	keys_row_t rows[8];
 	char names[8][65];
 	int n;
 } rows_seen;
 
-static void collect_row(const key_row *r, void *ctx)
+static void collect_row(const keys_row_t *r, void *ctx)
 {
 	rows_seen *s = ctx;
 	assert_true(s->n < 8);
@@ -40,7 +40,7 @@ static void collect_row(const key_row *r, void *ctx)
 static void test_create_list_revoke(void **state)
 {
 	char *dir = temp_dir(), k1[KEY_TEXT_MAX], k2[KEY_TEXT_MAX];
-	kn_err err = {0};
+	err_t err = {0};
 	rows_seen seen = {0};
 	store_t *cli = open_store(dir, 1);
 	/* No keys.db yet: an empty list, and nothing created by listing. */
@@ -98,14 +98,14 @@ static void test_create_list_revoke(void **state)
 static void test_lookup(void **state)
 {
 	char *dir = temp_dir(), k1[KEY_TEXT_MAX], k2[KEY_TEXT_MAX], k3[KEY_TEXT_MAX];
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *cli = open_store(dir, 1);
 	create_ok(cli, "shop", "ci", KEY_SCOPE_INGEST, k1);
 	store_t *server = open_store(dir, 0);
 	keys_t *k = keys_open(server, &err);
 	assert_int_equal(keys_ready(k), 1);
 	assert_non_null(k);
-	key_info info;
+	keys_info_t info;
 	assert_int_equal(keys_lookup(k, slice_cstr(k1), &info), 1);
 	assert_string_equal(info.project, "shop");
 	assert_string_equal(info.name, "ci");
@@ -181,7 +181,7 @@ static void test_bearer(void **state)
 static void test_refresh_other_process(void **state)
 {
 	char *dir = temp_dir();
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *server = open_store(dir, 0);
 	keys_t *k = keys_open(server, &err);
 	assert_non_null(k);
@@ -190,9 +190,9 @@ static void test_refresh_other_process(void **state)
 	pid_t pid = fork();
 	if (pid == 0) {
 		char key[KEY_TEXT_MAX];
-		kn_err cerr;
+		err_t cerr;
 		usleep(100 * 1000);
-		store_config c = {.dir = dir, .keys_usage_only = 1};
+		store_config_t c = {.dir = dir, .keys_usage_only = 1};
 		store_t *cli = store_open(&c, &cerr);
 		if (!cli || keys_create(cli, "p", "late", KEY_SCOPE_INGEST, key, sizeof key, &cerr) != 0)
 			_exit(3);
@@ -231,14 +231,14 @@ static void test_create_crash_safety(void **state)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(fds[0]);
-			store_config c = {.dir = dir, .keys_usage_only = 1};
-			kn_err oerr;
+			store_config_t c = {.dir = dir, .keys_usage_only = 1};
+			err_t oerr;
 			store_t *cli = store_open(&c, &oerr);
 			if (!cli)
 				_exit(2);
 			for (int i = 0;; i++) {
 				char name[32], key[KEY_TEXT_MAX];
-				kn_err cerr;
+				err_t cerr;
 				snprintf(name, sizeof name, "r%d-%d", round, i);
 				if (keys_create(cli, "crash", name, KEY_SCOPE_INGEST, key, sizeof key,
 				                &cerr) != 0)
@@ -254,7 +254,7 @@ static void test_create_crash_safety(void **state)
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		assert_true(WIFSIGNALED(status));
 
-		kn_err err = {0};
+		err_t err = {0};
 		store_t *server = open_store(dir, 0);
 		keys_t *k = keys_open(server, &err);
 		if (!k || !keys_ready(k))
@@ -296,7 +296,7 @@ static void *lookup_loop(void *arg)
 static void test_lookup_during_refresh(void **state)
 {
 	char *dir = temp_dir(), key[KEY_TEXT_MAX], other[KEY_TEXT_MAX];
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *cli = open_store(dir, 1), *server = open_store(dir, 0);
 	create_ok(cli, "p", "stable", KEY_SCOPE_INGEST, key);
 	keys_t *k = keys_open(server, &err);

@@ -14,7 +14,7 @@ static void assert_json(usage_t *u, const char *project, int64_t from, int64_t u
 {
 	buf_t b;
 	buf_init(&b, 1 << 20);
-	kn_err err = {0};
+	err_t err = {0};
 	if (usage_query(u, slice_cstr(project), from, until, &b, &err) != 0)
 		fail_msg("usage_query: %s", err.msg);
 	buf_putc(&b, 0);
@@ -48,7 +48,7 @@ static const char SHOP_JSON[] =
 static void test_counts_json(void **state)
 {
 	char *dir = temp_dir();
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *st = open_store(dir, 0);
 	usage_t *u = usage_open(st);
 	assert_non_null(u);
@@ -92,7 +92,7 @@ static void test_counts_json(void **state)
 static void test_flush_reopen(void **state)
 {
 	char *dir = temp_dir();
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *st = open_store(dir, 0);
 	usage_t *u = usage_open(st);
 	add_sample_traffic(u);
@@ -126,7 +126,7 @@ typedef struct {
 	char last[64];
 } rows_seen;
 
-static void collect_row(const usage_row *r, void *ctx)
+static void collect_row(const usage_row_t *r, void *ctx)
 {
 	rows_seen *s = ctx;
 	char now[64];
@@ -150,7 +150,7 @@ static void collect_total(slice_t project, slice_t key, const uint64_t counts[US
 static void test_rows_and_totals(void **state)
 {
 	char *dir = temp_dir();
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *st = open_store(dir, 0);
 	usage_t *u = usage_open(st);
 	add_sample_traffic(u);
@@ -194,7 +194,7 @@ static void *adder(void *arg)
 static void test_concurrent_flush(void **state)
 {
 	char *dir = temp_dir();
-	kn_err err = {0};
+	err_t err = {0};
 	store_t *st = open_store(dir, 0);
 	usage_t *u = usage_open(st);
 	pthread_t th[6];

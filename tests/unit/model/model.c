@@ -4,15 +4,15 @@
 #include "base/hash.h"
 #include "model/model.h"
 
-static uint32_t frame(model_batch *b, const char *name)
+static uint32_t frame(model_batch_t *b, const char *name)
 {
-	model_frame f = {.name = slice_cstr(name), .file = slice_cstr("main.go")};
+	model_frame_t f = {.name = slice_cstr(name), .file = slice_cstr("main.go")};
 	return model_frame_intern(b, &f);
 }
 
 static void test_identities_are_content_hashes(void **state)
 {
-	model_batch *a = model_batch_new(slice_cstr("p")), *b = model_batch_new(slice_cstr("p"));
+	model_batch_t *a = model_batch_new(slice_cstr("p")), *b = model_batch_new(slice_cstr("p"));
 	/* Different insertion order, same ids. */
 	uint32_t a_main = frame(a, "main"), a_f = frame(a, "f");
 	uint32_t b_f = frame(b, "f"), b_main = frame(b, "main");
@@ -26,8 +26,8 @@ static void test_identities_are_content_hashes(void **state)
 	uint32_t root_f = model_node_intern(a, MODEL_NONE, a_f);
 	assert_true(a->nodes[root_f].id != a->nodes[an].id);
 	/* Field boundaries matter: ("ab","c") vs ("a","bc"). */
-	model_frame x = {.name = slice_cstr("ab"), .file = slice_cstr("c")};
-	model_frame y = {.name = slice_cstr("a"), .file = slice_cstr("bc")};
+	model_frame_t x = {.name = slice_cstr("ab"), .file = slice_cstr("c")};
+	model_frame_t y = {.name = slice_cstr("a"), .file = slice_cstr("bc")};
 	assert_true(a->frames[model_frame_intern(a, &x)].id != a->frames[model_frame_intern(a, &y)].id);
 	/* The ids are base/hash.h's (model.c inlines XXH3): what is stored. */
 	uint64_t h = 0x4652414d45ULL;
@@ -46,14 +46,14 @@ static void test_identities_are_content_hashes(void **state)
 
 static void test_profile_finish_merges_and_drops_zero(void **state)
 {
-	model_batch *b = model_batch_new(slice_cstr("p"));
+	model_batch_t *b = model_batch_new(slice_cstr("p"));
 	uint32_t n1 = model_node_intern(b, MODEL_NONE, frame(b, "main"));
 	uint32_t n2 = model_node_intern(b, n1, frame(b, "f"));
-	model_label l[2] = {{slice_cstr("span_id"), slice_cstr("s1")}, {slice_cstr("a"), slice_cstr("b")}};
+	model_label_t l[2] = {{slice_cstr("span_id"), slice_cstr("s1")}, {slice_cstr("a"), slice_cstr("b")}};
 	uint32_t as = model_attrset_intern(b, l, 2);
 	assert_int_equal(as, 1);
 	assert_true(slice_eq_cstr(b->attr_labels[b->attrsets[as].first].key, "a")); /* sorted */
-	model_profile *p = model_profile_add(b);
+	model_profile_t *p = model_profile_add(b);
 	model_profile_set_type(b, p, slice_cstr("inuse_space"), slice_cstr("bytes"), slice_cstr("space"),
 	                       slice_cstr("bytes"), 512);
 	model_profile_set_service(b, p, slice_cstr("svc"));
@@ -80,7 +80,7 @@ static void test_profile_finish_merges_and_drops_zero(void **state)
 }
 
 /* A stable insertion sort by (node, attrset, time): the reference order. */
-static int ref_before(const model_sample *x, const model_sample *y)
+static int ref_before(const model_sample_t *x, const model_sample_t *y)
 {
 	if (x->node != y->node)
 		return x->node < y->node;
@@ -96,7 +96,7 @@ static void test_samples_order_is_stable(void **state)
 	const uint32_t sizes[] = {0, 1, 2, 31, 33, 1000, 5000, 200, 511, 300};
 	for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
 		uint32_t n = sizes[t];
-		model_sample *s = calloc(n + 1, sizeof *s);
+		model_sample_t *s = calloc(n + 1, sizeof *s);
 		uint32_t *perm = calloc(n + 1, sizeof *perm), *ref = calloc(n + 1, sizeof *ref);
 		for (uint32_t i = 0; i < n; i++) {
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -135,10 +135,10 @@ static void test_finish_merges_in_added_order(void **state)
 {
 	(void)state;
 	for (int presorted = 0; presorted < 2; presorted++) {
-		model_batch *b = model_batch_new(slice_cstr("p"));
+		model_batch_t *b = model_batch_new(slice_cstr("p"));
 		uint32_t n1 = model_node_intern(b, MODEL_NONE, frame(b, "a"));
 		uint32_t n2 = model_node_intern(b, n1, frame(b, "b"));
-		model_profile *p = model_profile_add(b);
+		model_profile_t *p = model_profile_add(b);
 		if (!presorted)
 			model_sample_add(b, p, n2, 0, 7, 0);
 		for (int i = 0; i < 40; i++) { /* past the insertion-sort size */

@@ -16,9 +16,9 @@
 #define ECHO "/test.Svc/Echo"
 
 typedef struct {
-	kn_loop *loop;
-	kn_pool *pool;
-	grpc_server *srv;
+	loop_t *loop;
+	pool_t *pool;
+	grpc_server_t *srv;
 	pthread_t th;
 	int port;
 	pthread_mutex_t mu;
@@ -27,9 +27,9 @@ typedef struct {
 
 typedef struct {
 	tsrv *t;
-	grpc_call *c;
+	grpc_call_t *c;
 	int code;
-	kn_err err;
+	err_t err;
 } job;
 
 static void sleep_ms(int ms)
@@ -66,7 +66,7 @@ static void echo_work(void *arg)
 	loop_post(j->t->loop, echo_reply, j);
 }
 
-static void echo(grpc_call *c, void *ctx)
+static void echo(grpc_call_t *c, void *ctx)
 {
 	job *j = calloc(1, sizeof *j);
 	j->t = ctx;
@@ -74,7 +74,7 @@ static void echo(grpc_call *c, void *ctx)
 	pool_submit(j->t->pool, echo_work, j);
 }
 
-static void fail_call(grpc_call *c, void *ctx)
+static void fail_call(grpc_call_t *c, void *ctx)
 {
 	static const uint8_t details[] = {0x08, 0x08, 0x12, 0x01, 'h'};
 	grpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "rate 100% over\nlimit \xc3\xa9", details, sizeof details);
@@ -87,7 +87,7 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-static const grpc_method methods[] = {
+static const grpc_method_t methods[] = {
     {ECHO, echo},
     {"/test.Svc/Slow", echo},
     {"/test.Svc/Fail", fail_call},
@@ -99,9 +99,9 @@ static tsrv *start(void)
 	pthread_mutex_init(&t->mu, NULL);
 	t->loop = loop_new();
 	t->pool = pool_new(4);
-	grpc_opts o = {.methods = methods, .n_methods = 3, .ctx = t};
+	grpc_opts_t o = {.methods = methods, .n_methods = 3, .ctx = t};
 	o.h2.name = "grpc-test";
-	kn_err err;
+	err_t err;
 	t->srv = grpc_server_new(loop_base(t->loop), "127.0.0.1:0", &o, &err);
 	if (!t->srv)
 		fail_msg("grpc_server_new: %s", err.msg);
@@ -423,7 +423,7 @@ static void test_h2load(void **state)
 static void test_frame_check(void **state)
 {
 	static const uint8_t ok[] = {1, 0, 0, 0, 2, 'h', 'i'};
-	grpc_frame f;
+	grpc_frame_t f;
 	char m[160];
 	assert_int_equal(grpc_frame_check(slice_make(ok, 3), 0, 100, &f, m, sizeof m), GRPC_OK);
 	assert_false(f.whole);

@@ -16,9 +16,9 @@
 #include "net/tls.h"
 
 typedef struct {
-	kn_loop *loop;
-	kn_pool *pool;
-	h2_server *srv;
+	loop_t *loop;
+	pool_t *pool;
+	h2_server_t *srv;
 	pthread_t th;
 	int port;
 	int slow_ms;
@@ -28,7 +28,7 @@ typedef struct {
 
 typedef struct {
 	tsrv *t;
-	h2_req *r;
+	h2_req_t *r;
 } slow_job;
 
 static void sleep_ms(int ms)
@@ -43,7 +43,7 @@ static void slow_reply(void *arg)
 	pthread_mutex_lock(&j->t->mu);
 	j->t->answered++;
 	pthread_mutex_unlock(&j->t->mu);
-	h2_header h[] = {{"content-type", "text/plain"}};
+	h2_header_t h[] = {{"content-type", "text/plain"}};
 	h2_respond(j->r, 200, h, 1, "slow", 4, NULL, 0);
 	free(j);
 }
@@ -55,7 +55,7 @@ static void slow_work(void *arg)
 	loop_post(j->t->loop, slow_reply, j);
 }
 
-static void on_request(h2_req *r, void *ctx)
+static void on_request(h2_req_t *r, void *ctx)
 {
 	tsrv *t = ctx;
 	pthread_mutex_lock(&t->mu);
@@ -78,8 +78,8 @@ static void on_request(h2_req *r, void *ctx)
 	char xv[64] = "";
 	if (x)
 		snprintf(xv, sizeof xv, "%.*s", (int)x->n, (const char *)x->p);
-	h2_header h[] = {{"content-type", "application/octet-stream"}, {"x-len", len}, {"x-echo", xv}};
-	h2_header tr[] = {{"x-trailer", "done"}, {"grpc-status", "0"}};
+	h2_header_t h[] = {{"content-type", "application/octet-stream"}, {"x-len", len}, {"x-echo", xv}};
+	h2_header_t tr[] = {{"x-trailer", "done"}, {"grpc-status", "0"}};
 	h2_respond(r, 200, h, 3, r->body.p, r->body.n, tr, 2);
 }
 
@@ -90,7 +90,7 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-static tsrv *start(h2_opts o)
+static tsrv *start(h2_opts_t o)
 {
 	tsrv *t = calloc(1, sizeof *t);
 	pthread_mutex_init(&t->mu, NULL);
@@ -100,7 +100,7 @@ static tsrv *start(h2_opts o)
 	o.on_request = on_request;
 	o.ctx = t;
 	o.name = "test";
-	kn_err err;
+	err_t err;
 	t->srv = h2_server_new(loop_base(t->loop), "127.0.0.1:0", &o, &err);
 	if (!t->srv)
 		fail_msg("h2_server_new: %s", err.msg);
@@ -176,7 +176,7 @@ static int wait_conns(tsrv *t, uint32_t want, int ms)
 
 static void test_echo_with_trailers(void **state)
 {
-	tsrv *t = start((h2_opts){0});
+	tsrv *t = start((h2_opts_t){0});
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	tc_stream st;
@@ -202,7 +202,7 @@ static void test_echo_with_trailers(void **state)
 
 static void test_many_streams_one_connection(void **state)
 {
-	tsrv *t = start((h2_opts){0});
+	tsrv *t = start((h2_opts_t){0});
 	t->slow_ms = 100;
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
@@ -229,7 +229,7 @@ static void test_many_streams_one_connection(void **state)
 
 /* A 3 MiB body on a server started with o is reset with code; a body of
  * ok_len bytes on the same connection is then answered 200. */
-static void big_body_is_reset(h2_opts o, uint32_t code, size_t ok_len)
+static void big_body_is_reset(h2_opts_t o, uint32_t code, size_t ok_len)
 {
 	tsrv *t = start(o);
 	tc_conn c;
@@ -254,7 +254,7 @@ static void big_body_is_reset(h2_opts o, uint32_t code, size_t ok_len)
 
 static void test_body_limit_resets_stream(void **state)
 {
-	big_body_is_reset((h2_opts){.max_body = 1u << 20}, NGHTTP2_ENHANCE_YOUR_CALM, 1);
+	big_body_is_reset((h2_opts_t){.max_body = 1u << 20}, NGHTTP2_ENHANCE_YOUR_CALM, 1);
 }
 
 /* The process-wide body budget (net/budget.h): a body that would cross it
@@ -262,14 +262,14 @@ static void test_body_limit_resets_stream(void **state)
  * finished requests come back. */
 static void test_body_budget_refuses_stream(void **state)
 {
-	net_budget budget = {.limit = 2u << 20};
-	big_body_is_reset((h2_opts){.budget = &budget}, NGHTTP2_REFUSED_STREAM, 1u << 20);
+	net_budget_t budget = {.limit = 2u << 20};
+	big_body_is_reset((h2_opts_t){.budget = &budget}, NGHTTP2_REFUSED_STREAM, 1u << 20);
 	assert_int_equal(atomic_load(&budget.used), 0);
 }
 
 static void test_client_reset_before_reply(void **state)
 {
-	tsrv *t = start((h2_opts){0});
+	tsrv *t = start((h2_opts_t){0});
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	tc_stream st;
@@ -292,7 +292,7 @@ static void test_client_reset_before_reply(void **state)
 
 static void test_client_disconnect_before_reply(void **state)
 {
-	tsrv *t = start((h2_opts){0});
+	tsrv *t = start((h2_opts_t){0});
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	tc_stream st[3];
@@ -315,7 +315,7 @@ static void test_client_disconnect_before_reply(void **state)
 
 static void test_stop_accepting_goaway(void **state)
 {
-	tsrv *t = start((h2_opts){0});
+	tsrv *t = start((h2_opts_t){0});
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	tc_stream st[3];
@@ -347,7 +347,7 @@ static void test_stop_accepting_goaway(void **state)
 
 static void test_idle_timeout(void **state)
 {
-	tsrv *t = start((h2_opts){.idle_timeout_ms = 200});
+	tsrv *t = start((h2_opts_t){.idle_timeout_ms = 200});
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	tc_stream st;
@@ -366,7 +366,7 @@ static void test_idle_timeout(void **state)
 
 static void test_read_timeout(void **state)
 {
-	tsrv *t = start((h2_opts){.read_timeout_ms = 200, .idle_timeout_ms = 10000});
+	tsrv *t = start((h2_opts_t){.read_timeout_ms = 200, .idle_timeout_ms = 10000});
 	tc_conn c;
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	nghttp2_nv nv[] = {
@@ -387,7 +387,7 @@ static void test_read_timeout(void **state)
  * with a request in flight is never cut, so then the newcomer is closed. */
 static void test_connection_cap(void **state)
 {
-	tsrv *t = start((h2_opts){.max_conns = 1});
+	tsrv *t = start((h2_opts_t){.max_conns = 1});
 	t->slow_ms = 1500;
 	tc_conn a, b, c;
 	assert_int_equal(tc_connect(&a, t->port), 0);
@@ -428,14 +428,14 @@ static void test_nghttp_tool_and_tls(void **state)
 	char certf[256], keyf[256];
 	snprintf(certf, sizeof certf, "%s/cert.pem", dir);
 	snprintf(keyf, sizeof keyf, "%s/key.pem", dir);
-	kn_err err;
+	err_t err;
 	struct ssl_ctx_st *ctx = tls_ctx_new(certf, keyf, TLS_ALPN_H2, &err);
 	if (!ctx)
 		fail_msg("tls_ctx_new: %s", err.msg);
 	assert_null(tls_ctx_new(keyf, keyf, TLS_ALPN_H2, &err));
 	assert_non_null(strstr(err.msg, "certificate"));
 	for (int tls = 0; tls < 2; tls++) {
-		tsrv *t = start((h2_opts){.ssl_ctx = tls ? ctx : NULL});
+		tsrv *t = start((h2_opts_t){.ssl_ctx = tls ? ctx : NULL});
 		snprintf(cmd, sizeof cmd,
 		         "printf hello-h2 | nghttp -v -d - -H 'x-echo: tool' %s://127.0.0.1:%d/echo 2>&1",
 		         tls ? "https" : "http", t->port);
@@ -459,7 +459,7 @@ static void test_nghttp_tool_and_tls(void **state)
 /* h2_server_detached + h2_server_adopt: a request over a bufferevent pair,
  * no socket; the server's answer (SETTINGS, then HEADERS :status 204) comes
  * back on the other end. */
-static void adopt_on_request(h2_req *r, void *ctx)
+static void adopt_on_request(h2_req_t *r, void *ctx)
 {
 	(*(int *)ctx)++;
 	h2_respond(r, 204, NULL, 0, NULL, 0, NULL, 0);
@@ -474,8 +474,8 @@ static void test_adopt_bufferevent_pair(void **state)
 	                             "\x00\x07:scheme\x04http\x00\x0a:authority\x04kiln";
 	struct event_base *base = event_base_new();
 	int requests = 0;
-	h2_opts o = {.name = "pair", .on_request = adopt_on_request, .ctx = &requests};
-	h2_server *s = h2_server_detached(base, &o);
+	h2_opts_t o = {.name = "pair", .on_request = adopt_on_request, .ctx = &requests};
+	h2_server_t *s = h2_server_detached(base, &o);
 	struct bufferevent *pair[2];
 	assert_int_equal(bufferevent_pair_new(base, 0, pair), 0);
 	bufferevent_enable(pair[1], EV_READ | EV_WRITE);

@@ -22,9 +22,9 @@
 #define BIG_BYTES (8u << 20)
 
 typedef struct {
-	kn_loop *loop;
-	kn_pool *pool;
-	http_server *srv;
+	loop_t *loop;
+	pool_t *pool;
+	http_server_t *srv;
 	pthread_t th;
 	int port;
 	pthread_mutex_t mu;
@@ -35,7 +35,7 @@ typedef struct {
 
 typedef struct {
 	tsrv *t;
-	http_req *r;
+	http_req_t *r;
 } slow_job;
 
 static void track_done(tsrv *t)
@@ -45,7 +45,7 @@ static void track_done(tsrv *t)
 	pthread_mutex_unlock(&t->mu);
 }
 
-static void echo(tsrv *t, http_req *r)
+static void echo(tsrv *t, http_req_t *r)
 {
 	char out[512];
 	int n = snprintf(out, sizeof out, "%.*s %.*s q=%.*s len=%zu:", (int)r->method.n,
@@ -77,7 +77,7 @@ static void slow_work(void *arg)
 	loop_post(j->t->loop, slow_reply, j);
 }
 
-static void on_request(http_req *r, void *ctx)
+static void on_request(http_req_t *r, void *ctx)
 {
 	tsrv *t = ctx;
 	pthread_mutex_lock(&t->mu);
@@ -105,7 +105,7 @@ static void on_request(http_req *r, void *ctx)
 	echo(t, r);
 }
 
-static int on_headers(http_req *r, void *ctx)
+static int on_headers(http_req_t *r, void *ctx)
 {
 	if (slice_eq_cstr(r->path, "/reject")) {
 		http_respond(r, 403, "text/plain", NULL, "no", 2);
@@ -121,7 +121,7 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-static tsrv *start_at(const char *addr, http_opts o)
+static tsrv *start_at(const char *addr, http_opts_t o)
 {
 	tsrv *t = calloc(1, sizeof *t);
 	pthread_mutex_init(&t->mu, NULL);
@@ -134,7 +134,7 @@ static tsrv *start_at(const char *addr, http_opts o)
 	o.on_headers = on_headers;
 	o.ctx = t;
 	o.name = "test";
-	kn_err err;
+	err_t err;
 	t->srv = http_server_new(loop_base(t->loop), addr, &o, &err);
 	if (!t->srv)
 		fail_msg("http_server_new: %s", err.msg);
@@ -144,7 +144,7 @@ static tsrv *start_at(const char *addr, http_opts o)
 	return t;
 }
 
-static tsrv *start(http_opts o)
+static tsrv *start(http_opts_t o)
 {
 	return start_at("127.0.0.1:0", o);
 }
@@ -298,9 +298,9 @@ static void expect_closing_answer(client *c, int status, const char *body, int e
 	assert_true(cl_closed_within(c, 2000));
 }
 
-static http_opts defaults(void)
+static http_opts_t defaults(void)
 {
-	http_opts o = {0};
+	http_opts_t o = {0};
 	o.max_body = 1 << 20;
 	return o;
 }
@@ -336,8 +336,8 @@ static void test_any_address_and_peer(void **state)
 	cl_close(c);
 	stop(t);
 
-	kn_err err;
-	http_opts o = defaults();
+	err_t err;
+	http_opts_t o = defaults();
 	o.on_request = on_request;
 	assert_null(http_server_new(NULL, "nonsense", &o, &err));
 	assert_non_null(strstr(err.msg, "host:port"));
@@ -456,7 +456,7 @@ static void test_expect_continue(void **state)
 
 static void test_413_content_length_before_body(void **state)
 {
-	http_opts o = defaults();
+	http_opts_t o = defaults();
 	o.max_body = 32u << 20;
 	o.body_timeout_ms = 10000;
 	tsrv *t = start(o);
@@ -476,7 +476,7 @@ static void test_413_content_length_before_body(void **state)
 
 static void test_413_chunked_past_limit(void **state)
 {
-	http_opts o = defaults();
+	http_opts_t o = defaults();
 	o.max_body = 100;
 	tsrv *t = start(o);
 	client *c = cl_open(t->port);
@@ -546,7 +546,7 @@ static void test_431_huge_headers(void **state)
 
 static void test_header_timeout(void **state)
 {
-	http_opts o = defaults();
+	http_opts_t o = defaults();
 	o.header_timeout_ms = 200;
 	o.idle_timeout_ms = 300;
 	tsrv *t = start(o);
@@ -581,7 +581,7 @@ static void test_header_timeout(void **state)
 
 static void test_body_timeout(void **state)
 {
-	http_opts o = defaults();
+	http_opts_t o = defaults();
 	o.body_timeout_ms = 200;
 	tsrv *t = start(o);
 	client *c = cl_open(t->port);
@@ -649,7 +649,7 @@ static void test_client_gone_before_async_response(void **state)
  * connections with a request in progress never are, so then the new one is. */
 static void test_max_conns(void **state)
 {
-	http_opts o = defaults();
+	http_opts_t o = defaults();
 	o.max_conns = 2;
 	tsrv *t = start(o);
 	t->slow_ms = 1500;
@@ -689,7 +689,7 @@ static void test_max_conns(void **state)
 
 static void test_slow_reader_dropped(void **state)
 {
-	http_opts o = defaults();
+	http_opts_t o = defaults();
 	o.write_timeout_ms = 200;
 	tsrv *t = start(o);
 	client *c = cl_open(t->port);

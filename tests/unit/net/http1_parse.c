@@ -4,31 +4,31 @@
 
 #include "net/http1_parse.h"
 
-static int parse(const char *s, h1_head *h, int *status, const char **msg)
+static int parse(const char *s, http_head_t *h, int *status, const char **msg)
 {
 	static char copy[4096];
 	size_t n = strlen(s);
 	memcpy(copy, s, n);
-	return h1_parse_head((uint8_t *)copy, n, h, status, msg);
+	return http_parse_head((uint8_t *)copy, n, h, status, msg);
 }
 
 static void test_scan_across_calls(void **state)
 {
 	const char *req = "GET / HTTP/1.1\r\nA: b\r\n\r\nBODY";
 	for (size_t split = 0; split < 24; split++) {
-		h1_scan s = {0};
-		size_t end = h1_scan_head(&s, (const uint8_t *)req, split);
+		http_scan_t s = {0};
+		size_t end = http_scan_head(&s, (const uint8_t *)req, split);
 		if (!end)
-			end = h1_scan_head(&s, (const uint8_t *)req + split, strlen(req) - split);
+			end = http_scan_head(&s, (const uint8_t *)req + split, strlen(req) - split);
 		assert_int_equal(end, 24);
 	}
-	h1_scan s = {0};
-	assert_int_equal(h1_scan_head(&s, (const uint8_t *)"GET / HTTP/1.1\nA: b\n\nX", 22), 21);
+	http_scan_t s = {0};
+	assert_int_equal(http_scan_head(&s, (const uint8_t *)"GET / HTTP/1.1\nA: b\n\nX", 22), 21);
 }
 
 static void test_parse_head(void **state)
 {
-	h1_head h;
+	http_head_t h;
 	int st;
 	const char *msg;
 	assert_int_equal(
@@ -55,19 +55,19 @@ static void test_parse_head(void **state)
 	assert_int_equal(parse("G(T / HTTP/1.1\r\n\r\n", &h, &st, &msg), -1);
 }
 
-static int framing(const char *s, h1_framing *f, int *st)
+static int framing(const char *s, http_framing_t *f, int *st)
 {
-	h1_head h;
+	http_head_t h;
 	const char *msg;
 	assert_int_equal(parse(s, &h, st, &msg), 0);
-	int rc = h1_framing_of(&h, f, st, &msg);
+	int rc = http_framing_of(&h, f, st, &msg);
 	free(h.names);
 	return rc;
 }
 
 static void test_framing(void **state)
 {
-	h1_framing f;
+	http_framing_t f;
 	int st;
 	assert_int_equal(framing("GET / HTTP/1.1\r\n\r\n", &f, &st), 0);
 	assert_true(f.keep_alive);
@@ -103,13 +103,13 @@ static void test_framing(void **state)
 static void test_split_target(void **state)
 {
 	slice_t p, q;
-	h1_split_target(slice_cstr("/a/b?x=1?y"), &p, &q);
+	http_split_target(slice_cstr("/a/b?x=1?y"), &p, &q);
 	assert_true(slice_eq_cstr(p, "/a/b"));
 	assert_true(slice_eq_cstr(q, "x=1?y"));
-	h1_split_target(slice_cstr("http://host:80/p?q"), &p, &q);
+	http_split_target(slice_cstr("http://host:80/p?q"), &p, &q);
 	assert_true(slice_eq_cstr(p, "/p"));
 	assert_true(slice_eq_cstr(q, "q"));
-	h1_split_target(slice_cstr("http://host"), &p, &q);
+	http_split_target(slice_cstr("http://host"), &p, &q);
 	assert_true(slice_eq_cstr(p, "/"));
 	assert_int_equal(q.n, 0);
 }
@@ -117,12 +117,12 @@ static void test_split_target(void **state)
 /* Feeds s in pieces of `step` bytes; returns the last result. */
 static int chunked(const char *s, size_t step, buf_t *body, size_t max, size_t *total_used, const char **msg)
 {
-	h1_chunked c = {0};
+	http_chunked_t c = {0};
 	size_t n = strlen(s), off = 0;
-	int rc = H1_MORE;
-	while (off < n && rc == H1_MORE) {
+	int rc = HTTP_MORE;
+	while (off < n && rc == HTTP_MORE) {
 		size_t k = n - off < step ? n - off : step, used;
-		rc = h1_chunked_feed(&c, (const uint8_t *)s + off, k, body, max, &used, msg);
+		rc = http_chunked_feed(&c, (const uint8_t *)s + off, k, body, max, &used, msg);
 		off += used;
 	}
 	*total_used = off;
@@ -137,7 +137,7 @@ static void test_chunked(void **state)
 		buf_init(&b, 1000);
 		size_t used;
 		const char *msg;
-		assert_int_equal(chunked(ok, step, &b, 1000, &used, &msg), H1_DONE);
+		assert_int_equal(chunked(ok, step, &b, 1000, &used, &msg), HTTP_DONE);
 		assert_int_equal(used, strlen(ok) - 4);
 		assert_int_equal(b.n, 23);
 		assert_memory_equal(b.p, "Wikipedia in\r\n\r\nchunks.", 23);
@@ -150,7 +150,7 @@ static void test_chunked(void **state)
 		buf_init(&b, 1000);
 		size_t used;
 		const char *msg = NULL;
-		assert_int_equal(chunked(bad[i], 3, &b, 1000, &used, &msg), H1_BAD);
+		assert_int_equal(chunked(bad[i], 3, &b, 1000, &used, &msg), HTTP_BAD);
 		assert_non_null(msg);
 		buf_free(&b);
 	}
@@ -161,8 +161,8 @@ static void test_chunked(void **state)
 	buf_init(&b, 10);
 	size_t used;
 	const char *msg;
-	assert_int_equal(chunked(longline, 100, &b, 10, &used, &msg), H1_BAD);
-	assert_int_equal(chunked("6\r\n123456\r\n5\r\n", 100, &b, 10, &used, &msg), H1_TOO_BIG);
+	assert_int_equal(chunked(longline, 100, &b, 10, &used, &msg), HTTP_BAD);
+	assert_int_equal(chunked("6\r\n123456\r\n5\r\n", 100, &b, 10, &used, &msg), HTTP_TOO_BIG);
 	assert_int_equal(b.n, 6);
 	buf_free(&b);
 }

@@ -9,7 +9,7 @@
 #include "net/pool.h"
 
 typedef struct {
-	kn_loop *loop;
+	loop_t *loop;
 	pthread_t loop_thread;
 	int seen[4][1000]; /* only touched on the loop thread */
 	int next[4];
@@ -93,7 +93,7 @@ static void count(void *arg)
 
 static void test_stop_before_run_and_free_runs_posts(void **state)
 {
-	kn_loop *l = loop_new();
+	loop_t *l = loop_new();
 	int n = 0;
 	loop_stop(l);
 	assert_int_equal(loop_run(l), 0); /* returns at once */
@@ -119,7 +119,7 @@ static void pool_job(void *arg)
 static void test_pool_drains(void **state)
 {
 	pool_counter c = {PTHREAD_MUTEX_INITIALIZER, 0};
-	kn_pool *p = pool_new(3);
+	pool_t *p = pool_new(3);
 	assert_int_equal(pool_size(p), 3);
 	for (int i = 0; i < 5000; i++)
 		pool_submit(p, pool_job, &c);
@@ -137,7 +137,7 @@ static void test_pool_drains(void **state)
 static void test_pool_size_default(void **state)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	kn_pool *p = pool_new(0);
+	pool_t *p = pool_new(0);
 	assert_int_equal(pool_size(p), cpus > 0 ? (int)cpus : 1);
 	pool_free(p);
 }

@@ -43,7 +43,7 @@ static inline void on_loop_run_(void *p)
 }
 
 /* Runs fn(arg) on the thread running loop and returns once it has. */
-static inline void run_on_loop(kn_loop *loop, void (*fn)(void *arg), void *arg)
+static inline void run_on_loop(loop_t *loop, void (*fn)(void *arg), void *arg)
 {
 	on_loop_call c = {.fn = fn, .arg = arg};
 	pthread_mutex_init(&c.mu, NULL);
@@ -58,7 +58,7 @@ static inline void run_on_loop(kn_loop *loop, void (*fn)(void *arg), void *arg)
 }
 
 typedef struct {
-	http_server *srv;
+	http_server_t *srv;
 	uint32_t n;
 } conns_probe_;
 
@@ -69,7 +69,7 @@ static inline void conns_probe_run_(void *arg)
 }
 
 /* Open connections of srv as its loop thread sees them. */
-static inline uint32_t http_conns_now(kn_loop *loop, http_server *srv)
+static inline uint32_t http_conns_now(loop_t *loop, http_server_t *srv)
 {
 	conns_probe_ p = {.srv = srv};
 	run_on_loop(loop, conns_probe_run_, &p);
@@ -77,7 +77,7 @@ static inline uint32_t http_conns_now(kn_loop *loop, http_server *srv)
 }
 
 /* 1 once srv has want open connections, 0 if it still has not after ms. */
-static inline int http_conns_wait(kn_loop *loop, http_server *srv, uint32_t want, int ms)
+static inline int http_conns_wait(loop_t *loop, http_server_t *srv, uint32_t want, int ms)
 {
 	int64_t end = now_ms() + ms;
 	while (now_ms() < end) {

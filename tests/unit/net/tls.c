@@ -75,18 +75,18 @@ static int remove_certs(void **state)
 /* ---- servers on a loop thread ---- */
 
 typedef struct {
-	kn_loop *loop;
-	kn_pool *pool;
-	http_server *srv;
-	h2_server *h2;
+	loop_t *loop;
+	pool_t *pool;
+	http_server_t *srv;
+	h2_server_t *h2;
 	struct ssl_ctx_st *ctx;
 	pthread_t th;
 	int port;
 } tsrv;
 
 typedef struct {
-	kn_loop *loop;
-	http_req *r;
+	loop_t *loop;
+	http_req_t *r;
 } slow_job;
 
 static void slow_reply(void *arg)
@@ -103,7 +103,7 @@ static void slow_work(void *arg)
 	loop_post(j->loop, slow_reply, j);
 }
 
-static void on_request(http_req *r, void *ctx)
+static void on_request(http_req_t *r, void *ctx)
 {
 	tsrv *t = ctx;
 	if (slice_eq_cstr(r->path, "/slow")) {
@@ -128,9 +128,9 @@ static void on_request(http_req *r, void *ctx)
 	buf_free(&b);
 }
 
-static void on_h2_request(h2_req *r, void *ctx)
+static void on_h2_request(h2_req_t *r, void *ctx)
 {
-	h2_header ct = {"content-type", "text/plain"};
+	h2_header_t ct = {"content-type", "text/plain"};
 	h2_respond(r, 200, &ct, 1, "h2 ok", 5, NULL, 0);
 }
 
@@ -141,9 +141,9 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-static struct ssl_ctx_st *ctx_or_fail(const char *cert, tls_alpn alpn)
+static struct ssl_ctx_st *ctx_or_fail(const char *cert, tls_alpn_t alpn)
 {
-	kn_err err;
+	err_t err;
 	struct ssl_ctx_st *ctx = tls_ctx_new(cert, key_pem, alpn, &err);
 	if (!ctx)
 		fail_msg("tls_ctx_new: %s", err.msg);
@@ -151,7 +151,7 @@ static struct ssl_ctx_st *ctx_or_fail(const char *cert, tls_alpn alpn)
 }
 
 /* An HTTP/1.1 server over TLS (o's handlers and ssl_ctx are set here). */
-static tsrv *start_http(http_opts o)
+static tsrv *start_http(http_opts_t o)
 {
 	tsrv *t = calloc(1, sizeof *t);
 	t->loop = loop_new();
@@ -161,7 +161,7 @@ static tsrv *start_http(http_opts o)
 	o.ctx = t;
 	o.name = "tls-test";
 	o.ssl_ctx = t->ctx;
-	kn_err err;
+	err_t err;
 	t->srv = http_server_new(loop_base(t->loop), "127.0.0.1:0", &o, &err);
 	if (!t->srv)
 		fail_msg("http_server_new: %s", err.msg);
@@ -176,8 +176,8 @@ static tsrv *start_h2(void)
 	t->loop = loop_new();
 	t->pool = pool_new(1);
 	t->ctx = ctx_or_fail(cert_pem, TLS_ALPN_H2);
-	h2_opts o = {.name = "tls-h2", .ssl_ctx = t->ctx, .on_request = on_h2_request, .ctx = t};
-	kn_err err;
+	h2_opts_t o = {.name = "tls-h2", .ssl_ctx = t->ctx, .on_request = on_h2_request, .ctx = t};
+	err_t err;
 	t->h2 = h2_server_new(loop_base(t->loop), "127.0.0.1:0", &o, &err);
 	if (!t->h2)
 		fail_msg("h2_server_new: %s", err.msg);
@@ -348,7 +348,7 @@ static char *run_output(const char *cmd, int *status)
 
 static void test_ctx_errors(void **state)
 {
-	kn_err err;
+	err_t err;
 	char missing[300], cmd[600];
 	snprintf(missing, sizeof missing, "%s/nope.pem", dir);
 
@@ -406,7 +406,7 @@ static void test_curl(void **state)
 {
 	if (system("command -v curl >/dev/null") != 0)
 		skip();
-	tsrv *t = start_http((http_opts){.max_body = 1000});
+	tsrv *t = start_http((http_opts_t){.max_body = 1000});
 	char cmd[1024];
 	int st;
 	snprintf(cmd, sizeof cmd,
@@ -453,7 +453,7 @@ static void test_curl(void **state)
 
 static void test_raw_client_keep_alive_body_413(void **state)
 {
-	tsrv *t = start_http((http_opts){.max_body = 1000});
+	tsrv *t = start_http((http_opts_t){.max_body = 1000});
 	tls_client c;
 	assert_int_equal(tc_open(&c, t->port, "\x08http/1.1", 9), 0);
 	const unsigned char *sel;
@@ -508,7 +508,7 @@ static void test_raw_client_keep_alive_body_413(void **state)
  * both answered, both ended by the server with close_notify. */
 static void test_close_and_half_close(void **state)
 {
-	tsrv *t = start_http((http_opts){0});
+	tsrv *t = start_http((http_opts_t){0});
 	tls_client c;
 	char out[4096];
 	assert_int_equal(tc_open(&c, t->port, NULL, 0), 0);
@@ -533,7 +533,7 @@ static void test_close_and_half_close(void **state)
  * promptly (silence at the header timeout) and TLS clients are still served. */
 static void test_plain_clients_fail_cleanly(void **state)
 {
-	tsrv *t = start_http((http_opts){.header_timeout_ms = 400});
+	tsrv *t = start_http((http_opts_t){.header_timeout_ms = 400});
 	tls_client c;
 	char out[4096];
 	/* a keep-alive client the others must not disturb (idle after its first
@@ -592,7 +592,7 @@ static void test_plain_clients_fail_cleanly(void **state)
  * offering only h2 gets no ALPN and HTTP/1.1 still works. */
 static void test_http1_alpn(void **state)
 {
-	tsrv *t = start_http((http_opts){0});
+	tsrv *t = start_http((http_opts_t){0});
 	tls_client c;
 	const unsigned char *sel;
 	unsigned sel_n;

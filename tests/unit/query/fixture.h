@@ -36,8 +36,8 @@ static inline void qfix_open(qfix *f)
 {
 	snprintf(f->dir, sizeof f->dir, "/tmp/kiln-query-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	store_config cfg = {.dir = f->dir, .sync = 0};
-	kn_err err = {0};
+	store_config_t cfg = {.dir = f->dir, .sync = 0};
+	err_t err = {0};
 	f->s = store_open(&cfg, &err);
 	if (!f->s)
 		fail_msg("store_open: %s", err.msg);
@@ -80,7 +80,7 @@ static inline char *qfix_cut(char **s, char sep)
 }
 
 /* Parses "k=v,k2=v2" (modified in place) into l; returns the count. */
-static inline uint32_t qfix_labels(char *s, model_label *l, uint32_t max)
+static inline uint32_t qfix_labels(char *s, model_label_t *l, uint32_t max)
 {
 	uint32_t n = 0;
 	while (s && *s && n < max) {
@@ -93,9 +93,9 @@ static inline uint32_t qfix_labels(char *s, model_label *l, uint32_t max)
 	return n;
 }
 
-static inline uint32_t qfix_frame(model_batch *b, char *tok)
+static inline uint32_t qfix_frame(model_batch_t *b, char *tok)
 {
-	model_frame f = {0};
+	model_frame_t f = {0};
 	if (tok[0] == '!') {
 		f.unsymbolized = 1;
 		f.binary = slice_cstr(tok + 1);
@@ -118,11 +118,11 @@ static inline uint32_t qfix_frame(model_batch *b, char *tok)
 /* Writes one profile with the samples in text (lines as described above). */
 static inline void qfix_write(qfix *f, const qprof *pr, const char *text)
 {
-	model_batch *b = model_batch_new(slice_cstr("p"));
+	model_batch_t *b = model_batch_new(slice_cstr("p"));
 	char *copy = strdup(text), *lines = copy;
 	char *type = strdup(pr->type), *tp = type;
 	char *st = qfix_cut(&tp, ':');
-	model_profile *p = model_profile_add(b);
+	model_profile_t *p = model_profile_add(b);
 	int cpu_period = !strcmp(st, "cpu") || !strcmp(st, "samples");
 	model_profile_set_type(b, p, slice_cstr(st), slice_cstr(tp), slice_cstr(cpu_period ? "cpu" : "space"),
 	                       slice_cstr(cpu_period ? "nanoseconds" : "bytes"),
@@ -131,7 +131,7 @@ static inline void qfix_write(qfix *f, const qprof *pr, const char *text)
 	p->cpu_alias = (uint8_t)pr->cpu_alias;
 	p->time_ns = pr->t_s * NS_PER_SEC;
 	p->duration_ns = 10 * NS_PER_SEC;
-	model_label l[16];
+	model_label_t l[16];
 	char *lab = pr->labels ? strdup(pr->labels) : NULL;
 	uint32_t nl = qfix_labels(lab, l, 16);
 	for (uint32_t i = 0; i < nl; i++)
@@ -143,13 +143,13 @@ static inline void qfix_write(qfix *f, const qprof *pr, const char *text)
 		uint32_t node = MODEL_NONE;
 		while (*stack)
 			node = model_node_intern(b, node, qfix_frame(b, qfix_cut(&stack, ';')));
-		model_label al[16];
+		model_label_t al[16];
 		uint32_t na = qfix_labels(line, al, 16);
 		uint32_t as = model_attrset_intern(b, al, na);
 		model_sample_add(b, p, node, as, strtoll(value, NULL, 10), 0);
 	}
 	model_profile_finish(b, p);
-	kn_err err = {0};
+	err_t err = {0};
 	if (store_write_sync(f->s, b, &err) < 0)
 		fail_msg("store_write_sync: %s", err.msg);
 	free(copy);
@@ -165,9 +165,10 @@ static inline void qfix_put(qfix *f, const char *service, const char *type, cons
 	qfix_write(f, &pr, text);
 }
 
-static inline query_params qfix_params(const char *service, const char *type, int64_t from_s, int64_t until_s)
+static inline query_params_t qfix_params(const char *service, const char *type, int64_t from_s,
+                                         int64_t until_s)
 {
-	query_params q = {0};
+	query_params_t q = {0};
 	q.project = slice_cstr("p");
 	q.service = slice_cstr(service);
 	q.type = slice_cstr(type);

@@ -2,11 +2,11 @@
  * (exact output, merged siblings, deep stacks, empty results, bad params). */
 #include "fixture.h"
 
-static void expect_flame(qfix *f, const query_params *q, const char *want)
+static void expect_flame(qfix *f, const query_params_t *q, const char *want)
 {
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	if (query_flamegraph(f->s, q, &b, &err) < 0)
 		fail_msg("query_flamegraph: %d %s", err.status, err.msg);
 	assert_string_equal(qfix_str(&b), want);
@@ -19,7 +19,7 @@ static void test_window_sums_two_series(void **state)
 	qfix_put(f, "api", "cpu:nanoseconds", "pod=a", T0, "main;f;g 10\nmain;f 5\nmain;h 20");
 	qfix_put(f, "api", "cpu:nanoseconds", "pod=b", T0 + 10, "main;h 1\nmain;f;g 4");
 	qfix_put(f, "other", "cpu:nanoseconds", "pod=a", T0, "main;nope 1000");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0 - 60, T0 + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0 - 60, T0 + 60);
 	expect_flame(
 	    f, &q,
 	    "{\"type\":\"cpu:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":40,\"root\":{\"name\":"
@@ -35,7 +35,7 @@ static void test_same_name_siblings_merge_and_frame_marks(void **state)
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0,
 	         "main;work@a.go 3\nmain;work@b.go 4\nmain;work@b.go;x 1\nmain;!/usr/lib/libc.so.6 2\n"
 	         "main;k#kernel 1\nzz 1\naa 1\nq\"uote 1");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
 	expect_flame(
 	    f, &q,
 	    "{\"type\":\"cpu:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":14,\"root\":{\"name\":"
@@ -52,7 +52,7 @@ static void test_unsymbolized_without_binary_is_unknown(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;! 2");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
 	expect_flame(
 	    f, &q,
 	    "{\"type\":\"cpu:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":2,\"root\":{\"name\":"
@@ -65,7 +65,7 @@ static void test_empty_result_is_not_an_error(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main 5");
-	query_params q = qfix_params("api", "alloc_space:bytes", T0 - 60, T0 + 60);
+	query_params_t q = qfix_params("api", "alloc_space:bytes", T0 - 60, T0 + 60);
 	expect_flame(
 	    f, &q,
 	    "{\"type\":\"alloc_space:bytes\",\"unit\":\"bytes\",\"total\":0,\"root\":{\"name\":\"total\","
@@ -85,10 +85,10 @@ static void test_deep_stack(void **state)
 		buf_printf(&text, "%sf%d", i ? ";" : "", i);
 	buf_puts(&text, " 7");
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, qfix_str(&text));
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(query_flamegraph(f->s, &q, &b, &err), 0);
 	const char *s = qfix_str(&b);
 	int opened = 0;
@@ -107,8 +107,8 @@ static void test_bad_params(void **state)
 	qfix *f = *state;
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0);
+	err_t err = {0};
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0);
 	assert_int_equal(query_flamegraph(f->s, &q, &b, &err), -1);
 	assert_int_equal(err.status, 400);
 	q = qfix_params("api", "cpu", T0, T0 + 1);
@@ -128,10 +128,10 @@ static void test_result_past_buffer_ceiling_is_413(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f;g 10");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 1);
 	buf_t b;
 	buf_init(&b, 40);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(query_flamegraph(f->s, &q, &b, &err), -1);
 	assert_int_equal(err.status, 413);
 	buf_free(&b);

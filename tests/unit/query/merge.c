@@ -8,13 +8,13 @@
 
 typedef struct {
 	arena_t *a;
-	model_tree t;
+	model_tree_t t;
 } merged;
 
-static void merge_or_fail(qfix *f, const query_params *q, merged *m)
+static void merge_or_fail(qfix *f, const query_params_t *q, merged *m)
 {
 	m->a = arena_new();
-	kn_err err = {0};
+	err_t err = {0};
 	if (query_merge(f->s, q, m->a, &m->t, &err) < 0)
 		fail_msg("query_merge: %d %s", err.status, err.msg);
 	/* The tree's shape: node 0 is the root, parents come first. */
@@ -26,7 +26,7 @@ static void merge_or_fail(qfix *f, const query_params *q, merged *m)
 }
 
 /* Node at the root-first path "main;f" (NULL when absent); "" is the root. */
-static int64_t node_at(const model_tree *t, const char *path, int64_t *self)
+static int64_t node_at(const model_tree_t *t, const char *path, int64_t *self)
 {
 	char *copy = strdup(path), *p = copy;
 	uint32_t cur = 0;
@@ -54,7 +54,7 @@ static int64_t node_at(const model_tree *t, const char *path, int64_t *self)
 	return t->total[cur];
 }
 
-static void expect_node(const model_tree *t, const char *path, int64_t total, int64_t self)
+static void expect_node(const model_tree_t *t, const char *path, int64_t total, int64_t self)
 {
 	int64_t s, tot = node_at(t, path, &s);
 	if (tot != total || s != self)
@@ -66,7 +66,7 @@ static void expect_node(const model_tree *t, const char *path, int64_t total, in
 static void expect_merged(qfix *f, const char *service, const char *type, int64_t from_s, int64_t until_s,
                           const char *path, int64_t total, int64_t self)
 {
-	query_params q = qfix_params(service, type, from_s, until_s);
+	query_params_t q = qfix_params(service, type, from_s, until_s);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	expect_node(&m.t, path, total, self);
@@ -79,7 +79,7 @@ static void test_snapshots_average_per_series_then_sum(void **state)
 	qfix_put(f, "mem", "inuse_space:bytes", "pod=a", T0, "main;alloc 100\nmain 10");
 	qfix_put(f, "mem", "inuse_space:bytes", "pod=a", T0 + 60, "main;alloc 300");
 	qfix_put(f, "mem", "inuse_space:bytes", "pod=b", T0 + 30, "main;alloc 51");
-	query_params q = qfix_params("mem", "inuse_space:bytes", T0 - 60, T0 + 120);
+	query_params_t q = qfix_params("mem", "inuse_space:bytes", T0 - 60, T0 + 120);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	/* pod=a: (100 + 300) / 2 and 10 / 2; pod=b: 51. */
@@ -107,7 +107,7 @@ static void test_snapshot_averages_round_and_zero_nodes_are_pruned(void **state)
 	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0, "main;half 1\nmain;tiny 1\nmain 30");
 	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0 + 10, "main;half 2\nmain 30");
 	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0 + 20, "main 30");
-	query_params q = qfix_params("mem", "inuse_space:bytes", T0, T0 + 60);
+	query_params_t q = qfix_params("mem", "inuse_space:bytes", T0, T0 + 60);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	/* half: 3 / 3 = 1; tiny: 1 / 3 rounds to 0 and is dropped. */
@@ -125,7 +125,7 @@ static void test_windows_sum_over_profiles_and_series(void **state)
 	qfix_put(f, "api", "cpu:nanoseconds", "pod=a", T0 + 10, "main;f 20");
 	qfix_put(f, "api", "cpu:nanoseconds", "pod=b", T0 + 20, "main;f 30\nmain 1");
 	qfix_put(f, "api", "cpu:nanoseconds", "pod=b", T0 + 500, "main;f 1000");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	expect_node(&m.t, "main", 61, 1);
@@ -142,7 +142,7 @@ static void test_cpu_alias_scales_by_period(void **state)
 	qfix_write(f, &(qprof){"ebpf", "samples:count", NULL, T0, 50000000, 1}, "main;spin 3\nmain 1");
 	qfix_put(f, "ebpf", "cpu:nanoseconds", "pod=x", T0, "main;spin 7");
 	qfix_write(f, &(qprof){"plain", "samples:count", NULL, T0, 50000000, 0}, "main 9");
-	query_params q = qfix_params("ebpf", "cpu:nanoseconds", T0, T0 + 60);
+	query_params_t q = qfix_params("ebpf", "cpu:nanoseconds", T0, T0 + 60);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	expect_node(&m.t, "main;spin", 150000007, 150000007);
@@ -160,8 +160,8 @@ static void test_cpu_alias_scales_by_period(void **state)
 
 static int64_t total_with(qfix *f, const char *labels)
 {
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
-	model_label l[8];
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	model_label_t l[8];
 	char *copy = strdup(labels);
 	q.labels = l;
 	q.n_labels = qfix_labels(copy, l, 8);
@@ -202,7 +202,7 @@ static void test_two_partitions_merge(void **state)
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, day2, "main;f 7\nmain;h 2");
 	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0, "main 10");
 	qfix_put(f, "mem", "inuse_space:bytes", NULL, day2, "main 30");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, day2 + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, day2 + 60);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	expect_node(&m.t, "main", 15, 0);
@@ -222,11 +222,11 @@ static void test_frames_outlive_the_view(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main@main.go;f#go 5");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
 	merged m;
 	merge_or_fail(f, &q, &m);
 	assert_int_equal(m.t.n_frames, 2);
-	const model_frame *fr = &m.t.frames[m.t.frame[2]];
+	const model_frame_t *fr = &m.t.frames[m.t.frame[2]];
 	assert_true(slice_eq_cstr(fr->name, "f") && slice_eq_cstr(fr->kind, "go"));
 	assert_true(slice_eq_cstr(m.t.frames[m.t.frame[1]].file, "main.go"));
 	arena_free(m.a);
@@ -236,17 +236,17 @@ static void test_pprof_round_trip(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f 5\nmain;g 7\nmain 1");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
 	buf_t gz, raw;
 	buf_init(&gz, SIZE_MAX);
 	buf_init(&raw, 1 << 20);
-	kn_err err = {0};
+	err_t err = {0};
 	if (query_pprof(f->s, &q, &gz, &err) < 0)
 		fail_msg("query_pprof: %s", err.msg);
 	assert_true(gz_is_gzip(buf_slice(&gz)));
 	assert_int_equal(gz_inflate(buf_slice(&gz), &raw, &err), 0);
-	model_batch *b = model_batch_new(slice_cstr("p"));
-	pprof_decode_opts o = {.service = slice_cstr("api"), .now_ns = T0 * NS_PER_SEC, .max_rows = 1000};
+	model_batch_t *b = model_batch_new(slice_cstr("p"));
+	pprof_decode_opts_t o = {.service = slice_cstr("api"), .now_ns = T0 * NS_PER_SEC, .max_rows = 1000};
 	if (pprof_decode(buf_slice(&raw), &o, b, &err) < 0)
 		fail_msg("pprof_decode: %s", err.msg);
 	assert_int_equal(b->n_profiles, 1);
@@ -263,13 +263,13 @@ static void test_pprof_round_trip(void **state)
 static void test_empty_filter_key_is_400(void **state)
 {
 	qfix *f = *state;
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
-	model_label l = {slice_cstr(""), slice_cstr("x")};
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	model_label_t l = {slice_cstr(""), slice_cstr("x")};
 	q.labels = &l;
 	q.n_labels = 1;
 	merged m;
 	m.a = arena_new();
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(query_merge(f->s, &q, m.a, &m.t, &err), -1);
 	assert_int_equal(err.status, 400);
 	arena_free(m.a);

@@ -4,11 +4,12 @@
  * relative to the real clock, since the clamp uses it. */
 #include "fixture.h"
 
-static char *run(qfix *f, const query_params *q, int (*fn)(store_t *, const query_params *, buf_t *, kn_err *))
+static char *run(qfix *f, const query_params_t *q,
+                 int (*fn)(store_t *, const query_params_t *, buf_t *, err_t *))
 {
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	if (fn(f->s, q, &b, &err) < 0)
 		fail_msg("query: %d %s", err.status, err.msg);
 	char *s = strdup(qfix_str(&b));
@@ -16,7 +17,7 @@ static char *run(qfix *f, const query_params *q, int (*fn)(store_t *, const quer
 	return s;
 }
 
-static int top10(store_t *s, const query_params *q, buf_t *json, kn_err *err)
+static int top10(store_t *s, const query_params_t *q, buf_t *json, err_t *err)
 {
 	return query_top(s, q, 10, json, err);
 }
@@ -37,17 +38,17 @@ static void test_queries_clamped_to_retention(void **state)
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, now - 13 * 86400, "main;kept 10");
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, now - 3600, "main;kept 1");
 	qfix_put(f, "gone", "cpu:nanoseconds", NULL, now - 15 * 86400, "main 7");
-	query_params q = qfix_params("api", "cpu:nanoseconds", now - 20 * 86400, now + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", now - 20 * 86400, now + 60);
 	expect_contains(run(f, &q, query_flamegraph), "\"total\":1111,");
 
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_set_retention(f->s, slice_cstr("p"), 14, &err), 0);
 	/* Still on disk: nothing swept. Never shown: older than 14 days, even within a kept day. */
 	char *flame = run(f, &q, query_flamegraph);
 	assert_null(strstr(flame, "\"old\""));
 	expect_contains(flame, "\"total\":11,");
 	expect_contains(run(f, &q, top10), "\"name\":\"kept\"");
-	query_params sq = qfix_params(NULL, NULL, now - 20 * 86400, now + 60);
+	query_params_t sq = qfix_params(NULL, NULL, now - 20 * 86400, now + 60);
 	expect_contains(run(f, &sq, query_services),
 	                "{\"services\":[{\"name\":\"api\",\"types\":[\"cpu:nanoseconds\"],\"cpu_nanoseconds\":11}]}");
 
@@ -71,8 +72,8 @@ static char *span_json(qfix *f, const char *span_id)
 {
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
-	query_span_opts o = {0};
+	err_t err = {0};
+	query_span_opts_t o = {0};
 	if (query_span(f->s, slice_cstr("p"), slice_cstr(""), slice_cstr(span_id), &o, &b, &err) < 0)
 		fail_msg("query_span: %d %s", err.status, err.msg);
 	char *s = strdup(qfix_str(&b));
@@ -86,7 +87,7 @@ static void test_span_view_clamped(void **state)
 	int64_t now = time_now_ns() / NS_PER_SEC;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, now - 12 * 86400, "main;f 5 span_id=00f067aa0ba902b7");
 	expect_contains(span_json(f, "00f067aa0ba902b7"), "\"samples\":1,");
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_set_retention(f->s, slice_cstr("p"), 11, &err), 0);
 	expect_contains(span_json(f, "00f067aa0ba902b7"), "\"samples\":0,");
 }
@@ -95,19 +96,19 @@ static void test_sums_saturate(void **state)
 {
 	qfix *f = *state;
 	/* Each profile merges to INT64_MAX (model), chunks saturate (store), the
-	 * merge, timeline and services sums saturate (query): never wrap negative. */
+	 * merge, timeline_t and services sums saturate (query): never wrap negative. */
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;a 9223372036854775807\nmain;a 9223372036854775807");
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0 + 1,
 	         "main;a 9223372036854775807\nmain;b 9223372036854775807");
-	query_params q = qfix_params("api", "cpu:nanoseconds", T0 - 60, T0 + 60);
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0 - 60, T0 + 60);
 	expect_contains(run(f, &q, query_flamegraph), "\"total\":9223372036854775807,");
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(query_timeline(f->s, &q, 60, &b, &err), 0);
 	assert_non_null(strstr(qfix_str(&b), ",9223372036854775807]"));
 	buf_free(&b);
-	query_params sq = qfix_params(NULL, NULL, T0 - 60, T0 + 60);
+	query_params_t sq = qfix_params(NULL, NULL, T0 - 60, T0 + 60);
 	expect_contains(run(f, &sq, query_services), "\"cpu_nanoseconds\":9223372036854775807}");
 	qfix_put(f, "neg", "cpu:nanoseconds", NULL, T0, "main -9223372036854775807\nmain -9223372036854775807");
 	q = qfix_params("neg", "cpu:nanoseconds", T0 - 60, T0 + 60);

@@ -13,10 +13,10 @@ static void test_services_busiest_first(void **state)
 	qfix_put(f, "mem", "inuse_space:bytes", NULL, T0, "main 1");
 	qfix_put(f, "aaa", "goroutine:count", NULL, T0, "main 1");
 	qfix_put(f, "later", "cpu:nanoseconds", NULL, T0 + 3600, "main 1");
-	query_params q = qfix_params(NULL, NULL, T0 - 60, T0 + 60);
+	query_params_t q = qfix_params(NULL, NULL, T0 - 60, T0 + 60);
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	if (query_services(f->s, &q, &b, &err) < 0)
 		fail_msg("query_services: %s", err.msg);
 	assert_string_equal(
@@ -35,10 +35,10 @@ static void test_services_over_two_days_and_empty(void **state)
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main 5");
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0 + 7200, "main 6");
-	query_params q = qfix_params(NULL, NULL, T0, T0 + 7260);
+	query_params_t q = qfix_params(NULL, NULL, T0, T0 + 7260);
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(query_services(f->s, &q, &b, &err), 0);
 	assert_string_equal(
 	    qfix_str(&b),
@@ -59,8 +59,8 @@ static void test_types(void **state)
 	qfix_put(f, "go", "alloc_space:bytes", NULL, T0, "main 2");
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	kn_err err = {0};
-	query_params q = qfix_params("ebpf", NULL, T0 - 60, T0 + 60);
+	err_t err = {0};
+	query_params_t q = qfix_params("ebpf", NULL, T0 - 60, T0 + 60);
 	assert_int_equal(query_types(f->s, &q, &b, &err), 0);
 	assert_string_equal(qfix_str(&b), "{\"types\":[\"cpu:nanoseconds\",\"samples:count\"]}");
 	buf_reset(&b);

@@ -10,30 +10,30 @@
 #define TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
 #define NOW ((T0 + 7000) * NS_PER_SEC)
 
-static int span_json(qfix *f, const char *trace, const char *span, const query_span_opts *o, buf_t *b,
-                     kn_err *err)
+static int span_json(qfix *f, const char *trace, const char *span, const query_span_opts_t *o, buf_t *b,
+                     err_t *err)
 {
 	buf_init(b, SIZE_MAX);
-	query_span_opts def = {.now_ns = NOW};
+	query_span_opts_t def = {.now_ns = NOW};
 	return query_span(f->s, slice_cstr("p"), slice_cstr(trace), slice_cstr(span), o ? o : &def, b, err);
 }
 
-static void expect_span(qfix *f, const char *trace, const char *span, const query_span_opts *o,
+static void expect_span(qfix *f, const char *trace, const char *span, const query_span_opts_t *o,
                         const char *want)
 {
 	buf_t b;
-	kn_err err = {0};
+	err_t err = {0};
 	if (span_json(f, trace, span, o, &b, &err) < 0)
 		fail_msg("query_span: %d %s", err.status, err.msg);
 	assert_string_equal(qfix_str(&b), want);
 	buf_free(&b);
 }
 
-static void expect_400(qfix *f, const char *trace, const char *span, const query_span_opts *o,
+static void expect_400(qfix *f, const char *trace, const char *span, const query_span_opts_t *o,
                        const char *msg)
 {
 	buf_t b;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(span_json(f, trace, span, o, &b, &err), -1);
 	assert_int_equal(err.status, 400);
 	if (!strstr(err.msg, msg))
@@ -74,7 +74,7 @@ static void test_linked_cpu_over_two_partitions(void **state)
 	            "\"root\":{\"name\":\"total\",\"self\":0,\"total\":7,\"children\":[{\"name\":\"main\","
 	            "\"self\":0,\"total\":7,\"children\":[{\"name\":\"x\",\"self\":7,\"total\":7,"
 	            "\"children\":[]}]}]}}");
-	query_span_opts o = {.service = slice_cstr("other"), .now_ns = NOW};
+	query_span_opts_t o = {.service = slice_cstr("other"), .now_ns = NOW};
 	expect_span(f, "", SPAN_B, &o,
 	            "{\"samples\":1,\"service\":\"other\",\"from\":1700005980,\"until\":1700006040,"
 	            "\"type\":\"cpu:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":1000,"
@@ -83,9 +83,9 @@ static void test_linked_cpu_over_two_partitions(void **state)
 	            "\"self\":0,\"total\":1000,\"children\":[{\"name\":\"z\",\"self\":1000,\"total\":1000,"
 	            "\"children\":[]}]}]}}");
 	/* The search covers 14 days back: from a week later the span is still found. */
-	o = (query_span_opts){.now_ns = NOW + 7 * NS_PER_DAY};
+	o = (query_span_opts_t){.now_ns = NOW + 7 * NS_PER_DAY};
 	buf_t b;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(span_json(f, TRACE, SPAN_A, &o, &b, &err), 0);
 	assert_non_null(strstr(qfix_str(&b), "\"samples\":3,"));
 	buf_free(&b);
@@ -114,7 +114,7 @@ static void test_two_types(void **state)
 	            "\"children\":[{\"name\":\"wait\",\"self\":4,\"total\":4,\"children\":[]},"
 	            "{\"name\":\"spin\",\"self\":1,\"total\":1,\"children\":[]}]}]}]}}");
 	/* A snapshot type is averaged over the snapshots that hold the span. */
-	query_span_opts o = {.type = slice_cstr("goroutine:count"), .now_ns = NOW};
+	query_span_opts_t o = {.type = slice_cstr("goroutine:count"), .now_ns = NOW};
 	expect_span(f, TRACE, SPAN_A, &o,
 	            "{\"samples\":2,\"service\":\"api\",\"from\":1699999980,\"until\":1700000100,"
 	            "\"type\":\"goroutine:count\",\"unit\":\"count\",\"total\":3,"
@@ -145,7 +145,7 @@ static void test_no_samples_but_trace_has_some(void **state)
 	         "main;w 1 span_id=" SPAN_C ",trace_id=" SPAN_C SPAN_C);
 	expect_span(f, TRACE, SPAN_C, NULL,
 	            "{\"samples\":0,\"service\":\"api\",\"from\":1700005980,\"until\":1700006160}");
-	query_span_opts o = {.service = slice_cstr("db"), .from_ns = (T0 + 10) * NS_PER_SEC, .now_ns = NOW};
+	query_span_opts_t o = {.service = slice_cstr("db"), .from_ns = (T0 + 10) * NS_PER_SEC, .now_ns = NOW};
 	expect_span(f, TRACE, SPAN_C, &o,
 	            "{\"samples\":0,\"service\":\"db\",\"from\":1700006280,\"until\":1700006340}");
 }
@@ -156,10 +156,10 @@ static void test_no_samples_at_all(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f 10 span_id=" SPAN_A ",trace_id=" TRACE);
-	query_span_opts o = {.service = slice_cstr("web"),
-	                     .from_ns = (T0 + 10) * NS_PER_SEC,
-	                     .until_ns = (T0 + 70) * NS_PER_SEC + 1,
-	                     .now_ns = NOW};
+	query_span_opts_t o = {.service = slice_cstr("web"),
+	                       .from_ns = (T0 + 10) * NS_PER_SEC,
+	                       .until_ns = (T0 + 70) * NS_PER_SEC + 1,
+	                       .now_ns = NOW};
 	const char *other_trace = "0af7651916cd43dd8448eb211c80319c";
 	expect_span(f, other_trace, SPAN_B, &o,
 	            "{\"samples\":0,\"service\":\"web\",\"from\":1699999980,\"until\":1700000100}");
@@ -172,9 +172,9 @@ static void test_no_samples_at_all(void **state)
 	            "{\"samples\":0,\"service\":\"\",\"from\":1700003400,\"until\":1700007000}");
 	/* A project without data at all is the same answer. */
 	buf_t b;
-	kn_err err = {0};
+	err_t err = {0};
 	buf_init(&b, SIZE_MAX);
-	query_span_opts def = {.now_ns = NOW};
+	query_span_opts_t def = {.now_ns = NOW};
 	assert_int_equal(
 	    query_span(f->s, slice_cstr("empty"), slice_cstr(TRACE), slice_cstr(SPAN_A), &def, &b, &err), 0);
 	assert_string_equal(qfix_str(&b),
@@ -192,12 +192,12 @@ static void test_bad_params(void **state)
 	expect_400(f, TRACE, long_id, NULL, "span_id must be at most 64 bytes");
 	expect_400(f, long_id, SPAN_A, NULL, "trace_id must be at most 64 bytes");
 	expect_400(f, TRACE, "a\nb", NULL, "span_id must not contain control characters");
-	query_span_opts o = {.from_ns = 2 * NS_PER_SEC, .until_ns = NS_PER_SEC, .now_ns = NOW};
+	query_span_opts_t o = {.from_ns = 2 * NS_PER_SEC, .until_ns = NS_PER_SEC, .now_ns = NOW};
 	expect_400(f, TRACE, SPAN_A, &o, "from must be before until");
-	o = (query_span_opts){.type = slice_cstr("cpu"), .now_ns = NOW};
+	o = (query_span_opts_t){.type = slice_cstr("cpu"), .now_ns = NOW};
 	expect_400(f, TRACE, SPAN_A, &o, "type must be SAMPLE_TYPE:UNIT");
 	buf_t b;
-	kn_err err = {0};
+	err_t err = {0};
 	buf_init(&b, SIZE_MAX);
 	assert_int_equal(
 	    query_span(f->s, slice_cstr(""), slice_cstr(TRACE), slice_cstr(SPAN_A), NULL, &b, &err), -1);

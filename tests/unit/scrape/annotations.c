@@ -196,11 +196,11 @@ static void run_case(const pod_case *c)
 	json_t *pod = json_loads(text, 0, &jerr);
 	if (!pod)
 		fail_msg("%s: bad test JSON: %s", c->what, jerr.text);
-	annot_settings s = {.extra_prefixes = extra, .n_extra = 3, .default_port = c->default_port};
-	scrape_target t[SCRAPE_TYPES];
-	annot_skip sk[SCRAPE_TYPES];
+	annot_settings_t s = {.extra_prefixes = extra, .n_extra = 3, .default_port = c->default_port};
+	scrape_target_t t[SCRAPE_TYPES];
+	annot_skip_t sk[SCRAPE_TYPES];
 	size_t n, nsk;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(annot_pod_targets(pod, &s, t, &n, sk, &nsk, &err), 0);
 	size_t want_n = 0, want_nsk = 0;
 	while (want_n < SCRAPE_TYPES && c->t[want_n].type)
@@ -251,8 +251,8 @@ static void test_pod_table(void **state)
 /* Targets and skips of a Running pod n/p with TYPE.scrape and one more
  * annotation of TYPE under the built-in prefix; defaultPort 6060. */
 typedef struct {
-	scrape_target t[SCRAPE_TYPES];
-	annot_skip sk[SCRAPE_TYPES];
+	scrape_target_t t[SCRAPE_TYPES];
+	annot_skip_t sk[SCRAPE_TYPES];
 	size_t n, nsk;
 } one_pod;
 
@@ -264,7 +264,7 @@ static void run_one(const char *type, const char *setting, const char *value, on
 	json_t *pod = json_pack("{s:{s:s,s:s,s:{s:s,s:s}},s:{s:s,s:s}}", "metadata", "name", "p", "namespace",
 	                        "n", "annotations", scrape, "true", key, value, "status", "phase", "Running",
 	                        "podIP", "10.1.1.1");
-	annot_settings s = {.default_port = 6060};
+	annot_settings_t s = {.default_port = 6060};
 	assert_int_equal(annot_pod_targets(pod, &s, r->t, &r->n, r->sk, &r->nsk, NULL), 0);
 	json_decref(pod);
 }
@@ -279,7 +279,7 @@ static void test_sample_types_value(void **state)
 	assert_string_equal(r.t[0].key, "n/p/memory");
 }
 
-/* A URL that would not fit in scrape_target.url is a skip, not a truncation. */
+/* A URL that would not fit in scrape_target_t.url is a skip, not a truncation. */
 static void test_long_path(void **state)
 {
 	char path[1100];
@@ -336,14 +336,14 @@ static void test_odd_json(void **state)
 	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"status\":{\"phase\":\"Running\",\"podIP\":"
 	    "\"fe80::1%eth0\"}}",
 	};
-	annot_settings s = {.default_port = 6060};
-	scrape_target t[SCRAPE_TYPES];
-	annot_skip sk[SCRAPE_TYPES];
+	annot_settings_t s = {.default_port = 6060};
+	scrape_target_t t[SCRAPE_TYPES];
+	annot_skip_t sk[SCRAPE_TYPES];
 	size_t n, nsk;
 	for (size_t i = 0; i < sizeof not_pods / sizeof *not_pods; i++) {
 		json_t *j = json_loads(not_pods[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 		assert_non_null(j);
-		kn_err err = {0};
+		err_t err = {0};
 		assert_int_equal(annot_pod_targets(j, &s, t, &n, sk, &nsk, &err), -1);
 		assert_int_equal(err.status, 400);
 		assert_int_equal(n + nsk, 0);
@@ -430,7 +430,7 @@ static void test_types(void **state)
 	for (int i = 0; i < SCRAPE_TYPES; i++) {
 		assert_string_equal(scrape_type_name(i), names[i]);
 		assert_int_equal(scrape_type_parse(names[i]), i);
-		const scrape_type_info *t = scrape_type_get(i);
+		const scrape_type_info_t *t = scrape_type_get(i);
 		assert_non_null(t);
 		assert_int_equal(t->default_seconds ? t->max_seconds : 0,
 		                 t->default_seconds ? t->timeout_ns / 1000000000LL - 5 : 0);

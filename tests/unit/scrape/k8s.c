@@ -24,7 +24,7 @@ typedef struct {
 	char token_path[64];
 	struct event_base *base;
 	struct event *tick;
-	k8s_watcher *w;
+	k8s_watcher_t *w;
 	json_t *seen; /* "ns/name" → the last pod upserted */
 	int upserts, deletes, syncs;
 	int ticks; /* of a 10 ms timer on the loop */
@@ -166,15 +166,15 @@ static void watcher_start(fx *f, int token_refresh_ms)
 	FILE *t = fopen(f->token_path, "w");
 	fputs("tok-1\n", t);
 	fclose(t);
-	static const k8s_callbacks cb = {on_upsert, on_delete, on_synced};
-	k8s_config c = {.api_server = f->url,
-	                .token_file = f->token_path,
-	                .ca_file = "",
-	                .node = "node-a",
-	                .token_refresh_ms = token_refresh_ms,
-	                .backoff_min_ms = 100,
-	                .backoff_max_ms = 400};
-	kn_err err = {0};
+	static const k8s_callbacks_t cb = {on_upsert, on_delete, on_synced};
+	k8s_config_t c = {.api_server = f->url,
+	                  .token_file = f->token_path,
+	                  .ca_file = "",
+	                  .node = "node-a",
+	                  .token_refresh_ms = token_refresh_ms,
+	                  .backoff_min_ms = 100,
+	                  .backoff_max_ms = 400};
+	err_t err = {0};
 	f->w = k8s_watch_start(f->base, &c, &cb, f, &err);
 	assert_non_null(f->w);
 }
@@ -244,10 +244,10 @@ static const char *annotation(fx *f, const char *key, const char *name)
 static void test_config_errors(void **state)
 {
 	fx *f = *state;
-	static const k8s_callbacks cb = {on_upsert, on_delete, on_synced};
-	kn_err err = {0};
+	static const k8s_callbacks_t cb = {on_upsert, on_delete, on_synced};
+	err_t err = {0};
 	unsetenv("NODE_NAME");
-	k8s_config c = {.api_server = f->url, .token_file = ""};
+	k8s_config_t c = {.api_server = f->url, .token_file = ""};
 	assert_null(k8s_watch_start(f->base, &c, &cb, f, &err));
 	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.msg, "NODE_NAME"));
@@ -293,7 +293,7 @@ static void test_initial_list_paged(void **state)
 	assert_string_equal(last_request(f, "watch", "allowWatchBookmarks"), "true");
 	assert_string_equal(last_request(f, "watch", "auth"), "Bearer tok-1");
 
-	k8s_pod_info info;
+	k8s_pod_info_t info;
 	assert_int_equal(k8s_pod_by_ip(f->w, "10.1.0.5", &info), 1);
 	assert_string_equal(info.namespace_, "shop");
 	assert_string_equal(info.name, "web-7d4b9c-x2x");
@@ -325,7 +325,7 @@ static void test_watch_events(void **state)
 	ctl_do(f, "DELETE", "/control/pods/default/b", NULL); /* DELETED */
 	UNTIL(f, f->deletes == 1, 5000);
 	assert_string_equal(f->last_delete, "default/b");
-	k8s_pod_info info;
+	k8s_pod_info_t info;
 	assert_int_equal(k8s_pod_by_ip(f->w, "10.0.0.2", &info), 0);
 
 	ctl_pod(f, "{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"phase\":\"Succeeded\"}"); /* no longer Running */
@@ -390,7 +390,7 @@ static void test_410_http_relists_and_drops_missing(void **state)
 	assert_int_equal(requests_of(f, "list"), 2);
 	assert_int_equal(f->deletes, 1);
 	assert_string_equal(f->last_delete, "default/gone");
-	k8s_pod_info info;
+	k8s_pod_info_t info;
 	assert_int_equal(k8s_pod_by_ip(f->w, "10.0.0.9", &info), 0);
 	assert_int_equal(k8s_pod_by_ip(f->w, "10.0.0.1", &info), 1);
 }
@@ -537,13 +537,13 @@ static void test_detached_feed(void **state)
 	static const char watch[] = "{\"type\": \"DELETED\", \"object\": {\"metadata\": {\"namespace\": "
 	                            "\"ns\", \"name\": \"a\"}}}\n";
 	int seen[3] = {0};
-	k8s_callbacks cb = {detached_upsert, detached_delete, detached_synced};
-	k8s_watcher *w = k8s_watch_detached(&cb, seen);
+	k8s_callbacks_t cb = {detached_upsert, detached_delete, detached_synced};
+	k8s_watcher_t *w = k8s_watch_detached(&cb, seen);
 	assert_int_equal(k8s_watch_feed(w, list, 10, 0), 0);
 	assert_int_equal(k8s_watch_feed(w, list + 10, sizeof list - 11, 1), 1); /* now watching */
 	assert_int_equal(seen[0], 1);
 	assert_int_equal(seen[2], 1);
-	k8s_pod_info info;
+	k8s_pod_info_t info;
 	assert_int_equal(k8s_pod_by_ip(w, "10.0.0.1", &info), 1);
 	assert_int_equal(k8s_watch_feed(w, watch, 20, 0), 1);
 	assert_int_equal(seen[1], 0); /* half a line: nothing yet */

@@ -77,11 +77,11 @@ static void test_settings(void **state)
 
 static void test_static_target(void **state)
 {
-	scrape_static_options c = {0};
+	scrape_static_options_t c = {0};
 	c.name = "billing";
 	c.url = "http://10.1.2.3:6060";
 	c.namespace_ = "prod";
-	scrape_target t;
+	scrape_target_t t;
 	const char *reason;
 	char msg[320];
 	assert_int_equal(scrape_static_target(&c, SCRAPE_CPU, &t, &reason, msg, sizeof msg), 0);
@@ -106,7 +106,7 @@ static void test_static_target(void **state)
 	assert_int_equal(scrape_static_target(&c, SCRAPE_MEMORY, &t, &reason, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "must start with /"));
 
-	scrape_static_options h = {0};
+	scrape_static_options_t h = {0};
 	h.name = "db";
 	h.host = "db.internal";
 	h.port = 8443;
@@ -119,7 +119,7 @@ static void test_static_target(void **state)
 	h.types[SCRAPE_GOROUTINE].scheme = "ftp";
 	assert_int_equal(scrape_static_target(&h, SCRAPE_GOROUTINE, &t, &reason, msg, sizeof msg), -1);
 
-	scrape_static_options p = {0};
+	scrape_static_options_t p = {0};
 	p.name = "x";
 	p.url = "http://h:99999";
 	assert_int_equal(scrape_static_target(&p, SCRAPE_MEMORY, &t, &reason, msg, sizeof msg), -1);
@@ -138,19 +138,19 @@ static void test_result_names(void **state)
 /* A Go-heap-like batch: 4 profiles (alloc_objects, alloc_space, inuse_objects,
  * inuse_space) over stacks f0..f{n-1}; vals[k] is the k-th stack's value
  * (alloc_space = 100 × alloc_objects; inuse the same). */
-static model_batch *heap_batch(const int64_t *vals, uint32_t n)
+static model_batch_t *heap_batch(const int64_t *vals, uint32_t n)
 {
-	model_batch *b = model_batch_new(slice_cstr("default"));
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
 	static const char *types[] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
 	uint32_t nodes[16];
 	for (uint32_t k = 0; k < n; k++) {
 		char name[16];
 		snprintf(name, sizeof name, "f%u", k);
-		model_frame f = {.name = slice_cstr(name)};
+		model_frame_t f = {.name = slice_cstr(name)};
 		nodes[k] = model_node_intern(b, MODEL_NONE, model_frame_intern(b, &f));
 	}
 	for (int t = 0; t < 4; t++) {
-		model_profile *p = model_profile_add(b);
+		model_profile_t *p = model_profile_add(b);
 		model_profile_set_type(b, p, slice_cstr(types[t]), slice_cstr(t % 2 ? "bytes" : "count"), slice_cstr("space"),
 		                       slice_cstr("bytes"), 512 * 1024);
 		model_profile_set_service(b, p, slice_cstr("svc"));
@@ -161,7 +161,7 @@ static model_batch *heap_batch(const int64_t *vals, uint32_t n)
 	return b;
 }
 
-static const model_profile *find(const model_batch *b, const char *type)
+static const model_profile_t *find(const model_batch_t *b, const char *type)
 {
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		if (slice_eq_cstr(b->profiles[i].sample_type, type))
@@ -169,10 +169,10 @@ static const model_profile *find(const model_batch *b, const char *type)
 	return NULL;
 }
 
-static int64_t value_of(const model_batch *b, const model_profile *p, const char *frame)
+static int64_t value_of(const model_batch_t *b, const model_profile_t *p, const char *frame)
 {
 	for (uint32_t k = 0; k < p->samples_count; k++) {
-		const model_sample *s = &b->samples[p->samples_first + k];
+		const model_sample_t *s = &b->samples[p->samples_first + k];
 		if (slice_eq_cstr(b->frames[b->nodes[s->node].frame].name, frame))
 			return s->value;
 	}
@@ -181,10 +181,10 @@ static int64_t value_of(const model_batch *b, const model_profile *p, const char
 
 static void test_delta(void **state)
 {
-	scrape_delta *d = scrape_delta_new(1000);
+	scrape_delta_t *d = scrape_delta_new(1000);
 	/* First scrape: inuse only. */
 	int64_t v1[] = {10, 20, 5};
-	model_batch *b = heap_batch(v1, 3);
+	model_batch_t *b = heap_batch(v1, 3);
 	assert_int_equal(scrape_delta_apply(d, b), SCRAPE_DELTA_FIRST);
 	assert_int_equal(b->n_profiles, 2);
 	assert_null(find(b, "alloc_space"));
@@ -197,7 +197,7 @@ static void test_delta(void **state)
 	b = heap_batch(v2, 4);
 	assert_int_equal(scrape_delta_apply(d, b), SCRAPE_DELTA_APPLIED);
 	assert_int_equal(b->n_profiles, 4);
-	const model_profile *ao = find(b, "alloc_objects"), *as = find(b, "alloc_space");
+	const model_profile_t *ao = find(b, "alloc_objects"), *as = find(b, "alloc_space");
 	assert_int_equal(ao->samples_count, 3);
 	assert_int_equal(value_of(b, ao, "f0"), 5);
 	assert_int_equal(value_of(b, ao, "f1"), 1);
@@ -244,8 +244,8 @@ static void test_delta(void **state)
 static void test_sample_types(void **state)
 {
 	int64_t v[] = {1, 2, 3};
-	model_batch *b = heap_batch(v, 3);
-	kn_err err;
+	model_batch_t *b = heap_batch(v, 3);
+	err_t err;
 	assert_int_equal(scrape_filter_sample_types(b, "", &err), 0);
 	assert_int_equal(b->n_profiles, 4);
 	assert_int_equal(scrape_filter_sample_types(b, " inuse_space , alloc_space", &err), 0);

@@ -8,9 +8,9 @@
 #include "helpers.h"
 #include "store/clickhouse.h"
 
-static ch_rd reader(const buf_t *b)
+static ch_rd_t reader(const buf_t *b)
 {
-	ch_rd r;
+	ch_rd_t r;
 	ch_rd_init(&r, b->p, b->n);
 	return r;
 }
@@ -38,7 +38,7 @@ static void test_rowbinary_round_trip(void **state)
 	                    "checkout",
 	                    9);
 	assert_memory_equal(b.p + 30, "\xac\x02", 2);
-	ch_rd r = reader(&b);
+	ch_rd_t r = reader(&b);
 	assert_int_equal(ch_rd_u8(&r), 7);
 	assert_int_equal(ch_rd_u32(&r), 20424);
 	assert_true(ch_rd_u64(&r) == 0x0123456789abcdefULL);
@@ -66,7 +66,7 @@ static void test_truncated_answers(void **state)
 	for (size_t n = 0; n < b.n; n++) {
 		uint8_t *copy = malloc(n ? n : 1); /* exactly n bytes: ASan catches any overrun */
 		memcpy(copy, b.p, n);
-		ch_rd r;
+		ch_rd_t r;
 		ch_rd_init(&r, copy, n);
 		ch_rd_u64(&r);
 		slice_t s = ch_rd_str(&r);
@@ -77,7 +77,7 @@ static void test_truncated_answers(void **state)
 	}
 	/* A string claiming more bytes than the answer has. */
 	uint8_t lie[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 'a'};
-	ch_rd r;
+	ch_rd_t r;
 	ch_rd_init(&r, lie, sizeof lie);
 	slice_t s = ch_rd_str(&r);
 	assert_true(ch_rd_bad(&r));
@@ -129,7 +129,7 @@ static void test_sums_saturate(void **state)
 		buf_t b;
 		buf_init(&b, SIZE_MAX);
 		put_sum(&b, cases[i].vals, cases[i].n);
-		ch_rd r = reader(&b);
+		ch_rd_t r = reader(&b);
 		int64_t got = ch_rd_sum(&r);
 		if (got != cases[i].want)
 			fail_msg("case %zu: %lld, want %lld", i, (long long)got, (long long)cases[i].want);
@@ -142,7 +142,7 @@ static void test_sums_saturate(void **state)
 	buf_init(&b, SIZE_MAX);
 	ch_put_i64(&b, 42);
 	ch_put_u64(&b, 0x7ff8000000000000ULL);
-	ch_rd r = reader(&b);
+	ch_rd_t r = reader(&b);
 	assert_true(ch_rd_sum(&r) == 42);
 	ch_rd_init(&r, b.p, 12);
 	assert_true(ch_rd_sum(&r) == 42);
@@ -154,12 +154,12 @@ static void test_sums_saturate(void **state)
  * 's' String, 'd' a UInt32 day that must be below 100) from hex until the
  * answer ends or fails, then ch_rd_end: 0 and *rows, or -1 with err. */
 static int read_rows(const char *cols, const char *hex, const char *what, int status, unsigned *rows,
-                     kn_err *err)
+                     err_t *err)
 {
 	size_t len = strlen(hex) / 2;
 	uint8_t *p = malloc(len ? len : 1); /* exactly the answer: ASan catches an overrun */
 	size_t n = hex_bytes(hex, p);
-	ch_rd r;
+	ch_rd_t r;
 	ch_rd_init(&r, n ? p : NULL, n);
 	*rows = 0;
 	while (ch_rd_more(&r)) {
@@ -236,7 +236,7 @@ static void test_malformed_answers(void **state)
 	     "of 20"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		kn_err err = {0};
+		err_t err = {0};
 		unsigned rows;
 		int rc = read_rows(cases[i].cols, cases[i].hex, cases[i].what, cases[i].status, &rows, &err);
 		if (rows != cases[i].rows)
@@ -253,10 +253,10 @@ static void test_malformed_answers(void **state)
 	/* Bytes left over after a single-value answer (a count): read without a
 	 * ch_rd_more loop, the end check still finds them. */
 	uint8_t extra[11] = {42};
-	ch_rd r;
+	ch_rd_t r;
 	ch_rd_init(&r, extra, sizeof extra);
 	assert_int_equal(ch_rd_u64(&r), 42);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(ch_rd_end(&r, &err, 503, "count"), -1);
 	assert_int_equal(err.status, 503);
 	assert_string_equal(
@@ -303,8 +303,8 @@ static void test_span_keys(void **state)
 static void test_bad_configurations(void **state)
 {
 	(void)state;
-	kn_err err = {0};
-	store_config c = {.engine = STORE_ENGINE_CLICKHOUSE};
+	err_t err = {0};
+	store_config_t c = {.engine = STORE_ENGINE_CLICKHOUSE};
 	assert_null(store_open(&c, &err));
 	assert_int_equal(err.status, 400);
 	assert_string_equal(err.msg,
@@ -330,7 +330,7 @@ static void test_bad_configurations(void **state)
 static void test_answer_ceiling(void **state)
 {
 	(void)state;
-	ch_conn c = {0};
+	ch_conn_t c = {0};
 	buf_init(&c.resp, 10);
 	char data[16] = "0123456789abcdef";
 	assert_int_equal(ch_on_answer(data, 1, 4, &c), 4);
@@ -345,7 +345,7 @@ static void test_answer_ceiling(void **state)
 	buf_free(&c.resp);
 
 	/* One chunk larger than the whole ceiling is refused at once, nothing kept. */
-	ch_conn d = {0};
+	ch_conn_t d = {0};
 	buf_init(&d.resp, 10);
 	assert_int_equal(ch_on_answer(data, 1, 11, &d), 0);
 	assert_true(d.over);
@@ -353,13 +353,13 @@ static void test_answer_ceiling(void **state)
 	buf_free(&d.resp);
 
 	/* store.maxAnswerMiB sets it. */
-	kn_err err = {0};
-	store_config cfg = {
+	err_t err = {0};
+	store_config_t cfg = {
 	    .engine = STORE_ENGINE_CLICKHOUSE, .ch_url = "http://127.0.0.1:1", .ch_max_answer_mib = 3};
 	store_t *st = store_open(&cfg, &err);
 	assert_non_null(st);
-	assert_int_equal(((ch_store *)st)->answer_max, 3u << 20);
-	assert_int_equal(((ch_store *)st)->answer_mib, 3);
+	assert_int_equal(((ch_store_t *)st)->answer_max, 3u << 20);
+	assert_int_equal(((ch_store_t *)st)->answer_mib, 3);
 	store_close(st);
 }
 
@@ -368,21 +368,21 @@ static void test_answer_ceiling(void **state)
 static void test_unreachable_refuses_writes(void **state)
 {
 	(void)state;
-	kn_err err = {0};
-	store_config c = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = "http://127.0.0.1:1"};
+	err_t err = {0};
+	store_config_t c = {.engine = STORE_ENGINE_CLICKHOUSE, .ch_url = "http://127.0.0.1:1"};
 	store_t *s = store_open(&c, &err);
 	assert_non_null(s);
 	assert_string_equal(store_engine_name(s), "clickhouse");
 	/* No store.maxAnswerMiB: the ceiling is LIMIT_CH_ANSWER_BYTES, 256 MiB. */
-	assert_int_equal(((ch_store *)s)->answer_max, 256u << 20);
-	assert_int_equal(((ch_store *)s)->answer_mib, 256);
-	model_batch *b = model_batch_new(slice_cstr("default"));
-	model_profile *p = model_profile_add(b);
+	assert_int_equal(((ch_store_t *)s)->answer_max, 256u << 20);
+	assert_int_equal(((ch_store_t *)s)->answer_mib, 256);
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
+	model_profile_t *p = model_profile_add(b);
 	model_profile_set_type(b, p, slice_cstr("cpu"), slice_cstr("nanoseconds"), slice_cstr("cpu"),
 	                       slice_cstr("nanoseconds"), 10000000);
 	model_profile_set_service(b, p, slice_cstr("svc"));
 	p->time_ns = 1764633600LL * 1000000000LL;
-	model_frame f = {.name = slice_cstr("main")};
+	model_frame_t f = {.name = slice_cstr("main")};
 	uint32_t node = model_node_intern(b, MODEL_NONE, model_frame_intern(b, &f));
 	model_sample_add(b, p, node, 0, 5, 0);
 	model_profile_finish(b, p);
@@ -391,12 +391,13 @@ static void test_unreachable_refuses_writes(void **state)
 	assert_int_equal(err.retry_after, 5);
 	/* Clients learn it is ClickHouse, not where it is (the log has that). */
 	assert_string_equal(err.msg, "store: ClickHouse is unreachable; retry later");
-	store_view *v = NULL;
+	store_view_t *v = NULL;
 	assert_int_equal(store_view_open(s, slice_cstr("default"), 0, INT64_MAX, &v, &err), -1);
 	assert_int_equal(err.status, 503);
 	/* Keys and usage too: 503s, and a key poll that failed waits a second
 	 * before asking again (an unreachable ClickHouse is not asked 4 times a second). */
-	store_usage_row u = {.day = 20000, .project = slice_cstr("p"), .key = slice_cstr("k"), .counts = {1}};
+	store_usage_row_t u = {
+	    .day = 20000, .project = slice_cstr("p"), .key = slice_cstr("k"), .counts = {1}};
 	err.status = 0;
 	assert_int_equal(store_usage_write(s, &u, 1, &err), -1);
 	assert_int_equal(err.status, 503);

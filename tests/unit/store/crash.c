@@ -20,7 +20,7 @@ static void child(const char *dir, int round, int fd)
 {
 	store_t *s = open_store(dir);
 	for (int i = 0;; i++) {
-		kn_err err = {0};
+		err_t err = {0};
 		if (store_write_sync(s, test_batch(batch_time(round, i), 1 + i % 7), &err) != 0)
 			_exit(3);
 		if (write(fd, &i, sizeof i) != sizeof i)
@@ -31,12 +31,12 @@ static void child(const char *dir, int round, int fd)
 /* Every chunk of the day, decoded; marks which batches of round r are present. */
 static void collect(store_t *s, int round, unsigned char *present, int max)
 {
-	store_view *v;
-	kn_err err = {0};
+	store_view_t *v;
+	err_t err = {0};
 	if (store_view_open(s, slice_cstr("default"), DAY0, DAY0 + NS_PER_DAY, &v, &err) != 0)
 		fail_msg("view: %s", err.msg);
 	/* A child killed before its first commit leaves no partition or no series. */
-	const store_series *se;
+	const store_series_t *se;
 	uint32_t n_se = 0, n_h;
 	if (store_view_partitions(v) == 1)
 		assert_int_equal(store_view_series(v, 0, &se, &n_se, &err), 0);
@@ -45,12 +45,12 @@ static void collect(store_t *s, int round, unsigned char *present, int max)
 		return;
 	}
 	assert_int_equal(n_se, 1);
-	const store_chunk_head *h;
+	const store_chunk_head_t *h;
 	assert_int_equal(store_view_heads(v, 0, &se[0].local, 1, &h, &n_h, &err), 0);
 	for (uint32_t k = 0; k < n_h; k++) {
-		const store_entry *e;
+		const store_entry_t *e;
 		uint32_t n_e;
-		store_chunk_head head = h[k];
+		store_chunk_head_t head = h[k];
 		if (store_view_entries(v, 0, &head, &e, &n_e, &err) != 0)
 			fail_msg("entries: %s", err.msg);
 		assert_int_equal(n_e, 3);

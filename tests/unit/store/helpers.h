@@ -52,8 +52,8 @@ static inline void tmpdir_free(char *d)
 
 static inline store_t *open_store(const char *dir)
 {
-	store_config cfg = {.dir = dir, .sync = 1};
-	kn_err err = {0};
+	store_config_t cfg = {.dir = dir, .sync = 1};
+	err_t err = {0};
 	store_t *s = store_open(&cfg, &err);
 	if (!s)
 		fail_msg("store_open: %s", err.msg);
@@ -109,9 +109,9 @@ static inline void sql_exec(const char *path, const char *sql)
 	sqlite3_close(db);
 }
 
-static inline uint32_t test_frame(model_batch *b, const char *name)
+static inline uint32_t test_frame(model_batch_t *b, const char *name)
 {
-	model_frame f = {0};
+	model_frame_t f = {0};
 	f.name = slice_cstr(name);
 	f.file = slice_cstr("main.go");
 	f.binary = slice_cstr("app");
@@ -120,7 +120,7 @@ static inline uint32_t test_frame(model_batch *b, const char *name)
 }
 
 /* A stack written root first, frames separated by ';'. Returns its leaf node. */
-static inline uint32_t test_stack(model_batch *b, const char *stack)
+static inline uint32_t test_stack(model_batch_t *b, const char *stack)
 {
 	char buf[512];
 	snprintf(buf, sizeof buf, "%s", stack);
@@ -131,10 +131,10 @@ static inline uint32_t test_stack(model_batch *b, const char *stack)
 	return node;
 }
 
-static inline model_profile *test_profile(model_batch *b, const char *type, const char *unit, int64_t t_ns,
-                                          const char *pod)
+static inline model_profile_t *test_profile(model_batch_t *b, const char *type, const char *unit,
+                                            int64_t t_ns, const char *pod)
 {
-	model_profile *p = model_profile_add(b);
+	model_profile_t *p = model_profile_add(b);
 	model_profile_set_service(b, p, slice_cstr("svc"));
 	model_profile_set_type(b, p, slice_cstr(type), slice_cstr(unit), slice_cstr("cpu"),
 	                       slice_cstr("nanoseconds"), 10000000);
@@ -146,11 +146,11 @@ static inline model_profile *test_profile(model_batch *b, const char *type, cons
 }
 
 /* One cpu profile at t_ns: stacks main;a;b (=v), main;a;c (=2v), main;d (=3v). */
-static inline model_batch *test_batch(int64_t t_ns, int64_t v)
+static inline model_batch_t *test_batch(int64_t t_ns, int64_t v)
 {
-	model_batch *b = model_batch_new(slice_cstr("default"));
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
 	uint32_t s1 = test_stack(b, "main;a;b"), s2 = test_stack(b, "main;a;c"), s3 = test_stack(b, "main;d");
-	model_profile *p = test_profile(b, "cpu", "nanoseconds", t_ns, "pod-1");
+	model_profile_t *p = test_profile(b, "cpu", "nanoseconds", t_ns, "pod-1");
 	model_sample_add(b, p, s1, 0, v, 0);
 	model_sample_add(b, p, s2, 0, 2 * v, 0);
 	model_sample_add(b, p, s3, 0, 3 * v, 0);
@@ -158,9 +158,9 @@ static inline model_batch *test_batch(int64_t t_ns, int64_t v)
 	return b;
 }
 
-static inline void write_ok(store_t *s, model_batch *b)
+static inline void write_ok(store_t *s, model_batch_t *b)
 {
-	kn_err err = {0};
+	err_t err = {0};
 	if (store_write_sync(s, b, &err) != 0)
 		fail_msg("store_write_sync: %d %s", err.status, err.msg);
 }
@@ -169,21 +169,21 @@ static inline void write_ok(store_t *s, model_batch *b)
 static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, int64_t until,
                                  uint32_t *chunks)
 {
-	store_view *v;
-	kn_err err = {0};
+	store_view_t *v;
+	err_t err = {0};
 	if (store_view_open(s, slice_cstr(project), from, until, &v, &err) != 0)
 		fail_msg("view: %s", err.msg);
 	int64_t sum = 0;
 	*chunks = 0;
 	for (uint32_t p = 0; p < store_view_partitions(v); p++) {
-		const store_series *se;
+		const store_series_t *se;
 		uint32_t n_se, n_h;
 		assert_int_equal(store_view_series(v, p, &se, &n_se, &err), 0);
 		uint32_t ids[64];
 		assert_true(n_se <= 64);
 		for (uint32_t i = 0; i < n_se; i++)
 			ids[i] = se[i].local;
-		const store_chunk_head *h;
+		const store_chunk_head_t *h;
 		assert_int_equal(store_view_heads(v, p, ids, n_se, &h, &n_h, &err), 0);
 		for (uint32_t i = 0; i < n_h; i++)
 			sum += h[i].total;

@@ -7,22 +7,22 @@
 
 #include "helpers.h"
 
-static store_view *view_or_fail(store_t *s, const char *project, int64_t from, int64_t until)
+static store_view_t *view_or_fail(store_t *s, const char *project, int64_t from, int64_t until)
 {
-	store_view *v;
-	kn_err err = {0};
+	store_view_t *v;
+	err_t err = {0};
 	if (store_view_open(s, slice_cstr(project), from, until, &v, &err) != 0)
 		fail_msg("view: %s", err.msg);
 	return v;
 }
 
 /* "main;a;b" for a node, built from the view's nodes and frames. */
-static void node_path(store_view *v, uint32_t p, uint32_t node, char *out, size_t n)
+static void node_path(store_view_t *v, uint32_t p, uint32_t node, char *out, size_t n)
 {
-	store_nodes nodes;
-	const model_frame *frames;
+	store_nodes_t nodes;
+	const model_frame_t *frames;
 	uint32_t n_frames;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_view_nodes(v, p, &nodes, &err), 0);
 	assert_int_equal(store_view_frames(v, p, &frames, &n_frames, &err), 0);
 	const char *parts[64];
@@ -30,7 +30,7 @@ static void node_path(store_view *v, uint32_t p, uint32_t node, char *out, size_
 	for (uint32_t k = node; k; k = nodes.parent[k]) {
 		assert_true(k <= nodes.n && depth < 64);
 		assert_true(nodes.parent[k] < k);
-		const model_frame *f = &frames[nodes.frame[k]];
+		const model_frame_t *f = &frames[nodes.frame[k]];
 		parts[depth++] = strndup((const char *)f->name.p, f->name.n);
 	}
 	out[0] = 0;
@@ -42,7 +42,7 @@ static void node_path(store_view *v, uint32_t p, uint32_t node, char *out, size_
 	}
 }
 
-static const store_series *find_series(const store_series *se, uint32_t n, const char *type)
+static const store_series_t *find_series(const store_series_t *se, uint32_t n, const char *type)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (slice_eq_cstr(se[i].type, type))
@@ -54,12 +54,12 @@ static void test_roundtrip(void **state)
 {
 	store_fix *f = *state;
 	int64_t t = DAY0 + 3600 * NS_PER_SEC;
-	model_batch *b = model_batch_new(slice_cstr("default"));
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
 	uint32_t s1 = test_stack(b, "main;a;b"), s2 = test_stack(b, "main;a;c"), s3 = test_stack(b, "main;d");
-	model_label span[2] = {{slice_cstr("span_id"), slice_cstr("00f067aa0ba902b7")},
-	                       {slice_cstr("trace_id"), slice_cstr("4bf92f3577b34da6a3ce929d0e0e4736")}};
+	model_label_t span[2] = {{slice_cstr("span_id"), slice_cstr("00f067aa0ba902b7")},
+	                         {slice_cstr("trace_id"), slice_cstr("4bf92f3577b34da6a3ce929d0e0e4736")}};
 	uint32_t attrs = model_attrset_intern(b, span, 2);
-	model_profile *p = test_profile(b, "samples", "count", t, "pod-1");
+	model_profile_t *p = test_profile(b, "samples", "count", t, "pod-1");
 	model_sample_add(b, p, s1, 0, 5, 0);
 	model_sample_add(b, p, s2, attrs, 7, 0);
 	model_sample_add(b, p, s3, 0, 1, t + 4 * NS_PER_SEC + 300000000); /* 4.3 s into the profile */
@@ -71,15 +71,15 @@ static void test_roundtrip(void **state)
 	model_profile_finish(b, p);
 	write_ok(f->s, b);
 
-	store_view *v = view_or_fail(f->s, "default", t - NS_PER_SEC, t + NS_PER_SEC);
-	kn_err err = {0};
+	store_view_t *v = view_or_fail(f->s, "default", t - NS_PER_SEC, t + NS_PER_SEC);
+	err_t err = {0};
 	assert_int_equal(store_view_partitions(v), 1);
-	const store_series *se;
+	const store_series_t *se;
 	uint32_t n_se;
 	assert_int_equal(store_view_series(v, 0, &se, &n_se, &err), 0);
 	assert_int_equal(n_se, 2);
-	const store_series *cnt = find_series(se, n_se, "samples:count");
-	const store_series *cpu = find_series(se, n_se, "cpu:nanoseconds");
+	const store_series_t *cnt = find_series(se, n_se, "samples:count");
+	const store_series_t *cpu = find_series(se, n_se, "cpu:nanoseconds");
 	assert_non_null(cnt);
 	assert_non_null(cpu);
 	assert_true(slice_eq_cstr(cnt->service, "svc"));
@@ -90,7 +90,7 @@ static void test_roundtrip(void **state)
 	assert_true(slice_eq_cstr(cnt->labels[0].key, "namespace") && slice_eq_cstr(cnt->labels[0].value, "prod"));
 	assert_true(slice_eq_cstr(cnt->labels[1].key, "pod") && slice_eq_cstr(cnt->labels[1].value, "pod-1"));
 
-	const store_chunk_head *h;
+	const store_chunk_head_t *h;
 	uint32_t n_h;
 	assert_int_equal(store_view_heads(v, 0, &cnt->local, 1, &h, &n_h, &err), 0);
 	assert_int_equal(n_h, 1);
@@ -99,13 +99,13 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h[0].duration_ns, 10 * NS_PER_SEC);
 	assert_int_equal(h[0].n_entries, 3);
 	assert_int_equal(h[0].total, 15);
-	const store_entry *e;
+	const store_entry_t *e;
 	uint32_t n_e;
-	store_chunk_head head = h[0];
+	store_chunk_head_t head = h[0];
 	assert_int_equal(store_view_entries(v, 0, &head, &e, &n_e, &err), 0);
 	assert_int_equal(n_e, 3);
-	const model_attrset *sets;
-	const model_label *labels;
+	const model_attrset_t *sets;
+	const model_label_t *labels;
 	uint32_t n_sets;
 	assert_int_equal(store_view_attrsets(v, 0, &sets, &labels, &n_sets, &err), 0);
 	assert_int_equal(n_sets, 1);
@@ -147,7 +147,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(e[0].value, 70000000);
 	assert_int_equal(e[1].value, 70000000);
 
-	store_nodes nodes;
+	store_nodes_t nodes;
 	assert_int_equal(store_view_nodes(v, 0, &nodes, &err), 0);
 	assert_int_equal(nodes.n, 5); /* main, a, b, c, d */
 	for (uint32_t i = 1; i <= nodes.n; i++) {
@@ -172,10 +172,11 @@ static void test_roundtrip(void **state)
 static void test_two_days_two_partitions(void **state)
 {
 	store_fix *f = *state;
-	model_batch *b = model_batch_new(slice_cstr("team_a/x"));
+	model_batch_t *b = model_batch_new(slice_cstr("team_a/x"));
 	uint32_t leaf = test_stack(b, "main;work");
 	for (int d = 0; d < 2; d++) {
-		model_profile *p = test_profile(b, "cpu", "nanoseconds", DAY0 + d * NS_PER_DAY + 60 * NS_PER_SEC, "p");
+		model_profile_t *p =
+		    test_profile(b, "cpu", "nanoseconds", DAY0 + d * NS_PER_DAY + 60 * NS_PER_SEC, "p");
 		model_sample_add(b, p, leaf, 0, 10 + d, 0);
 		model_profile_finish(b, p);
 	}
@@ -191,7 +192,7 @@ static void test_two_days_two_partitions(void **state)
 	assert_int_equal(chunks, 2);
 	assert_int_equal(sum_totals(f->s, "team_a/x", DAY0, DAY0 + NS_PER_DAY, &chunks), 10);
 	assert_int_equal(chunks, 1);
-	store_view *v = view_or_fail(f->s, "team_a/x", DAY0 + NS_PER_DAY, DAY0 + NS_PER_DAY + 1);
+	store_view_t *v = view_or_fail(f->s, "team_a/x", DAY0 + NS_PER_DAY, DAY0 + NS_PER_DAY + 1);
 	assert_int_equal(store_view_partitions(v), 1);
 	store_view_close(v);
 	v = view_or_fail(f->s, "team_a/x", DAY0 - NS_PER_DAY, DAY0 + 3 * NS_PER_DAY);
@@ -256,24 +257,24 @@ static void test_reader_during_writes(void **state)
 	int reads = 0;
 	uint32_t last = 0;
 	while (!w.done || reads < 3) {
-		store_view *v = view_or_fail(f->s, "default", DAY0, DAY0 + NS_PER_DAY);
+		store_view_t *v = view_or_fail(f->s, "default", DAY0, DAY0 + NS_PER_DAY);
 		for (uint32_t p = 0; p < store_view_partitions(v); p++) {
-			kn_err err = {0};
-			const store_series *se;
+			err_t err = {0};
+			const store_series_t *se;
 			uint32_t n_se, n_h;
 			assert_int_equal(store_view_series(v, p, &se, &n_se, &err), 0);
 			if (!n_se)
 				continue;
-			const store_chunk_head *h;
+			const store_chunk_head_t *h;
 			assert_int_equal(store_view_heads(v, p, &se[0].local, 1, &h, &n_h, &err), 0);
 			assert_true(n_h >= last); /* a snapshot never goes back */
 			last = n_h;
-			store_chunk_head *copy = malloc((n_h ? n_h : 1) * sizeof *copy);
+			store_chunk_head_t *copy = malloc((n_h ? n_h : 1) * sizeof *copy);
 			memcpy(copy, h, n_h * sizeof *copy);
-			store_nodes nodes;
+			store_nodes_t nodes;
 			assert_int_equal(store_view_nodes(v, p, &nodes, &err), 0);
 			for (uint32_t i = 0; i < n_h; i++) {
-				const store_entry *e;
+				const store_entry_t *e;
 				uint32_t n_e;
 				if (store_view_entries(v, p, &copy[i], &e, &n_e, &err) != 0)
 					fail_msg("entries: %s", err.msg);
@@ -303,28 +304,28 @@ static void corrupt(const char *dir, const char *sql)
 /* Reads every series, node, head and entry of the day: the status of the
  * first failure, or 0; *skipped tells whether the partition turned out
  * damaged (and was skipped). */
-static int read_all(store_t *s, kn_err *err, int *skipped)
+static int read_all(store_t *s, err_t *err, int *skipped)
 {
-	store_view *v;
+	store_view_t *v;
 	*skipped = 0;
 	if (store_view_open(s, slice_cstr("default"), DAY0, DAY0 + NS_PER_DAY, &v, err) != 0)
 		return err->status;
 	int st = 0;
-	const store_series *se;
+	const store_series_t *se;
 	uint32_t n_se, n_h;
-	store_nodes nodes;
+	store_nodes_t nodes;
 	if (store_view_series(v, 0, &se, &n_se, err) != 0 || store_view_nodes(v, 0, &nodes, err) != 0) {
 		st = err->status;
 		goto out;
 	}
-	const store_chunk_head *h;
+	const store_chunk_head_t *h;
 	uint32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 	if (store_view_heads(v, 0, ids, 8, &h, &n_h, err) != 0) {
 		st = err->status;
 		goto out;
 	}
 	for (uint32_t i = 0; i < n_h && !st; i++) {
-		const store_entry *e;
+		const store_entry_t *e;
 		uint32_t n_e;
 		if (store_view_entries(v, 0, &h[i], &e, &n_e, err) != 0)
 			st = err->status;
@@ -337,7 +338,7 @@ out:
 
 static uint64_t damaged_count(store_t *s)
 {
-	store_stats st;
+	store_stats_t st;
 	store_get_stats(s, &st);
 	return st.damaged;
 }
@@ -350,7 +351,7 @@ static void test_damaged_partition_is_skipped(void **state)
 	store_fix *f = *state;
 	write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
 	write_ok(f->s, test_batch(DAY0 + 2 * NS_PER_SEC, 5));
-	kn_err err = {0};
+	err_t err = {0};
 	int skipped;
 	assert_int_equal(read_all(f->s, &err, &skipped), 0);
 	assert_int_equal(skipped, 0);
@@ -423,7 +424,7 @@ typedef struct {
 	int ok, failed;
 } counter;
 
-static void count_done(void *ctx, const kn_err *err)
+static void count_done(void *ctx, const err_t *err)
 {
 	counter *c = ctx;
 	pthread_mutex_lock(&c->mu);
@@ -477,21 +478,21 @@ static void test_bad_batch_fails_alone(void **state)
 {
 	store_fix *f = *state;
 	store_close(f->s);
-	store_config cfg = {.dir = f->dir, .commit_interval_ms = 50};
-	kn_err err = {0};
+	store_config_t cfg = {.dir = f->dir, .commit_interval_ms = 50};
+	err_t err = {0};
 	f->s = store_open(&cfg, &err);
 	counter c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
 	store_submit(f->s, test_batch(DAY0 + NS_PER_SEC, 1), count_done, &c);
-	model_batch *bad = model_batch_new(slice_cstr("default"));
+	model_batch_t *bad = model_batch_new(slice_cstr("default"));
 	uint32_t leaf = test_stack(bad, "main;new;frames");
-	model_profile *p = test_profile(bad, "cpu", "nanoseconds", DAY0 + 2 * NS_PER_SEC, "pod-2");
+	model_profile_t *p = test_profile(bad, "cpu", "nanoseconds", DAY0 + 2 * NS_PER_SEC, "pod-2");
 	model_sample_add(bad, p, leaf, 0, 5, 0);
 	model_sample_add(bad, p, 12345, 0, 5, 0); /* no such node */
 	model_profile_finish(bad, p);
 	store_submit(f->s, bad, count_done, &c);
 	store_submit(f->s, test_batch(DAY0 + 3 * NS_PER_SEC, 1), count_done, &c);
 	/* Day-spanning batch whose second day is fine: all of it commits. */
-	model_batch *two = test_batch(DAY0 + 4 * NS_PER_SEC, 1);
+	model_batch_t *two = test_batch(DAY0 + 4 * NS_PER_SEC, 1);
 	p = test_profile(two, "cpu", "nanoseconds", DAY0 + NS_PER_DAY, "pod-1");
 	model_sample_add(two, p, 0, 0, 9, 0);
 	model_profile_finish(two, p);
@@ -504,7 +505,7 @@ static void test_bad_batch_fails_alone(void **state)
 	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + 2 * NS_PER_DAY, &chunks), 3 * 6 + 9);
 	assert_int_equal(chunks, 4);
 	write_ok(f->s, test_batch(DAY0 + 5 * NS_PER_SEC, 1));
-	kn_err e2 = {0};
+	err_t e2 = {0};
 	int skipped;
 	assert_int_equal(read_all(f->s, &e2, &skipped), 0);
 	assert_int_equal(skipped, 0);
@@ -517,8 +518,8 @@ static void test_bad_batch_fails_alone(void **state)
 static void test_project_names(void **state)
 {
 	store_fix *f = *state;
-	kn_err err = {0};
-	store_view *v;
+	err_t err = {0};
+	store_view_t *v;
 	char long_name[100];
 	memset(long_name, 'x', 99);
 	long_name[99] = 0;
@@ -527,7 +528,7 @@ static void test_project_names(void **state)
 	assert_int_equal(store_view_open(f->s, slice_cstr("../etc"), 0, DAY0, &v, &err), 0);
 	assert_int_equal(store_view_partitions(v), 0);
 	store_view_close(v);
-	model_batch *b = test_batch(DAY0, 1);
+	model_batch_t *b = test_batch(DAY0, 1);
 	b->project = slice_cstr("../../etc");
 	write_ok(f->s, b);
 	char path[512];
@@ -542,9 +543,9 @@ static void test_huge_values_saturate(void **state)
 {
 	store_fix *f = *state;
 	int64_t t = DAY0 + 60 * NS_PER_SEC;
-	model_batch *b = model_batch_new(slice_cstr("default"));
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
 	uint32_t s1 = test_stack(b, "main;a"), s2 = test_stack(b, "main;b");
-	model_profile *p = test_profile(b, "cpu", "nanoseconds", t, "pod-1");
+	model_profile_t *p = test_profile(b, "cpu", "nanoseconds", t, "pod-1");
 	model_sample_add(b, p, s1, 0, INT64_MAX, 0);
 	model_sample_add(b, p, s1, 0, INT64_MAX, 0); /* merges: saturates */
 	model_sample_add(b, p, s2, 0, INT64_MAX - 1, 0);
@@ -557,19 +558,19 @@ static void test_huge_values_saturate(void **state)
 	model_profile_finish(b, p);
 	write_ok(f->s, b);
 
-	store_view *v = view_or_fail(f->s, "default", t, t + 1);
-	kn_err err = {0};
-	const store_series *se;
+	store_view_t *v = view_or_fail(f->s, "default", t, t + 1);
+	err_t err = {0};
+	const store_series_t *se;
 	uint32_t n_se, n_h, n_e;
 	assert_int_equal(store_view_series(v, 0, &se, &n_se, &err), 0);
 	assert_int_equal(n_se, 2);
 	uint32_t ids[2] = {1, 2};
-	const store_chunk_head *h;
+	const store_chunk_head_t *h;
 	assert_int_equal(store_view_heads(v, 0, ids, 2, &h, &n_h, &err), 0);
 	assert_int_equal(n_h, 2);
-	store_chunk_head heads[2] = {h[0], h[1]};
+	store_chunk_head_t heads[2] = {h[0], h[1]};
 	for (int i = 0; i < 2; i++) {
-		const store_entry *e;
+		const store_entry_t *e;
 		if (store_view_entries(v, 0, &heads[i], &e, &n_e, &err) != 0)
 			fail_msg("entries: %s", err.msg);
 		assert_int_equal(n_e, 2);
@@ -586,8 +587,8 @@ static void test_huge_values_saturate(void **state)
 static void test_data_dir_is_locked(void **state)
 {
 	store_fix *f = *state;
-	store_config cfg = {.dir = f->dir};
-	kn_err err = {0};
+	store_config_t cfg = {.dir = f->dir};
+	err_t err = {0};
 	assert_null(store_open(&cfg, &err));
 	assert_int_equal(err.status, 503);
 	assert_non_null(strstr(err.msg, "is in use by another kiln process"));

@@ -6,7 +6,7 @@
 
 #include "store/engine.h"
 
-static void expect(const store_wentry *got, uint32_t n, const store_wentry *want, uint32_t n_want)
+static void expect(const store_wentry_t *got, uint32_t n, const store_wentry_t *want, uint32_t n_want)
 {
 	assert_int_equal(n, n_want);
 	for (uint32_t i = 0; i < n; i++) {
@@ -20,12 +20,12 @@ static void expect(const store_wentry *got, uint32_t n, const store_wentry *want
 static void test_merge_unsorted(void **state)
 {
 	(void)state;
-	store_wentry e[] = {
+	store_wentry_t e[] = {
 	    {5, 0, 0, 10}, {2, 1, 3, 1},   {5, 0, 0, 7},  {2, 1, -1, 4},
 	    {2, 0, 0, 2},  {5, 0, 0, -17}, /* the three (5, 0, 0) sum to 0: dropped */
 	    {2, 1, 3, 8},  {9, 2, 0, -3},  {2, 1, -1, 1}, {3, 0, 0, 0}, /* a lone 0: dropped */
 	};
-	store_wentry want[] = {
+	store_wentry_t want[] = {
 	    {2, 0, 0, 2},
 	    {2, 1, -1, 5},
 	    {2, 1, 3, 9},
@@ -38,13 +38,13 @@ static void test_merge_unsorted(void **state)
 static void test_merge_saturates(void **state)
 {
 	(void)state;
-	store_wentry e[] = {
+	store_wentry_t e[] = {
 	    {1, 0, 0, INT64_MAX}, {2, 0, 0, INT64_MIN}, {1, 0, 0, 1},         {2, 0, 0, -1},
 	    {1, 0, 0, 5},         {2, 0, 0, -5},        {3, 0, 0, INT64_MAX}, {3, 0, 0, INT64_MIN},
 	};
 	/* Saturation is sticky in sort order: MAX+1 stays MAX, then +5 stays MAX.
 	 * (3, 0, 0): MAX + MIN = -1 exactly, no overflow. */
-	store_wentry want[] = {{1, 0, 0, INT64_MAX}, {2, 0, 0, INT64_MIN}, {3, 0, 0, -1}};
+	store_wentry_t want[] = {{1, 0, 0, INT64_MAX}, {2, 0, 0, INT64_MIN}, {3, 0, 0, -1}};
 	uint32_t n = store_entries_merge(e, sizeof e / sizeof *e);
 	expect(e, n, want, 3);
 }
@@ -53,14 +53,14 @@ static void test_merge_edges(void **state)
 {
 	(void)state;
 	assert_int_equal(store_entries_merge(NULL, 0), 0);
-	store_wentry one = {4, 0, 0, 0};
+	store_wentry_t one = {4, 0, 0, 0};
 	assert_int_equal(store_entries_merge(&one, 1), 0);
-	store_wentry e[] = {{UINT32_MAX, UINT32_MAX, INT64_MAX, 1},
-	                    {0, 0, INT64_MIN, 1},
-	                    {UINT32_MAX, UINT32_MAX, INT64_MIN, 2}};
-	store_wentry want[] = {{0, 0, INT64_MIN, 1},
-	                       {UINT32_MAX, UINT32_MAX, INT64_MIN, 2},
-	                       {UINT32_MAX, UINT32_MAX, INT64_MAX, 1}};
+	store_wentry_t e[] = {{UINT32_MAX, UINT32_MAX, INT64_MAX, 1},
+	                      {0, 0, INT64_MIN, 1},
+	                      {UINT32_MAX, UINT32_MAX, INT64_MIN, 2}};
+	store_wentry_t want[] = {{0, 0, INT64_MIN, 1},
+	                         {UINT32_MAX, UINT32_MAX, INT64_MIN, 2},
+	                         {UINT32_MAX, UINT32_MAX, INT64_MAX, 1}};
 	uint32_t n = store_entries_merge(e, 3);
 	expect(e, n, want, 3);
 }

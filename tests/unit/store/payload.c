@@ -1,6 +1,6 @@
 /* Tests of the chunk payload decoder (store/local_chunk.c,
  * local_payload_decode): a table of hand-built payloads, good and bad, each
- * with the exact kn_err it gives; and a packed payload read back. The
+ * with the exact err_t it gives; and a packed payload read back. The
  * decoder treats a stored file as hostile: every failure is a 500 naming
  * what failed, never a crash. */
 #include <zstd.h>
@@ -23,8 +23,8 @@ typedef struct {
 #define MAX_NODE 5
 #define MAX_ATTRSET 3
 
-static int decode(const uint8_t *p, size_t n, const payload_case *c, uint32_t max_node, store_entry **e,
-                  size_t *cap_e, kn_err *err)
+static int decode(const uint8_t *p, size_t n, const payload_case *c, uint32_t max_node, store_entry_t **e,
+                  size_t *cap_e, err_t *err)
 {
 	ZSTD_DCtx *zd = ZSTD_createDCtx();
 	uint8_t *tmp = NULL;
@@ -73,9 +73,9 @@ static void test_payload_table(void **state)
 		const payload_case *c = &cases[i];
 		uint8_t bytes[64];
 		size_t n = hex_bytes(c->bytes, bytes);
-		store_entry *e = NULL;
+		store_entry_t *e = NULL;
 		size_t cap_e = 0;
-		kn_err err = {0};
+		err_t err = {0};
 		int rc = decode(bytes, n, c, MAX_NODE, &e, &cap_e, &err);
 		if (c->msg) {
 			if (rc != -1 || err.status != 500 || strcmp(err.msg, c->msg) != 0)
@@ -101,9 +101,9 @@ static void test_payload_attrs_and_times(void **state)
 	payload_case c = {"", "0002030101020302040201", 7, 1, 2, 3, NULL};
 	uint8_t bytes[64];
 	size_t n = hex_bytes(c.bytes, bytes);
-	store_entry *e = NULL;
+	store_entry_t *e = NULL;
 	size_t cap_e = 0;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(decode(bytes, n, &c, MAX_NODE, &e, &cap_e, &err), 0);
 	assert_int_equal(e[0].attrset, 2);
 	assert_int_equal(e[1].attrset, 3);
@@ -117,9 +117,9 @@ static void test_packed_payload_roundtrip(void **state)
 {
 	(void)state;
 	enum { N = 500 };
-	store_wentry w[N];
+	store_wentry_t w[N];
 	for (uint32_t i = 0; i < N; i++)
-		w[i] = (store_wentry){.node = i + 1, .attrset = 0, .t_off = 0, .value = 1000};
+		w[i] = (store_wentry_t){.node = i + 1, .attrset = 0, .t_off = 0, .value = 1000};
 	buf_t raw, packed;
 	buf_init(&raw, SIZE_MAX);
 	buf_init(&packed, SIZE_MAX);
@@ -130,9 +130,9 @@ static void test_packed_payload_roundtrip(void **state)
 	ZSTD_freeCCtx(zc);
 	assert_int_equal(packed.p[0], 1); /* zstd */
 	payload_case c = {"", "", 7, scale, N, total, NULL};
-	store_entry *e = NULL;
+	store_entry_t *e = NULL;
 	size_t cap_e = 0;
-	kn_err err = {0};
+	err_t err = {0};
 	if (decode(packed.p, packed.n, &c, N, &e, &cap_e, &err) != 0)
 		fail_msg("packed: %s", err.msg);
 	assert_int_equal(total, 1000 * N);

@@ -1,4 +1,4 @@
-/* Tests of store/local retention (src/store/local_retention.c and the view
+/* Tests of store/local retention (src/store/local_retention_t.c and the view
  * clamp): the sweep deletes whole expired day partitions (db, wal, shm),
  * views open during it keep reading, later views don't see them, the writer
  * drops its connections and refuses writes to deleted days, projects are
@@ -11,21 +11,21 @@
 
 #define NOW (DAY0 + 12 * 3600 * NS_PER_SEC) /* 2023-05-24 12:00 UTC */
 
-static store_view *open_view(store_t *s, const char *project, int64_t from, int64_t until)
+static store_view_t *open_view(store_t *s, const char *project, int64_t from, int64_t until)
 {
-	store_view *v;
-	kn_err err = {0};
+	store_view_t *v;
+	err_t err = {0};
 	if (store_view_open(s, slice_cstr(project), from, until, &v, &err) != 0)
 		fail_msg("view: %s", err.msg);
 	return v;
 }
 
 /* A batch of project with one cpu profile of value v at t. */
-static model_batch *dated_batch(const char *project, int64_t t, int64_t v)
+static model_batch_t *dated_batch(const char *project, int64_t t, int64_t v)
 {
-	model_batch *b = model_batch_new(slice_cstr(project));
+	model_batch_t *b = model_batch_new(slice_cstr(project));
 	uint32_t leaf = test_stack(b, "main;work");
-	model_profile *p = test_profile(b, "cpu", "nanoseconds", t, "pod-1");
+	model_profile_t *p = test_profile(b, "cpu", "nanoseconds", t, "pod-1");
 	model_sample_add(b, p, leaf, 0, v, 0);
 	model_profile_finish(b, p);
 	return b;
@@ -69,10 +69,10 @@ static int fd_open_on(const store_fix *f, const char *proj_dir, int64_t t)
 }
 
 /* Sum of the chunk totals of partition p of v (every series). */
-static int64_t part_total(store_view *v, uint32_t p)
+static int64_t part_total(store_view_t *v, uint32_t p)
 {
-	kn_err err = {0};
-	const store_series *se;
+	err_t err = {0};
+	const store_series_t *se;
 	uint32_t n_se, n_h;
 	if (store_view_series(v, p, &se, &n_se, &err) != 0)
 		fail_msg("series: %s", err.msg);
@@ -80,13 +80,13 @@ static int64_t part_total(store_view *v, uint32_t p)
 	assert_true(n_se <= 16);
 	for (uint32_t i = 0; i < n_se; i++)
 		ids[i] = se[i].local;
-	const store_chunk_head *h;
+	const store_chunk_head_t *h;
 	if (store_view_heads(v, p, ids, n_se, &h, &n_h, &err) != 0)
 		fail_msg("heads: %s", err.msg);
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < n_h; i++) {
-		store_chunk_head head = h[i];
-		const store_entry *e;
+		store_chunk_head_t head = h[i];
+		const store_entry_t *e;
 		uint32_t n_e;
 		if (store_view_entries(v, p, &head, &e, &n_e, &err) != 0)
 			fail_msg("entries: %s", err.msg);
@@ -98,7 +98,7 @@ static int64_t part_total(store_view *v, uint32_t p)
 static uint32_t sweep(store_t *s, const char *project, int keep, int64_t now)
 {
 	uint32_t deleted = 99;
-	kn_err err = {0};
+	err_t err = {0};
 	if (store_retention_sweep(s, slice_cstr(project), keep, now, &deleted, &err) != 0)
 		fail_msg("sweep: %d %s", err.status, err.msg);
 	return deleted;
@@ -116,8 +116,8 @@ static void test_sweep_deletes_whole_expired_days(void **state)
 	assert_true(fd_open_on(f, "default", d15));
 
 	/* A view that has read the 15-day partition, one that only listed it. */
-	store_view *read_before = open_view(f->s, "default", 0, NOW + NS_PER_DAY);
-	store_view *listed_before = open_view(f->s, "default", 0, NOW + NS_PER_DAY);
+	store_view_t *read_before = open_view(f->s, "default", 0, NOW + NS_PER_DAY);
+	store_view_t *listed_before = open_view(f->s, "default", 0, NOW + NS_PER_DAY);
 	assert_int_equal(store_view_partitions(read_before), 4);
 	assert_int_equal(part_total(read_before, 0), 1500);
 	assert_true(part_file_exists(f, "default", d15, ""));
@@ -144,7 +144,7 @@ static void test_sweep_deletes_whole_expired_days(void **state)
 
 	uint32_t chunks;
 	assert_int_equal(sum_totals(f->s, "default", 0, NOW + NS_PER_DAY, &chunks), 1400 + 1300 + 1);
-	store_view *v = open_view(f->s, "default", 0, NOW + NS_PER_DAY);
+	store_view_t *v = open_view(f->s, "default", 0, NOW + NS_PER_DAY);
 	assert_int_equal(store_view_partitions(v), 3);
 	store_view_close(v);
 
@@ -158,14 +158,14 @@ static void test_sweep_deletes_whole_expired_days(void **state)
 	assert_int_equal(sum_totals(f->s, "default", 0, NOW + NS_PER_DAY, &chunks), 1400 + 1300 + 1 + 2 + 3);
 
 	/* A late write to the deleted day is refused, not resurrected. */
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_write_sync(f->s, dated_batch("default", d15 + NS_PER_SEC, 7), &err), -1);
 	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.msg, "retention"));
 	assert_false(part_file_exists(f, "default", d15, ""));
 	/* ... also as part of a batch that has a current profile (all or nothing). */
-	model_batch *b = dated_batch("default", NOW, 5);
-	model_profile *p = test_profile(b, "cpu", "nanoseconds", d15, "pod-2");
+	model_batch_t *b = dated_batch("default", NOW, 5);
+	model_profile_t *p = test_profile(b, "cpu", "nanoseconds", d15, "pod-2");
 	model_sample_add(b, p, 0, 0, 5, 0);
 	model_profile_finish(b, p);
 	assert_int_equal(store_write_sync(f->s, b, &err), -1);
@@ -204,7 +204,7 @@ static void test_projects_are_independent(void **state)
 	assert_true(part_file_exists(f, "b", old, ""));
 	/* b was not swept: its old day still takes writes; a's does not. */
 	write_ok(f->s, dated_batch("b", old + NS_PER_SEC, 5));
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_write_sync(f->s, dated_batch("a", old + NS_PER_SEC, 5), &err), -1);
 	assert_int_equal(err.status, 400);
 	uint32_t chunks;
@@ -219,7 +219,7 @@ static void test_projects_are_independent(void **state)
 static void test_bad_arguments(void **state)
 {
 	store_fix *f = *state;
-	kn_err err = {0};
+	err_t err = {0};
 	uint32_t deleted = 5;
 	assert_int_equal(store_retention_sweep(f->s, slice_cstr("default"), 0, NOW, &deleted, &err), -1);
 	assert_int_equal(err.status, 400);
@@ -247,7 +247,7 @@ static void test_views_clamped_to_retention(void **state)
 	assert_int_equal(store_retention_start(f->s, slice_cstr("c"), now), INT64_MIN);
 	assert_int_equal(sum_totals(f->s, "c", from, until, &chunks), 111);
 
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_set_retention(f->s, slice_cstr("c"), 14, &err), 0);
 	assert_int_equal(store_retention_start(f->s, slice_cstr("c"), now), now - 14 * NS_PER_DAY);
 	/* Still on disk (no sweep), never returned. */
@@ -255,7 +255,7 @@ static void test_views_clamped_to_retention(void **state)
 	assert_int_equal(chunks, 2);
 	assert_int_equal(sum_totals(f->s, "c", from, now - 14 * NS_PER_DAY, &chunks), 0);
 	/* The 15-day partition is not even listed when its whole day is older. */
-	store_view *v = open_view(f->s, "c", from, until);
+	store_view_t *v = open_view(f->s, "c", from, until);
 	assert_true(store_view_partitions(v) <= 3);
 	store_view_close(v);
 	/* Other projects keep theirs. */
@@ -269,8 +269,8 @@ static void test_views_clamped_to_retention(void **state)
 static void test_default_retention_from_config(void **state)
 {
 	char *dir = tmpdir_new();
-	store_config cfg = {.dir = dir, .sync = 0, .retention_days = 14};
-	kn_err err = {0};
+	store_config_t cfg = {.dir = dir, .sync = 0, .retention_days = 14};
+	err_t err = {0};
 	store_t *s = store_open(&cfg, &err);
 	assert_non_null(s);
 	int64_t now = time_now_ns();
@@ -301,7 +301,7 @@ static void test_projects_list(void **state)
 {
 	store_fix *f = *state;
 	name_list l = {0};
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_projects(f->s, collect_name, &l, &err), 0);
 	assert_int_equal(l.n, 0);
 	write_ok(f->s, dated_batch("team_a/x", NOW, 1));
@@ -341,8 +341,8 @@ static void *reader_main(void *arg)
 {
 	reader_ctx *c = arg;
 	while (!c->stop) {
-		store_view *v;
-		kn_err err = {0};
+		store_view_t *v;
+		err_t err = {0};
 		if (store_view_open(c->s, slice_cstr("r"), 0, NOW + NS_PER_DAY, &v, &err) != 0) {
 			c->bad++;
 			break;

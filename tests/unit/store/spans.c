@@ -10,9 +10,9 @@
 #define TRACE_2 "0af7651916cd43dd8448eb211c80319c"
 
 /* Attribute set from "k=v,k2=v2" (empty string: the empty set). */
-static uint32_t attrs(model_batch *b, const char *kv)
+static uint32_t attrs(model_batch_t *b, const char *kv)
 {
-	model_label l[8];
+	model_label_t l[8];
 	uint32_t n = 0;
 	char *copy = strdup(kv), *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok && n < 8; tok = strtok_r(NULL, ",", &save)) {
@@ -29,10 +29,10 @@ static uint32_t attrs(model_batch *b, const char *kv)
 
 /* One cpu profile at t_ns whose samples carry the given attribute sets
  * (NULL-terminated), value 1, 2, 3, … on stacks main;f0, main;f1, … */
-static model_batch *span_batch(int64_t t_ns, const char *const *sets)
+static model_batch_t *span_batch(int64_t t_ns, const char *const *sets)
 {
-	model_batch *b = model_batch_new(slice_cstr("default"));
-	model_profile *p = test_profile(b, "cpu", "nanoseconds", t_ns, "pod-1");
+	model_batch_t *b = model_batch_new(slice_cstr("default"));
+	model_profile_t *p = test_profile(b, "cpu", "nanoseconds", t_ns, "pod-1");
 	for (int i = 0; sets[i]; i++) {
 		char stack[32];
 		snprintf(stack, sizeof stack, "main;f%d", i);
@@ -50,19 +50,20 @@ static void day_path(const store_fix *f, const char *day, char *out, size_t n)
 }
 
 /* Sum of the values of the entries that the hits of (span, trace) point at, over partition p. */
-static int64_t linked_value(store_view *v, uint32_t p, const char *span, const char *trace, uint32_t *n_hits)
+static int64_t linked_value(store_view_t *v, uint32_t p, const char *span, const char *trace,
+                            uint32_t *n_hits)
 {
-	const store_span_hit *hits;
-	kn_err err = {0};
+	const store_span_hit_t *hits;
+	err_t err = {0};
 	if (store_view_span_chunks(v, p, slice_cstr(span), slice_cstr(trace), &hits, n_hits, &err) != 0)
 		fail_msg("span chunks: %s", err.msg);
-	store_span_hit copy[64];
+	store_span_hit_t copy[64];
 	assert_true(*n_hits <= 64);
 	if (*n_hits)
 		memcpy(copy, hits, *n_hits * sizeof *hits);
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < *n_hits; i++) {
-		const store_entry *e;
+		const store_entry_t *e;
 		uint32_t n;
 		assert_int_equal(store_view_entries(v, p, &copy[i].head, &e, &n, &err), 0);
 		for (uint32_t k = 0; k < n; k++)
@@ -72,10 +73,10 @@ static int64_t linked_value(store_view *v, uint32_t p, const char *span, const c
 	return sum;
 }
 
-static store_view *view_day(store_t *s, int64_t from, int64_t until)
+static store_view_t *view_day(store_t *s, int64_t from, int64_t until)
 {
-	store_view *v;
-	kn_err err = {0};
+	store_view_t *v;
+	err_t err = {0};
 	if (store_view_open(s, slice_cstr("default"), from, until, &v, &err) != 0)
 		fail_msg("view: %s", err.msg);
 	return v;
@@ -105,7 +106,7 @@ static void test_lookup_by_span_and_trace(void **state)
 	assert_int_equal(sql_int(path, "SELECT max(length(span)) FROM spans"), 8);
 	assert_int_equal(sql_int(path, "SELECT max(length(trace)) FROM spans"), 16);
 
-	store_view *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
+	store_view_t *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
 	uint32_t n;
 	/* Span A in trace 1: sets 1, 2 and the trace-less 4, in both chunks. */
 	assert_int_equal(linked_value(v, 0, SPAN_A, TRACE_1, &n), 2 * (1 + 2 + 4));
@@ -122,8 +123,8 @@ static void test_lookup_by_span_and_trace(void **state)
 	assert_int_equal(linked_value(v, 0, "", "", &n), 0);
 
 	/* Hits are sorted by time; the view's range applies to the chunk time. */
-	const store_span_hit *hits;
-	kn_err err = {0};
+	const store_span_hit_t *hits;
+	err_t err = {0};
 	assert_int_equal(store_view_span_chunks(v, 0, slice_cstr(SPAN_B), slice_cstr(""), &hits, &n, &err),
 	                 0);
 	assert_int_equal(n, 2);
@@ -153,7 +154,7 @@ static void test_text_ids_and_limits(void **state)
 	/* The 65-byte span id is not indexed; the 65-byte trace id is indexed as absent. */
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM spans"), 4);
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM spans WHERE trace IS NULL"), 4);
-	store_view *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
+	store_view_t *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
 	uint32_t n;
 	assert_int_equal(linked_value(v, 0, "req-42", "", &n), 1);
 	assert_int_equal(linked_value(v, 0, "REQ-42", "", &n), 0); /* text matches exactly */
@@ -173,12 +174,12 @@ static void test_rolled_back_with_the_chunk(void **state)
 	store_fix *f = *state;
 	static const char *const sets[] = {"span_id=" SPAN_A ",trace_id=" TRACE_1, NULL};
 	write_ok(f->s, span_batch(DAY0 + 60 * NS_PER_SEC, sets));
-	model_batch *bad = span_batch(DAY0 + 120 * NS_PER_SEC, sets);
-	model_profile *p = test_profile(bad, "cpu", "nanoseconds", DAY0 + 180 * NS_PER_SEC, "pod-2");
+	model_batch_t *bad = span_batch(DAY0 + 120 * NS_PER_SEC, sets);
+	model_profile_t *p = test_profile(bad, "cpu", "nanoseconds", DAY0 + 180 * NS_PER_SEC, "pod-2");
 	model_sample_add(bad, p, test_stack(bad, "main;x"), attrs(bad, "span_id=" SPAN_B), 7, 0);
 	model_sample_add(bad, p, 12345, 0, 5, 0); /* no such node: the batch fails after its spans */
 	model_profile_finish(bad, &bad->profiles[bad->n_profiles - 1]);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(store_write_sync(f->s, bad, &err), -1);
 	char path[512];
 	day_path(f, "2023-05-24", path, sizeof path);
@@ -186,7 +187,7 @@ static void test_rolled_back_with_the_chunk(void **state)
 	write_ok(f->s, span_batch(DAY0 + 240 * NS_PER_SEC, sets));
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM spans"), 2);
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM spans s JOIN chunks c ON c.local = s.chunk"), 2);
-	store_view *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
+	store_view_t *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
 	uint32_t n;
 	assert_int_equal(linked_value(v, 0, SPAN_A, TRACE_1, &n), 2);
 	assert_int_equal(linked_value(v, 0, SPAN_B, "", &n), 0);
@@ -205,7 +206,7 @@ static void test_partition_without_index(void **state)
 	day_path(f, "2023-05-24", path, sizeof path);
 	sql_exec(path, "DROP TABLE spans");
 	f->s = open_store(f->dir);
-	store_view *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
+	store_view_t *v = view_day(f->s, DAY0, DAY0 + NS_PER_DAY);
 	uint32_t n;
 	assert_int_equal(linked_value(v, 0, SPAN_A, "", &n), 0);
 	store_view_close(v);
@@ -234,13 +235,13 @@ static void test_view_opens_partitions_lazily(void **state)
 	fwrite("garbage garbage garbage garbage", 1, 31, fp);
 	fclose(fp);
 	f->s = open_store(f->dir);
-	store_view *v = view_day(f->s, DAY0, DAY0 + 15 * NS_PER_DAY);
+	store_view_t *v = view_day(f->s, DAY0, DAY0 + 15 * NS_PER_DAY);
 	assert_int_equal(store_view_partitions(v), 15);
 	uint32_t n;
 	assert_int_equal(linked_value(v, 0, SPAN_A, "", &n), 1);
 	assert_int_equal(linked_value(v, 14, SPAN_A, "", &n), 1);
-	const store_span_hit *hits;
-	kn_err err = {0};
+	const store_span_hit_t *hits;
+	err_t err = {0};
 	/* The damaged day reads as empty (skipped, reported once), the others still read. */
 	assert_int_equal(store_view_span_chunks(v, 1, slice_cstr(SPAN_A), slice_cstr(""), &hits, &n, &err), 0);
 	assert_int_equal(n, 0);
@@ -249,7 +250,7 @@ static void test_view_opens_partitions_lazily(void **state)
 	assert_int_equal(store_view_span_chunks(v, 1, slice_cstr(SPAN_A), slice_cstr(""), &hits, &n, &err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(linked_value(v, 2, SPAN_A, "", &n), 1);
-	store_stats st;
+	store_stats_t st;
 	store_get_stats(f->s, &st);
 	assert_int_equal(st.damaged, 1);
 	store_view_close(v);

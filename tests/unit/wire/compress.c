@@ -37,7 +37,7 @@ static void test_round_trip(void **state)
 			buf_init(&out, 1 << 20);
 			assert_int_equal(gz_deflate(slice_make(in, sizes[i]), level, &gz), 0);
 			assert_true(gz_is_gzip(buf_slice(&gz)));
-			kn_err err = {0};
+			err_t err = {0};
 			assert_int_equal(gz_inflate(buf_slice(&gz), &out, &err), 0);
 			assert_int_equal(out.n, sizes[i]);
 			if (sizes[i])
@@ -66,7 +66,7 @@ static void test_concatenated_members(void **state)
 	assert_int_equal(gz_deflate(slice_make(NULL, 0), 6, &gz), 0); /* an empty member */
 	assert_int_equal(gz_deflate(slice_make(big, sizeof big), 1, &gz), 0);
 	assert_int_equal(gz_deflate(slice_make("world", 5), 9, &gz), 0);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(gz_inflate(buf_slice(&gz), &out, &err), 0);
 	assert_int_equal(out.n, 6 + sizeof big + 5);
 	assert_memory_equal(out.p, "hello ", 6);
@@ -98,7 +98,7 @@ static void test_bomb(void **state)
 
 	buf_t out;
 	buf_init(&out, 32u << 20);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(gz_inflate(buf_slice(&gz), &out, &err), -1);
 	assert_int_equal(err.status, 413);
 	assert_string_equal(err.msg, "decompressed body exceeds the 32 MiB limit");
@@ -133,7 +133,7 @@ static void test_exact_limit(void **state)
 	buf_t gz, out;
 	buf_init(&gz, SIZE_MAX);
 	assert_int_equal(gz_deflate(slice_make(data, sizeof data), 6, &gz), 0);
-	kn_err err = {0};
+	err_t err = {0};
 	buf_init(&out, sizeof data); /* exactly fits */
 	assert_int_equal(gz_inflate(buf_slice(&gz), &out, &err), 0);
 	assert_int_equal(out.n, sizeof data);
@@ -154,7 +154,7 @@ static void test_corrupt(void **state)
 	buf_init(&gz, SIZE_MAX);
 	buf_init(&out, 1 << 20);
 	assert_int_equal(gz_deflate(slice_make(data, sizeof data), 6, &gz), 0);
-	kn_err err = {0};
+	err_t err = {0};
 
 	/* A flipped byte in the deflate data or the CRC. */
 	size_t where[] = {20, gz.n - 7};

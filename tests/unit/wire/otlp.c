@@ -13,7 +13,7 @@
 #include "wire/otlp.h"
 #include "wire/pb.h"
 
-static const otlp_decode_opts default_opts = {.now_ns = 42};
+static const otlp_decode_opts_t default_opts = {.now_ns = 42};
 
 static slice_t load(const char *name, unsigned char **raw)
 {
@@ -24,13 +24,13 @@ static slice_t load(const char *name, unsigned char **raw)
 	return slice_make(*raw, n);
 }
 
-static int decode(slice_t pb, const otlp_decode_opts *o, model_batch **b, otlp_result *r, kn_err *err)
+static int decode(slice_t pb, const otlp_decode_opts_t *o, model_batch_t **b, otlp_result_t *r, err_t *err)
 {
 	*b = model_batch_new(slice_cstr("test"));
 	return otlp_decode(pb, o, *b, r, err);
 }
 
-static int64_t profile_total(const model_batch *b, const model_profile *p)
+static int64_t profile_total(const model_batch_t *b, const model_profile_t *p)
 {
 	int64_t t = 0;
 	for (uint32_t s = 0; s < p->samples_count; s++)
@@ -54,9 +54,9 @@ static void test_testdata_totals(void **state)
 	(void)state;
 	unsigned char *raw;
 	slice_t pb = load("ebpf-profiler-v1.10.pb", &raw);
-	model_batch *b;
-	otlp_result r;
-	kn_err err = {0};
+	model_batch_t *b;
+	otlp_result_t r;
+	err_t err = {0};
 	if (decode(pb, &default_opts, &b, &r, &err) < 0)
 		fail_msg("%d %s", err.status, err.msg);
 	assert_int_equal(r.profiles, 82);
@@ -68,7 +68,7 @@ static void test_testdata_totals(void **state)
 	int64_t off_cpu = 0, samples = 0;
 	uint32_t n_off = 0, n_samples = 0, n_alias = 0, n_unknown_exe = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		const model_profile *p = &b->profiles[i];
+		const model_profile_t *p = &b->profiles[i];
 		char type[64];
 		model_type_name(p, type, sizeof type);
 		if (!strcmp(type, "off_cpu:nanoseconds")) {
@@ -104,7 +104,7 @@ static void test_testdata_totals(void **state)
 	/* Frames: kernel, go and native kinds; unsymbolized native frames name their binary. */
 	uint32_t kinds[3] = {0}, unsym = 0;
 	for (uint32_t f = 0; f < b->n_frames; f++) {
-		const model_frame *fr = &b->frames[f];
+		const model_frame_t *fr = &b->frames[f];
 		kinds[0] += slice_eq_cstr(fr->kind, "kernel");
 		kinds[1] += slice_eq_cstr(fr->kind, "go");
 		kinds[2] += slice_eq_cstr(fr->kind, "native");
@@ -141,14 +141,14 @@ static int row_cmp(const void *a, const void *b)
 	return x->value < y->value ? -1 : x->value > y->value;
 }
 
-static flat_row *flatten(const model_batch *b)
+static flat_row *flatten(const model_batch_t *b)
 {
 	flat_row *rows = calloc(b->n_samples + 1, sizeof *rows);
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
-		const model_profile *p = &b->profiles[i];
+		const model_profile_t *p = &b->profiles[i];
 		for (uint32_t s = 0; s < p->samples_count; s++) {
-			const model_sample *m = &b->samples[p->samples_first + s];
+			const model_sample_t *m = &b->samples[p->samples_first + s];
 			rows[k++] = (flat_row){p->series_id, b->nodes[m->node].id, b->attrsets[m->attrset].id,
 			                       m->time_ns, m->value};
 		}
@@ -165,11 +165,11 @@ static void test_json_twin_identical(void **state)
 	slice_t json = load("ebpf-profiler-v1.10.json", &raw_json);
 	buf_t from_json;
 	buf_init(&from_json, LIMIT_DECODED_BYTES);
-	kn_err err = {0};
+	err_t err = {0};
 	if (otlp_json_to_pb(json, &from_json, &err) < 0)
 		fail_msg("%d %s", err.status, err.msg);
-	model_batch *a, *b;
-	otlp_result ra, rb;
+	model_batch_t *a, *b;
+	otlp_result_t ra, rb;
 	assert_int_equal(decode(pb, &default_opts, &a, &ra, &err), 0);
 	assert_int_equal(decode(buf_slice(&from_json), &default_opts, &b, &rb, &err), 0);
 	assert_int_equal(ra.profiles, rb.profiles);
@@ -201,9 +201,9 @@ static void expect_refused(const char *file, const char *msg)
 {
 	unsigned char *raw;
 	slice_t pb = load(file, &raw);
-	model_batch *b;
-	otlp_result r;
-	kn_err err = {0};
+	model_batch_t *b;
+	otlp_result_t r;
+	err_t err = {0};
 	assert_int_equal(decode(pb, &default_opts, &b, &r, &err), -1);
 	assert_int_equal(err.status, 400);
 	assert_string_equal(err.msg, msg);
@@ -518,14 +518,14 @@ static void test_base_request(void **state)
 	buf_t pb;
 	buf_init(&pb, SIZE_MAX);
 	build(&pb, K_NONE, 0);
-	model_batch *b;
-	otlp_result r;
-	kn_err err = {0};
+	model_batch_t *b;
+	otlp_result_t r;
+	err_t err = {0};
 	if (decode(buf_slice(&pb), &default_opts, &b, &r, &err) < 0)
 		fail_msg("%d %s", err.status, err.msg);
 	assert_int_equal(r.profiles, 1);
 	assert_int_equal(r.samples, 2);
-	const model_profile *p = &b->profiles[0];
+	const model_profile_t *p = &b->profiles[0];
 	assert_true(slice_eq_cstr(p->service, "svc"));
 	assert_true(slice_eq_cstr(p->sample_type, "samples"));
 	assert_true(slice_eq_cstr(p->period_type, "cpu"));
@@ -535,19 +535,19 @@ static void test_base_request(void **state)
 	assert_int_equal(p->labels_count, 1); /* host.name; service.name is the service */
 	assert_true(slice_eq_cstr(b->series_labels[p->labels_first].key, "host.name"));
 	assert_int_equal(p->samples_count, 2);
-	const model_sample *s = &b->samples[p->samples_first];
+	const model_sample_t *s = &b->samples[p->samples_first];
 	assert_int_equal(s[0].value, 3);
 	assert_int_equal(s[0].time_ns, T0 + 1000);
 	assert_int_equal(s[1].value, 4);
 	assert_int_equal(s[1].time_ns, T0 + 2000);
-	const model_frame *fr = &b->frames[b->nodes[s[0].node].frame];
+	const model_frame_t *fr = &b->frames[b->nodes[s[0].node].frame];
 	assert_true(slice_eq_cstr(fr->name, "main"));
 	assert_true(slice_eq_cstr(fr->file, "app.go"));
 	assert_true(slice_eq_cstr(fr->binary, "/usr/bin/app"));
 	assert_true(slice_eq_cstr(fr->kind, "go"));
-	const model_attrset *as = &b->attrsets[s[0].attrset];
+	const model_attrset_t *as = &b->attrsets[s[0].attrset];
 	assert_int_equal(as->count, 3);
-	const model_label *l = &b->attr_labels[as->first]; /* sorted by key */
+	const model_label_t *l = &b->attr_labels[as->first]; /* sorted by key */
 	assert_true(slice_eq_cstr(l[0].key, "span_id") && slice_eq_cstr(l[0].value, "2222222222222222"));
 	assert_true(slice_eq_cstr(l[1].key, "thread.name") && slice_eq_cstr(l[1].value, "worker"));
 	assert_true(slice_eq_cstr(l[2].key, "trace_id") &&
@@ -556,7 +556,7 @@ static void test_base_request(void **state)
 
 	/* Every truncation of a valid request is refused or decodes; never crashes. */
 	for (size_t cut = 1; cut < pb.n; cut++) {
-		model_batch *t;
+		model_batch_t *t;
 		decode(slice_make(pb.p, pb.n - cut), &default_opts, &t, &r, &err);
 		model_batch_free(t);
 	}
@@ -696,9 +696,9 @@ static void test_bad_inputs(void **state)
 		buf_t pb;
 		buf_init(&pb, SIZE_MAX);
 		build(&pb, bad[i].knob, bad[i].value);
-		model_batch *b;
-		otlp_result r;
-		kn_err err = {0};
+		model_batch_t *b;
+		otlp_result_t r;
+		err_t err = {0};
 		int rc = decode(buf_slice(&pb), &default_opts, &b, &r, &err);
 		if (!bad[i].msg) {
 			if (rc < 0)
@@ -724,9 +724,9 @@ static void test_sample_shapes(void **state)
 {
 	(void)state;
 	buf_t pb;
-	model_batch *b;
-	otlp_result r;
-	kn_err err = {0};
+	model_batch_t *b;
+	otlp_result_t r;
+	err_t err = {0};
 	/* Timestamps only: value 1 per timestamp. */
 	buf_init(&pb, SIZE_MAX);
 	build(&pb, K_N_VALUES, 0);
@@ -752,11 +752,11 @@ static void test_time_window(void **state)
 	buf_t pb;
 	buf_init(&pb, SIZE_MAX);
 	build(&pb, K_NONE, 0);
-	model_batch *b;
-	otlp_result r;
-	kn_err err = {0};
+	model_batch_t *b;
+	otlp_result_t r;
+	err_t err = {0};
 	/* One of the two points is past max_time_ns. */
-	otlp_decode_opts o = {
+	otlp_decode_opts_t o = {
 	    .now_ns = 42, .min_time_ns = T0, .max_time_ns = T0 + 1500, .retention_days = 14};
 	assert_int_equal(decode(buf_slice(&pb), &o, &b, &r, &err), 0);
 	assert_int_equal(r.profiles, 1);
@@ -793,7 +793,7 @@ static void test_time_window(void **state)
 	assert_int_equal(resp.p[4], 0x12);
 	assert_int_equal(resp.p[5], strlen(r.message));
 	buf_reset(&resp);
-	otlp_result ok = {0};
+	otlp_result_t ok = {0};
 	otlp_response_pb(&ok, &resp);
 	assert_int_equal(resp.n, 0);
 	otlp_response_json(&ok, &resp);
@@ -807,16 +807,16 @@ static void test_time_window(void **state)
 static void test_empty_and_max_rows(void **state)
 {
 	(void)state;
-	model_batch *b;
-	otlp_result r;
-	kn_err err = {0};
+	model_batch_t *b;
+	otlp_result_t r;
+	err_t err = {0};
 	assert_int_equal(decode(slice_make(NULL, 0), &default_opts, &b, &r, &err), 0);
 	assert_int_equal(b->n_profiles, 0);
 	model_batch_free(b);
 	buf_t pb;
 	buf_init(&pb, SIZE_MAX);
 	build(&pb, K_SAMPLES, 3);
-	otlp_decode_opts o = {.now_ns = 42, .max_rows = 2};
+	otlp_decode_opts_t o = {.now_ns = 42, .max_rows = 2};
 	assert_int_equal(decode(buf_slice(&pb), &o, &b, &r, &err), -1);
 	assert_int_equal(err.status, 413);
 	assert_string_equal(err.msg,
@@ -846,22 +846,22 @@ static void test_json(void **state)
 	    "\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
 	buf_t pb;
 	buf_init(&pb, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	if (otlp_json_to_pb(slice_cstr(ok), &pb, &err) < 0)
 		fail_msg("%s", err.msg);
-	model_batch *b;
-	otlp_result r;
+	model_batch_t *b;
+	otlp_result_t r;
 	if (decode(buf_slice(&pb), &default_opts, &b, &r, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(r.samples, 2);
-	const model_profile *p = &b->profiles[0];
+	const model_profile_t *p = &b->profiles[0];
 	assert_true(slice_eq_cstr(p->service, "svc"));
 	assert_int_equal(p->labels_count, 3); /* b=false, d=1.5, n=-7 (sorted) */
-	const model_label *l = &b->series_labels[p->labels_first];
+	const model_label_t *l = &b->series_labels[p->labels_first];
 	assert_true(slice_eq_cstr(l[0].value, "false"));
 	assert_true(slice_eq_cstr(l[1].value, "1.5"));
 	assert_true(slice_eq_cstr(l[2].value, "-7"));
-	const model_attrset *as = &b->attrsets[b->samples[0].attrset];
+	const model_attrset_t *as = &b->attrsets[b->samples[0].attrset];
 	assert_int_equal(as->count, 2);
 	assert_true(slice_eq_cstr(b->attr_labels[as->first].value, "b7ad6b7169203331"));
 	assert_true(slice_eq_cstr(b->attr_labels[as->first + 1].value, "0af7651916cd43dd8448eb211c80319c"));

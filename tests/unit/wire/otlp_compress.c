@@ -40,7 +40,7 @@ static void test_round_trips(void **state)
 		uint8_t *in = text(sizes[i]);
 		slice_t s = slice_make(in, sizes[i]);
 		buf_t z, out;
-		kn_err err = {0};
+		err_t err = {0};
 		buf_init(&z, SIZE_MAX);
 		assert_int_equal(zstd_deflate(s, 3, &z), 0);
 		buf_init(&out, 1 << 20);
@@ -75,7 +75,7 @@ static void test_round_trips(void **state)
 	}
 	/* Two concatenated zstd frames. */
 	buf_t z, out;
-	kn_err err = {0};
+	err_t err = {0};
 	buf_init(&z, SIZE_MAX);
 	buf_init(&out, 100);
 	assert_int_equal(zstd_deflate(slice_cstr("hello "), 1, &z), 0);
@@ -93,7 +93,7 @@ static void test_bombs(void **state)
 	size_t n = 64u << 20; /* 64 MiB of zeros: a few KB compressed */
 	uint8_t *zeros = calloc(1, n);
 	buf_t z, out;
-	kn_err err = {0};
+	err_t err = {0};
 	buf_init(&z, SIZE_MAX);
 	assert_int_equal(zstd_deflate(slice_make(zeros, n), 3, &z), 0);
 	assert_true(z.n < 64 * 1024);
@@ -128,7 +128,7 @@ static void test_corrupt(void **state)
 {
 	(void)state;
 	buf_t z, out;
-	kn_err err = {0};
+	err_t err = {0};
 	uint8_t *in = text(100000);
 	buf_init(&z, SIZE_MAX);
 	buf_init(&out, 1 << 20);

@@ -8,7 +8,7 @@
 #include "base/buf.h"
 #include "wire/pb.h"
 
-static pb_reader reader_of(const uint8_t *p, size_t n)
+static pb_reader_t reader_of(const uint8_t *p, size_t n)
 {
 	return pb_reader_make(slice_make(p, n));
 }
@@ -41,7 +41,7 @@ static void test_varint_edges(void **state)
 	    {{0}, 0, -1, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		pb_reader r = reader_of(cases[i].in, cases[i].n);
+		pb_reader_t r = reader_of(cases[i].in, cases[i].n);
 		uint64_t v = 12345;
 		int rc = pb_varint(&r, &v);
 		assert_int_equal(rc, cases[i].rc);
@@ -57,7 +57,7 @@ static void test_varint_does_not_read_past_end(void **state)
 	(void)state;
 	/* The byte after the reader's end would complete the varint. */
 	uint8_t buf[] = {0x80, 0x01};
-	pb_reader r = reader_of(buf, 1);
+	pb_reader_t r = reader_of(buf, 1);
 	uint64_t v;
 	assert_int_equal(pb_varint(&r, &v), -1);
 }
@@ -68,7 +68,7 @@ static void test_key(void **state)
 	uint32_t f;
 	int wt;
 	uint8_t ok[] = {0x08}; /* field 1 varint */
-	pb_reader r = reader_of(ok, 1);
+	pb_reader_t r = reader_of(ok, 1);
 	assert_int_equal(pb_key(&r, &f, &wt), 0);
 	assert_int_equal(f, 1);
 	assert_int_equal(wt, PB_VARINT);
@@ -110,7 +110,7 @@ static void test_bytes_bounds(void **state)
 	(void)state;
 	slice_t s;
 	uint8_t exact[] = {0x03, 'a', 'b', 'c'};
-	pb_reader r = reader_of(exact, sizeof exact);
+	pb_reader_t r = reader_of(exact, sizeof exact);
 	assert_int_equal(pb_bytes(&r, &s), 0);
 	assert_int_equal(s.n, 3);
 	assert_memory_equal(s.p, "abc", 3);
@@ -149,7 +149,7 @@ static void test_fixed_and_skip(void **state)
 {
 	(void)state;
 	uint8_t f64[] = {1, 2, 3, 4, 5, 6, 7, 8};
-	pb_reader r = reader_of(f64, 8);
+	pb_reader_t r = reader_of(f64, 8);
 	uint64_t v;
 	assert_int_equal(pb_fixed64(&r, &v), 0);
 	assert_true(v == 0x0807060504030201ull);
@@ -204,7 +204,7 @@ static void test_writer_round_trip(void **state)
 	pb_end(&b, m);
 	pb_put_uint(&b, 8, 1);
 
-	pb_reader r = pb_reader_make(buf_slice(&b));
+	pb_reader_t r = pb_reader_make(buf_slice(&b));
 	uint32_t f;
 	int wt;
 	uint64_t v;
@@ -231,7 +231,7 @@ static void test_writer_round_trip(void **state)
 	assert_int_equal(pb_key(&r, &f, &wt), 0);
 	assert_int_equal(f, 6);
 	assert_int_equal(pb_bytes(&r, &s), 0);
-	pb_reader pr = pb_reader_make(s);
+	pb_reader_t pr = pb_reader_make(s);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(pb_packed_varint_next(&pr, &v), 0);
 		assert_true(v == packed[i]);
@@ -241,7 +241,7 @@ static void test_writer_round_trip(void **state)
 	assert_int_equal(f, 7);
 	assert_int_equal(pb_bytes(&r, &s), 0);
 	assert_int_equal(s.n, 200 + 4);
-	pb_reader nr = pb_reader_make(s);
+	pb_reader_t nr = pb_reader_make(s);
 	int n = 0;
 	while (!pb_done(&nr)) {
 		assert_int_equal(pb_key(&nr, &f, &wt), 0);
@@ -276,7 +276,7 @@ static void test_nested_length_widths(void **state)
 		buf_append(&b, payload, sizes[i]);
 		pb_end(&b, m);
 		buf_putc(&b, 0xbb);
-		pb_reader r = pb_reader_make(slice_make(b.p + 1, b.n - 2));
+		pb_reader_t r = pb_reader_make(slice_make(b.p + 1, b.n - 2));
 		uint32_t f;
 		int wt;
 		slice_t s;
@@ -303,10 +303,10 @@ typedef struct {
 	size_t n_ids, n_inner;
 } outer_t;
 
-static int decode_inner(const pb_src *src, slice_t msg, const pb_path *p, outer_t *o, kn_err *err)
+static int decode_inner(const pb_src_t *src, slice_t msg, const pb_path_t *p, outer_t *o, err_t *err)
 {
-	pb_reader r = pb_reader_make(msg);
-	const pb_field *f;
+	pb_reader_t r = pb_reader_make(msg);
+	const pb_field_t *f;
 	int wt, rc;
 	while ((rc = pb_next(src, &r, &inner_spec, p, &f, &wt, err)) == 1) {
 		if (f->num == 1) {
@@ -321,11 +321,11 @@ static int decode_inner(const pb_src *src, slice_t msg, const pb_path *p, outer_
 
 /* Outer as a decoder would read it: errors name "profile" when there is
  * nothing else to name, as pprof_decode's do. */
-static int decode_outer(slice_t in, outer_t *o, kn_err *err)
+static int decode_outer(slice_t in, outer_t *o, err_t *err)
 {
-	pb_src src = {in.p, "profile"};
-	pb_reader r = pb_reader_make(in);
-	const pb_field *f;
+	pb_src_t src = {in.p, "profile"};
+	pb_reader_t r = pb_reader_make(in);
+	const pb_field_t *f;
 	int wt, rc;
 	memset(o, 0, sizeof *o);
 	while ((rc = pb_next(&src, &r, &outer_spec, NULL, &f, &wt, err)) == 1) {
@@ -336,7 +336,7 @@ static int decode_outer(slice_t in, outer_t *o, kn_err *err)
 			break;
 		case 2: {
 			slice_t s;
-			pb_path p = {NULL, f->name, (uint32_t)o->n_inner};
+			pb_path_t p = {NULL, f->name, (uint32_t)o->n_inner};
 			if (pb_read_len(&src, &r, &s, &p, NULL, err) < 0 ||
 			    decode_inner(&src, s, &p, o, err) < 0)
 				return -1;
@@ -344,7 +344,7 @@ static int decode_outer(slice_t in, outer_t *o, kn_err *err)
 			break;
 		}
 		case 3: {
-			pb_reader vals;
+			pb_reader_t vals;
 			uint64_t v;
 			int vrc;
 			if (pb_read_packable(&src, &r, wt, &vals, NULL, f->name, err) < 0)
@@ -379,7 +379,7 @@ static void test_spec_decodes_and_skips_unknown(void **state)
 	    0x12, 0x04, 0x08, 0x09, 0x50, 0x01,                   /* inner[1] = {key 9, unknown 10} */
 	};
 	outer_t o;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(decode_outer(slice_make(in, sizeof in), &o, &err), 0);
 	assert_true(o.id == 150);
 	assert_int_equal(o.n_inner, 2);
@@ -431,7 +431,7 @@ static void test_spec_errors_name_the_path(void **state)
 	};
 	for (size_t i = 0; i < PB_COUNTOF(cases); i++) {
 		outer_t o;
-		kn_err err = {0};
+		err_t err = {0};
 		assert_int_equal(decode_outer(slice_make(cases[i].in, cases[i].n), &o, &err), -1);
 		assert_int_equal(err.status, 400);
 		assert_string_equal(err.msg, cases[i].msg);
@@ -442,11 +442,11 @@ static void test_spec_with_gaps(void **state)
 {
 	(void)state;
 	static const uint8_t in[] = {0x10, 0x07, 0x2a, 0x01, 'A', 0x08, 0x01};
-	pb_src src = {in, NULL};
-	pb_reader r = pb_reader_make(slice_make(in, sizeof in));
-	const pb_field *f;
+	pb_src_t src = {in, NULL};
+	pb_reader_t r = pb_reader_make(slice_make(in, sizeof in));
+	const pb_field_t *f;
 	int wt;
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(pb_next(&src, &r, &gap_spec, NULL, &f, &wt, &err), 1);
 	assert_string_equal(f->name, "b");
 	assert_int_equal(pb_skip(&r, wt), 0);
@@ -462,11 +462,11 @@ static void test_fail_paths(void **state)
 {
 	(void)state;
 	static const char *const names[] = {"e0", "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9"};
-	pb_path chain[PB_COUNTOF(names)];
+	pb_path_t chain[PB_COUNTOF(names)];
 	for (size_t i = 0; i < PB_COUNTOF(names); i++)
-		chain[i] = (pb_path){i ? &chain[i - 1] : NULL, names[i], i % 2 ? (uint32_t)i : PB_NOIX};
-	pb_src bare = {NULL, NULL}, rooted = {NULL, "profile"};
-	kn_err err = {0};
+		chain[i] = (pb_path_t){i ? &chain[i - 1] : NULL, names[i], i % 2 ? (uint32_t)i : PB_NOIX};
+	pb_src_t bare = {NULL, NULL}, rooted = {NULL, "profile"};
+	err_t err = {0};
 	/* Ten elements deep: the outermost eight are shown. */
 	assert_int_equal(pb_fail(&bare, &err, 413, &chain[9], "f", "too %s", "many"), -1);
 	assert_int_equal(err.status, 413);

@@ -13,18 +13,18 @@
 
 /* ---- Helpers ------------------------------------------------------------- */
 
-static model_batch *decode_ok(slice_t data, const pprof_decode_opts *o)
+static model_batch_t *decode_ok(slice_t data, const pprof_decode_opts_t *o)
 {
-	model_batch *b = model_batch_new(slice_cstr("test"));
-	kn_err err = {0};
+	model_batch_t *b = model_batch_new(slice_cstr("test"));
+	err_t err = {0};
 	if (pprof_decode(data, o, b, &err) < 0)
 		fail_msg("decode failed: %d %s", err.status, err.msg);
 	return b;
 }
 
-static const pprof_decode_opts default_opts = {.now_ns = 42, .max_rows = LIMIT_SAMPLE_ROWS};
+static const pprof_decode_opts_t default_opts = {.now_ns = 42, .max_rows = LIMIT_SAMPLE_ROWS};
 
-static int64_t profile_total(const model_batch *b, const model_profile *p)
+static int64_t profile_total(const model_batch_t *b, const model_profile_t *p)
 {
 	int64_t t = 0;
 	for (uint32_t s = 0; s < p->samples_count; s++)
@@ -43,13 +43,13 @@ static slice_t load_profile(const char *name, unsigned char **raw, buf_t *out)
 	slice_t in = slice_make(*raw, n);
 	if (!gz_is_gzip(in))
 		return in;
-	kn_err err = {0};
+	err_t err = {0};
 	if (gz_inflate(in, out, &err) < 0)
 		fail_msg("%s: %s", name, err.msg);
 	return buf_slice(out);
 }
 
-static slice_t frame_name(const model_batch *b, uint32_t node)
+static slice_t frame_name(const model_batch_t *b, uint32_t node)
 {
 	return b->frames[b->nodes[node].frame].name;
 }
@@ -92,9 +92,9 @@ static void test_testdata_totals(void **state)
 		unsigned char *raw;
 		buf_t out;
 		slice_t data = load_profile(fixtures[f].file, &raw, &out);
-		pprof_decode_opts o = default_opts;
+		pprof_decode_opts_t o = default_opts;
 		o.service = slice_cstr("svc");
-		model_batch *b = decode_ok(data, &o);
+		model_batch_t *b = decode_ok(data, &o);
 		assert_int_equal(b->n_profiles, fixtures[f].n_types);
 		for (uint32_t t = 0; t < b->n_profiles; t++) {
 			char name[128];
@@ -123,7 +123,7 @@ static void test_testdata_details(void **state)
 	buf_t out;
 	/* Heap: inuse_* are snapshots, alloc_* windows; time and period from the file. */
 	slice_t data = load_profile("go-heap-delta.pb.gz", &raw, &out);
-	model_batch *b = decode_ok(data, &default_opts);
+	model_batch_t *b = decode_ok(data, &default_opts);
 	assert_int_equal(b->profiles[0].aggregation, MODEL_WINDOW);
 	assert_int_equal(b->profiles[3].aggregation, MODEL_SNAPSHOT);
 	assert_true(slice_eq_cstr(b->profiles[0].period_type, "space"));
@@ -260,20 +260,20 @@ static void test_base_profile(void **state)
 	(void)state;
 	buf_t b;
 	base_profile(&b);
-	model_batch *mb = decode_ok(buf_slice(&b), &default_opts);
+	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
 	assert_int_equal(mb->n_profiles, 1);
-	model_profile *p = &mb->profiles[0];
+	model_profile_t *p = &mb->profiles[0];
 	assert_int_equal(p->samples_count, 1);
 	assert_true(p->time_ns == 1000);
 	assert_true(p->duration_ns == 2000);
-	model_sample *s = &mb->samples[p->samples_first];
+	model_sample_t *s = &mb->samples[p->samples_first];
 	assert_true(s->value == 10);
 	/* Leaf foo under root main. */
 	assert_true(slice_eq_cstr(frame_name(mb, s->node), "foo"));
 	uint32_t parent = mb->nodes[s->node].parent;
 	assert_true(slice_eq_cstr(frame_name(mb, parent), "main"));
 	assert_int_equal(mb->nodes[parent].parent, MODEL_NONE);
-	const model_frame *f = &mb->frames[mb->nodes[s->node].frame];
+	const model_frame_t *f = &mb->frames[mb->nodes[s->node].frame];
 	assert_true(slice_eq_cstr(f->binary, "/bin/app"));
 	assert_int_equal(f->kind.n, 0);
 	assert_int_equal(f->unsymbolized, 0);
@@ -281,10 +281,10 @@ static void test_base_profile(void **state)
 	model_batch_free(mb);
 
 	/* Options override the pprof's time; now when neither is given. */
-	pprof_decode_opts o = default_opts;
+	pprof_decode_opts_t o = default_opts;
 	o.time_ns = 7;
 	o.duration_ns = 8;
-	model_label lab = {slice_cstr("namespace"), slice_cstr("prod")};
+	model_label_t lab = {slice_cstr("namespace"), slice_cstr("prod")};
 	o.labels = &lab;
 	o.n_labels = 1;
 	mb = decode_ok(buf_slice(&b), &o);
@@ -323,8 +323,8 @@ static void test_inline_order(void **state)
 	put_sample(&b, locs, 3, &v, 1);
 	put_strings(&b, base_strings, N_STRINGS);
 
-	model_batch *mb = decode_ok(buf_slice(&b), &default_opts);
-	model_profile *p = &mb->profiles[0];
+	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
+	model_profile_t *p = &mb->profiles[0];
 	assert_int_equal(p->cpu_alias, 1);
 	assert_int_equal(p->samples_count, 1);
 	uint32_t n = mb->samples[p->samples_first].node;
@@ -336,7 +336,7 @@ static void test_inline_order(void **state)
 	}
 	assert_int_equal(n, MODEL_NONE);
 	assert_true(mb->frames_written == 4);
-	const model_frame *leaf = &mb->frames[mb->nodes[mb->samples[p->samples_first].node].frame];
+	const model_frame_t *leaf = &mb->frames[mb->nodes[mb->samples[p->samples_first].node].frame];
 	assert_int_equal(leaf->unsymbolized, 1);
 	assert_true(slice_eq_cstr(leaf->kind, "native"));
 	assert_true(slice_eq_cstr(leaf->binary, "/bin/app"));
@@ -374,15 +374,15 @@ static void test_function_id_zero_and_duplicates(void **state)
 	pb_end(&b, m);
 	put_strings(&b, base_strings, N_STRINGS);
 
-	model_batch *mb = decode_ok(buf_slice(&b), &default_opts);
+	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
 	assert_int_equal(mb->n_profiles, 2);
-	model_sample *s = &mb->samples[mb->profiles[0].samples_first];
+	model_sample_t *s = &mb->samples[mb->profiles[0].samples_first];
 	assert_true(s->value == -4);
 	assert_true(mb->samples[mb->profiles[1].samples_first].value == 1);
-	const model_frame *leaf = &mb->frames[mb->nodes[s->node].frame];
+	const model_frame_t *leaf = &mb->frames[mb->nodes[s->node].frame];
 	assert_int_equal(leaf->unsymbolized, 1);
 	assert_true(slice_eq_cstr(frame_name(mb, mb->nodes[s->node].parent), "main"));
-	const model_attrset *as = &mb->attrsets[s->attrset];
+	const model_attrset_t *as = &mb->attrsets[s->attrset];
 	assert_int_equal(as->count, 2);
 	/* sorted by key: bar=-576, key=val */
 	assert_true(slice_eq_cstr(mb->attr_labels[as->first].key, "bar"));
@@ -430,8 +430,8 @@ static void test_sparse_ids(void **state)
 		pb_end(&b, m);
 		put_strings(&b, base_strings, N_STRINGS);
 		if (missing) {
-			model_batch *mb = model_batch_new(slice_cstr("p"));
-			kn_err err = {0};
+			model_batch_t *mb = model_batch_new(slice_cstr("p"));
+			err_t err = {0};
 			assert_int_equal(pprof_decode(buf_slice(&b), &default_opts, mb, &err), -1);
 			assert_int_equal(err.status, 400);
 			assert_string_equal(err.msg, "sample[0].location_id[1]: location id 4 not found (profile "
@@ -440,12 +440,12 @@ static void test_sparse_ids(void **state)
 			buf_free(&b);
 			continue;
 		}
-		model_batch *mb = decode_ok(buf_slice(&b), &default_opts);
-		model_sample *s = &mb->samples[mb->profiles[0].samples_first];
+		model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
+		model_sample_t *s = &mb->samples[mb->profiles[0].samples_first];
 		assert_true(slice_eq_cstr(frame_name(mb, s->node), "bar"));
 		assert_true(slice_eq_cstr(mb->frames[mb->nodes[s->node].frame].binary, "/bin/app"));
 		assert_true(slice_eq_cstr(frame_name(mb, mb->nodes[s->node].parent), "main"));
-		const model_attrset *as = &mb->attrsets[s->attrset];
+		const model_attrset_t *as = &mb->attrsets[s->attrset];
 		assert_int_equal(as->count, 3);
 		/* sorted by key: bar=0, foo=INT64_MAX, key=INT64_MIN */
 		assert_true(slice_eq_cstr(mb->attr_labels[as->first].value, "0"));
@@ -475,7 +475,7 @@ static void test_stack_depth_limit(void **state)
 	int64_t v = 1;
 	put_sample(&b, locs, n, &v, 1);
 	put_strings(&b, base_strings, N_STRINGS);
-	model_batch *mb = decode_ok(buf_slice(&b), &default_opts);
+	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
 	assert_true(mb->frames_written == LIMIT_STACK_DEPTH);
 	uint32_t node = mb->samples[0].node;
 	assert_true(slice_eq_cstr(frame_name(mb, node), "foo")); /* the leaf side is kept */
@@ -793,9 +793,9 @@ static void test_bad_inputs(void **state)
 		buf_t b;
 		base_profile(&b);
 		bad_cases[i].mutate(&b);
-		model_batch *mb = model_batch_new(slice_cstr("test"));
+		model_batch_t *mb = model_batch_new(slice_cstr("test"));
 		mb->frames_written = bad_cases[i].preset_frames;
-		kn_err err = {0};
+		err_t err = {0};
 		int rc = pprof_decode(buf_slice(&b), &default_opts, mb, &err);
 		if (rc != -1 || err.status != bad_cases[i].status || !strstr(err.msg, bad_cases[i].msg))
 			fail_msg("case %zu (%s): rc %d status %d msg \"%s\"; want %d \"%s\"", i,
@@ -813,10 +813,10 @@ static void test_max_rows_option(void **state)
 	buf_t b;
 	base_profile(&b);
 	m_two_values(&b); /* never reached: the count is checked first */
-	pprof_decode_opts o = default_opts;
+	pprof_decode_opts_t o = default_opts;
 	o.max_rows = 1;
-	model_batch *mb = model_batch_new(slice_cstr("test"));
-	kn_err err = {0};
+	model_batch_t *mb = model_batch_new(slice_cstr("test"));
+	err_t err = {0};
 	assert_int_equal(pprof_decode(buf_slice(&b), &o, mb, &err), -1);
 	assert_int_equal(err.status, 413);
 	assert_non_null(strstr(err.msg, "profile has 2 sample rows; the limit is 1"));
@@ -833,8 +833,8 @@ static void test_every_truncation(void **state)
 	for (size_t n = 0; n < b.n; n++) {
 		uint8_t *copy = malloc(n ? n : 1);
 		memcpy(copy, b.p, n);
-		model_batch *mb = model_batch_new(slice_cstr("test"));
-		kn_err err = {0};
+		model_batch_t *mb = model_batch_new(slice_cstr("test"));
+		err_t err = {0};
 		if (pprof_decode(slice_make(copy, n), &default_opts, mb, &err) < 0)
 			assert_int_equal(err.status, 400);
 		model_batch_free(mb);
@@ -846,9 +846,9 @@ static void test_every_truncation(void **state)
 /* ---- Encoder ------------------------------------------------------------- */
 
 /* Builds the call tree of profile p: tree node i+1 = batch node i. */
-static model_tree tree_of(const model_batch *b, const model_profile *p)
+static model_tree_t tree_of(const model_batch_t *b, const model_profile_t *p)
 {
-	model_tree t = {0};
+	model_tree_t t = {0};
 	t.n_nodes = b->n_nodes + 1;
 	t.parent = calloc(t.n_nodes, sizeof *t.parent);
 	t.frame = calloc(t.n_nodes, sizeof *t.frame);
@@ -861,7 +861,7 @@ static model_tree tree_of(const model_batch *b, const model_profile *p)
 		t.frame[i + 1] = b->nodes[i].frame;
 	}
 	for (uint32_t s = 0; s < p->samples_count; s++) {
-		const model_sample *sm = &b->samples[p->samples_first + s];
+		const model_sample_t *sm = &b->samples[p->samples_first + s];
 		t.self[sm->node + 1] += sm->value;
 	}
 	t.frames = b->frames;
@@ -876,7 +876,7 @@ static model_tree tree_of(const model_batch *b, const model_profile *p)
 	return t;
 }
 
-static void tree_free(model_tree *t)
+static void tree_free(model_tree_t *t)
 {
 	free(t->parent);
 	free(t->frame);
@@ -891,16 +891,16 @@ static void test_encode_round_trip(void **state)
 		unsigned char *raw;
 		buf_t in;
 		slice_t data = load_profile(fixtures[f].file, &raw, &in);
-		model_batch *b = decode_ok(data, &default_opts);
+		model_batch_t *b = decode_ok(data, &default_opts);
 		for (uint32_t t = 0; t < b->n_profiles; t++) {
-			model_tree tree = tree_of(b, &b->profiles[t]);
+			model_tree_t tree = tree_of(b, &b->profiles[t]);
 			buf_t out;
 			buf_init(&out, SIZE_MAX);
-			kn_err err = {0};
+			err_t err = {0};
 			assert_int_equal(pprof_encode(&tree, &out, &err), 0);
-			model_batch *again = decode_ok(buf_slice(&out), &default_opts);
+			model_batch_t *again = decode_ok(buf_slice(&out), &default_opts);
 			assert_int_equal(again->n_profiles, 1);
-			const model_profile *p = &again->profiles[0];
+			const model_profile_t *p = &again->profiles[0];
 			assert_true(profile_total(again, p) == fixtures[f].types[t].total);
 			assert_true(slice_eq(p->sample_type, b->profiles[t].sample_type));
 			assert_true(slice_eq(p->period_unit, b->profiles[t].period_unit));
@@ -926,31 +926,31 @@ static void test_encode_round_trip(void **state)
 static void test_encode_unsymbolized_and_limit(void **state)
 {
 	(void)state;
-	model_frame frames[2] = {
+	model_frame_t frames[2] = {
 	    {.name = slice_cstr("main"), .file = slice_cstr("main.go"), .binary = slice_cstr("/usr/bin/app")},
 	    {.binary = slice_cstr("/usr/lib/libc.so.6"), .build_id = slice_cstr("abc"), .unsymbolized = 1},
 	};
 	uint32_t parent[] = {0, 0, 1}, frame[] = {0, 0, 1};
 	int64_t self[] = {0, 5, 7}, total[] = {12, 12, 7};
-	model_tree t = {.n_nodes = 3,
-	                .parent = parent,
-	                .frame = frame,
-	                .self = self,
-	                .total = total,
-	                .frames = frames,
-	                .n_frames = 2,
-	                .sample_type = slice_cstr("cpu"),
-	                .sample_unit = slice_cstr("nanoseconds"),
-	                .period_type = slice_cstr("cpu"),
-	                .period_unit = slice_cstr("nanoseconds"),
-	                .period = 10,
-	                .time_ns = 5,
-	                .duration_ns = 6};
+	model_tree_t t = {.n_nodes = 3,
+	                  .parent = parent,
+	                  .frame = frame,
+	                  .self = self,
+	                  .total = total,
+	                  .frames = frames,
+	                  .n_frames = 2,
+	                  .sample_type = slice_cstr("cpu"),
+	                  .sample_unit = slice_cstr("nanoseconds"),
+	                  .period_type = slice_cstr("cpu"),
+	                  .period_unit = slice_cstr("nanoseconds"),
+	                  .period = 10,
+	                  .time_ns = 5,
+	                  .duration_ns = 6};
 	buf_t out;
 	buf_init(&out, SIZE_MAX);
-	kn_err err = {0};
+	err_t err = {0};
 	assert_int_equal(pprof_encode(&t, &out, &err), 0);
-	model_batch *b = decode_ok(buf_slice(&out), &default_opts);
+	model_batch_t *b = decode_ok(buf_slice(&out), &default_opts);
 	assert_true(profile_total(b, &b->profiles[0]) == 12);
 	int seen = 0;
 	for (uint32_t i = 0; i < b->n_frames; i++)

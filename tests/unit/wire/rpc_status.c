@@ -13,7 +13,7 @@ static void test_pb_round_trip(void **state)
 	buf_t out;
 	buf_init(&out, SIZE_MAX);
 	rpc_status_pb(GRPC_RESOURCE_EXHAUSTED, "over 20000 samples/s", 5, &out);
-	pb_reader r = pb_reader_make(buf_slice(&out));
+	pb_reader_t r = pb_reader_make(buf_slice(&out));
 	uint32_t f;
 	int wt;
 	uint64_t v;
@@ -37,7 +37,7 @@ static void test_pb_round_trip(void **state)
 	}
 	assert_int_equal(seen, 7);
 	/* Any{1 type_url, 2 value = RetryInfo{1 retry_delay = Duration{1 seconds}}} */
-	pb_reader a = pb_reader_make(any);
+	pb_reader_t a = pb_reader_make(any);
 	assert_int_equal(pb_key(&a, &f, &wt), 0);
 	assert_int_equal(f, 1);
 	assert_int_equal(pb_bytes(&a, &s), 0);
@@ -45,11 +45,11 @@ static void test_pb_round_trip(void **state)
 	assert_int_equal(pb_key(&a, &f, &wt), 0);
 	assert_int_equal(f, 2);
 	assert_int_equal(pb_bytes(&a, &s), 0);
-	pb_reader info = pb_reader_make(s);
+	pb_reader_t info = pb_reader_make(s);
 	assert_int_equal(pb_key(&info, &f, &wt), 0);
 	assert_int_equal(f, 1);
 	assert_int_equal(pb_bytes(&info, &s), 0);
-	pb_reader dur = pb_reader_make(s);
+	pb_reader_t dur = pb_reader_make(s);
 	assert_int_equal(pb_key(&dur, &f, &wt), 0);
 	assert_int_equal(f, 1);
 	assert_int_equal(pb_varint(&dur, &v), 0);
