@@ -1,8 +1,8 @@
 /* HTTP and gRPC routes: the pprof push endpoint (upload listener), OTLP over
  * HTTP and gRPC, the query API, /metrics, /healthz and the UI. Handlers run on
- * the event loop thread, identify the caller (keys, S6.1) and hand CPU work to
+ * the event loop thread, identify the caller (keys, OPS: Projects and keys) and hand CPU work to
  * the worker pool; a push runs as an ingest_push_t job (ingest/push.h: decode,
- * attribution, admission S6.2, store, usage S6.3 after the commit) with the
+ * attribution, admission (OPS: Rate limits), store, usage after the commit (OPS: Usage)) with the
  * route's decoder and reply; replies go back through loop_post. */
 #ifndef KILN_API_API_H
 #define KILN_API_API_H
@@ -43,7 +43,8 @@ typedef struct {
 	const ingest_options_t *limits;             /* NULL: the defaults of limits.h */
 	const store_retention_options_t *retention; /* NULL: 14 days */
 	scraper_t *scraper; /* NULL when this process does not scrape (role, settings) */
-	k8s_watcher_t *k8s; /* the pod watch for push attribution (S2.1a); NULL when not watching */
+	k8s_watcher_t
+	    *k8s; /* the pod watch for push attribution (API: Push attribution); NULL when not watching */
 	api_metrics_t metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
 } api_ctx_t;
@@ -52,7 +53,7 @@ typedef struct {
 typedef struct {
 	api_ctx_t *api;
 	int listener;      /* LISTENER_* */
-	int auth_required; /* S1: auth: required */
+	int auth_required; /* OPS: Roles and listeners: auth: required */
 	int tls;
 } api_listener_t;
 
@@ -72,7 +73,7 @@ int api_retention_days(const api_ctx_t *a, const char *project);
 /* Requests being worked on (for a graceful shutdown). */
 uint32_t api_inflight(api_ctx_t *a);
 
-/* Push attribution (SPEC S2.1a; api/attribution.c, any thread). The pod the
+/* Push attribution (API: Push attribution; api/attribution.c, any thread). The pod the
  * watch knows at peer's IP ("ip:port" or "[v6]:port"): 1 found, 0 not (or
  * no watch). */
 int api_peer_pod(const api_ctx_t *a, slice_t peer, k8s_pod_info_t *out);
@@ -90,11 +91,11 @@ int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_k
                    const slice_t *authorization, slice_t peer, ingest_push_decode_fn decode,
                    ingest_push_reply_fn reply);
 
-/* Upload listener (SPEC S2.1). */
+/* Upload listener (API: Push: POST /profiling/upload). */
 int api_upload_on_headers(http_req_t *r, void *ctx);
 void api_upload_on_request(http_req_t *r, void *ctx);
 
-/* OTLP/HTTP listener (SPEC S2.2). */
+/* OTLP/HTTP listener (API: Push: OTLP profiles over HTTP). */
 int api_otlp_on_headers(http_req_t *r, void *ctx);
 void api_otlp_on_request(http_req_t *r, void *ctx);
 void api_otlp_format_error(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
@@ -107,7 +108,7 @@ typedef struct {
 } api_grpc_push_t;
 int api_grpc_decode(ingest_push_t *p, err_t *err);
 
-/* OTLP/gRPC listener (SPEC S2.3): the methods it serves (ctx: api_listener_t). */
+/* OTLP/gRPC listener (API: Push: OTLP profiles over gRPC): the methods it serves (ctx: api_listener_t). */
 extern const grpc_method_t api_grpc_methods[];
 extern const size_t api_grpc_n_methods;
 

@@ -1,4 +1,4 @@
-/* Push attribution (SPEC S2.1a): a push that arrives at a sensor from a pod IP
+/* Push attribution (API: Push attribution): a push that arrives at a sensor from a pod IP
  * the pod watch knows gets that pod's namespace, pod, workload and (when it
  * has one container) container, unless the request names them. Any thread:
  * k8s_pod_by_ip is thread-safe and the watcher outlives the worker pool. */

@@ -1,6 +1,6 @@
-/* Who is calling and may they: key identification per listener (S1, S6.1)
- * and the request counters behind /metrics. The rate limit (S6.2) and usage
- * counting (S6.3) are the push job's (ingest/push.c). */
+/* Who is calling and may they: key identification per listener (OPS: Roles and listeners, OPS: Projects and
+ * keys) and the request counters behind /metrics. The rate limit (OPS: Rate limits) and usage counting (OPS:
+ * Usage) are the push job's (ingest/push.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>

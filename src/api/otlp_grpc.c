@@ -1,7 +1,7 @@
-/* ProfilesService/Export over gRPC (SPEC S2.3): the push job (ingest/push.h)
+/* ProfilesService/Export over gRPC (API: Push: OTLP profiles over gRPC): the push job (ingest/push.h)
  * with the gRPC decoder (decompress, then OTLP) on a worker, commit through
  * the store writer, reply once durable. Errors map to
- * gRPC codes (S2.3) with a google.rpc.Status in grpc-status-details-bin. */
+ * gRPC codes (API: Push: OTLP profiles over gRPC) with a google.rpc.Status in grpc-status-details-bin. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +36,8 @@ static void grpc_job_reply(ingest_push_t *p, const err_t *err)
 	if (err) {
 		int status = err->status ? err->status : 500;
 		int code = grpc_code_of_http(status);
-		/* RetryInfo only for what is worth retrying: rate limits (S2.3). A
-		 * 413 is permanent: RESOURCE_EXHAUSTED without RetryInfo. */
+		/* RetryInfo only for what is worth retrying: rate limits (API: Push: OTLP profiles over
+		 * gRPC). A 413 is permanent: RESOURCE_EXHAUSTED without RetryInfo. */
 		int retry = status == 429 ? (err->retry_after > 0 ? err->retry_after : 1) : 0;
 		rpc_status_pb(code, err->msg, retry, &out);
 		grpc_fail(call, code, err->msg, out.p, out.n);

@@ -1,4 +1,4 @@
-/* POST /v1development/profiles (SPEC S2.2): OTLP/HTTP in protobuf or JSON.
+/* POST /v1development/profiles (API: Push: OTLP profiles over HTTP): OTLP/HTTP in protobuf or JSON.
  * Content checks before the body is read; then the push job (ingest/push.h)
  * with the OTLP decoder; 200 only once the store reports the data durable; replies and errors in the
  * request's content type (ExportProfilesServiceResponse / google.rpc.Status). */

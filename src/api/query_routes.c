@@ -1,4 +1,4 @@
-/* The query API of SPEC S7 (/api/services, types, flamegraph, top, timeline_t,
+/* The query API (API: Query: /api/services, types, flamegraph, top, timeline,
  * pprof) plus /healthz: parameters parsed on the loop thread, the query run
  * on a worker, the reply sent from the loop thread. */
 #include <stdatomic.h>
@@ -205,7 +205,7 @@ static int parse_query(query_job_t *j, const params_t *p, int needs_service, int
 	int64_t now = time_now_ns();
 	if (params_range(p, now, &j->q.from_ns, &j->q.until_ns, err) < 0)
 		return -1;
-	/* The store clamps every view to the project's retention (S6.4). */
+	/* The store clamps every view to the project's retention (OPS: Retention). */
 	const char *service = params_get(p, "service");
 	const char *type = params_get(p, "type");
 	if (needs_service && (!service || !*service))
@@ -243,7 +243,7 @@ static int parse_query(query_job_t *j, const params_t *p, int needs_service, int
 	return 0;
 }
 
-/* The UI's screens have URLs of their own (shareable, S7) that serve the
+/* The UI's screens have URLs of their own (shareable, API: Query) that serve the
  * single page, which reads its state from the URL. */
 static int is_ui_screen(slice_t path)
 {

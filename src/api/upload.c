@@ -1,4 +1,4 @@
-/* POST /profiling/upload (SPEC S2.1): parse the query on the loop thread,
+/* POST /profiling/upload (API: Push: POST /profiling/upload): parse the query on the loop thread,
  * then the push job (ingest/push.h) with the pprof decoder: decode on a
  * worker, commit through the store writer, answer 200 only once the store
  * reports the data durable. Nothing of a refused request is stored. */
@@ -76,7 +76,7 @@ static int set_label(model_label_t *labels, uint32_t *n, const char *key, const 
 	return 1;
 }
 
-/* S2.1a: a push that names neither namespace nor pod, nor a service or
+/* API: Push attribution: a push that names neither namespace nor pod, nor a service or
  * workload, is named after the workload of the pod the watch knows at the
  * sender's IP. Its labels (namespace, pod, workload, container) are the push
  * job's attribution (api_attribute_batch), as for every push. */

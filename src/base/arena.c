@@ -46,7 +46,7 @@ void *arena_alloc(arena_t *a, size_t n)
 		block_t *nb = xmalloc(sizeof(block_t) + size);
 		nb->used = 0;
 		nb->size = size;
-		if (b && size != ARENA_BLOCK) { /* big one-off: keep the current block_t on top */
+		if (b && size != ARENA_BLOCK) { /* big one-off: keep the current block on top */
 			nb->next = b->next;
 			b->next = nb;
 			nb->used = n;

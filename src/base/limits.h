@@ -4,7 +4,7 @@
  * name, value, what it bounds, and the setting that overrides it (if any).
  * Where a setting overrides a bound, LIMIT_X is its default and LIMIT_X_MIN /
  * LIMIT_X_MAX the range the config accepts. docs/RELIABILITY.md,
- * docs/OPERATIONS.md and SPEC S2.1/S2.4/S3.7 quote these numbers.
+ * docs/OPERATIONS.md (Limits, Scrape limits) and docs/API.md (Push errors) quote these numbers.
  *
  * Left with their modules, because they tune Kiln's own pace and buffering
  * rather than bound what input can make it spend: timer periods and batch
@@ -59,7 +59,7 @@
 
 /* Queries (query/) */
 #define LIMIT_QUERY_NODES       2000000u    /* call-tree nodes one query may build */
-#define LIMIT_TIMELINE_POINTS 10000         /* points of one timeline_t */
+#define LIMIT_TIMELINE_POINTS 10000         /* points of one timeline */
 #define LIMIT_LABEL_VALUES 1000 /* values per label name in /api/labels (more: "truncated":true) */
 
 /* Config (cli/config.c, cli/store_open.c) */
@@ -71,14 +71,15 @@
 #define LIMIT_ANNOTATION_PREFIXES 16  /* receivers.profiles.scrape.extraAnnotationPrefixes */
 
 /* Scraping (scrape/) */
-#define LIMIT_SCRAPE_INFLIGHT 64               /* S3.6: transfers at once; more → skipped_concurrency */
-#define LIMIT_SCRAPE_BODY_BYTES (8u << 20)     /* S3.7: response body as received */
-#define LIMIT_SCRAPE_DECODED_BYTES (32u << 20) /* S3.7: after gunzip */
+#define LIMIT_SCRAPE_INFLIGHT 64 /* OPS: Scrape requests: transfers at once; more → skipped_concurrency */
+#define LIMIT_SCRAPE_BODY_BYTES (8u << 20)     /* OPS: Scrape limits: response body as received */
+#define LIMIT_SCRAPE_DECODED_BYTES (32u << 20) /* OPS: Scrape limits: after gunzip */
 #define LIMIT_SCRAPE_DECODE_ROWS 1000000u /* rows decoded before .sample_types (then maxDecodedSampleRows)   \
 	                                   */
 #define LIMIT_SCRAPE_DELTA_ENTRIES (4u * 1000000u) /* entries of the heap-delta baselines of all targets */
-#define LIMIT_SCRAPE_INTERVAL_MIN_NS (10LL * 1000000000LL) /* S3.1: the shortest interval (scrape.interval)  \
-	                                                    */
+#define LIMIT_SCRAPE_INTERVAL_MIN_NS                                                                         \
+	(10LL * 1000000000LL)               /* OPS: Scrape settings: the shortest interval (scrape.interval) \
+	                                     */
 #define LIMIT_SCRAPE_NAME_BYTES 254         /* a target's names (Kubernetes names are ≤ 253 bytes) */
 #define LIMIT_SCRAPE_URL_BYTES 1024         /* a target's URL */
 #define LIMIT_SCRAPE_SAMPLE_TYPES_BYTES 512 /* a .sample_types setting */

@@ -11,7 +11,7 @@ int cli_export(int argc, char **argv);
 int cli_keys(int argc, char **argv);  /* keys create|list|revoke */
 int cli_usage(int argc, char **argv); /* the usage table of the store */
 
-/* The store the config names (SPEC S8): the embedded one under cfg->data_dir
+/* The store the config names (OPS: Storage): the embedded one under cfg->data_dir
  * or ClickHouse (store.*; passwordFile read here). keys_usage_only: for the
  * operator commands, which use only keys and usage and run beside a server
  * (store_config_t.keys_usage_only). NULL + err. */

@@ -159,7 +159,7 @@ static int load_static_target(struct fy_node *n, uint32_t i, scrape_static_optio
 	return 0;
 }
 
-/* receivers.profiles.scrape (SPEC S3.1, S3.2). */
+/* receivers.profiles.scrape (OPS: Scrape settings, OPS: Discovery). */
 static int load_scrape(struct fy_node *root, scrape_options_t *sc, err_t *err)
 {
 	if (read_bool(root, "/receivers/profiles/scrape/enabled", &sc->enabled, err) < 0)
@@ -221,7 +221,7 @@ static int load_scrape(struct fy_node *root, scrape_options_t *sc, err_t *err)
 	return 0;
 }
 
-/* kubernetes: {apiServer, tokenFile, caFile, node} (SPEC S3.2). */
+/* kubernetes: {apiServer, tokenFile, caFile, node} (OPS: Discovery). */
 static int load_kubernetes(struct fy_node *root, k8s_options_t *k, err_t *err)
 {
 	struct fy_node *n = fy_node_by_path(root, "/kubernetes", (size_t)-1, FYNWF_DONT_FOLLOW);

@@ -24,7 +24,7 @@ typedef struct config {
 	api_listener_options_t listeners[API_LISTENER_COUNT]; /* listeners (api/options.h) */
 	ingest_options_t limits;             /* limits, receivers.profiles.maxDecodedSampleRows */
 	store_retention_options_t retention; /* retention */
-	store_options_t store;               /* store (SPEC S8) */
+	store_options_t store;               /* store (OPS: Storage) */
 	scrape_options_t scrape;             /* receivers.profiles.scrape */
 	k8s_options_t kubernetes;            /* kubernetes */
 } config_t;

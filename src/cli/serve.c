@@ -183,14 +183,14 @@ static int parse_flags(int argc, char **argv, config_t *c, const char **config_p
 			}
 		}
 	}
-	/* S3.2: the node is --node, else kubernetes.node, else $NODE_NAME. */
+	/* OPS: Discovery: the node is --node, else kubernetes.node, else $NODE_NAME. */
 	const char *env_node = getenv("NODE_NAME");
 	if (!c->kubernetes.node && env_node && *env_node)
 		config_set(&c->kubernetes.node, env_node);
 	return 0;
 }
 
-/* Which listeners a role runs (SPEC S1). */
+/* Which listeners a role runs (OPS: Roles and listeners). */
 static int role_runs(const char *role, int listener)
 {
 	if (!strcmp(role, "all"))
@@ -364,7 +364,7 @@ int cli_serve(int argc, char **argv)
 	log_info("starting", "role=%s data=%s workers=%d", s.cfg.role, s.cfg.data_dir, pool_size(s.pool));
 	if (start_listeners(&s) < 0)
 		goto out;
-	/* S1: only the roles all and sensor ever scrape. */
+	/* OPS: Roles and listeners: only the roles all and sensor ever scrape. */
 	if (!strcmp(s.cfg.role, "all") || !strcmp(s.cfg.role, "sensor"))
 		s.scraper = s.api.scraper = scraper_from_config(&s.cfg.scrape, s.cfg.limits.max_rows, s.loop,
 		                                                s.pool, s.store, s.api.usage);
@@ -418,7 +418,7 @@ out:
 	if (s.api.default_limiter)
 		ratelimit_free(s.api.default_limiter);
 	s.api.k8s = NULL;
-	discovery_free(s.discovery); /* after the pool: workers look pods up (S2.1a) */
+	discovery_free(s.discovery); /* after the pool: workers look pods up (API: Push attribution) */
 	if (s.loop)
 		loop_free(s.loop);
 	scraper_free(s.scraper); /* after loop_free ran the scrapes' last completions */

@@ -33,7 +33,7 @@ typedef struct {
 int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
                  err_t *err);
 
-/* Retention window of pushed samples (S5.3, S6.4): older ones are refused. */
+/* Retention window of pushed samples (API: Frames, OPS: Retention): older ones are refused. */
 #define INGEST_RETENTION_NS (14LL * 86400 * 1000000000LL)
 #define INGEST_FUTURE_NS (10LL * 60 * 1000000000LL)
 

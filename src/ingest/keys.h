@@ -1,4 +1,4 @@
-/* Ingestion keys (SPEC S6.1): create, revoke and list keys in the store, which
+/* Ingestion keys (OPS: Projects and keys): create, revoke and list keys in the store, which
  * keeps only their SHA-256 hashes (store.h: DATA/keys.db on the embedded
  * engine, the keys table on ClickHouse), and an in-memory snapshot the server
  * looks keys up in. It does not decide which listener needs a key or scope

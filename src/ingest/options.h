@@ -1,5 +1,5 @@
 /* The push path's settings as the config file gives them: the `limits:`
- * block_t and receivers.profiles.maxDecodedSampleRows. Ranges and defaults are
+ * block and receivers.profiles.maxDecodedSampleRows. Ranges and defaults are
  * in base/limits.h; the config loader (cli/config.c) fills this over
  * ingest_options_defaults, kiln serve hands the values to the rate limiter,
  * the request-body budget (net/budget.h) and the decoders. */
@@ -10,7 +10,8 @@
 
 typedef struct {
 	uint32_t max_rows;         /* receivers.profiles.maxDecodedSampleRows (LIMIT_SAMPLE_ROWS) */
-	double samples_per_second; /* limits.samplesPerSecond: per key (S6.2), LIMIT_SAMPLES_PER_SECOND */
+	double samples_per_second; /* limits.samplesPerSecond: per key (OPS: Rate limits),
+	                              LIMIT_SAMPLES_PER_SECOND */
 	double default_samples_per_second; /* limits.defaultSamplesPerSecond: the caller of listeners
 	                                      without auth (project default); 0 (default) = unlimited */
 	double bodies_mib;                 /* limits.requestBodiesMiB: request bodies held at once, all

@@ -1,6 +1,6 @@
-/* The OTLP push path (SPEC S2.2/S2.3): body → bounded decompression →
+/* The OTLP push path (API: Push: OTLP profiles over HTTP, over gRPC): body → bounded decompression →
  * (OTLP/JSON → protobuf) → OTLP decode into a batch, with the time window of
- * S5.3, and the push job's OTLP decoder. Shared by the HTTP and gRPC
+ * API: Frames, and the push job's OTLP decoder. Shared by the HTTP and gRPC
  * listeners; knows neither. */
 #include <string.h>
 

@@ -1,6 +1,6 @@
-/* The pprof push path (SPEC S2.1): body → bounded gunzip → pprof decode →
+/* The pprof push path (API: Push: POST /profiling/upload): body → bounded gunzip → pprof decode →
  * one profile per sample type, at `from` or at receive time; and the push
- * job's pprof decoder, which adds the window of `from` (S5.3). Does not talk
+ * job's pprof decoder, which adds the window of `from` (API: Frames). Does not talk
  * to the store or the network. */
 #include "ingest/ingest.h"
 
@@ -48,7 +48,7 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 	    .now_ns = r->now_ns,
 	    .max_rows = r->max_rows ? r->max_rows : LIMIT_SAMPLE_ROWS,
 	};
-	/* Without `from`, the profile is stored at receive time (S2.1) so an old
+	/* Without `from`, the profile is stored at receive time (API: Push: POST /profiling/upload) so an old
 	 * pprof file can be uploaded and looked at. */
 	if (!o.time_ns)
 		o.time_ns = r->now_ns;
@@ -77,7 +77,7 @@ int ingest_pprof_decode(ingest_push_t *p, err_t *err)
 	p->samples = pp->res.samples;
 	if (!pp->retention_days)
 		return 0;
-	/* S5.3: a profile placed outside the retention window is refused whole. */
+	/* API: Frames: a profile placed outside the retention window is refused whole. */
 	int64_t now = pp->req.now_ns, t = pp->req.from_ns ? pp->req.from_ns : now;
 	if (t >= now - pp->retention_days * NS_PER_DAY && t <= now + INGEST_FUTURE_NS)
 		return 0;

@@ -101,7 +101,7 @@ static void push_work(void *arg)
 		return;
 	}
 	if (p->env.attribute && p->peer.n)
-		p->env.attribute(p->env.attribute_ctx, p->peer, b); /* S2.1a */
+		p->env.attribute(p->env.attribute_ctx, p->peer, b); /* API: Push attribution */
 	if (ingest_admit(&p->env, &p->caller, p->samples, &p->_err) < 0) {
 		model_batch_free(b);
 		p->_failed = 1;

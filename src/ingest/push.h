@@ -1,9 +1,9 @@
 /* The push job: the one pipeline every ingest path runs (upload, OTLP/HTTP,
  * OTLP/gRPC, the scraper; Pyroscope /ingest and JFR next). A path fills an
  * ingest_push_t with a decoder and a reply function and starts it; the job
- * runs the decoder on a worker, attributes the batch (S2.1a), admits it
- * (rate limit, S6.2), submits it to the store and, once the store's done
- * callback has run, counts usage (S6.3) and posts the reply to the loop.
+ * runs the decoder on a worker, attributes the batch (API: Push attribution), admits it
+ * (rate limit, OPS: Rate limits), submits it to the store and, once the store's done
+ * callback has run, counts usage (OPS: Usage) and posts the reply to the loop.
  * Usage is counted exactly once per push: rejected at the step that refuses
  * it (decode, window, rate limit), accepted only after the commit. */
 #ifndef KILN_INGEST_PUSH_H
@@ -21,7 +21,7 @@
 #include "net/pool.h"
 #include "store/store.h"
 
-/* Who sent a push: its project and key name (S1). anonymous: the caller of a
+/* Who sent a push: its project and key name (OPS: Roles and listeners). anonymous: the caller of a
  * listener without auth, or the scraper (default/default). */
 typedef struct {
 	char project[LIMIT_NAME_BYTES + 1];
@@ -36,11 +36,11 @@ typedef struct {
 	loop_t *loop;
 	pool_t *pool;
 	store_t *store;
-	ratelimit_t *limiter; /* keys' limit (S6.2); NULL: keys are not limited */
+	ratelimit_t *limiter; /* keys' limit (OPS: Rate limits); NULL: keys are not limited */
 	ratelimit_t
 	    *default_limiter; /* anonymous callers' (limits.defaultSamplesPerSecond); NULL: unlimited */
 	usage_t *usage;       /* NULL: nothing counted */
-	/* S2.1a push attribution of a batch from peer (any thread); NULL: none. */
+	/* Push attribution (API: Push attribution) of a batch from peer (any thread); NULL: none. */
 	void (*attribute)(void *ctx, slice_t peer, model_batch_t *b);
 	void *attribute_ctx;
 	_Atomic uint32_t *inflight; /* jobs started and not yet answered; may be NULL */
@@ -84,7 +84,7 @@ void ingest_push_start(ingest_push_t *p);
  * decoded: a bad query, an unknown key), counting 1 sample of err's reason. */
 void ingest_push_refuse(ingest_push_t *p, const err_t *err);
 
-/* The rate limit (S6.2) of c: keys take from env->limiter, anonymous callers
+/* The rate limit (OPS: Rate limits) of c: keys take from env->limiter, anonymous callers
  * from env->default_limiter. 0 admitted; -1 + err 429 with retry_after (and
  * the samples counted as rate_limited). */
 int ingest_admit(const ingest_push_env_t *env, const ingest_caller_t *c, uint64_t samples, err_t *err);
@@ -102,7 +102,8 @@ void ingest_account_reason(const ingest_push_env_t *env, const ingest_caller_t *
 /* pprof (upload, scrape): p->ctx is an ingest_pprof_push_t. */
 typedef struct {
 	ingest_pprof_req_t req;
-	int retention_days; /* S5.3: from (or now) must be in [now − days, now + 10 min]; 0: not checked */
+	int retention_days; /* API: Frames: from (or now) must be in [now − days, now + 10 min]; 0: not
+	                       checked */
 	ingest_result_t res;
 } ingest_pprof_push_t;
 int ingest_pprof_decode(ingest_push_t *p, err_t *err);

@@ -1,4 +1,4 @@
-/* Per-key sample-rate limits (SPEC S6.2): one token bucket per key name, counted
+/* Per-key sample-rate limits (OPS: Rate limits): one token bucket per key name, counted
  * in samples, with one second of burst. Buckets live in memory only (a restart
  * refills them); answering 429/RESOURCE_EXHAUSTED is the caller's job. */
 #ifndef KILN_INGEST_RATELIMIT_H

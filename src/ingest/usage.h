@@ -1,4 +1,4 @@
-/* Usage (SPEC S6.3): samples accepted and rejected (by reason) per project, key
+/* Usage (OPS: Usage): samples accepted and rejected (by reason) per project, key
  * name and UTC day, counted in memory and flushed to the store each second
  * (store_usage_write: DATA/usage.db on the embedded engine, the usage table
  * on ClickHouse). It does not decide what a request counts as; the push

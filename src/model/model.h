@@ -59,9 +59,9 @@ typedef struct {
 
 enum { MODEL_WINDOW = 0, MODEL_SNAPSHOT = 1 };
 
-/* One profile of one type (S5.1). */
+/* One profile of one type (API: Profile types). */
 typedef struct {
-	slice_t service;       /* service.name (S4) */
+	slice_t service;       /* service.name (API: Services and naming) */
 	slice_t sample_type;   /* e.g. "cpu" */
 	slice_t sample_unit;   /* e.g. "nanoseconds" */
 	slice_t period_type;   /* may be empty */
@@ -157,7 +157,7 @@ void model_samples_order(const model_sample_t *s, uint32_t n, uint32_t *perm);
 
 /* "sample_type:sample_unit" as used by the API, written into out (NUL-terminated, truncated). */
 void model_type_name(const model_profile_t *p, char *out, size_t n);
-/* MODEL_SNAPSHOT for inuse_* and goroutine-style types, else MODEL_WINDOW (S5.2). */
+/* MODEL_SNAPSHOT for inuse_* and goroutine-style types, else MODEL_WINDOW (API: Aggregation over time). */
 uint8_t model_aggregation_of(slice_t sample_type);
 
 /* A merged call tree (query result), the input of the pprof encoder and of

@@ -1,5 +1,5 @@
 /* One ceiling on the request body bytes all servers of a process hold at
- * once (SPEC limits are per request; this bounds their sum, so that many
+ * once (the body limits are per request; this bounds their sum, so that many
  * concurrent uploads cannot take the machine's memory). Bodies count from
  * their first byte until their request is freed; a body that would cross
  * the ceiling is refused with 503 + Retry-After (HTTP/1.1) or a

@@ -47,7 +47,7 @@ struct h2_stream {
 	int req_done;  /* END_STREAM received */
 	uint8_t *resp; /* response body being sent */
 	size_t resp_n, resp_off;
-	nghttp2_nv *trailers; /* one block_t with the strings; NULL for none */
+	nghttp2_nv *trailers; /* one block with the strings; NULL for none */
 	size_t n_trailers;
 };
 
@@ -363,7 +363,7 @@ static ssize_t resp_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t l
 	return (ssize_t)n;
 }
 
-/* One malloc'd block_t: n + extra nv entries, then copies of the strings. */
+/* One malloc'd block: n + extra nv entries, then copies of the strings. */
 static nghttp2_nv *nv_pack(const h2_header_t *h, size_t n, size_t extra)
 {
 	size_t bytes = (n + extra) * sizeof(nghttp2_nv);

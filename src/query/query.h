@@ -1,10 +1,10 @@
 /* Queries over the store: merge samples into a call tree and write the
- * results of SPEC S7 (services, types, flame graph, top, timeline_t, pprof,
+ * results of the query API (API: Query: services, types, flame graph, top, timeline, pprof,
  * span view).
  * Each call opens its own store view: safe to run on several worker threads.
- * Retention (S6.4): the views start no earlier than the project's retention
+ * Retention (OPS: Retention): the views start no earlier than the project's retention
  * (store_set_retention), so no query returns expired samples; a range wholly
- * before it answers as empty (timeline_t points there are 0). Sums saturate at
+ * before it answers as empty (timeline points there are 0). Sums saturate at
  * the int64 limits. */
 #ifndef KILN_QUERY_QUERY_H
 #define KILN_QUERY_QUERY_H
@@ -54,7 +54,7 @@ typedef struct {
 	int64_t now_ns;          /* 0: the clock (tests pin it) */
 } query_span_opts_t;
 
-/* GET /api/span (S5.4). Samples linked to span_id (and trace_id when given;
+/* GET /api/span (API: Span links). Samples linked to span_id (and trace_id when given;
  * samples linked with span_id alone match any trace) over [now - 14 d,
  * now + 1 d) (widened to the hints): when there are some,
  *   {"samples":N,"service":S,"type":T,"unit":U,"from":F,"until":U,"total":V,
@@ -75,7 +75,7 @@ int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, c
                buf_t *json, err_t *err);
 
 /* The merged call tree itself (for the above and for tests). Values of
- * snapshot types are averaged per series over its snapshots (S5.2); window
+ * snapshot types are averaged per series over its snapshots (API: Aggregation over time); window
  * types summed. *tree is allocated in arena a. */
 int query_merge(store_t *s, const query_params_t *q, arena_t *a, model_tree_t *tree, err_t *err);
 

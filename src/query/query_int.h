@@ -1,5 +1,5 @@
 /* Private to src/query: parameter checks, series selection and the per-partition
- * scan that merge, timeline_t and services share. Not part of the module's
+ * scan that merge, timeline and services share. Not part of the module's
  * interface; nothing outside src/query includes it. */
 #ifndef KILN_QUERY_QUERY_INT_H
 #define KILN_QUERY_QUERY_INT_H

@@ -1,4 +1,4 @@
-/* The span view (SPEC S5.4, GET /api/span): the flame graph of the samples
+/* The span view (API: Span links, GET /api/span): the flame graph of the samples
  * linked to one span, found through the store's span index over the whole
  * retention; when the span has none, where to look instead (the service and
  * minutes of the rest of its trace, else the caller's hints). */
@@ -9,8 +9,8 @@
 #include "base/timeutil.h"
 #include "query/query_int.h"
 
-#define SPAN_SEARCH_BACK (14 * NS_PER_DAY) /* the retention (S6.4) */
-#define SPAN_SEARCH_AHEAD NS_PER_DAY       /* pushed samples may be up to 10 min ahead (S5.3) */
+#define SPAN_SEARCH_BACK (14 * NS_PER_DAY) /* the retention (OPS: Retention) */
+#define SPAN_SEARCH_AHEAD NS_PER_DAY       /* pushed samples may be up to 10 min ahead (API: Frames) */
 #define NS_PER_MIN (60 * NS_PER_SEC)
 
 static const char cpu_type[] = "cpu:nanoseconds";

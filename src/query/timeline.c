@@ -1,4 +1,4 @@
-/* The timeline_t above the flame graph: value per time bucket from chunk heads
+/* The timeline above the flame graph: value per time bucket from chunk heads
  * alone (chunks are decoded only when a filter applies to sample attributes).
  * Window types are summed per bucket, snapshot types averaged per series. */
 #include <math.h>

@@ -1,5 +1,5 @@
-/* Pod annotations → scrape targets (SPEC S3.3–S3.5) and the workload and
- * service a scraped profile is attributed to (S3.9). Reads one Pod object;
+/* Pod annotations → scrape targets (OPS: Annotations, Scraped profile types, Port and container) and the
+ * workload and service a scraped profile is attributed to (OPS: Scrape attribution). Reads one Pod object;
  * does no I/O and keeps no state: discovery and scraping happen elsewhere. */
 #include "scrape/annotations.h"
 
@@ -97,7 +97,7 @@ static int printable(const char *s)
 	return 1;
 }
 
-/* ---- workload (S3.9) ---- */
+/* ---- workload (OPS: Scrape attribution) ---- */
 
 /* The last "-SEGMENT" of name: its offset of the '-', or 0 when there is none
  * or nothing before it. */
@@ -184,7 +184,7 @@ done:
 		*kind = k;
 }
 
-/* ---- containers and ports (S3.5) ---- */
+/* ---- containers and ports (OPS: Port and container) ---- */
 
 /* Walks the containers that run beside the app: spec.containers, then the
  * native sidecars (initContainers with restartPolicy Always), skipping
@@ -415,7 +415,7 @@ __attribute__((format(printf, 5, 6))) static int skip(const pod_view_t *v, int t
 	return 0;
 }
 
-/* The port of type under prefix by the S3.5 order; 0 with *sk filled when
+/* The port of type under prefix by the OPS: Port and container order; 0 with *sk filled when
  * there is none or .port is not a number. */
 static int choose_port(const pod_view_t *v, const annot_settings_t *s, const char *prefix, int type,
                        annot_skip_t *sk)

@@ -1,6 +1,6 @@
-/* Scrape targets from one Kubernetes Pod object and its annotations (SPEC
- * S3.3–S3.5, S3.9). Pure: no I/O, no threads, no allocation, no global state;
- * every pod field is untrusted JSON and is checked for type and length. */
+/* Scrape targets from one Kubernetes Pod object and its annotations (OPS:
+ * Annotations, Scraped profile types, Port and container, Scrape attribution). Pure: no I/O, no threads, no
+ * allocation, no global state; every pod field is untrusted JSON and is checked for type and length. */
 #ifndef KILN_SCRAPE_ANNOTATIONS_H
 #define KILN_SCRAPE_ANNOTATIONS_H
 
@@ -21,7 +21,7 @@ typedef struct {
 	int default_port; /* defaultPort: 0 = none; outside 1..65535 counts as none */
 } annot_settings_t;
 
-/* Why an annotated type gives no target (S3.8 `profile scrape targets skipped`). */
+/* Why an annotated type gives no target (OPS: Scrape log lines `profile scrape targets skipped`). */
 enum annot_skip_reason { ANNOT_NO_PORT, ANNOT_INVALID_PORT, ANNOT_INVALID_TARGET };
 
 typedef struct {
@@ -37,12 +37,12 @@ const char *annot_skip_reason_name(int reason);
 
 /* 1 when p can be an annotation prefix: a DNS-1123 subdomain (lowercase
  * alphanumeric labels joined by '.', '-' inside labels, ≤ 253 bytes), as the
- * API server checks prefixes. The S3.1 check behind `profile scraping is disabled`. */
+ * API server checks prefixes. The OPS: Scrape settings check behind `profile scraping is disabled`. */
 int annot_prefix_valid(const char *p);
 
 /* The targets of one pod. out and skips each hold SCRAPE_TYPES entries; *n
  * and *n_skips get how many were written, in type order (cpu, memory,
- * goroutine, block_t, mutex). A type gives a target or a skip when the first
+ * goroutine, block, mutex). A type gives a target or a skip when the first
  * prefix (ANNOT_PREFIX, then s->extra_prefixes in order) whose
  * `PREFIX/TYPE.scrape` is "true" has valid settings; every setting of that
  * type is read from that prefix only. A pod not Running, or whose podIP is
@@ -52,7 +52,7 @@ int annot_prefix_valid(const char *p);
 int annot_pod_targets(const json_t *pod, const annot_settings_t *s, scrape_target_t *out, size_t *n,
                       annot_skip_t *skips, size_t *n_skips, err_t *err);
 
-/* The workload of a pod (S3.9) into out, "" when metadata.name is unusable;
+/* The workload of a pod (OPS: Scrape attribution) into out, "" when metadata.name is unusable;
  * *kind (may be NULL) gets "Deployment", "ReplicaSet", "StatefulSet",
  * "DaemonSet", "Job", "CronJob" or "Pod". The controller owner reference
  * (controller: true; else the first one) decides:

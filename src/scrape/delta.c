@@ -1,4 +1,4 @@
-/* Go heap profile deltas (SPEC S5.2): alloc_* becomes the growth since the
+/* Go heap profile deltas (API: Aggregation over time): alloc_* becomes the growth since the
  * previous scrape of the same target; the first scrape and a counter reset
  * store no alloc_* at all, so no value is ever negative. */
 #include "scrape/delta.h"

@@ -1,4 +1,4 @@
-/* The delta rule of SPEC S5.2 for scraped Go heap profiles: their alloc_*
+/* The delta rule (API: Aggregation over time) for scraped Go heap profiles: their alloc_*
  * values are cumulative since the process started, so the store gets the
  * growth between two consecutive scrapes of one target instead. inuse_*
  * (snapshots) pass through untouched. Knows batches, not HTTP or targets. */

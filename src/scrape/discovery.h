@@ -1,7 +1,7 @@
-/* Pod discovery wired to the scrape loop (SPEC S3.2, S3.3, S3.8): the pods of
- * the sensor's node from the Kubernetes watch (scrape/k8s.c), each turned into
- * targets by its annotations (scrape/annotations.c), together with the static
- * targets, become the scraper's target set after every change (debounced). */
+/* Pod discovery wired to the scrape loop (OPS: Discovery, OPS: Annotations, OPS: Scrape log lines): the pods
+ * of the sensor's node from the Kubernetes watch (scrape/k8s.c), each turned into targets by its annotations
+ * (scrape/annotations.c), together with the static targets, become the scraper's target set after every
+ * change (debounced). */
 #ifndef KILN_SCRAPE_DISCOVERY_H
 #define KILN_SCRAPE_DISCOVERY_H
 

@@ -1,4 +1,4 @@
-/* The pod list/watch loop against the Kubernetes API (SPEC S3.2): one request
+/* The pod list/watch loop against the Kubernetes API (OPS: Discovery): one request
  * at a time on libcurl's multi socket API driven by libevent, so the loop never
  * waits on the API server. It reports pods; it does not turn them into targets. */
 #include <ctype.h>

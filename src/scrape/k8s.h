@@ -1,4 +1,4 @@
-/* Kubernetes pod discovery for the sensor (SPEC S3.2): list then watch the pods
+/* Kubernetes pod discovery for the sensor (OPS: Discovery): list then watch the pods
  * of one node over libcurl's multi socket API on the libevent loop, so a slow or
  * dead API server never blocks it. No client library; no targets (annotations.c). */
 #ifndef KILN_SCRAPE_K8S_H
@@ -62,12 +62,12 @@ void k8s_watch_stop(k8s_watcher_t *w);
  * freeing the event base. */
 void k8s_watch_free(k8s_watcher_t *w);
 
-/* What push attribution (S2.1a) needs of one pod. */
+/* What push attribution (API: Push attribution) needs of one pod. */
 typedef struct {
 	char namespace_[64];
 	char name[254];
-	char workload[254]; /* S3.9: Deployment (ReplicaSet minus pod-template-hash), StatefulSet, …, else the
-	                       pod name */
+	char workload[254];  /* OPS: Scrape attribution: Deployment (ReplicaSet minus pod-template-hash),
+	                        StatefulSet, …, else the  pod name */
 	char owner_kind[64]; /* kind of the controller owner reference; "" when none */
 	char container[254]; /* the only container (init sidecars included) when there is one; else "" */
 	int containers;      /* running containers: spec.containers + native sidecars */
@@ -77,7 +77,7 @@ typedef struct {
  * form, e.g. "10.1.2.3" or "fd00::3"). 1 found, 0 not known. */
 int k8s_pod_by_ip(k8s_watcher_t *w, const char *ip, k8s_pod_info_t *out);
 
-/* The workload name of a Pod object by S3.9 into out (n bytes, truncated):
+/* The workload name of a Pod object by the rule of OPS: Scrape attribution, into out (n bytes, truncated):
  * the controller owner's name; a ReplicaSet's minus "-<pod-template-hash>"
  * (its Deployment); a Job named "<name>-<8+ digits>" (how a CronJob names its
  * Jobs) gives CronJob <name>; no controller: the pod's name. kind (may be NULL, ≥ 64 bytes) gets the workload

@@ -1,8 +1,7 @@
 /* The sensor's settings as the config file gives them: receivers.profiles.scrape
- * (SPEC S3.1-S3.3) and kubernetes (S3.2). Values are kept as given; the
- * scraper and discovery check them (interval, prefixes) and log what they
- * refuse. The config loader (cli/config.c) fills them over
- * scrape_options_defaults; strings are malloc'd, NULL = not set. */
+ * (OPS: Scrape settings, Discovery, Annotations) and kubernetes (OPS: Discovery). Values are kept as given;
+ * the scraper and discovery check them (interval, prefixes) and log what they refuse. The config loader
+ * (cli/config.c) fills them over scrape_options_defaults; strings are malloc'd, NULL = not set. */
 #ifndef KILN_SCRAPE_OPTIONS_H
 #define KILN_SCRAPE_OPTIONS_H
 
@@ -11,7 +10,7 @@
 #include "base/limits.h"
 #include "scrape/target.h"
 
-/* One profile type of a static scrape target (S3.2, S3.3): the same settings
+/* One profile type of a static scrape target (OPS: Discovery, OPS: Annotations): the same settings
  * as the pod annotations. NULL strings take the type's default. */
 typedef struct {
 	int scrape; /* scrape: true */
@@ -28,7 +27,7 @@ typedef struct {
 	scrape_type_options_t types[SCRAPE_TYPES];
 } scrape_static_options_t;
 
-/* receivers.profiles.scrape (S3.1). */
+/* receivers.profiles.scrape (OPS: Scrape settings). */
 typedef struct {
 	int enabled;
 	int64_t interval_ns; /* default 1m */

@@ -1,9 +1,8 @@
-/* The scrape loop (SPEC S3.6-S3.8): one libevent timer per target at its
- * stable offset in the interval, libcurl multi driven by the loop's sockets
- * (socket API), the body handed to the push job (ingest/push.h) like a push,
- * with the scrape decoder (bounded gunzip, .sample_types, rows, heap delta)
- * and no rate limit. It never
- * blocks the loop and never waits for one target to scrape another. */
+/* The scrape loop (OPS: Scrape requests, Scrape limits, Scrape log lines): one libevent timer per target at
+ * its stable offset in the interval, libcurl multi driven by the loop's sockets (socket API), the body handed
+ * to the push job (ingest/push.h) like a push, with the scrape decoder (bounded gunzip, .sample_types, rows,
+ * heap delta) and no rate limit. It never blocks the loop and never waits for one target to scrape another.
+ */
 #include "scrape/scraper.h"
 
 #include <curl/curl.h>
@@ -92,7 +91,7 @@ static void log_safe(const char *in, char *out, size_t n)
 	out[o] = 0;
 }
 
-/* ---- results: state, counters, the S3.8 log lines ---- */
+/* ---- results: state, counters, the OPS: Scrape log lines log lines ---- */
 
 static void target_free(target_state_t *ts)
 {
@@ -408,9 +407,9 @@ static void start_scrape(target_state_t *ts)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);        /* S3.6: http_3xx */
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->no_headers); /* S3.6: no request headers */
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);        /* S3.3: https unverified */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);        /* OPS: Scrape requests: http_3xx */
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->no_headers); /* OPS: Scrape requests: no request headers */
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);        /* OPS: Annotations: https unverified */
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);

@@ -1,8 +1,8 @@
-/* The scrape loop of the sensor (SPEC S3.1, S3.6-S3.8): fetches each target's
- * pprof endpoint on a schedule spread over the interval (libcurl multi on the
+/* The scrape loop of the sensor (OPS: Scrape settings, OPS: Scrape requests, Scrape limits, Scrape log
+ * lines): fetches each target's pprof endpoint on a schedule spread over the interval (libcurl multi on the
  * event loop, never blocking it), hands the body to the worker pool for the
  * push path (bounded gunzip, pprof decode, .sample_types, heap deltas of
- * S5.2), submits to the store under project `default`, and keeps per-target
+ * API: Aggregation over time), submits to the store under project `default`, and keeps per-target
  * state for /api/targets and /metrics. Discovery (k8s, static config) only
  * hands it target sets; it never finds targets itself. */
 #ifndef KILN_SCRAPE_SCRAPER_H
@@ -23,9 +23,9 @@
 #include "scrape/target.h"
 #include "store/store.h"
 
-#define SCRAPE_PROJECT "default" /* scraped data's project and usage key (S1) */
+#define SCRAPE_PROJECT "default" /* scraped data's project and usage key (OPS: Roles and listeners) */
 
-/* Results of one scrape (S3.8), in this order in /metrics and /api/targets.
+/* Results of one scrape (OPS: Scrape log lines), in this order in /metrics and /api/targets.
  * http_5xx is a 5xx other than Go's busy CPU profiler (the spec has no code
  * for it). */
 enum scrape_result {
@@ -67,7 +67,7 @@ scraper_t *scraper_new(const scraper_opts_t *o);
  * out. */
 void scraper_set_targets(scraper_t *s, const scrape_target_t *t, size_t n);
 
-/* The S3.8 `profile scrape targets skipped` line, called by discovery after
+/* The OPS: Scrape log lines `profile scrape targets skipped` line, called by discovery after
  * each rebuild of the target set with the number of targets skipped for
  * reason (no_port, invalid_port, invalid_target) and one example. Logs when
  * the reason appears (count > 0 after a rebuild where it was 0 or on the
@@ -110,7 +110,7 @@ void scraper_free(scraper_t *s);
 size_t scrape_static_targets(const scrape_options_t *c, int log, scrape_target_t **out, scrape_skips_t *sk);
 
 /* From kiln serve's settings (c; max_rows: maxDecodedSampleRows): checks
- * them (logging the S3.1 lines), builds the static targets (logging skips)
+ * them (logging the lines of OPS: Scrape settings), builds the static targets (logging skips)
  * and starts scraping them.
  * NULL when scraping is off (not enabled, or disabled by a bad setting). */
 scraper_t *scraper_from_config(const scrape_options_t *c, uint32_t max_rows, loop_t *loop, pool_t *pool,
@@ -129,15 +129,15 @@ typedef struct {
 
 /* Gunzips p->body (bounded by LIMIT_SCRAPE_DECODED_BYTES), decodes it as the
  * target's pprof (project default, its attribution labels), keeps the
- * listed .sample_types, checks the rows (S3.7) and, for memory targets,
- * turns alloc_* into deltas (S5.2). 0, or -1 + err. */
+ * listed .sample_types, checks the rows (OPS: Scrape limits) and, for memory targets,
+ * turns alloc_* into deltas (API: Aggregation over time). 0, or -1 + err. */
 int scrape_push_decode(ingest_push_t *p, err_t *err);
 
 /* ---- Pure rules (scraper_rules.c): no I/O, any thread. ---------------- */
 
 /* Copies url into out (size n, NUL-terminated, truncated) with every query
  * value except `seconds` replaced by *** and a userinfo password too
- * (S3.6): "/x?seconds=2&token=abc" → "/x?seconds=2&token=***". */
+ * (OPS: Scrape requests): "/x?seconds=2&token=abc" → "/x?seconds=2&token=***". */
 void scrape_mask_url(const char *url, char *out, size_t n);
 
 /* The target's stable place in the interval: a hash of key, whole ms. */
@@ -145,18 +145,18 @@ int64_t scrape_offset_ns(const char *key, int64_t interval_ns);
 /* The first time after now that is offset modulo interval. */
 int64_t scrape_next_due(int64_t now_ns, int64_t interval_ns, int64_t offset_ns);
 
-/* S3.1: 0 when scraping can run; -1 with a reason ("interval 5s is below
+/* OPS: Scrape settings: 0 when scraping can run; -1 with a reason ("interval 5s is below
  * the minimum of 10s", "extraAnnotationPrefixes[1] \"Bad_Prefix\" is not a
  * DNS subdomain") otherwise. type_ok[type] = 1 for types whose timeout fits
- * the interval; invalid gets their names ("cpu,block_t,mutex"; "" when none). */
+ * the interval; invalid gets their names ("cpu,block,mutex"; "" when none). */
 int scrape_check_settings(int64_t interval_ns, char *const *prefixes, uint32_t n_prefixes,
                           int type_ok[SCRAPE_TYPES], char *invalid, size_t invalid_n, char *reason,
                           size_t reason_n);
 
-/* Fills t from one static target's type settings (S3.2-S3.4): url from
- * url or host+port plus path (default per type; `seconds` added or checked),
- * scheme, timeouts, attribution, key "static/NAME/TYPE". 0, or -1 with the
- * skip reason ("invalid_target", "invalid_port") and a message. */
+/* Fills t from one static target's type settings (OPS: Discovery, Annotations, Scraped profile types): url
+ * from url or host+port plus path (default per type; `seconds` added or checked), scheme, timeouts,
+ * attribution, key "static/NAME/TYPE". 0, or -1 with the skip reason ("invalid_target", "invalid_port") and a
+ * message. */
 int scrape_static_target(const scrape_static_options_t *c, int type, scrape_target_t *t, const char **reason,
                          char *msg, size_t msg_n);
 
@@ -164,7 +164,7 @@ int scrape_static_target(const scrape_static_options_t *c, int type, scrape_targ
  * ignored; "" keeps all). -1 with err (a validation_error) when a listed
  * type is missing from the profile. */
 int scrape_filter_sample_types(model_batch_t *b, const char *list, err_t *err);
-/* -1 with err when a profile of b has more than max_rows rows (S3.7). */
+/* -1 with err when a profile of b has more than max_rows rows (OPS: Scrape limits). */
 int scrape_check_rows(const model_batch_t *b, uint32_t max_rows, err_t *err);
 
 #endif

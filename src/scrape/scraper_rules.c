@@ -1,6 +1,6 @@
-/* The pure rules of the scrape loop (SPEC S3.1, S3.4, S3.6, S3.7): settings
- * checks, static targets (per-type defaults from target.c), URL masking, the schedule,
- * .sample_types and the row limit. No I/O, no state. */
+/* The pure rules of the scrape loop (OPS: Scrape settings, OPS: Scraped profile types, OPS: Scrape requests,
+ * OPS: Scrape limits): settings checks, static targets (per-type defaults from target.c), URL masking, the
+ * schedule, .sample_types and the row limit. No I/O, no state. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +230,8 @@ int scrape_static_target(const scrape_static_options_t *c, int type, scrape_targ
 	snprintf(t->pod, sizeof t->pod, "%s", c->pod ? c->pod : "");
 	snprintf(t->container, sizeof t->container, "%s", c->container ? c->container : "");
 	snprintf(t->workload, sizeof t->workload, "%s", c->workload ? c->workload : "");
-	/* service.name: the service setting, else the workload, else the target's name (S3.9). */
+	/* service.name: the service setting, else the workload, else the target's name (OPS: Scrape
+	 * attribution). */
 	const char *svc = c->service && *c->service ? c->service : c->workload && *c->workload ? c->workload : c->name;
 	snprintf(t->service, sizeof t->service, "%s", svc);
 	snprintf(t->key, sizeof t->key, "static/%.200s/%s", c->name, scrape_type_name(type));

@@ -1,4 +1,4 @@
-/* Starting the scraper from kiln serve's config: the S3.1 settings checks
+/* Starting the scraper from kiln serve's config: the checks of OPS: Scrape settings
  * with their log lines, and the static targets of
  * receivers.profiles.scrape.static (hosts outside Kubernetes). */
 #include <stdio.h>
@@ -44,7 +44,7 @@ size_t scrape_static_targets(const scrape_options_t *c, int log, scrape_target_t
 	for (uint32_t i = 0; i < c->n_statics; i++)
 		for (int type = 0; type < SCRAPE_TYPES; type++) {
 			/* A type whose timeout exceeds the interval is named by the
-			 * S3.1 log line and not scraped: not a target, not a skip. */
+			 * log line of OPS: Scrape settings and not scraped: not a target, not a skip. */
 			if (!c->statics[i].types[type].scrape || !scrape_type_scraped(type, c->interval_ns))
 				continue;
 			const char *reason;

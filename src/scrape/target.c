@@ -1,4 +1,4 @@
-/* The S3.4 table of scrape types: names, default requests, timeouts and
+/* The OPS: Scraped profile types table of scrape types: names, default requests, timeouts and
  * windows, for the annotation rules, static targets and the scrape loop.
  * Constant data only. */
 #include "scrape/target.h"

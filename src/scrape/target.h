@@ -1,4 +1,4 @@
-/* A scrape target: one profile type of one endpoint (SPEC S3). Made from pod
+/* A scrape target: one profile type of one endpoint (OPS: Scrape settings). Made from pod
  * annotations (scrape/annotations.c) or static config; consumed by the scrape
  * loop (scrape/scraper.c). Plain data, owned by whoever holds the array. */
 #ifndef KILN_SCRAPE_TARGET_H
@@ -13,11 +13,12 @@ enum scrape_type { SCRAPE_CPU, SCRAPE_MEMORY, SCRAPE_GOROUTINE, SCRAPE_BLOCK, SC
 typedef struct {
 	int type;                         /* enum scrape_type */
 	char url[LIMIT_SCRAPE_URL_BYTES]; /* http(s)://POD_IP:PORT/path?query, seconds already set */
-	int https;                        /* scheme https: no certificate verification (S3.3) */
-	int64_t timeout_ns; /* S3.4 per type: cpu 20 s, memory/goroutine 10 s, block_t/mutex 40 s */
-	int64_t window_ns;  /* the profile's `seconds` for cpu/block_t/mutex; 0 for snapshots */
+	int https;                        /* scheme https: no certificate verification (OPS: Annotations) */
+	int64_t timeout_ns; /* OPS: Scraped profile types per type: cpu 20 s, memory/goroutine 10 s,
+	                       block/mutex 40 s */
+	int64_t window_ns;  /* the profile's `seconds` for cpu/block/mutex; 0 for snapshots */
 	char sample_types[LIMIT_SCRAPE_SAMPLE_TYPES_BYTES]; /* ".sample_types": comma list; "" keeps all */
-	/* Attribution (S3.9). Empty strings when unknown (static targets). */
+	/* Attribution (OPS: Scrape attribution). Empty strings when unknown (static targets). */
 	char namespace_[LIMIT_SCRAPE_NAME_BYTES];
 	char pod[LIMIT_SCRAPE_NAME_BYTES];
 	char container[LIMIT_SCRAPE_NAME_BYTES];
@@ -27,12 +28,12 @@ typedef struct {
 	char key[2 * LIMIT_SCRAPE_NAME_BYTES + 32];
 } scrape_target_t;
 
-/* "cpu", "memory", "goroutine", "block_t", "mutex"; NULL for other numbers.
+/* "cpu", "memory", "goroutine", "block", "mutex"; NULL for other numbers.
  * scrape_type_parse is the inverse: -1 for other strings (and NULL). */
 const char *scrape_type_name(int type);
 int scrape_type_parse(const char *s);
 
-/* What S3.4 fixes per type. */
+/* What is fixed per type (OPS: Scraped profile types). */
 typedef struct {
 	const char *name;         /* "cpu", … */
 	const char *default_path; /* the default request, e.g. "/debug/pprof/profile?seconds=10" */
@@ -41,9 +42,9 @@ typedef struct {
 	int max_seconds;          /* largest `seconds` that leaves 5 s of the timeout; 0 for snapshots */
 } scrape_type_info_t;
 
-/* The S3.4 row of type; NULL when type is not an enum scrape_type. Static data. */
+/* The row of type in OPS: Scraped profile types; NULL when type is not an enum scrape_type. Static data. */
 const scrape_type_info_t *scrape_type_get(int type);
-/* 1 when type is scraped at interval_ns: its timeout fits in it (S3.1). */
+/* 1 when type is scraped at interval_ns: its timeout fits in it (OPS: Scrape settings). */
 int scrape_type_scraped(int type, int64_t interval_ns);
 
 #endif

@@ -1,4 +1,4 @@
-/* store/clickhouse retention (SPEC S6.4) and the other per-project state:
+/* store/clickhouse retention (OPS: Retention) and the other per-project state:
  * retention days (which clamp views, as in the embedded engine), the sweep
  * that drops whole (project, day) partitions of every table, the floor that
  * then refuses late writes, and the project list. */

@@ -1,4 +1,4 @@
-/* store/clickhouse usage counters (SPEC S6.3) and ingestion keys (S6.1):
+/* store/clickhouse usage counters (OPS: Usage) and ingestion keys (OPS: Projects and keys):
  * the rows every Kiln process shares, so that any query process reports
  * what every ingestor counted and every process accepts the same keys. */
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
-/* ---- usage (SPEC S6.3) ---- */
+/* ---- usage (OPS: Usage) ---- */
 
 int ch_usage_write(store_t *st, const store_usage_row_t *rows, uint32_t n, err_t *err)
 {
@@ -29,7 +29,7 @@ int ch_usage_write(store_t *st, const store_usage_row_t *rows, uint32_t n, err_t
 	/* Rows are increments: two flushes of the same counts are two blocks of
 	 * identical bytes, and a Replicated* table drops the second as a retried
 	 * insert ("Block with ID ... already exists; ignoring it"), losing counts.
-	 * insert_deduplicate=0 keeps every block_t (shards get it from the
+	 * insert_deduplicate=0 keeps every block (shards get it from the
 	 * Distributed insert); a no-op on a plain MergeTree. */
 	if (rc == 0)
 		rc = ch_exec(s, c, "INSERT INTO usage FORMAT RowBinary", buf_slice(&b),
@@ -79,7 +79,7 @@ int ch_usage_read(store_t *st, slice_t project, int64_t from_day, int64_t until_
 	return rc;
 }
 
-/* ---- ingestion keys (SPEC S6.1) ---- */
+/* ---- ingestion keys (OPS: Projects and keys) ---- */
 
 #define CH_KEYS_REFRESH_NS (1000 * 1000000LL) /* store_keys_poll re-reads the table at most once a second */
 

@@ -1,7 +1,7 @@
 /* store/clickhouse writer: one thread takes the queued writes in groups and
  * turns each group into one RowBinary INSERT per table: the dictionaries
  * (frames, nodes, attrsets, series) first, then every sample row of the
- * group in one INSERT of one block_t, so a write is seen whole or not at all.
+ * group in one INSERT of one block, so a write is seen whole or not at all.
  * A write is acknowledged when ClickHouse answered that last INSERT 200. */
 #include <stdlib.h>
 #include <string.h>
@@ -424,7 +424,7 @@ static int insert_all(ch_store_t *s, err_t *err)
 		if (!s->rows[t].n)
 			continue;
 		snprintf(sql, sizeof sql, "INSERT INTO %s FORMAT RowBinary", ch_table_names[t]);
-		/* One block_t per INSERT (atomic on one partition); on a cluster, the
+		/* One block per INSERT (atomic on one partition); on a cluster, the
 		 * Distributed table answers only after the shards have the rows. */
 		snprintf(settings, sizeof settings, "max_insert_block_size=%u%s", CH_GROUP_MAX_ROWS * 4,
 		         s->cluster ? "&insert_distributed_sync=1" : "");

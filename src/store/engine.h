@@ -75,7 +75,7 @@ void store_commit_note(store_commit_stats_t *c, uint64_t ns);
 void store_commit_read(const store_commit_stats_t *c, store_stats_t *out);
 
 /* Whole seconds from the profile start to a sample's time (floor); 0 when
- * the sample has no time of its own. Entries keep this 1 s resolution (S5.3). */
+ * the sample has no time of its own. Entries keep this 1 s resolution (API: Frames). */
 int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns);
 
 /* A sample entry as both writers store it: node and attrset (the writer's

@@ -37,7 +37,7 @@ static const char schema_sql[] =
 	" total INTEGER NOT NULL, scale INTEGER NOT NULL, payload INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS chunks_series_t ON chunks(series, t_ns);";
 
-/* The span index (S5.4), also created in format-1 files written before it
+/* The span index (API: Span links), also created in format-1 files written before it
  * existed (no backfill). span/trace: hex as bytes, other strings as text
  * (local_span_key); trace NULL when the attribute set has none. */
 static const char spans_sql[] =

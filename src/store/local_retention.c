@@ -1,4 +1,4 @@
-/* store/local retention (SPEC S6.4): per-project retention days (which clamp
+/* store/local retention (OPS: Retention): per-project retention days (which clamp
  * views), the sweep that deletes expired day partitions as whole files on the
  * writer thread, the floor that then refuses writes to deleted days, and the
  * list of projects on disk. Rows are never deleted one by one. */

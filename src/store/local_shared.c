@@ -1,4 +1,4 @@
-/* store/local ingestion keys (SPEC S6.1) and usage counters (S6.3): two
+/* store/local ingestion keys (OPS: Projects and keys) and usage counters (OPS: Usage): two
  * SQLite databases beside the partitions, DATA/keys.db (SHA-256 hashes only)
  * and DATA/usage.db (counts per day, project and key). Their schema is the
  * one Kiln always wrote, so existing data directories keep working. A server

@@ -1,6 +1,6 @@
-/* The store's settings as the config file gives them (SPEC S6.4, S8): the
- * `store:` block_t (engine and ClickHouse connection) and the `retention:`
- * block_t. The config loader (cli/config.c) fills them over these defaults;
+/* The store's settings as the config file gives them (OPS: Retention, OPS: Storage): the
+ * `store:` block (engine and ClickHouse connection) and the `retention:`
+ * block. The config loader (cli/config.c) fills them over these defaults;
  * kiln serve turns them into a store_config_t and store_set_retention calls. */
 #ifndef KILN_STORE_OPTIONS_H
 #define KILN_STORE_OPTIONS_H
@@ -22,7 +22,7 @@ typedef struct {
 /* retention: days for every project, the cap, and per-project days. */
 typedef struct {
 	int days;            /* retention.days: default for every project, default 14 */
-	int max_days;        /* retention.maxDays: the cap, default 14 (S6.4) */
+	int max_days;        /* retention.maxDays: the cap, default 14 (OPS: Retention) */
 	uint32_t n_projects; /* retention.projects: {NAME: days} */
 	struct {
 		char *project;

@@ -33,7 +33,7 @@ typedef struct {
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
 	int retention_days;       /* retention of projects without store_set_retention; 0 (default):
 	                             none, views are not clamped (tools, tests); the server passes the
-	                             configured default (14 days, SPEC S6.4). */
+	                             configured default (14 days, OPS: Retention). */
 	int keys_usage_only;      /* 1: only keys and usage will be used (kiln keys, kiln usage beside a
 	                             running server): the embedded engine takes no lock, starts no writer
 	                             (writes get a 503) and creates nothing until a key or count is written */
@@ -50,7 +50,7 @@ void store_drain(store_t *s);
 
 /* Called on the writer thread once the batch is durable (err == NULL) or
  * refused (err set: 503 when the disk is full or the store shuts down, 500 on
- * a bug). Must not block_t; typically posts to the event loop. */
+ * a bug). Must not block; typically posts to the event loop. */
 typedef void (*store_done_fn)(void *ctx, const err_t *err);
 
 /* Queues b for writing; takes ownership of b (freed by the store). Each
@@ -63,7 +63,7 @@ int store_write_sync(store_t *s, model_batch_t *b, err_t *err);
 /* Queued batches not yet committed (for /metrics and backpressure). */
 uint32_t store_queue_depth(store_t *s);
 
-/* ---- Retention (SPEC S6.4) -------------------------------------------
+/* ---- Retention (OPS: Retention) -------------------------------------------
  * Data is kept for a number of days per project and deleted by whole day
  * partitions (docs/STORE.md, "Retention"). Two separate things:
  *  - what queries see: every view of a project with a retention of K days
@@ -122,7 +122,7 @@ void store_get_stats(store_t *s, store_stats_t *out);
 /* "local" or "clickhouse". */
 const char *store_engine_name(const store_t *s);
 
-/* ---- Usage counters and ingestion keys (SPEC S6.3, S6.1) -------------
+/* ---- Usage counters and ingestion keys (OPS: Usage, OPS: Projects and keys) -------------
  * Every engine keeps them. The embedded engine: DATA/usage.db and
  * DATA/keys.db (SQLite, WAL, synchronous=FULL), which `kiln keys` and
  * `kiln usage` open beside a running server (store_config_t.keys_usage_only).
@@ -206,9 +206,9 @@ typedef struct {
 	uint32_t node;     /* local node id (leaf of the stack) */
 	uint32_t attrset;  /* local attrset id, 0 = no attributes */
 	int64_t value;
-	int64_t t_ns;      /* sample time at 1 s resolution (S5.3); the chunk's t_ns when the
-	                      samples had none. A chunk may hold one (node, attrset) several
-	                      times, once per distinct second. */
+	int64_t t_ns; /* sample time at 1 s resolution (API: Frames); the chunk's t_ns when the
+	                 samples had none. A chunk may hold one (node, attrset) several
+	                 times, once per distinct second. */
 } store_entry_t;
 
 typedef struct {
@@ -264,7 +264,7 @@ int store_view_can_sum(const store_view_t *v);
 int store_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
                     const store_sum_t **out, uint32_t *n, err_t *err);
 
-/* ---- Span links (SPEC S5.4) ------------------------------------------
+/* ---- Span links (API: Span links) ------------------------------------------
  * Every stored chunk entry whose attribute set has a `span_id` label is
  * indexed by (span_id, trace_id of the same set if any). Values longer than
  * LIMIT_SPAN_ID_BYTES bytes are not indexed (a trace_id that long is indexed

@@ -38,7 +38,7 @@ typedef struct {
  *    < v1.7; no stack_table: v1.7; a length-delimited Sample field 3:
  *    v1.8/v1.9). Known fields with a wrong wire type are 400 naming the
  *    field; unknown fields are skipped; repeated scalars may be packed or not.
- *  - Service (SPEC S4): service.name, else
+ *  - Service (API: Services and naming): service.name, else
  *    process.environment_variable.OTEL_SERVICE_NAME, else
  *    "unknown_service:<process.executable.name>", else "unknown_service".
  *    Other scalar resource attributes become series labels (first

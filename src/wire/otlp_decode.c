@@ -488,7 +488,7 @@ static int decode_scope(ot_dec_t *d, slice_t msg, const pb_path_t *p, const ot_r
 	return 0;
 }
 
-/* Service (SPEC S4) and series labels of a Resource. */
+/* Service (API: Services and naming) and series labels of a Resource. */
 static int decode_resource(ot_dec_t *d, slice_t msg, const pb_path_t *p, ot_resource_t *res, err_t *err)
 {
 	pb_reader_t r = pb_reader_make(msg);

@@ -215,10 +215,10 @@ static void *server_main(void *arg)
 enum {
 	V_FILTER_SERIES = 1, /* flame graph, top, pprof, labels: filter env=prod (a series label) */
 	V_FILTER_ATTR = 2,   /* ... and/or thread=main (a sample attribute) */
-	V_STEP = 4,          /* timeline_t: 3600 s steps instead of automatic ones */
+	V_STEP = 4,          /* timeline: 3600 s steps instead of automatic ones */
 	V_TRACE = 8,         /* span: with a trace_id */
 	V_SPAN_TYPE = 16,    /* span: ask for alloc_space:bytes */
-	V_SNAPSHOT = 32,     /* flame graph, top, pprof, timeline_t: inuse_space:bytes instead of CPU */
+	V_SNAPSHOT = 32,     /* flame graph, top, pprof, timeline: inuse_space:bytes instead of CPU */
 	V_SPAN_SERVICE = 64, /* span: hint service "api" */
 	V_SHARED = 128,      /* then store_projects, store_usage_read, store_keys_read, a retention sweep */
 };
@@ -342,7 +342,7 @@ static void run_queries(uint8_t which, uint8_t var)
 	    .labels = filters,
 	    .n_labels = nf,
 	};
-	/* The timeline_t always filters on a sample attribute, so its chunks are read too. */
+	/* The timeline always filters on a sample attribute, so its chunks are read too. */
 	model_label_t tl_filter = {slice_cstr("thread"), slice_cstr("main")};
 	query_params_t tq = q;
 	tq.labels = &tl_filter;

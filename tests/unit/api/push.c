@@ -327,7 +327,7 @@ static void test_table(void **state)
 	}
 }
 
-/* S6.2 for listeners without auth: the anonymous caller (default/default)
+/* OPS: Rate limits for listeners without auth: the anonymous caller (default/default)
  * is not limited unless limits.defaultSamplesPerSecond gives it a limiter;
  * its usage is counted either way. Keys named like it keep the keys' limit. */
 static void test_default_caller(void **state)

@@ -128,7 +128,7 @@ static void test_yaml(void **state)
 	config_free(&c);
 }
 
-/* The store block_t (OPS: Storage) and misspelt keys, which must not pass silently. */
+/* The store block (OPS: Storage) and misspelt keys, which must not pass silently. */
 static void test_store_and_unknown_keys(void **state)
 {
 	(void)state;

@@ -96,7 +96,7 @@ static void test_sums_saturate(void **state)
 {
 	qfix *f = *state;
 	/* Each profile merges to INT64_MAX (model), chunks saturate (store), the
-	 * merge, timeline_t and services sums saturate (query): never wrap negative. */
+	 * merge, timeline and services sums saturate (query): never wrap negative. */
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;a 9223372036854775807\nmain;a 9223372036854775807");
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0 + 1,
 	         "main;a 9223372036854775807\nmain;b 9223372036854775807");

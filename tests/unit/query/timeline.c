@@ -1,4 +1,4 @@
-/* Tests of src/query/timeline_t.c: buckets, window sums, snapshot averages,
+/* Tests of src/query/timeline.c: buckets, window sums, snapshot averages,
  * cpu_alias scaling, attribute filters and the automatic step. */
 #include "fixture.h"
 
