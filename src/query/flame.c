@@ -43,8 +43,8 @@ static void shown_build(const model_tree_t *t, const query_names_t *names, shown
 			d->self[s] = d->total[s] = 0;
 			d->n++;
 		}
-		d->self[s] = query_sat_add(d->self[s], t->self[i]);
-		d->total[s] = query_sat_add(d->total[s], t->total[i]);
+		d->self[s] = num_sat_add(d->self[s], t->self[i]);
+		d->total[s] = num_sat_add(d->total[s], t->total[i]);
 		shown_of[i] = s;
 	}
 	u64map_free(&ix);

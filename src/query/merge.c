@@ -122,7 +122,7 @@ static int add_value(merge_ctx_t *c, const query_part_t *qp, const query_sel_t *
 	if (sel->snapshot)
 		c->acc_d[node] += (double)value * weight;
 	else
-		c->acc_i[node] = query_sat_add(c->acc_i[node], query_sat_mul(value, sel->scale));
+		c->acc_i[node] = num_sat_add(c->acc_i[node], num_sat_mul(value, sel->scale));
 	return 0;
 }
 
@@ -273,7 +273,7 @@ static int map_partition(merge_ctx_t *c, const query_part_t *qp, int last, err_t
 			global_node_add(c, parent, *fg, nodes.id[i]);
 		}
 		loc2g[i] = g;
-		c->self_i[g] = query_sat_add(c->self_i[g], c->acc_i[i]);
+		c->self_i[g] = num_sat_add(c->self_i[g], c->acc_i[i]);
 		if (c->acc_d)
 			c->self_d[g] += c->acc_d[i];
 	}
@@ -354,9 +354,9 @@ static void build_tree(merge_ctx_t *c, arena_t *a, model_tree_t *t)
 	int64_t *total = xmalloc((size_t)n * sizeof *total);
 	uint32_t *keep = xcalloc(n, sizeof *keep); /* new index + 1 */
 	for (uint32_t i = 0; i < n; i++)
-		self[i] = total[i] = query_sat_add(c->self_i[i], round_value(c->self_d[i]));
+		self[i] = total[i] = num_sat_add(c->self_i[i], round_value(c->self_d[i]));
 	for (uint32_t i = n - 1; i >= 1; i--) {
-		total[c->parent[i]] = query_sat_add(total[c->parent[i]], total[i]);
+		total[c->parent[i]] = num_sat_add(total[c->parent[i]], total[i]);
 		if (total[i] != 0 || keep[i])
 			keep[i] = keep[c->parent[i]] = 1;
 	}

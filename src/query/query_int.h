@@ -75,17 +75,6 @@ static inline const query_sel_t *query_part_sel(const query_part_t *qp, const st
 int query_chunk_value(store_view_t *v, const query_part_t *qp, const store_chunk_head_t *h, int64_t *out,
                       err_t *err);
 
-/* Saturating arithmetic: on-disk values are not trusted to stay in range.
- * The one definition is base/num.h's; these names are the query's. */
-static inline int64_t query_sat_add(int64_t a, int64_t b)
-{
-	return num_sat_add(a, b);
-}
-static inline int64_t query_sat_mul(int64_t a, int64_t b)
-{
-	return num_sat_mul(a, b);
-}
-
 /* Writes "type":…,"unit":…, (with the trailing comma) for t. */
 int query_json_type(buf_t *json, const query_type_t *t);
 /* Appends v in decimal. */

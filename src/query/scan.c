@@ -220,7 +220,7 @@ int query_chunk_value(store_view_t *v, const query_part_t *qp, const store_chunk
 			return err_set(err, 500, "partition %u: chunk entry names attrset %u of %u", qp->p,
 			               e[i].attrset, qp->n_attrsets);
 		if ((qp->attr_mask[e[i].attrset] & sel->attr_mask) == sel->attr_mask)
-			sum = query_sat_add(sum, e[i].value);
+			sum = num_sat_add(sum, e[i].value);
 	}
 	*out = sum;
 	return 0;

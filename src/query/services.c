@@ -68,9 +68,9 @@ static void add_partition(service_set_t *ss, const query_part_t *qp)
 		int64_t scale = is_cpu ? 1 : s->cpu_alias && s->period > 0 ? s->period : 0;
 		int64_t cpu = 0;
 		for (; i < qp->n_heads && qp->heads[i].series == s->local; i++)
-			cpu = query_sat_add(cpu, query_sat_mul(qp->heads[i].total, scale));
+			cpu = num_sat_add(cpu, num_sat_mul(qp->heads[i].total, scale));
 		service_info_t *si = service_get(ss, s->service);
-		si->cpu_ns = query_sat_add(si->cpu_ns, cpu);
+		si->cpu_ns = num_sat_add(si->cpu_ns, cpu);
 		service_add_type(si, s->type);
 		if (s->cpu_alias)
 			service_add_type(si, slice_make(cpu_ns, sizeof cpu_ns - 1));

@@ -84,13 +84,13 @@ static void kind_add(span_ctx_t *c, slice_t service, slice_t type, int64_t sampl
 	for (uint32_t i = 0; i < c->n_kinds && !k; i++)
 		if (slice_eq(c->kinds[i].service, service) && slice_eq(c->kinds[i].type, type))
 			k = &c->kinds[i];
-	int64_t end = query_sat_add(h->t_ns, h->duration_ns > 0 ? h->duration_ns : 0);
+	int64_t end = num_sat_add(h->t_ns, h->duration_ns > 0 ? h->duration_ns : 0);
 	if (!k) {
 		c->kinds = xgrow(c->kinds, &c->cap_kinds, (size_t)c->n_kinds + 1, sizeof *c->kinds);
 		k = &c->kinds[c->n_kinds++];
 		*k = (span_kind_t){service, type, 0, h->t_ns, end};
 	}
-	k->samples = query_sat_add(k->samples, samples);
+	k->samples = num_sat_add(k->samples, samples);
 	if (h->t_ns < k->from_ns)
 		k->from_ns = h->t_ns;
 	if (end > k->until_ns)

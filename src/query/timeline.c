@@ -64,9 +64,9 @@ static int add_partition(store_view_t *v, const query_part_t *qp, timeline_t *tl
 		int64_t value;
 		if (query_chunk_value(v, qp, h, &value, err) < 0)
 			return -1;
-		value = query_sat_mul(value, sel->scale);
+		value = num_sat_mul(value, sel->scale);
 		if (!sel->snapshot) {
-			tl->sum[b] = query_sat_add(tl->sum[b], value);
+			tl->sum[b] = num_sat_add(tl->sum[b], value);
 			continue;
 		}
 		tl->snaps = xgrow(tl->snaps, &tl->cap_snaps, tl->n_snaps + 1, sizeof *tl->snaps);
@@ -107,8 +107,7 @@ static int write_points(buf_t *json, const query_type_t *qt, const timeline_t *t
 		double avg = tl->avg[b];
 		int64_t v = tl->sum[b];
 		if (avg != 0)
-			v = query_sat_add(v,
-			                  avg > -9.2e18 && avg < 9.2e18 ? (int64_t)llround(avg) : INT64_MAX);
+			v = num_sat_add(v, avg > -9.2e18 && avg < 9.2e18 ? (int64_t)llround(avg) : INT64_MAX);
 		rc |= buf_puts(json, b ? ",[" : "[");
 		rc |= query_json_i64(json, tl->start_s + (int64_t)b * tl->step_s);
 		rc |= buf_putc(json, ',');

@@ -42,9 +42,9 @@ static void top_sum(const model_tree_t *t, const query_names_t *names, top_row_t
 		}
 		uint32_t k = kids[next[depth - 1]++];
 		top_row_t *r = &rows[names->name_of[k]];
-		r->self = query_sat_add(r->self, t->self[k]);
+		r->self = num_sat_add(r->self, t->self[k]);
 		if (on_path[names->name_of[k]]++ == 0)
-			r->total = query_sat_add(r->total, t->total[k]);
+			r->total = num_sat_add(r->total, t->total[k]);
 		stack[depth] = k;
 		next[depth] = start[k];
 		depth++;
