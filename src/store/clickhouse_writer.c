@@ -159,12 +159,6 @@ int ch_retention_sweep(store_t *st, slice_t project, int keep_days, int64_t now_
                        err_t *err)
 {
 	uint32_t n = 0;
-	if (deleted)
-		*deleted = 0;
-	if (keep_days < 1 || keep_days > LIMIT_RETENTION_DAYS)
-		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
-	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
-		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	ch_job_t *j = xcalloc(1, sizeof *j);
 	memcpy(j->proj, project.p, project.n);
 	j->project = slice_make(j->proj, project.n);

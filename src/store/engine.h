@@ -19,6 +19,7 @@ typedef struct store_engine {
 	int (*set_retention)(store_t *s, slice_t project, int days, err_t *err);
 	int64_t (*retention_start)(store_t *s, slice_t project, int64_t now_ns);
 	int (*projects)(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err);
+	/* project and keep_days already checked by store_retention_sweep */
 	int (*retention_sweep)(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
 	                       err_t *err);
 	void (*get_stats)(store_t *s, store_stats_t *out);

@@ -180,10 +180,6 @@ int local_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t no
                           err_t *err)
 {
 	uint32_t n = 0;
-	if (deleted)
-		*deleted = 0;
-	if (keep_days < 1 || keep_days > LIMIT_RETENTION_DAYS)
-		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
 	local_job_t *j = xcalloc(1, sizeof *j);
 	if (local_project_dir(project, j->proj) < 0) {
 		free(j);

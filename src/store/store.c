@@ -205,6 +205,13 @@ int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
                           err_t *err)
 {
+	/* Checked here, once for both engines: they must refuse the same calls alike. */
+	if (deleted)
+		*deleted = 0;
+	if (keep_days < 1 || keep_days > LIMIT_RETENTION_DAYS)
+		return err_set(err, 400, "store: retention must be 1 to %d days", LIMIT_RETENTION_DAYS);
+	if (project.n == 0 || project.n > LIMIT_NAME_BYTES)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
 	return ENGINE(s)->retention_sweep(s, project, keep_days, now_ns, deleted, err);
 }
 
