@@ -465,6 +465,20 @@ def seeds_clickhouse_answers():
     write(t, "seed-huge-string-length", b"\x01\x00" + ch_days(CH_DAY) + ans(u64(0x1111) + chv(1 << 62) + b"api"))
 
 
+# ---- pyroscope_name: the name= of a Pyroscope /ingest ----
+def seeds_pyroscope_name():
+    t = "pyroscope_name"
+    write(t, "seed-bare", "checkout")
+    write(t, "seed-labels", 'svc-X{env=prod,region="eu-1"}')
+    write(t, "seed-dot-cpu", "svc.cpu{service_name=real,__session_id__=5f2a}")
+    write(t, "seed-quoted-escapes", 'app{k="a \\"b\\" \\\\ c, }d", k2 = v 2 ,}')
+    write(t, "seed-unterminated", 'app{k="v}')
+    write(t, "seed-missing-equals", "app{k v}")
+    write(t, "seed-trailing", "app{k=1}}x")
+    write(t, "seed-many", "app{" + ",".join("k%d=v" % i for i in range(70)) + "}")
+    write(t, "seed-time-ns", "1759990000123456789")
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
