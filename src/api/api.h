@@ -58,7 +58,9 @@ typedef struct {
 } api_listener_t;
 
 /* Identifies the caller from the request's key (x-kiln-key, Authorization:
- * Bearer, or for the UI the kiln_key cookie; any may be NULL). need is
+ * Bearer, or for the UI the kiln_key cookie; any may be NULL; for need
+ * KEY_SCOPE_INGEST also Authorization: Basic with the key as the password
+ * and any user, as Pyroscope's SDKs and Alloy send it). need is
  * KEY_SCOPE_INGEST or KEY_SCOPE_QUERY. On a listener without auth the caller
  * is default/default. -1 + err: 401 no/unknown/revoked key (the message names
  * the header), 403 a key of the other scope. */
@@ -91,9 +93,22 @@ int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_k
                    const slice_t *authorization, slice_t peer, ingest_push_decode_fn decode,
                    ingest_push_reply_fn reply);
 
+/* The pprof request of push p (whose caller is known) from request r: project,
+ * retention, row limit, Content-Encoding: gzip, now. The route then sets the
+ * service, labels and time range. */
+void api_pprof_req_init(const api_ctx_t *api, const http_req_t *r, const ingest_push_t *p,
+                        ingest_pprof_push_t *pp, int64_t now_ns);
+
 /* Upload listener (API: Push: POST /profiling/upload). */
 int api_upload_on_headers(http_req_t *r, void *ctx);
 void api_upload_on_request(http_req_t *r, void *ctx);
+
+/* Pyroscope's push (API: Push: POST /ingest (Pyroscope)) on the upload and UI
+ * listeners: 1 when path is /ingest or /pyroscope/ingest, and its handlers
+ * (ctx: the api_listener_t; errors as Pyroscope's {"code","message"}). */
+int api_is_pyroscope_path(slice_t path);
+int api_pyroscope_on_headers(http_req_t *r, void *ctx);
+void api_pyroscope_on_request(http_req_t *r, void *ctx);
 
 /* OTLP/HTTP listener (API: Push: OTLP profiles over HTTP). */
 int api_otlp_on_headers(http_req_t *r, void *ctx);

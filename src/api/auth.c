@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/api.h"
 
@@ -29,6 +30,48 @@ static slice_t cookie_value(const slice_t *cookie, const char *name)
 	return none;
 }
 
+/* The password of `Authorization: Basic base64(user:password)` into out
+ * (LIMIT_KEY_BYTES + 1 bytes at least): 1, or 0 when it is not Basic, not
+ * base64, has no ':' or an empty or over-long password. */
+static int basic_password(slice_t authorization, char *out, slice_t *key)
+{
+	const uint8_t *p = authorization.p, *end = p + authorization.n;
+	if (authorization.n < 6 || strncasecmp((const char *)p, "basic", 5) != 0 ||
+	    (p[5] != ' ' && p[5] != '\t'))
+		return 0;
+	for (p += 5; p < end && (*p == ' ' || *p == '\t'); p++)
+		;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '='))
+		end--;
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char text[LIMIT_KEY_BYTES * 2];
+	size_t n = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (; p < end; p++) {
+		const char *d = *p ? strchr(alphabet, *p) : NULL;
+		if (!d)
+			return 0;
+		acc = (acc << 6) | (uint32_t)(d - alphabet);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n == sizeof text)
+				return 0;
+			text[n++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	const char *colon = memchr(text, ':', n);
+	if (!colon)
+		return 0;
+	size_t len = n - (size_t)(colon + 1 - text);
+	if (!len || len > LIMIT_KEY_BYTES)
+		return 0;
+	memcpy(out, colon + 1, len);
+	*key = slice_make(out, len);
+	return 1;
+}
+
 int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice_t *authorization,
                  const slice_t *cookie, int need, ingest_caller_t *c, err_t *err)
 {
@@ -39,16 +82,20 @@ int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice
 		return 0;
 	}
 	slice_t key = {NULL, 0};
+	char basic[LIMIT_KEY_BYTES + 1];
 	if (x_kiln_key && x_kiln_key->n)
 		key = *x_kiln_key;
-	else if (authorization && !keys_parse_bearer(*authorization, &key))
+	else if (authorization && !keys_parse_bearer(*authorization, &key) &&
+	         !(need == KEY_SCOPE_INGEST && basic_password(*authorization, basic, &key)))
 		key.n = 0;
 	if (!key.n && l->listener == API_LISTENER_UI)
 		key = cookie_value(cookie, "kiln_key");
 	if (!key.n)
 		return err_set(err, 401,
 		               "this listener requires a key: send it in the x-kiln-key header "
-		               "(or Authorization: Bearer KEY)");
+		               "(or Authorization: Bearer KEY%s)",
+		               need == KEY_SCOPE_INGEST ? ", or HTTP Basic with the key as the password"
+		                                        : "");
 	keys_info_t info;
 	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info)) {
 		if (l->api->keys && !keys_ready(l->api->keys)) {

@@ -14,6 +14,8 @@
 #include "base/timeutil.h"
 #include "query/query.h"
 
+#define UI_MAX_BODY (64u << 10) /* a request body other than a push (the sign-in form) */
+
 enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_LABELS, R_METRICS, R_TARGETS };
 
 static const struct {
@@ -256,11 +258,22 @@ static int is_ui_screen(slice_t path)
 
 int api_ui_on_headers(http_req_t *r, void *ctx)
 {
+	if (api_is_pyroscope_path(r->path))
+		return api_pyroscope_on_headers(r, ctx);
+	api_listener_t *l = ctx;
+	err_t err;
+	/* Only a push takes a large body here; the rest keeps the 64 KiB of a sign-in form. */
+	const slice_t *cl = http_header(r, "content-length");
+	if (http_header(r, "transfer-encoding") || (cl && strtoull((const char *)cl->p, NULL, 10) > UI_MAX_BODY)) {
+		err_set(&err, 413, "request body over %u KiB: only POST /ingest takes a large body here",
+		        UI_MAX_BODY >> 10);
+		api_count(l->api, API_LISTENER_UI, 413, 0);
+		api_reply_error(r, &err);
+		return 1;
+	}
 	int get = slice_eq_cstr(r->method, "GET") || slice_eq_cstr(r->method, "HEAD");
 	if (get || (slice_eq_cstr(r->method, "POST") && slice_eq_cstr(r->path, "/login")))
 		return 0;
-	api_listener_t *l = ctx;
-	err_t err;
 	err_set(&err, 405, "method %.*s not allowed: the query API is read-only (GET)",
 	        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p);
 	api_count(l->api, API_LISTENER_UI, 405, 0);
@@ -305,6 +318,10 @@ static void login(api_listener_t *l, http_req_t *r)
 
 void api_ui_on_request(http_req_t *r, void *ctx)
 {
+	if (api_is_pyroscope_path(r->path)) {
+		api_pyroscope_on_request(r, ctx);
+		return;
+	}
 	api_listener_t *l = ctx;
 	api_ctx_t *api = l->api;
 	if (slice_eq_cstr(r->path, "/healthz")) {

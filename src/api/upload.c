@@ -43,7 +43,9 @@ int api_upload_on_headers(http_req_t *r, void *ctx)
 {
 	api_listener_t *l = ctx;
 	err_t err = {0};
-	if (!slice_eq_cstr(r->path, "/profiling/upload") && !slice_eq_cstr(r->path, "/ingest")) {
+	if (api_is_pyroscope_path(r->path))
+		return api_pyroscope_on_headers(r, ctx);
+	if (!slice_eq_cstr(r->path, "/profiling/upload")) {
 		err_set(&err, 404,
 		        "no route %.*s on the upload listener: POST /profiling/upload?serviceName=NAME",
 		        (int)(r->path.n > 128 ? 128 : r->path.n), (const char *)r->path.p);
@@ -133,24 +135,34 @@ static int parse_upload(upload_job_t *j, http_req_t *r, err_t *err)
 	if (from_ns && until_ns && until_ns < from_ns)
 		return err_set(err, 400, "until (%.32s) is before from (%.32s)", until, from);
 
+	api_pprof_req_init(api, r, &j->push, &j->pprof, now);
+	j->pprof.req.service = slice_cstr(service && *service ? service : workload);
+	j->pprof.req.labels = labels;
+	j->pprof.req.n_labels = n;
+	j->pprof.req.from_ns = from_ns;
+	j->pprof.req.until_ns = until_ns;
+	return 0;
+}
+
+void api_pprof_req_init(const api_ctx_t *api, const http_req_t *r, const ingest_push_t *p,
+                        ingest_pprof_push_t *pp, int64_t now_ns)
+{
 	const slice_t *ce = http_header(r, "content-encoding");
-	j->pprof.retention_days = api_retention_days(api, j->push.caller.project);
-	j->pprof.req = (ingest_pprof_req_t){
-	    .project = slice_cstr(j->push.caller.project),
-	    .service = slice_cstr(service && *service ? service : workload),
-	    .labels = labels,
-	    .n_labels = n,
-	    .from_ns = from_ns,
-	    .until_ns = until_ns,
+	pp->retention_days = api_retention_days(api, p->caller.project);
+	pp->req = (ingest_pprof_req_t){
+	    .project = slice_cstr(p->caller.project),
 	    .content_gzip = ce && slice_eq_cstr(*ce, "gzip"),
 	    .max_rows = api->limits ? api->limits->max_rows : 0,
-	    .now_ns = now,
+	    .now_ns = now_ns,
 	};
-	return 0;
 }
 
 void api_upload_on_request(http_req_t *r, void *ctx)
 {
+	if (api_is_pyroscope_path(r->path)) {
+		api_pyroscope_on_request(r, ctx);
+		return;
+	}
 	api_listener_t *l = ctx;
 	upload_job_t *j = xcalloc(1, sizeof *j);
 	j->api = l->api;

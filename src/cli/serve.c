@@ -284,7 +284,7 @@ static int start_listeners(serve_state_t *s)
 		}
 		http_opts_t o = {
 		    .name = api_listener_names[i],
-		    .max_body = i == API_LISTENER_UI ? 64 << 10 : LIMIT_BODY_BYTES,
+		    .max_body = LIMIT_BODY_BYTES, /* UI: 64 KiB but for a push (api_ui_on_headers) */
 		    .format_error = api_format_error,
 		    .ssl_ctx = s->tls[i],
 		    .budget = &s->bodies,

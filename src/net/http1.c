@@ -342,14 +342,7 @@ static int start_request(struct http_conn *c, uint8_t *head, size_t n)
 	memset(&c->chunk, 0, sizeof c->chunk);
 	c->body_left = f.content_length;
 	c->body_unread = f.chunked || f.content_length > 0;
-	if (!f.chunked && f.content_length > s->o.max_body) {
-		char lim[32], m[128];
-		format_size(s->o.max_body, lim, sizeof lim);
-		snprintf(m, sizeof m, "request body is %llu bytes; the limit is %s",
-		         (unsigned long long)f.content_length, lim);
-		conn_error(c, 413, m);
-		return STEP_STOP;
-	}
+	/* on_headers first: it may refuse the caller, or answer an over-long body in its route's own form. */
 	if (s->o.on_headers) {
 		int rc = s->o.on_headers(r, s->o.ctx);
 		if (!c->req)
@@ -358,6 +351,14 @@ static int start_request(struct http_conn *c, uint8_t *head, size_t n)
 			conn_error(c, 500, "request refused without an answer");
 			return STEP_STOP;
 		}
+	}
+	if (!f.chunked && f.content_length > s->o.max_body) {
+		char lim[32], m[128];
+		format_size(s->o.max_body, lim, sizeof lim);
+		snprintf(m, sizeof m, "request body is %llu bytes; the limit is %s",
+		         (unsigned long long)f.content_length, lim);
+		conn_error(c, 413, m);
+		return STEP_STOP;
 	}
 	if (!c->body_unread) {
 		dispatch(c);

@@ -1,0 +1,168 @@
+/* Pyroscope's push (API: Push: POST /ingest (Pyroscope)): POST /ingest and
+ * POST /pyroscope/ingest on the upload and UI listeners. name=APP{k=v,...}
+ * names the service (a service_name label wins) and the series labels;
+ * from/until take Pyroscope's unit-by-length timestamps; the body is pprof
+ * (gzipped or not), run through the push job (ingest/push.h) with the pprof
+ * decoder, so limits, rate limits, usage and durability are /profiling/upload's.
+ * Answers are Pyroscope's: 200 with an empty body, errors as
+ * {"code":"...","message":"..."}. Other formats (folded text, multipart, JFR)
+ * are refused with 415 until they are built. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/params.h"
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/timeutil.h"
+#include "wire/pyroscope.h"
+
+typedef struct {
+	ingest_push_t push; /* first: the job's callbacks get &push */
+	ingest_pprof_push_t pprof;
+	const api_listener_t *l;
+	http_req_t *req;
+	arena_t *arena;
+	pyro_name_t name; /* the labels' slices point here and into the arena */
+} pyro_job_t;
+
+int api_is_pyroscope_path(slice_t path)
+{
+	return slice_eq_cstr(path, "/ingest") || slice_eq_cstr(path, "/pyroscope/ingest");
+}
+
+/* Sends err as Pyroscope's error body (with Retry-After when it has one). */
+static void reply_error(const api_listener_t *l, http_req_t *r, const err_t *err, size_t bytes_in)
+{
+	int status = err->status ? err->status : 500;
+	buf_t body;
+	buf_init(&body, SIZE_MAX);
+	pyro_error_json(status, err->msg, &body);
+	char extra[64] = "";
+	if (err->retry_after > 0)
+		snprintf(extra, sizeof extra, "Retry-After: %d\r\n", err->retry_after);
+	api_count(l->api, l->listener, status, bytes_in);
+	http_respond(r, status, "application/json", extra[0] ? extra : NULL, body.p, body.n);
+	buf_free(&body);
+}
+
+static void pyro_reply(ingest_push_t *p, const err_t *err)
+{
+	pyro_job_t *j = (pyro_job_t *)p;
+	if (err) {
+		reply_error(j->l, j->req, err, j->req->body.n);
+	} else {
+		api_count(j->l->api, j->l->listener, 200, j->req->body.n);
+		http_respond(j->req, 200, NULL, NULL, "", 0);
+	}
+	arena_free(j->arena);
+	free(j);
+}
+
+int api_pyroscope_on_headers(http_req_t *r, void *ctx)
+{
+	const api_listener_t *l = ctx;
+	err_t err = {0};
+	const slice_t *cl = http_header(r, "content-length");
+	if (!slice_eq_cstr(r->method, "POST")) {
+		err_set(&err, 405, "method %.*s not allowed: POST a profile to %.*s?name=APP{k=v}",
+		        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p, (int)r->path.n,
+		        (const char *)r->path.p);
+	} else if (cl && strtoull((const char *)cl->p, NULL, 10) > LIMIT_BODY_BYTES) {
+		err_set(&err, 413, "request body is %.*s bytes; the limit is %u MiB",
+		        (int)(cl->n > 20 ? 20 : cl->n), (const char *)cl->p, LIMIT_BODY_BYTES >> 20);
+	} else {
+		/* The key is checked before the body is read: a refused sender costs no upload. */
+		ingest_caller_t c;
+		if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
+		                 KEY_SCOPE_INGEST, &c, &err) == 0)
+			return 0;
+	}
+	reply_error(l, r, &err, 0);
+	return 1;
+}
+
+/* 415 for what is not built yet: any format but pprof, and multipart bodies. */
+static int check_format(const params_t *p, http_req_t *r, err_t *err)
+{
+	const char *format = params_get(p, "format");
+	const slice_t *ct = http_header(r, "content-type");
+	if (format && *format && strcmp(format, "pprof") != 0)
+		return err_set(err, 415,
+		               "format=%.32s is not supported yet: Kiln's /ingest takes pprof (format=pprof, "
+		               "or no format and a pprof body)",
+		               format);
+	if (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0)
+		return err_set(err, 415,
+		               "multipart bodies (the Go SDK's format) are not supported yet: Kiln's /ingest "
+		               "takes a raw pprof body (format=pprof)");
+	return 0;
+}
+
+static int parse_time(const params_t *p, const char *key, int64_t now, int64_t *ns, err_t *err)
+{
+	const char *v = params_get(p, key);
+	*ns = 0;
+	if (v && *v && pyro_time_parse(v, now, ns) < 0)
+		return err_set(err, 400,
+		               "%s=%.64s is not a time: unix seconds (13 digits: ms, 16: µs, 19: ns) or "
+		               "now-DURATION",
+		               key, v);
+	return 0;
+}
+
+static int parse_ingest(pyro_job_t *j, err_t *err)
+{
+	params_t p;
+	if (params_parse(j->req->query, j->arena, &p, err) < 0 || check_format(&p, j->req, err) < 0)
+		return -1;
+	const char *name = params_get(&p, "name");
+	if (!name || !*name)
+		return err_set(err, 400, "missing name: give name=APP{k=v,...} in the query string");
+	if (pyro_name_parse(slice_cstr(name), &j->name, err) < 0)
+		return -1;
+	slice_t service = j->name.app;
+	model_label_t *labels = arena_alloc(j->arena, (j->name.n_labels + 1) * sizeof *labels);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < j->name.n_labels; i++) {
+		const pyro_label_t *l = &j->name.labels[i];
+		if (slice_eq_cstr(l->key, "service_name") && l->value.n)
+			service = l->value;
+		else if (l->value.n && !(l->key.n >= 2 && l->key.p[0] == '_' && l->key.p[1] == '_'))
+			labels[n++] = (model_label_t){l->key, l->value};
+	}
+	int64_t now = time_now_ns(), from_ns, until_ns;
+	if (parse_time(&p, "from", now, &from_ns, err) < 0 ||
+	    parse_time(&p, "until", now, &until_ns, err) < 0)
+		return -1;
+	if (from_ns && until_ns && until_ns < from_ns)
+		return err_set(err, 400, "until is before from");
+	api_pprof_req_init(j->l->api, j->req, &j->push, &j->pprof, now);
+	j->pprof.req.service = service;
+	j->pprof.req.labels = labels;
+	j->pprof.req.n_labels = n;
+	j->pprof.req.from_ns = from_ns;
+	j->pprof.req.until_ns = until_ns;
+	return 0;
+}
+
+void api_pyroscope_on_request(http_req_t *r, void *ctx)
+{
+	const api_listener_t *l = ctx;
+	pyro_job_t *j = xcalloc(1, sizeof *j);
+	j->l = l;
+	j->req = r;
+	j->arena = arena_new();
+	j->push.ctx = &j->pprof;
+	j->push.body = buf_slice(&r->body);
+	if (api_push_begin(l, &j->push, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
+	                   r->peer, ingest_pprof_decode, pyro_reply) < 0)
+		return;
+	err_t err = {0};
+	if (parse_ingest(j, &err) < 0) {
+		ingest_push_refuse(&j->push, &err);
+		return;
+	}
+	ingest_push_start(&j->push);
+}
