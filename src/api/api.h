@@ -107,6 +107,8 @@ void api_upload_on_request(http_req_t *r, void *ctx);
  * listeners: 1 when path is /ingest or /pyroscope/ingest, and its handlers
  * (ctx: the api_listener_t; errors as Pyroscope's {"code","message"}). */
 int api_is_pyroscope_path(slice_t path);
+/* The Content-Length of r (0 when absent; saturating). */
+uint64_t api_content_length(const http_req_t *r);
 int api_pyroscope_on_headers(http_req_t *r, void *ctx);
 void api_pyroscope_on_request(http_req_t *r, void *ctx);
 

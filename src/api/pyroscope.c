@@ -27,6 +27,15 @@ typedef struct {
 	pyro_name_t name; /* the labels' slices point here and into the arena */
 } pyro_job_t;
 
+uint64_t api_content_length(const http_req_t *r)
+{
+	const slice_t *cl = http_header(r, "content-length");
+	uint64_t v = 0;
+	for (size_t i = 0; cl && i < cl->n && cl->p[i] >= '0' && cl->p[i] <= '9'; i++)
+		v = v > UINT64_MAX / 10 - 1 ? UINT64_MAX : v * 10 + (uint64_t)(cl->p[i] - '0');
+	return v;
+}
+
 int api_is_pyroscope_path(slice_t path)
 {
 	return slice_eq_cstr(path, "/ingest") || slice_eq_cstr(path, "/pyroscope/ingest");
@@ -64,14 +73,14 @@ int api_pyroscope_on_headers(http_req_t *r, void *ctx)
 {
 	const api_listener_t *l = ctx;
 	err_t err = {0};
-	const slice_t *cl = http_header(r, "content-length");
+	uint64_t length = api_content_length(r);
 	if (!slice_eq_cstr(r->method, "POST")) {
 		err_set(&err, 405, "method %.*s not allowed: POST a profile to %.*s?name=APP{k=v}",
 		        (int)(r->method.n > 16 ? 16 : r->method.n), (const char *)r->method.p, (int)r->path.n,
 		        (const char *)r->path.p);
-	} else if (cl && strtoull((const char *)cl->p, NULL, 10) > LIMIT_BODY_BYTES) {
-		err_set(&err, 413, "request body is %.*s bytes; the limit is %u MiB",
-		        (int)(cl->n > 20 ? 20 : cl->n), (const char *)cl->p, LIMIT_BODY_BYTES >> 20);
+	} else if (length > LIMIT_BODY_BYTES) {
+		err_set(&err, 413, "request body is %llu bytes; the limit is %u MiB",
+		        (unsigned long long)length, LIMIT_BODY_BYTES >> 20);
 	} else {
 		/* The key is checked before the body is read: a refused sender costs no upload. */
 		ingest_caller_t c;

@@ -263,8 +263,7 @@ int api_ui_on_headers(http_req_t *r, void *ctx)
 	api_listener_t *l = ctx;
 	err_t err;
 	/* Only a push takes a large body here; the rest keeps the 64 KiB of a sign-in form. */
-	const slice_t *cl = http_header(r, "content-length");
-	if (http_header(r, "transfer-encoding") || (cl && strtoull((const char *)cl->p, NULL, 10) > UI_MAX_BODY)) {
+	if (http_header(r, "transfer-encoding") || api_content_length(r) > UI_MAX_BODY) {
 		err_set(&err, 413, "request body over %u KiB: only POST /ingest takes a large body here",
 		        UI_MAX_BODY >> 10);
 		api_count(l->api, API_LISTENER_UI, 413, 0);

@@ -150,6 +150,10 @@ test('/profiling/upload keeps its parameters and JSON answer; GET /ingest is 405
   const g = await get(server.uploadUrl, '/ingest', { name: svc });
   assert.equal(g.status, 405, g.text);
   assert.equal(g.json.code, 'unimplemented');
+  // The UI listener takes 32 MiB for a push only; other bodies keep the 64 KiB of a sign-in form.
+  const login = await fetch(`${server.uiUrl}/login`, { method: 'POST', body: Buffer.alloc(65 << 10, 0x61) });
+  assert.equal(login.status, 413);
+  assert.deepEqual(await login.json(), { error: 'request body over 64 KiB: only POST /ingest takes a large body here' });
 });
 
 test('with auth required: Bearer and Basic ingest keys → 200; no key 401, query key 403, on both listeners', async () => {
