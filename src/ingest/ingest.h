@@ -14,6 +14,10 @@
 typedef struct {
 	slice_t project;
 	slice_t service;
+	/* The profile's kind, Pyroscope's __name__ ("process_cpu", "memory",
+	 * "block", "mutex", "goroutines", "wall", ...); empty = none given (the
+	 * kind then follows from the sample types). */
+	slice_t profile_name;
 	const model_label_t *labels; /* series labels (namespace, pod, container, workload, label.K=V) */
 	uint32_t n_labels;
 	int64_t from_ns, until_ns; /* 0 = not given */
