@@ -134,10 +134,13 @@ static int parse_ingest(pyro_job_t *j, err_t *err)
 	slice_t service = j->name.app;
 	model_label_t *labels = arena_alloc(j->arena, (j->name.n_labels + 1) * sizeof *labels);
 	uint32_t n = 0;
+	slice_t profile_name = slice_make("", 0);
 	for (uint32_t i = 0; i < j->name.n_labels; i++) {
 		const pyro_label_t *l = &j->name.labels[i];
 		if (slice_eq_cstr(l->key, "service_name") && l->value.n)
 			service = l->value;
+		else if (slice_eq_cstr(l->key, MODEL_PROFILE_NAME_KEY) && l->value.n)
+			profile_name = l->value; /* API: Profile names */
 		else if (l->value.n && !(l->key.n >= 2 && l->key.p[0] == '_' && l->key.p[1] == '_'))
 			labels[n++] = (model_label_t){l->key, l->value};
 	}
@@ -149,6 +152,7 @@ static int parse_ingest(pyro_job_t *j, err_t *err)
 		return err_set(err, 400, "until is before from");
 	api_pprof_req_init(j->l->api, j->req, &j->push, &j->pprof, now);
 	j->pprof.req.service = service;
+	j->pprof.req.profile_name = profile_name;
 	j->pprof.req.labels = labels;
 	j->pprof.req.n_labels = n;
 	j->pprof.req.from_ns = from_ns;

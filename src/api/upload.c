@@ -125,6 +125,15 @@ static int parse_upload(upload_job_t *j, http_req_t *r, err_t *err)
 			labels[n++] = extra[i];
 	}
 
+	/* API: Profile names: profile=NAME keeps this kind apart from others with its sample types. */
+	const char *profile = params_get(&p, "profile");
+	if (profile && *profile && !model_profile_name_valid(slice_cstr(profile)))
+		return err_set(
+		    err, 400,
+		    "profile=%.64s is not a profile name: 1 to %d of a-z 0-9 _ . - (e.g. block, mutex, "
+		    "process_cpu)",
+		    profile, LIMIT_PROFILE_NAME_BYTES);
+
 	int64_t now = time_now_ns();
 	const char *from = params_get(&p, "from"), *until = params_get(&p, "until");
 	int64_t from_ns = 0, until_ns = 0;
@@ -137,6 +146,7 @@ static int parse_upload(upload_job_t *j, http_req_t *r, err_t *err)
 
 	api_pprof_req_init(api, r, &j->push, &j->pprof, now);
 	j->pprof.req.service = slice_cstr(service && *service ? service : workload);
+	j->pprof.req.profile_name = slice_cstr(profile ? profile : "");
 	j->pprof.req.labels = labels;
 	j->pprof.req.n_labels = n;
 	j->pprof.req.from_ns = from_ns;

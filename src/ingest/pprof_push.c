@@ -1,9 +1,13 @@
 /* The pprof push path (API: Push: POST /profiling/upload): body → bounded gunzip → pprof decode →
- * one profile per sample type, at `from` or at receive time; and the push
+ * one profile per sample type, at `from` or at receive time, with the
+ * request's profile name as series label __name__ (API: Profile names); and the push
  * job's pprof decoder, which adds the window of `from` (API: Frames). Does not talk
  * to the store or the network. */
 #include "ingest/ingest.h"
 
+#include <stdlib.h>
+
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
@@ -24,6 +28,7 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 
 	buf_t plain;
 	buf_init(&plain, LIMIT_DECODED_BYTES);
+	model_label_t *labels = NULL;
 	slice_t data = body;
 	if (gz_is_gzip(body)) {
 		if (gz_inflate(body, &plain, err) < 0)
@@ -39,10 +44,24 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 		goto fail;
 	}
 
+	/* API: Profile names: the name is the series label __name__, whatever the labels say. */
+	if (r->profile_name.n && !model_profile_name_valid(r->profile_name)) {
+		err_set(err, 400, "profile name \"%.*s\" is not 1 to %d bytes of [a-z0-9_.-]",
+		        (int)(r->profile_name.n > 64 ? 64 : r->profile_name.n),
+		        (const char *)r->profile_name.p, LIMIT_PROFILE_NAME_BYTES);
+		goto fail;
+	}
+	labels = xmalloc(((size_t)r->n_labels + 1) * sizeof *labels);
+	uint32_t n_labels = 0;
+	for (uint32_t i = 0; i < r->n_labels; i++)
+		if (!slice_eq_cstr(r->labels[i].key, MODEL_PROFILE_NAME_KEY))
+			labels[n_labels++] = r->labels[i];
+	if (r->profile_name.n)
+		labels[n_labels++] = (model_label_t){slice_cstr(MODEL_PROFILE_NAME_KEY), r->profile_name};
 	pprof_decode_opts_t o = {
 	    .service = r->service,
-	    .labels = r->labels,
-	    .n_labels = r->n_labels,
+	    .labels = labels,
+	    .n_labels = n_labels,
 	    .time_ns = r->from_ns,
 	    .duration_ns = (r->from_ns && r->until_ns > r->from_ns) ? r->until_ns - r->from_ns : 0,
 	    .now_ns = r->now_ns,
@@ -62,10 +81,12 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		res->samples += b->profiles[i].samples_count;
 	buf_free(&plain);
+	free(labels);
 	*out = b;
 	return 0;
 fail:
 	buf_free(&plain);
+	free(labels);
 	return -1;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/limits.h"
 #include "base/num.h"
 
 /* XXH3 inlined here: a node id per frame of every stack, a frame id per
@@ -399,6 +400,18 @@ void model_type_name(const model_profile_t *p, char *out, size_t n)
 {
 	snprintf(out, n, "%.*s:%.*s", (int)p->sample_type.n, (const char *)p->sample_type.p, (int)p->sample_unit.n,
 	         (const char *)p->sample_unit.p);
+}
+
+int model_profile_name_valid(slice_t name)
+{
+	if (name.n == 0 || name.n > LIMIT_PROFILE_NAME_BYTES)
+		return 0;
+	for (size_t i = 0; i < name.n; i++) {
+		uint8_t c = name.p[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			return 0;
+	}
+	return 1;
 }
 
 uint8_t model_aggregation_of(slice_t t)

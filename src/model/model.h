@@ -155,6 +155,14 @@ void model_profile_finish(model_batch_t *b, model_profile_t *p);
  * order, so model_profile_finish does not sort each profile again. */
 void model_samples_order(const model_sample_t *s, uint32_t n, uint32_t *perm);
 
+/* The series label that holds a profile's name (Pyroscope's __name__: "process_cpu", "memory",
+ * "block", "mutex", "goroutines", "wall", ...), which keeps kinds with the same sample types
+ * apart (API: Profile names). A profile without a name has no such label. */
+#define MODEL_PROFILE_NAME_KEY "__name__"
+/* 1 when name is a valid profile name: 1 to LIMIT_PROFILE_NAME_BYTES bytes of [a-z0-9_.-]
+ * (so it never holds the ':' of a type id). */
+int model_profile_name_valid(slice_t name);
+
 /* "sample_type:sample_unit" as used by the API, written into out (NUL-terminated, truncated). */
 void model_type_name(const model_profile_t *p, char *out, size_t n);
 /* MODEL_SNAPSHOT for inuse_* and goroutine-style types, else MODEL_WINDOW (API: Aggregation over time). */

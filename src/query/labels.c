@@ -3,7 +3,8 @@
  * the series with chunks in the range (nothing decoded); sample attributes
  * from the attribute sets those chunks use (their chunks are decoded, like a
  * flame graph). Span/trace ids are left out: they have a route of their own
- * and would drown the rest. */
+ * and would drown the rest; so is the profile name __name__, which the type
+ * id selects (API: Profile names). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,8 @@ static int add_partition(store_view_t *v, const query_part_t *qp, label_set_t *l
 		if (h->series != last_series) {
 			const store_series_t *s = query_part_sel(qp, h)->s;
 			for (uint32_t j = 0; j < s->n_labels; j++)
-				label_add(ls, &s->labels[j], 0);
+				if (!slice_eq_cstr(s->labels[j].key, MODEL_PROFILE_NAME_KEY))
+					label_add(ls, &s->labels[j], 0);
 			last_series = h->series;
 		}
 		if (n_sets == 0)

@@ -10,17 +10,50 @@
 #include "base/u64map.h"
 #include "query/query.h"
 
-/* The query's profile type, split at the first ':'. */
+/* The query's type id (API: Type ids): SAMPLE:UNIT (split at the first ':'),
+ * or NAME:SAMPLE:UNIT when it has two ':' or more and the part before the
+ * first is a profile name (model_profile_name_valid). */
 typedef struct {
-	slice_t name; /* "sample_type:unit" as asked */
+	slice_t name; /* the id as asked */
+	slice_t type; /* "sample_type:unit": the series' type */
 	slice_t sample_type, sample_unit;
-	int cpu_ns; /* name is "cpu:nanoseconds": cpu_alias series match too */
+	slice_t profile; /* NAME of NAME:SAMPLE:UNIT; empty for SAMPLE:UNIT */
+	int named;       /* NAME:SAMPLE:UNIT: only series whose __name__ is NAME match; SAMPLE:UNIT
+	                    matches series of every name (none included) */
+	int cpu_ns;      /* type is "cpu:nanoseconds": cpu_alias series match too */
 } query_type_t;
+
+/* Parses a type id into *t (slices into id). 0, or -1 with a 400 in err. */
+int query_type_parse(slice_t id, query_type_t *t, err_t *err);
 
 /* Checks q: from < until, service present when need_service, type well formed
  * when t != NULL (then fills *t), label filters non-empty and at most 64.
  * 0, or -1 with a 400 in err naming the parameter. */
 int query_check(const query_params_t *q, int need_service, query_type_t *t, err_t *err);
+
+/* The profile name of series s: its __name__ label, empty when it has none. */
+slice_t query_series_profile(const store_series_t *s);
+
+/* One kind of profile in a listing: a series type with the profile name of
+ * its series (empty when none). */
+typedef struct {
+	slice_t type; /* "sample_type:unit" */
+	slice_t profile;
+} query_kind_t;
+
+/* The type ids of kinds k[0..n) of one listing (one service; API: Type ids):
+ * a type whose kinds carry at most one profile name is SAMPLE:UNIT (series
+ * without a name join it); one whose kinds carry two names or more is
+ * NAME:SAMPLE:UNIT per name, plus SAMPLE:UNIT when series without a name
+ * have it too. id[i] is k[i]'s id, written in arena a; kinds with the same
+ * id get equal strings. */
+void query_kind_ids(const query_kind_t *k, uint32_t n, arena_t *a, slice_t *id);
+/* Writes the JSON array of the distinct ids of kinds k[0..n), sorted by
+ * SAMPLE:UNIT then name (k is reordered). */
+int query_json_kinds(buf_t *json, query_kind_t *k, uint32_t n);
+/* Adds kind (type, profile) to (*k)[0..*n) unless it is there already; the
+ * slices are borrowed. */
+void query_kind_add(query_kind_t **k, size_t *cap, uint32_t *n, slice_t type, slice_t profile);
 
 /* One selected series of a partition. */
 typedef struct {
@@ -40,7 +73,7 @@ typedef struct {
 	uint32_t n_series;
 	query_sel_t *sel;
 	uint32_t n_sel;
-	uint32_t *sel_of;        /* local series id -> index in sel + 1 (0 = not selected) */
+	uint32_t *sel_of;          /* local series id -> index in sel + 1 (0 = not selected) */
 	store_chunk_head_t *heads; /* heads of the selected series, sorted by (series, t_ns) */
 	uint32_t n_heads;
 	int all_heads;       /* heads are every chunk of the selected series in the view's range

@@ -1,5 +1,5 @@
 /* What every query shares: parameter checks, choosing the series of a
- * partition that a query reads (service, type, cpu_alias, label filters),
+ * partition that a query reads (service, type and profile name, cpu_alias, label filters),
  * their chunk heads, attribute filters, and small JSON helpers.
  * It builds no tree and writes no result. */
 #include <stdlib.h>
@@ -26,15 +26,7 @@ int query_check(const query_params_t *q, int need_service, query_type_t *t, err_
 		return 0;
 	if (q->type.n == 0)
 		return err_set(err, 400, "type is required (SAMPLE_TYPE:UNIT, e.g. cpu:nanoseconds)");
-	const uint8_t *colon = memchr(q->type.p, ':', q->type.n);
-	if (!colon || colon == q->type.p || colon == q->type.p + q->type.n - 1)
-		return err_set(err, 400, "type must be SAMPLE_TYPE:UNIT (e.g. cpu:nanoseconds), got \"%.*s\"",
-		               (int)(q->type.n > 100 ? 100 : q->type.n), (const char *)q->type.p);
-	t->name = q->type;
-	t->sample_type = slice_make(q->type.p, (size_t)(colon - q->type.p));
-	t->sample_unit = slice_make(colon + 1, q->type.n - t->sample_type.n - 1);
-	t->cpu_ns = slice_eq_cstr(q->type, "cpu:nanoseconds");
-	return 0;
+	return query_type_parse(q->type, t, err);
 }
 
 /* 1 when series s is read by the query; fills *sel. */
@@ -51,7 +43,9 @@ static int series_select(const store_series_t *s, const query_params_t *q, const
 		return 0;
 	if (!t)
 		return 1;
-	if (!slice_eq(s->type, t->name)) {
+	if (t->named && !slice_eq(query_series_profile(s), t->profile))
+		return 0;
+	if (!slice_eq(s->type, t->type)) {
 		if (!t->cpu_ns || !s->cpu_alias || s->period <= 0)
 			return 0;
 		sel->scale = s->period;

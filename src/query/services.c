@@ -1,6 +1,8 @@
 /* The services list (busiest first by CPU) and the profile types of a service,
  * from series and chunk heads only: nothing is decoded. A cpu_alias series
- * (samples:count with a CPU period) also counts as cpu:nanoseconds. */
+ * (samples:count with a CPU period) also counts as cpu:nanoseconds. Types are
+ * listed by their ids (API: Type ids): kinds of one SAMPLE:UNIT with
+ * different profile names show apart; CPU of every name ranks the service. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,10 +13,9 @@
 typedef struct {
 	slice_t name;
 	int64_t cpu_ns;
-	slice_t *types;
-	uint32_t n_types;
-	size_t cap_types;
-	u64map_t type_ix;
+	query_kind_t *kinds; /* the listing's type ids are made from these (API: Type ids) */
+	uint32_t n_kinds;
+	size_t cap_kinds;
 } service_info_t;
 
 typedef struct {
@@ -35,22 +36,14 @@ static service_info_t *service_get(service_set_t *ss, slice_t name)
 		service_info_t *si = &ss->svc[id];
 		memset(si, 0, sizeof *si);
 		si->name = name;
-		u64map_init(&si->type_ix);
 	}
 	return &ss->svc[id];
 }
 
-static void service_add_type(service_info_t *si, slice_t type)
-{
-	query_intern(&si->type_ix, &si->types, &si->cap_types, &si->n_types, type, NULL);
-}
-
 static void service_set_free(service_set_t *ss)
 {
-	for (uint32_t i = 0; i < ss->n; i++) {
-		free(ss->svc[i].types);
-		u64map_free(&ss->svc[i].type_ix);
-	}
+	for (uint32_t i = 0; i < ss->n; i++)
+		free(ss->svc[i].kinds);
 	free(ss->svc);
 	free(ss->names);
 	u64map_free(&ss->ix);
@@ -71,15 +64,12 @@ static void add_partition(service_set_t *ss, const query_part_t *qp)
 			cpu = num_sat_add(cpu, num_sat_mul(qp->heads[i].total, scale));
 		service_info_t *si = service_get(ss, s->service);
 		si->cpu_ns = num_sat_add(si->cpu_ns, cpu);
-		service_add_type(si, s->type);
+		slice_t profile = query_series_profile(s);
+		query_kind_add(&si->kinds, &si->cap_kinds, &si->n_kinds, s->type, profile);
 		if (s->cpu_alias)
-			service_add_type(si, slice_make(cpu_ns, sizeof cpu_ns - 1));
+			query_kind_add(&si->kinds, &si->cap_kinds, &si->n_kinds,
+			               slice_make(cpu_ns, sizeof cpu_ns - 1), profile);
 	}
-}
-
-static int slice_sort_cmp(const void *a, const void *b)
-{
-	return slice_cmp(*(const slice_t *)a, *(const slice_t *)b);
 }
 
 static int busiest_cmp(const void *a, const void *b)
@@ -88,20 +78,6 @@ static int busiest_cmp(const void *a, const void *b)
 	if (x->cpu_ns != y->cpu_ns)
 		return x->cpu_ns > y->cpu_ns ? -1 : 1;
 	return slice_cmp(x->name, y->name);
-}
-
-static int write_types(buf_t *json, service_info_t *si)
-{
-	if (si->n_types > 1)
-		qsort(si->types, si->n_types, sizeof *si->types, slice_sort_cmp);
-	int rc = buf_putc(json, '[');
-	for (uint32_t t = 0; t < si->n_types; t++) {
-		if (t)
-			rc |= buf_putc(json, ',');
-		rc |= buf_json_str(json, si->types[t]);
-	}
-	rc |= buf_putc(json, ']');
-	return rc;
 }
 
 /* Collects the services (all, or q->service) with series in q's range and
@@ -139,7 +115,7 @@ static int write_services(buf_t *json, service_set_t *ss)
 		rc |= buf_puts(json, i ? ",{\"name\":" : "{\"name\":");
 		rc |= buf_json_str(json, ss->svc[i].name);
 		rc |= buf_puts(json, ",\"types\":");
-		rc |= write_types(json, &ss->svc[i]);
+		rc |= query_json_kinds(json, ss->svc[i].kinds, ss->svc[i].n_kinds);
 		rc |= buf_puts(json, ",\"cpu_nanoseconds\":");
 		rc |= query_json_i64(json, ss->svc[i].cpu_ns);
 		rc |= buf_putc(json, '}');
@@ -152,7 +128,7 @@ static int write_types_only(buf_t *json, service_set_t *ss)
 {
 	int rc = buf_puts(json, "{\"types\":");
 	if (ss->n)
-		rc |= write_types(json, &ss->svc[0]);
+		rc |= query_json_kinds(json, ss->svc[0].kinds, ss->svc[0].n_kinds);
 	else
 		rc |= buf_puts(json, "[]");
 	rc |= buf_putc(json, '}');

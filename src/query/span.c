@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/arena.h"
 #include "base/timeutil.h"
 #include "query/query_int.h"
 
@@ -22,11 +23,12 @@ typedef struct {
 	uint32_t n;
 } span_part_t;
 
-/* What the hits hold of one (service, type). A cpu_alias series counts for
- * its own type and for cpu:nanoseconds. */
+/* What the hits hold of one (service, type, profile name). A cpu_alias
+ * series counts for its own type and for cpu:nanoseconds. */
 typedef struct {
-	slice_t service, type; /* view lifetime */
-	int64_t samples;       /* linked sample rows (entries), or hits when not decoded */
+	slice_t service, type, profile; /* view lifetime */
+	slice_t id;                     /* its type id among the service's kinds (API: Type ids; set_ids) */
+	int64_t samples;                /* linked sample rows (entries), or hits when not decoded */
 	int64_t from_ns, until_ns;
 } span_kind_t;
 
@@ -38,6 +40,7 @@ typedef struct {
 	span_kind_t *kinds;
 	uint32_t n_kinds;
 	size_t cap_kinds;
+	arena_t *ids; /* the kinds' ids */
 } span_ctx_t;
 
 static void ctx_reset(span_ctx_t *c)
@@ -53,6 +56,7 @@ static void ctx_free(span_ctx_t *c)
 	ctx_reset(c);
 	free(c->parts);
 	free(c->kinds);
+	arena_free(c->ids);
 	store_view_close(c->v);
 }
 
@@ -77,18 +81,19 @@ static int collect(span_ctx_t *c, slice_t span_id, slice_t trace_id, err_t *err)
 	return 0;
 }
 
-static void kind_add(span_ctx_t *c, slice_t service, slice_t type, int64_t samples,
+static void kind_add(span_ctx_t *c, slice_t service, slice_t type, slice_t profile, int64_t samples,
                      const store_chunk_head_t *h)
 {
 	span_kind_t *k = NULL;
 	for (uint32_t i = 0; i < c->n_kinds && !k; i++)
-		if (slice_eq(c->kinds[i].service, service) && slice_eq(c->kinds[i].type, type))
+		if (slice_eq(c->kinds[i].service, service) && slice_eq(c->kinds[i].type, type) &&
+		    slice_eq(c->kinds[i].profile, profile))
 			k = &c->kinds[i];
 	int64_t end = num_sat_add(h->t_ns, h->duration_ns > 0 ? h->duration_ns : 0);
 	if (!k) {
 		c->kinds = xgrow(c->kinds, &c->cap_kinds, (size_t)c->n_kinds + 1, sizeof *c->kinds);
 		k = &c->kinds[c->n_kinds++];
-		*k = (span_kind_t){service, type, 0, h->t_ns, end};
+		*k = (span_kind_t){service, type, profile, type, 0, h->t_ns, end};
 	}
 	k->samples = num_sat_add(k->samples, samples);
 	if (h->t_ns < k->from_ns)
@@ -132,13 +137,45 @@ static int classify(span_ctx_t *c, int decode, err_t *err)
 				return -1;
 			if (!samples)
 				continue;
-			kind_add(c, s->service, s->type, samples, &h->head);
+			slice_t profile = query_series_profile(s);
+			kind_add(c, s->service, s->type, profile, samples, &h->head);
 			if (s->cpu_alias && s->period > 0 && !slice_eq_cstr(s->type, cpu_type))
-				kind_add(c, s->service, slice_make(cpu_type, sizeof cpu_type - 1), samples,
-				         &h->head);
+				kind_add(c, s->service, slice_make(cpu_type, sizeof cpu_type - 1), profile,
+				         samples, &h->head);
 		}
 	}
 	return 0;
+}
+
+/* The kinds of service, for the type ids (NULL when it has none): malloc'd, *n of them. */
+static query_kind_t *service_kinds(const span_ctx_t *c, slice_t service, uint32_t *n)
+{
+	query_kind_t *k = xmalloc(((size_t)c->n_kinds + 1) * sizeof *k);
+	*n = 0;
+	for (uint32_t i = 0; i < c->n_kinds; i++)
+		if (slice_eq(c->kinds[i].service, service))
+			k[(*n)++] = (query_kind_t){c->kinds[i].type, c->kinds[i].profile};
+	return k;
+}
+
+/* Sets every kind's id among the kinds of its service. */
+static void set_ids(span_ctx_t *c)
+{
+	if (!c->ids)
+		c->ids = arena_new();
+	for (uint32_t i = 0; i < c->n_kinds; i++) {
+		uint32_t n, at = 0;
+		query_kind_t *k = service_kinds(c, c->kinds[i].service, &n);
+		slice_t *id = xmalloc(((size_t)n + 1) * sizeof *id);
+		query_kind_ids(k, n, c->ids, id);
+		for (uint32_t j = 0; j < n; j++)
+			if (slice_eq(k[j].type, c->kinds[i].type) &&
+			    slice_eq(k[j].profile, c->kinds[i].profile))
+				at = j;
+		c->kinds[i].id = id[at];
+		free(id);
+		free(k);
+	}
 }
 
 /* The hinted service when the kinds have it, else the one with most samples
@@ -157,24 +194,27 @@ static slice_t choose_service(const span_ctx_t *c, slice_t hint)
 	return best ? best->service : slice_make("", 0);
 }
 
-/* The kind of service to show: the asked type (NULL when absent), else
- * cpu:nanoseconds when present, else the type with most samples, ties by name. */
-static const span_kind_t *choose_type(const span_ctx_t *c, slice_t service, slice_t asked)
+/* The kind of service to show: the asked type (NULL when absent; a
+ * SAMPLE:UNIT of several names: the first of them, the query then merges
+ * them all), else cpu:nanoseconds when present, else the type with most
+ * samples, ties by id. */
+static const span_kind_t *choose_type(const span_ctx_t *c, slice_t service, const query_type_t *asked)
 {
 	const span_kind_t *best = NULL;
 	for (uint32_t i = 0; i < c->n_kinds; i++) {
 		const span_kind_t *k = &c->kinds[i];
 		if (!slice_eq(k->service, service))
 			continue;
-		if (asked.n) {
-			if (slice_eq(k->type, asked))
+		if (asked) {
+			if (slice_eq(k->type, asked->type) &&
+			    (!asked->named || slice_eq(k->profile, asked->profile)))
 				return k;
 			continue;
 		}
 		if (slice_eq_cstr(k->type, cpu_type))
 			return k;
 		if (!best || k->samples > best->samples ||
-		    (k->samples == best->samples && slice_cmp(k->type, best->type) < 0))
+		    (k->samples == best->samples && slice_cmp(k->id, best->id) < 0))
 			best = k;
 	}
 	return best;
@@ -210,28 +250,14 @@ static void whole_minutes(int64_t from_ns, int64_t until_ns, int64_t *from_s, in
 		*until_s = *from_s + 60;
 }
 
-static int sort_slices(const void *a, const void *b)
-{
-	return slice_cmp(*(const slice_t *)a, *(const slice_t *)b);
-}
-
-/* ,"types":[…] of service, sorted by name. */
+/* ,"types":[…] of service: its type ids (API: Type ids). */
 static int write_types(buf_t *json, const span_ctx_t *c, slice_t service)
 {
-	slice_t *types = xmalloc(((size_t)c->n_kinds + 1) * sizeof *types);
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < c->n_kinds; i++)
-		if (slice_eq(c->kinds[i].service, service))
-			types[n++] = c->kinds[i].type;
-	qsort(types, n, sizeof *types, sort_slices);
-	int rc = buf_puts(json, ",\"types\":[");
-	for (uint32_t i = 0; i < n; i++) {
-		if (i)
-			rc |= buf_putc(json, ',');
-		rc |= buf_json_str(json, types[i]);
-	}
-	rc |= buf_putc(json, ']');
-	free(types);
+	uint32_t n;
+	query_kind_t *k = service_kinds(c, service, &n);
+	int rc = buf_puts(json, ",\"types\":");
+	rc |= query_json_kinds(json, k, n);
+	free(k);
 	return rc;
 }
 
@@ -249,17 +275,18 @@ static int write_head(buf_t *json, int64_t samples, slice_t service, int64_t fro
 	return rc;
 }
 
-/* The flame graph of kind k's linked samples. */
-static int write_linked(span_ctx_t *c, slice_t project, const span_kind_t *k, buf_t *json, err_t *err)
+/* The flame graph of kind k's linked samples, of type id type. */
+static int write_linked(span_ctx_t *c, slice_t project, const span_kind_t *k, slice_t type, buf_t *json,
+                        err_t *err)
 {
-	query_params_t q = {.project = project, .service = k->service, .type = k->type};
+	query_params_t q = {.project = project, .service = k->service, .type = type};
 	q.from_ns = k->from_ns;
 	q.until_ns = k->until_ns > k->from_ns ? k->until_ns : k->from_ns + 1;
 	query_merged_t m;
 	memset(&m, 0, sizeof m);
 	if (query_check(&q, 0, &m.type, err) < 0)
-		return err_set(err, 500, "stored profile type \"%.*s\" is malformed", (int)k->type.n,
-		               (const char *)k->type.p);
+		return err_set(err, 500, "stored profile type \"%.*s\" is malformed", (int)type.n,
+		               (const char *)type.p);
 	query_part_t *parts = xcalloc((size_t)c->n_parts + 1, sizeof *parts);
 	uint32_t n;
 	int rc = 0;
@@ -318,10 +345,10 @@ int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, c
 		return -1;
 	if (o->from_ns && o->until_ns && o->from_ns >= o->until_ns)
 		return err_set(err, 400, "from must be before until");
+	query_type_t asked;
 	if (o->type.n) {
 		query_params_t tq = {.service = o->service, .type = o->type, .from_ns = 0, .until_ns = 1};
-		query_type_t t;
-		if (query_check(&tq, 0, &t, err) < 0)
+		if (query_check(&tq, 0, &asked, err) < 0)
 			return -1;
 	}
 	int64_t now = o->now_ns ? o->now_ns : time_now_ns();
@@ -337,10 +364,11 @@ int query_span(store_t *s, slice_t project, slice_t trace_id, slice_t span_id, c
 	int rc = -1;
 	if (collect(&c, span_id, trace_id, err) < 0 || classify(&c, 1, err) < 0)
 		goto out;
+	set_ids(&c);
 	slice_t service = choose_service(&c, o->service);
-	const span_kind_t *k = c.n_kinds ? choose_type(&c, service, o->type) : NULL;
+	const span_kind_t *k = c.n_kinds ? choose_type(&c, service, o->type.n ? &asked : NULL) : NULL;
 	if (k) {
-		rc = write_linked(&c, project, k, json, err);
+		rc = write_linked(&c, project, k, o->type.n ? o->type : k->id, json, err);
 		goto out;
 	}
 	/* No samples to show: the span's own samples of other types, else the

@@ -180,6 +180,7 @@ int scrape_push_decode(ingest_push_t *p, err_t *err)
 	sp->pprof.req = (ingest_pprof_req_t){
 	    .project = slice_cstr(SCRAPE_PROJECT),
 	    .service = slice_cstr(t->service),
+	    .profile_name = slice_cstr(scrape_type_get(t->type)->profile_name),
 	    .labels = labels,
 	    .n_labels = n,
 	    .max_rows = t->sample_types[0] ? LIMIT_SCRAPE_DECODE_ROWS : sp->max_rows,

@@ -8,11 +8,11 @@
 #define SEC 1000000000LL
 
 static const scrape_type_info_t types[SCRAPE_TYPES] = {
-    [SCRAPE_CPU] = {"cpu", "/debug/pprof/profile?seconds=10", 20 * SEC, 10, 15},
-    [SCRAPE_MEMORY] = {"memory", "/debug/pprof/heap", 10 * SEC, 0, 0},
-    [SCRAPE_GOROUTINE] = {"goroutine", "/debug/pprof/goroutine", 10 * SEC, 0, 0},
-    [SCRAPE_BLOCK] = {"block", "/debug/pprof/block?seconds=30", 40 * SEC, 30, 35},
-    [SCRAPE_MUTEX] = {"mutex", "/debug/pprof/mutex?seconds=30", 40 * SEC, 30, 35},
+    [SCRAPE_CPU] = {"cpu", "process_cpu", "/debug/pprof/profile?seconds=10", 20 * SEC, 10, 15},
+    [SCRAPE_MEMORY] = {"memory", "memory", "/debug/pprof/heap", 10 * SEC, 0, 0},
+    [SCRAPE_GOROUTINE] = {"goroutine", "goroutines", "/debug/pprof/goroutine", 10 * SEC, 0, 0},
+    [SCRAPE_BLOCK] = {"block", "block", "/debug/pprof/block?seconds=30", 40 * SEC, 30, 35},
+    [SCRAPE_MUTEX] = {"mutex", "mutex", "/debug/pprof/mutex?seconds=30", 40 * SEC, 30, 35},
 };
 
 const scrape_type_info_t *scrape_type_get(int type)

@@ -36,6 +36,7 @@ int scrape_type_parse(const char *s);
 /* What is fixed per type (OPS: Scraped profile types). */
 typedef struct {
 	const char *name;         /* "cpu", … */
+	const char *profile_name; /* its series' __name__ (API: Profile names): "process_cpu", … */
 	const char *default_path; /* the default request, e.g. "/debug/pprof/profile?seconds=10" */
 	int64_t timeout_ns;       /* per-request timeout; also the least interval that can scrape it */
 	int default_seconds;      /* window when the path sets no `seconds`; 0 = a snapshot type */
