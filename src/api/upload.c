@@ -128,11 +128,10 @@ static int parse_upload(upload_job_t *j, http_req_t *r, err_t *err)
 	/* API: Profile names: profile=NAME keeps this kind apart from others with its sample types. */
 	const char *profile = params_get(&p, "profile");
 	if (profile && *profile && !model_profile_name_valid(slice_cstr(profile)))
-		return err_set(
-		    err, 400,
-		    "profile=%.64s is not a profile name: 1 to %d of a-z 0-9 _ . - (e.g. block, mutex, "
-		    "process_cpu)",
-		    profile, LIMIT_PROFILE_NAME_BYTES);
+		return err_set(err, 400,
+		               "profile=%.64s%s is not a profile name: 1 to %d of a-z 0-9 _ . - (e.g. block, "
+		               "mutex, process_cpu)",
+		               profile, strlen(profile) > 64 ? "…" : "", LIMIT_PROFILE_NAME_BYTES);
 
 	int64_t now = time_now_ns();
 	const char *from = params_get(&p, "from"), *until = params_get(&p, "until");

@@ -18,12 +18,31 @@ export function unitKind(unit) {
   return unit === 'count' || unit === '' ? 'count' : unit;
 }
 
-// 'cpu:nanoseconds' → 'cpu — time (nanoseconds)'
-export function typeLabel(type) {
+// A type id is SAMPLE:UNIT or NAME:SAMPLE:UNIT (API: Type ids): the profile
+// name (block, mutex, …) and the SAMPLE:UNIT of an id.
+// 'block:delay:nanoseconds' → { profile: 'block', type: 'delay:nanoseconds' }
+export function splitType(id) {
+  const m = /^([a-z0-9_.-]{1,64}):([^:]+:.+)$/.exec(id ?? '');
+  return m ? { profile: m[1], type: m[2] } : { profile: '', type: id ?? '' };
+}
+
+// 'cpu:nanoseconds' → 'cpu — time (nanoseconds)',
+// 'block:delay:nanoseconds' → 'delay (block) — time (nanoseconds)'
+export function typeLabel(id) {
+  const { profile, type } = splitType(id);
   const unit = unitOf(type);
-  const name = type.slice(0, type.length - unit.length - 1);
+  const name = type.slice(0, type.length - unit.length - 1) + (profile ? ` (${profile})` : '');
   const kind = unitKind(unit);
   return kind === unit ? `${name} — ${unit}` : `${name} — ${kind} (${unit})`;
+}
+
+// The id of types to open for type: itself when listed; for an old
+// SAMPLE:UNIT link whose kinds are listed apart, the first of them; else
+// CPU time (of any name), else the first type.
+export function pickType(types, type) {
+  if (types.includes(type)) return type;
+  return types.find((t) => splitType(t).profile && splitType(t).type === type)
+    ?? types.find((t) => splitType(t).type === 'cpu:nanoseconds') ?? types[0];
 }
 
 function scaled(v, steps) {

@@ -8,7 +8,7 @@ import { FlamePanel } from './panel.js';
 import { KIND_LEGEND, frameColor } from './flame.js';
 import { FlatTree, sandwich, diffTrees } from './tree.js';
 import { Timeline } from './timeline.js';
-import { fmtValue, fmtPct, typeLabel, unitOf, fmtTime, resolveTime } from './format.js';
+import { fmtValue, fmtPct, typeLabel, pickType, unitOf, fmtTime, resolveTime } from './format.js';
 import { firstRun } from './firstrun.js';
 
 export const PRESETS = [['now-15m', '15 minutes'], ['now-1h', '1 hour'], ['now-6h', '6 hours'], ['now-24h', '24 hours'], ['now-7d', '7 days']];
@@ -104,7 +104,7 @@ export class ProfilesScreen {
     const types = svc ? svc.types : (await api('/api/types', { service: s.service, from: s.from ?? 'now-1h', until: s.until ?? 'now' })).types;
     if (stale()) return;
     if (!s.type || !types.includes(s.type)) {
-      if (types.length) { this.go({ type: types.includes('cpu:nanoseconds') ? 'cpu:nanoseconds' : types[0] }, false, true); return; }
+      if (types.length) { this.go({ type: pickType(types, s.type) }, false, true); return; }
     }
     this.layout(s, services, types);
     if (!s.type) { this.view.replaceChildren(h('p', {}, `No profiles of ${s.service} in this range.`)); return; }
@@ -125,7 +125,7 @@ export class ProfilesScreen {
     const typeSel = h('select', { 'aria-label': 'Profile type', id: 'type' },
       ...types.map((t) => h('option', { value: t, selected: t === s.type ? '' : undefined }, typeLabel(t))));
     typeSel.addEventListener('change', () => this.go({ type: typeSel.value, zoom: undefined, sel: undefined, fn: undefined }, true));
-    const dl = s.type ? h('a', { class: 'button', href: `/api/pprof?${queryParams(s)}`, download: `${s.service}-${s.type.replace(':', '-')}.pb.gz` }, 'Download pprof') : null;
+    const dl = s.type ? h('a', { class: 'button', href: `/api/pprof?${queryParams(s)}`, download: `${s.service}-${s.type.replaceAll(':', '-')}.pb.gz` }, 'Download pprof') : null;
     const tabs = h('div', { role: 'tablist', class: 'tabs', 'aria-label': 'View' },
       ...[['flame', 'Flame graph'], ['sandwich', 'Sandwich'], ['diff', 'Diff']].map(([v, l]) => {
         const b = h('button', { type: 'button', role: 'tab', 'data-view': v, 'aria-selected': String((s.view ?? 'flame') === v) }, l);

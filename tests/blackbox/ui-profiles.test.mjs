@@ -50,6 +50,12 @@ before(async () => {
   for (const [pod, body] of [['pod-a', diffProfile(100e6, 100e6, 0)], ['pod-b', diffProfile(100e6, 0, 200e6)]]) {
     assert.equal((await upload(server, body, { serviceName: 'pods', pod })).status, 200);
   }
+  // Go block and mutex profiles of one service (API: Profile names): the same sample types.
+  for (const [profile, leaf, n] of [['block', 'main.recv', 3], ['mutex', 'main.unlock', 5]]) {
+    const body = buildProfile({ sampleTypes: [['contentions', 'count'], ['delay', 'nanoseconds']],
+      samples: [{ stack: [leaf, 'main.main'], values: [n, n * 1e6] }] }).bytes;
+    assert.equal((await upload(server, body, { serviceName: 'locks', profile })).status, 200);
+  }
   for (const [body, w] of [[diffProfile(100e6, 100e6, 0), BASE], [diffProfile(300e6, 100e6, 100e6), COMP]]) {
     const r = await upload(server, body, { serviceName: 'diffsvc', ...w });
     assert.equal(r.status, 200, r.text);
@@ -108,6 +114,25 @@ test('type picker lists the service\'s types with their units, never mixed', asy
   const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: 'cart', type: 'inuse_space:bytes' });
   const nodes = await flameNodes(page);
   assert.equal(nodes[0].total, fg.total, 'the graph shows the picked type');
+  await close(page);
+});
+
+test('block and mutex of one service: the picker shows them apart by name; an old SAMPLE:UNIT link opens the first', async () => {
+  const types = (await getJson(server.uiUrl, '/api/types', { service: 'locks' })).types;
+  assert.deepEqual(types, ['block:contentions:count', 'mutex:contentions:count', 'block:delay:nanoseconds', 'mutex:delay:nanoseconds']);
+  const page = await open(browser, ui({ service: 'locks', type: 'delay:nanoseconds' }));
+  assert.equal(new URL(page.url()).searchParams.get('type'), 'block:delay:nanoseconds', 'an old link opens the first kind of its type');
+  const opts = await page.locator('select#type option').evaluateAll((os) => os.map((o) => [o.value, o.textContent]));
+  assert.deepEqual(opts, [['block:contentions:count', 'contentions (block) — count'], ['mutex:contentions:count', 'contentions (mutex) — count'],
+    ['block:delay:nanoseconds', 'delay (block) — time (nanoseconds)'], ['mutex:delay:nanoseconds', 'delay (mutex) — time (nanoseconds)']]);
+  assert.equal((await flameNodes(page))[0].total, 3e6, 'block delay');
+  await page.selectOption('select#type', 'mutex:delay:nanoseconds');
+  await settle(page);
+  const nodes = await flameNodes(page);
+  assert.equal(nodes[0].total, 5e6, 'mutex delay');
+  assert.ok(nodes.some((n) => n.name === 'main.unlock') && !nodes.some((n) => n.name === 'main.recv'));
+  assert.equal(await page.getAttribute('a[download]', 'download'), 'locks-mutex-delay-nanoseconds.pb.gz');
+  assert.deepEqual(page.errors, []);
   await close(page);
 });
 
