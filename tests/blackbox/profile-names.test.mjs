@@ -118,8 +118,18 @@ test('one name per type keeps SAMPLE:UNIT; the NAME:SAMPLE:UNIT id works too; un
   const [c, d] = oracles.block;
   await checkQueryAgainst(server, svc, d, wideWindow(), 'one name, plain id');
   await checkQueryAgainst(server, svc, { ...c, typeName: 'block:contentions:count' }, wideWindow(), 'one name, named id');
-  const none = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: 'mutex:delay:nanoseconds', ...wideWindow() });
-  assert.equal(none.total, 0);
+  const fgOf = async (q) => (await getJson(server.uiUrl, '/api/flamegraph', { service: svc, ...wideWindow(), ...q })).total;
+  assert.equal(await fgOf({ type: 'mutex:delay:nanoseconds' }), 0);
+  // __name__ filters as a series label.
+  assert.equal(await fgOf({ type: 'delay:nanoseconds', 'label.__name__': 'block' }), Number(d.total));
+  assert.equal(await fgOf({ type: 'delay:nanoseconds', 'label.__name__': 'mutex' }), 0);
+  // label.__name__ of an upload does not name it: only profile= does.
+  const svc2 = uniqueName('pn-label');
+  r = await upload(server, fs.readFileSync(files.mutex), { serviceName: svc2, 'label.__name__': 'mutex', 'label.env': 'x' });
+  assert.equal(r.status, 200, r.text);
+  const q2 = { service: svc2, type: 'delay:nanoseconds', ...wideWindow() };
+  assert.equal((await getJson(server.uiUrl, '/api/flamegraph', q2)).total, Number(oracles.mutex[1].total));
+  assert.equal((await getJson(server.uiUrl, '/api/flamegraph', { ...q2, type: 'mutex:delay:nanoseconds' })).total, 0);
   // A push without a name (as before names existed) joins the single name.
   r = await upload(server, fs.readFileSync(files.mutex), { serviceName: svc });
   assert.equal(r.status, 200, r.text);
