@@ -129,6 +129,44 @@ static void test_two_types(void **state)
 	            "\"types\":[\"contentions:count\",\"goroutine:count\"]}");
 }
 
+/* Block and mutex samples of one span (API: Type ids): listed apart by
+ * profile name; the default is the kind with most samples; a named type
+ * selects its kind; a plain SAMPLE:UNIT merges both. */
+static void test_profile_names(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "api", "delay:nanoseconds", "__name__=block", T0,
+	         "main;recv 30 span_id=" SPAN_A "\nmain;recv;park 5 span_id=" SPAN_A);
+	qfix_put(f, "api", "delay:nanoseconds", "__name__=mutex", T0, "main;unlock 7 span_id=" SPAN_A);
+	const char *types = "\"types\":[\"block:delay:nanoseconds\",\"mutex:delay:nanoseconds\"],";
+	char want[1024];
+	snprintf(want, sizeof want,
+	         "{\"samples\":2,\"service\":\"api\",\"from\":1699999980,\"until\":1700000040,"
+	         "\"type\":\"block:delay:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":35,%s"
+	         "\"root\":{\"name\":\"total\",\"self\":0,\"total\":35,\"children\":[{\"name\":\"main\","
+	         "\"self\":0,\"total\":35,\"children\":[{\"name\":\"recv\",\"self\":30,\"total\":35,"
+	         "\"children\":[{\"name\":\"park\",\"self\":5,\"total\":5,\"children\":[]}]}]}]}}",
+	         types);
+	expect_span(f, TRACE, SPAN_A, NULL, want);
+	query_span_opts_t o = {.type = slice_cstr("mutex:delay:nanoseconds"), .now_ns = NOW};
+	snprintf(want, sizeof want,
+	         "{\"samples\":1,\"service\":\"api\",\"from\":1699999980,\"until\":1700000040,"
+	         "\"type\":\"mutex:delay:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":7,%s"
+	         "\"root\":{\"name\":\"total\",\"self\":0,\"total\":7,\"children\":[{\"name\":\"main\","
+	         "\"self\":0,\"total\":7,\"children\":[{\"name\":\"unlock\",\"self\":7,\"total\":7,"
+	         "\"children\":[]}]}]}}",
+	         types);
+	expect_span(f, TRACE, SPAN_A, &o, want);
+	/* An old link: both kinds merged (the sample count is the first kind's). */
+	o.type = slice_cstr("delay:nanoseconds");
+	buf_t b;
+	err_t err = {0};
+	assert_int_equal(span_json(f, TRACE, SPAN_A, &o, &b, &err), 0);
+	assert_non_null(
+	    strstr(qfix_str(&b), "\"type\":\"delay:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":42,"));
+	buf_free(&b);
+}
+
 /* Span C has no samples; other spans of its trace do: their service (the
  * one with most, or the hinted one) and the minutes around them. */
 static void test_no_samples_but_trace_has_some(void **state)
@@ -214,6 +252,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_linked_cpu_over_two_partitions, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_two_types, qfix_setup, qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_profile_names, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_samples_but_trace_has_some, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_samples_at_all, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_params, qfix_setup, qfix_teardown),
