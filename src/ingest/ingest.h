@@ -16,7 +16,9 @@ typedef struct {
 	slice_t service;
 	/* The profile's kind, Pyroscope's __name__ ("process_cpu", "memory",
 	 * "block", "mutex", "goroutines", "wall", ...); empty = none given (the
-	 * kind then follows from the sample types). */
+	 * kind then follows from the sample types). ingest_pprof stores it as the
+	 * series label __name__ (any __name__ among labels is dropped) and refuses
+	 * one that is not model_profile_name_valid with a 400 (API: Profile names). */
 	slice_t profile_name;
 	const model_label_t *labels; /* series labels (namespace, pod, container, workload, label.K=V) */
 	uint32_t n_labels;
