@@ -24,16 +24,9 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 
 	buf_t plain;
 	buf_init(&plain, LIMIT_DECODED_BYTES);
-	slice_t data = body;
-	if (gz_is_gzip(body)) {
-		if (gz_inflate(body, &plain, err) < 0)
-			goto fail;
-		data = buf_slice(&plain);
-	} else if (r->content_gzip) {
-		err_set(err, 400,
-		        "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
+	slice_t data;
+	if (ingest_gunzip(body, r->content_gzip, &plain, &data, err) < 0)
 		goto fail;
-	}
 	if (data.n == 0) {
 		err_set(err, 400, "empty profile: the decompressed body is empty");
 		goto fail;
@@ -69,11 +62,30 @@ fail:
 	return -1;
 }
 
+int ingest_gunzip(slice_t body, int content_gzip, buf_t *plain, slice_t *data, err_t *err)
+{
+	*data = body;
+	if (gz_is_gzip(body)) {
+		if (gz_inflate(body, plain, err) < 0)
+			return -1;
+		*data = buf_slice(plain);
+	} else if (content_gzip) {
+		return err_set(
+		    err, 400, "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
+	}
+	return 0;
+}
+
 int ingest_pprof_decode(ingest_push_t *p, err_t *err)
 {
 	ingest_pprof_push_t *pp = p->ctx;
 	if (ingest_pprof(&pp->req, p->body, &p->batch, &pp->res, err) < 0)
 		return -1;
+	return ingest_push_window(p, pp, err);
+}
+
+int ingest_push_window(ingest_push_t *p, const ingest_pprof_push_t *pp, err_t *err)
+{
 	p->samples = pp->res.samples;
 	if (!pp->retention_days)
 		return 0;
