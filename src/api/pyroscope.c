@@ -97,9 +97,18 @@ int api_pyroscope_on_headers(http_req_t *r, void *ctx)
 	return 1;
 }
 
-/* 415 naming a format other than pprof, groups and lines (none given: 0). */
-static int pyro_format_refused(const char *format, err_t *err)
+/* 415 naming a format other than pprof, groups and lines (none given: 0), or
+ * the content type that stands for trie or tree without a format. */
+static int pyro_format_refused(const char *format, const slice_t *ct, err_t *err)
 {
+	/* Pyroscope reads these content types as its trie and tree formats when format= is absent. */
+	int trie = ct && slice_eq_cstr(*ct, "binary/octet-stream+trie");
+	if ((!format || !*format) && (trie || (ct && slice_eq_cstr(*ct, "binary/octet-stream+tree"))))
+		return err_set(
+		    err, 415,
+		    "Content-Type %s (Pyroscope's %s format) is not supported: Kiln's /ingest takes "
+		    "pprof and folded text (format=pprof, groups or lines)",
+		    trie ? "binary/octet-stream+trie" : "binary/octet-stream+tree", trie ? "trie" : "tree");
 	if (!format || !*format || strcmp(format, "pprof") == 0 || strcmp(format, "groups") == 0 ||
 	    strcmp(format, "lines") == 0)
 		return 0;
@@ -123,7 +132,7 @@ static int check_format(const params_t *p, http_req_t *r, err_t *err)
 {
 	const char *format = params_get(p, "format");
 	const slice_t *ct = http_header(r, "content-type");
-	if (pyro_format_refused(format, err) < 0)
+	if (pyro_format_refused(format, ct, err) < 0)
 		return -1;
 	if (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0)
 		return err_set(err, 415,

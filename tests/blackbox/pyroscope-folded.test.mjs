@@ -168,14 +168,17 @@ test('bad input: 400/415 with the exact message, Pyroscope\'s body, nothing stor
       "format=jfr is not supported yet: JFR (the Java agent's default) has its own issue; send pprof (format=pprof) or folded text (format=groups or lines)"],
     ...['trie', 'tree', 'speedscope'].map((f) => [`format=${f}`, { format: f }, text('a 1\n'), 415, 'unimplemented',
       `format=${f} is not supported: Kiln's /ingest takes pprof and folded text (format=pprof, groups or lines)`]),
+    ...['trie', 'tree'].map((f) => [`Content-Type binary/octet-stream+${f}`, { _ct: `binary/octet-stream+${f}` }, text('a 1\n'), 415, 'unimplemented',
+      `Content-Type binary/octet-stream+${f} (Pyroscope's ${f} format) is not supported: Kiln's /ingest takes pprof and folded text (format=pprof, groups or lines)`]),
     ['unknown format', { format: 'folded' }, text('a 1\n'), 415, 'unimplemented',
       "format=folded is not a format Kiln's /ingest knows: it takes pprof and folded text (format=pprof, groups or lines)"],
   ];
   for (const base of [server.uploadUrl, server.uiUrl]) {
     for (const [what, params, data, status, code, message] of cases) {
       const q = { name: svc(), ...params };
-      const headers = q._ce ? { 'content-encoding': 'gzip' } : {};
+      const headers = { ...(q._ce ? { 'content-encoding': 'gzip' } : {}), ...(q._ct ? { 'content-type': q._ct } : {}) };
       delete q._ce;
+      delete q._ct;
       const r = await ingest(base, q, data, headers);
       const ctx = `${base} ${what}: ${r.status} ${r.text.slice(0, 300)}`;
       assert.equal(r.status, status, ctx);
