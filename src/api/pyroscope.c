@@ -2,11 +2,13 @@
  * POST /pyroscope/ingest on the upload and UI listeners. name=APP{k=v,...}
  * names the service (a service_name label wins) and the series labels;
  * from/until take Pyroscope's unit-by-length timestamps; the body is pprof
- * (gzipped or not), run through the push job (ingest/push.h) with the pprof
- * decoder, so limits, rate limits, usage and durability are /profiling/upload's.
+ * (format=pprof) or folded text (format=groups or lines; without a format,
+ * folded text unless it reads as pprof), gzipped or not, run through the push
+ * job (ingest/push.h) with the pprof or the folded decoder, so limits, rate
+ * limits, usage and durability are /profiling/upload's.
  * Answers are Pyroscope's: 200 with an empty body, errors as
- * {"code":"...","message":"..."}. Other formats (folded text, multipart, JFR)
- * are refused with 415 until they are built. */
+ * {"code":"...","message":"..."}. Multipart, JFR, trie, tree and speedscope
+ * are refused with 415. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +18,14 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/timeutil.h"
+#include "ingest/folded_push.h"
+#include "wire/folded.h"
 #include "wire/pyroscope.h"
 
 typedef struct {
 	ingest_push_t push; /* first: the job's callbacks get &push */
 	ingest_pprof_push_t pprof;
+	ingest_folded_push_t folded; /* folded text: its decoder's state, over pprof */
 	const api_listener_t *l;
 	http_req_t *req;
 	arena_t *arena;
@@ -92,21 +97,71 @@ int api_pyroscope_on_headers(http_req_t *r, void *ctx)
 	return 1;
 }
 
-/* 415 for what is not built yet: any format but pprof, and multipart bodies. */
+/* 415 naming a format other than pprof, groups and lines (none given: 0), or
+ * the content type that stands for trie or tree without a format. */
+static int pyro_format_refused(const char *format, const slice_t *ct, err_t *err)
+{
+	/* Pyroscope reads these content types as its trie and tree formats when format= is absent. */
+	int trie = ct && slice_eq_cstr(*ct, "binary/octet-stream+trie");
+	if ((!format || !*format) && (trie || (ct && slice_eq_cstr(*ct, "binary/octet-stream+tree"))))
+		return err_set(
+		    err, 415,
+		    "Content-Type %s (Pyroscope's %s format) is not supported: Kiln's /ingest takes "
+		    "pprof and folded text (format=pprof, groups or lines)",
+		    trie ? "binary/octet-stream+trie" : "binary/octet-stream+tree", trie ? "trie" : "tree");
+	if (!format || !*format || strcmp(format, "pprof") == 0 || strcmp(format, "groups") == 0 ||
+	    strcmp(format, "lines") == 0)
+		return 0;
+	if (strcmp(format, "jfr") == 0)
+		return err_set(err, 415,
+		               "format=jfr is not supported yet: JFR (the Java agent's default) has its own "
+		               "issue; send pprof (format=pprof) or folded text (format=groups or lines)");
+	if (strcmp(format, "trie") == 0 || strcmp(format, "tree") == 0 || strcmp(format, "speedscope") == 0)
+		return err_set(err, 415,
+		               "format=%s is not supported: Kiln's /ingest takes pprof and folded text "
+		               "(format=pprof, groups or lines)",
+		               format);
+	return err_set(err, 415,
+	               "format=%.32s is not a format Kiln's /ingest knows: it takes pprof and folded text "
+	               "(format=pprof, groups or lines)",
+	               format);
+}
+
+/* 415 for the formats Kiln does not take (pyro_format_refused), and multipart bodies. */
 static int check_format(const params_t *p, http_req_t *r, err_t *err)
 {
 	const char *format = params_get(p, "format");
 	const slice_t *ct = http_header(r, "content-type");
-	if (format && *format && strcmp(format, "pprof") != 0)
-		return err_set(err, 415,
-		               "format=%.32s is not supported yet: Kiln's /ingest takes pprof (format=pprof, "
-		               "or no format and a pprof body)",
-		               format);
+	if (pyro_format_refused(format, ct, err) < 0)
+		return -1;
 	if (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0)
 		return err_set(err, 415,
 		               "multipart bodies (the Go SDK's format) are not supported yet: Kiln's /ingest "
 		               "takes a raw pprof body (format=pprof)");
 	return 0;
+}
+
+/* Folded text (format=groups or lines, or no format: decided on the body)
+ * goes to the folded decoder, with the query's units, aggregationType and
+ * sampleRate (they live in the job's arena); format=pprof stays pprof. */
+static void pick_decoder(pyro_job_t *j, const params_t *p)
+{
+	const char *format = params_get(p, "format");
+	const slice_t *ct = http_header(j->req, "content-type");
+	if ((format && strcmp(format, "pprof") == 0) ||
+	    (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0))
+		return;
+	j->folded = (ingest_folded_push_t){
+	    .pprof = &j->pprof,
+	    .format = !format || !*format            ? INGEST_FOLDED_SNIFF
+	              : strcmp(format, "lines") == 0 ? FOLDED_LINES
+	                                             : FOLDED_GROUPS,
+	    .units = params_get(p, "units"),
+	    .aggregation = params_get(p, "aggregationType"),
+	    .sample_rate = params_get(p, "sampleRate"),
+	};
+	j->push.ctx = &j->folded;
+	j->push.decode = ingest_folded_decode;
 }
 
 static int parse_time(const params_t *p, const char *key, int64_t now, int64_t *ns, err_t *err)
@@ -157,6 +212,7 @@ static int parse_ingest(pyro_job_t *j, err_t *err)
 	j->pprof.req.n_labels = n;
 	j->pprof.req.from_ns = from_ns;
 	j->pprof.req.until_ns = until_ns;
+	pick_decoder(j, &p);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "model/model.h"
 #include "wire/otlp.h"
@@ -33,11 +34,21 @@ typedef struct {
 	uint64_t samples;  /* decoded sample rows × sample types */
 } ingest_result_t;
 
+/* The series labels of r's profiles: r->labels without any __name__, then
+ * __name__ = r->profile_name when one is given (API: Profile names). *out is
+ * xmalloc'ed (the caller frees it; the slices are r's). 400 for a bad name. */
+int ingest_series_labels(const ingest_pprof_req_t *r, model_label_t **out, uint32_t *n, err_t *err);
+
 /* Decompresses (bounded by LIMIT_DECODED_BYTES), decodes and validates a
  * pprof push. On success *out is a finished batch owned by the caller.
  * Errors: 400 malformed / empty, 413 limits; nothing is returned then. */
 int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
                  err_t *err);
+
+/* The body as sent (gzip by its magic bytes, else as is) into *data: inflated
+ * into plain (whose ceiling bounds it) or body itself. 400 when content_gzip
+ * (Content-Encoding: gzip) but the body is not gzip; gz_inflate's errors. */
+int ingest_gunzip(slice_t body, int content_gzip, buf_t *plain, slice_t *data, err_t *err);
 
 /* Retention window of pushed samples (API: Frames, OPS: Retention): older ones are refused. */
 #define INGEST_RETENTION_NS (14LL * 86400 * 1000000000LL)

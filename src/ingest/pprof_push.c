@@ -15,6 +15,27 @@
 #include "wire/compress.h"
 #include "wire/pprof.h"
 
+/* API: Profile names: the name is the series label __name__, whatever the labels say. */
+int ingest_series_labels(const ingest_pprof_req_t *r, model_label_t **out, uint32_t *n, err_t *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (r->profile_name.n && !model_profile_name_valid(r->profile_name))
+		return err_set(err, 400, "profile name \"%.*s\" is not 1 to %d bytes of [a-z0-9_.-]",
+		               (int)(r->profile_name.n > 64 ? 64 : r->profile_name.n),
+		               (const char *)r->profile_name.p, LIMIT_PROFILE_NAME_BYTES);
+	model_label_t *labels = xmalloc(((size_t)r->n_labels + 1) * sizeof *labels);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < r->n_labels; i++)
+		if (!slice_eq_cstr(r->labels[i].key, MODEL_PROFILE_NAME_KEY))
+			labels[k++] = r->labels[i];
+	if (r->profile_name.n)
+		labels[k++] = (model_label_t){slice_cstr(MODEL_PROFILE_NAME_KEY), r->profile_name};
+	*out = labels;
+	*n = k;
+	return 0;
+}
+
 int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
                  err_t *err)
 {
@@ -29,35 +50,17 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 	buf_t plain;
 	buf_init(&plain, LIMIT_DECODED_BYTES);
 	model_label_t *labels = NULL;
-	slice_t data = body;
-	if (gz_is_gzip(body)) {
-		if (gz_inflate(body, &plain, err) < 0)
-			goto fail;
-		data = buf_slice(&plain);
-	} else if (r->content_gzip) {
-		err_set(err, 400,
-		        "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
+	slice_t data;
+	if (ingest_gunzip(body, r->content_gzip, &plain, &data, err) < 0)
 		goto fail;
-	}
 	if (data.n == 0) {
 		err_set(err, 400, "empty profile: the decompressed body is empty");
 		goto fail;
 	}
 
-	/* API: Profile names: the name is the series label __name__, whatever the labels say. */
-	if (r->profile_name.n && !model_profile_name_valid(r->profile_name)) {
-		err_set(err, 400, "profile name \"%.*s\" is not 1 to %d bytes of [a-z0-9_.-]",
-		        (int)(r->profile_name.n > 64 ? 64 : r->profile_name.n),
-		        (const char *)r->profile_name.p, LIMIT_PROFILE_NAME_BYTES);
-		goto fail;
-	}
-	labels = xmalloc(((size_t)r->n_labels + 1) * sizeof *labels);
 	uint32_t n_labels = 0;
-	for (uint32_t i = 0; i < r->n_labels; i++)
-		if (!slice_eq_cstr(r->labels[i].key, MODEL_PROFILE_NAME_KEY))
-			labels[n_labels++] = r->labels[i];
-	if (r->profile_name.n)
-		labels[n_labels++] = (model_label_t){slice_cstr(MODEL_PROFILE_NAME_KEY), r->profile_name};
+	if (ingest_series_labels(r, &labels, &n_labels, err) < 0)
+		goto fail;
 	pprof_decode_opts_t o = {
 	    .service = r->service,
 	    .labels = labels,
@@ -90,11 +93,30 @@ fail:
 	return -1;
 }
 
+int ingest_gunzip(slice_t body, int content_gzip, buf_t *plain, slice_t *data, err_t *err)
+{
+	*data = body;
+	if (gz_is_gzip(body)) {
+		if (gz_inflate(body, plain, err) < 0)
+			return -1;
+		*data = buf_slice(plain);
+	} else if (content_gzip) {
+		return err_set(
+		    err, 400, "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
+	}
+	return 0;
+}
+
 int ingest_pprof_decode(ingest_push_t *p, err_t *err)
 {
 	ingest_pprof_push_t *pp = p->ctx;
 	if (ingest_pprof(&pp->req, p->body, &p->batch, &pp->res, err) < 0)
 		return -1;
+	return ingest_push_window(p, pp, err);
+}
+
+int ingest_push_window(ingest_push_t *p, const ingest_pprof_push_t *pp, err_t *err)
+{
 	p->samples = pp->res.samples;
 	if (!pp->retention_days)
 		return 0;

@@ -107,6 +107,11 @@ typedef struct {
 	ingest_result_t res;
 } ingest_pprof_push_t;
 int ingest_pprof_decode(ingest_push_t *p, err_t *err);
+/* What ingest_pprof_decode does after a decode into p->batch with pp->res
+ * (also for decoders that fill an ingest_pprof_push_t's result): p->samples,
+ * and API: Frames' window of pp's from (or now) when pp->retention_days is
+ * set; -1 + err 400 (the samples counted out_of_window) outside it. */
+int ingest_push_window(ingest_push_t *p, const ingest_pprof_push_t *pp, err_t *err);
 
 /* OTLP (HTTP and gRPC): p->ctx is an ingest_otlp_push_t (or starts with one). */
 typedef struct {

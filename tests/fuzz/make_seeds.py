@@ -479,6 +479,26 @@ def seeds_pyroscope_name():
     write(t, "seed-time-ns", "1759990000123456789")
 
 
+# ---- folded: Pyroscope's folded text (byte 0: format, units, rate, average; then the body) ----
+def seeds_folded():
+    t = "folded"
+    groups = "main;work;leaf 5\nmain;idle 2\nmain;work;leaf 3\n"
+    write(t, "seed-groups", b"\x00" + groups.encode())
+    write(t, "seed-groups-crlf-blank", b"\x10" + b"\r\nfoo (a.py:3);bar (b.py:9) 7\r\n\r\nfoo (a.py:3) 1\r\n")
+    write(t, "seed-groups-gzip", b"\x00" + gz(groups.encode()))
+    write(t, "seed-lines", b"\x01" + b"a;b\na;b\nc d;e\n")
+    write(t, "seed-lines-objects-average", b"\x89" + b"a;b\nx\n")
+    write(t, "seed-sniff-text", b"\x02" + groups.encode())
+    write(t, "seed-sniff-pprof", b"\x02" + b"\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x03cpu\x32\x05count")
+    write(t, "seed-bad-count", b"\x00a;b x1\n")
+    write(t, "seed-overflow", b"\x00a 9223372036854775807\na 1\n")
+    write(t, "seed-rate-overflow", b"\x40a 92233720368547758\n")
+    write(t, "seed-empty-frame", b"\x00a;;b 1\n")
+    write(t, "seed-control", b"\x01a\x01;b\n")
+    write(t, "seed-deep", b"\x00" + ";".join("f%d" % i for i in range(4200)).encode() + b" 3\n")
+    write(t, "seed-many-stacks", b"\x00" + "".join("s%d;x 1\n" % i for i in range(120)).encode())
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
