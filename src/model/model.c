@@ -100,8 +100,7 @@ uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 
 uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame)
 {
-	uint64_t pid = parent == MODEL_NONE ? 0 : b->nodes[parent].id;
-	uint64_t h = id_pair(pid, b->frames[frame].id);
+	uint64_t h = id_pair(model_node_id(b, parent), b->frames[frame].id);
 	int inserted;
 	uint32_t ix = u64map_get_or_put(&b->_node_ix, h, b->n_nodes, &inserted);
 	if (!inserted)

@@ -18,7 +18,8 @@
 #include "base/slice.h"
 #include "base/u64map.h"
 
-#define MODEL_NONE UINT32_MAX /* "no node" (the root's parent), "no attrset" is 0 */
+/* "no node": the root (a root frame's parent, an empty stack's leaf); "no attrset" is 0 */
+#define MODEL_NONE UINT32_MAX
 
 typedef struct {
 	uint64_t id;
@@ -50,8 +51,12 @@ typedef struct {
 	uint32_t count;
 } model_attrset_t;
 
+/* A sample whose stack is empty (a pprof Sample with no location_id, an
+ * OTLP Sample whose Stack has no locations: Go's goroutine profile has one)
+ * has node MODEL_NONE: its value belongs to the root, counted in every
+ * total as `go tool pprof` counts it, under no frame. */
 typedef struct {
-	uint32_t node;    /* leaf node index into batch->nodes */
+	uint32_t node;    /* leaf node index into batch->nodes; MODEL_NONE: the empty stack */
 	uint32_t attrset; /* index into batch->attrsets; 0 is always the empty set */
 	int64_t value;
 	int64_t time_ns;  /* 0 = the profile's time */
@@ -124,6 +129,12 @@ void model_batch_free(model_batch_t *b);
 uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f);
 /* Interns the node (parent, frame); parent = MODEL_NONE for a root frame. */
 uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame);
+/* The global id of node index i of b: 0 for MODEL_NONE (the root: the empty
+ * stack of a sample, the parent of a root frame); ids of nodes are never 0. */
+static inline uint64_t model_node_id(const model_batch_t *b, uint32_t i)
+{
+	return i == MODEL_NONE ? 0 : b->nodes[i].id;
+}
 /* Interns an attribute set; labels are copied and sorted (the caller's array
  * is reordered). n = 0 returns 0. */
 uint32_t model_attrset_intern(model_batch_t *b, model_label_t *labels, uint32_t n);
@@ -170,7 +181,8 @@ uint8_t model_aggregation_of(slice_t sample_type);
 
 /* A merged call tree (query result), the input of the pprof encoder and of
  * the flame graph / top writers. Node 0 is the synthetic root; for i > 0,
- * parent[i] < i. */
+ * parent[i] < i. self[0] is the value of the samples with an empty stack
+ * (total[0] includes it, as every total does). */
 typedef struct {
 	uint32_t n_nodes;
 	uint32_t *parent;

@@ -43,6 +43,7 @@ typedef struct {
 	double *acc_d;
 	size_t cap_acc;
 	uint32_t max_node;
+	int root_acc; /* acc_*[0] was added to: samples with an empty stack, the root's own */
 } merge_ctx_t;
 
 static void merge_ctx_free(merge_ctx_t *c)
@@ -104,26 +105,26 @@ static void acc_reserve(merge_ctx_t *c, uint32_t node, int snapshot)
 		c->acc_d = xcalloc(c->cap_acc, sizeof *c->acc_d);
 }
 
-/* Adds one (node, attrset) value of selected series sel into acc_*. */
-static int add_value(merge_ctx_t *c, const query_part_t *qp, const query_sel_t *sel, double weight,
-                     uint32_t node, uint32_t a, int64_t value, err_t *err)
+/* Adds one (node, attrset) value of selected series sel into acc_*; node 0
+ * (samples with an empty stack) is the root's own value. */
+static void add_value(merge_ctx_t *c, const query_part_t *qp, const query_sel_t *sel, double weight,
+                      uint32_t node, uint32_t a, int64_t value)
 {
-	if (node == 0)
-		return err_set(err, 500, "partition %u: chunk entry has node 0", qp->p);
 	/* attr_mask may stop short of the partition's last attrset
 	 * (span queries size it by the linked sets): beyond, none match. */
 	if (sel->attr_mask && (a > qp->n_attrsets || (qp->attr_mask[a] & sel->attr_mask) != sel->attr_mask))
-		return 0;
+		return;
 	if (value != 0 && (!c->period_of || sel->s->id < c->period_of->id))
 		c->period_of = sel->s;
 	acc_reserve(c, node, sel->snapshot);
 	if (node > c->max_node)
 		c->max_node = node;
+	if (node == 0)
+		c->root_acc = 1;
 	if (sel->snapshot)
 		c->acc_d[node] += (double)value * weight;
 	else
 		c->acc_i[node] = num_sat_add(c->acc_i[node], num_sat_mul(value, sel->scale));
-	return 0;
 }
 
 static double snapshot_weight(merge_ctx_t *c, const query_sel_t *sel)
@@ -150,7 +151,7 @@ static int accumulate_sums(merge_ctx_t *c, const query_part_t *qp, err_t *err)
 		if (sum[i].series == 0 || sum[i].series > qp->n_series || !qp->sel_of[sum[i].series])
 			return err_set(err, 500, "partition %u: a sum names series %u", qp->p, sum[i].series);
 		const query_sel_t *sel = &qp->sel[qp->sel_of[sum[i].series] - 1];
-		rc = add_value(c, qp, sel, snapshot_weight(c, sel), sum[i].node, sum[i].attrset, sum[i].value, err);
+		add_value(c, qp, sel, snapshot_weight(c, sel), sum[i].node, sum[i].attrset, sum[i].value);
 	}
 	return rc;
 }
@@ -159,6 +160,7 @@ static int accumulate_sums(merge_ctx_t *c, const query_part_t *qp, err_t *err)
 static int accumulate(merge_ctx_t *c, const query_part_t *qp, err_t *err)
 {
 	c->max_node = 0;
+	c->root_acc = 0;
 	if (qp->all_heads && store_view_can_sum(c->v))
 		return accumulate_sums(c, qp, err);
 	for (uint32_t k = 0; k < qp->n_heads; k++) {
@@ -170,8 +172,7 @@ static int accumulate(merge_ctx_t *c, const query_part_t *qp, err_t *err)
 		if (store_view_entries(c->v, qp->p, h, &e, &n, err) < 0)
 			return -1;
 		for (uint32_t i = 0; i < n; i++)
-			if (add_value(c, qp, sel, weight, e[i].node, e[i].attrset, e[i].value, err) < 0)
-				return -1;
+			add_value(c, qp, sel, weight, e[i].node, e[i].attrset, e[i].value);
 	}
 	return 0;
 }
@@ -208,7 +209,7 @@ static uint32_t global_node_add(merge_ctx_t *c, uint32_t parent, uint32_t frame,
 
 /* Moves the accumulated values of partition qp into the global tree: the
  * nodes with value and their ancestors, in local-id order so that a parent
- * is always placed before its children. */
+ * is always placed before its children; local node 0 into the root. */
 static int map_partition(merge_ctx_t *c, const query_part_t *qp, int last, err_t *err)
 {
 	store_nodes_t nodes;
@@ -277,6 +278,10 @@ static int map_partition(merge_ctx_t *c, const query_part_t *qp, int last, err_t
 		if (c->acc_d)
 			c->self_d[g] += c->acc_d[i];
 	}
+	/* Local node 0: the empty stacks, the root's own value. */
+	c->self_i[0] = num_sat_add(c->self_i[0], c->acc_i[0]);
+	if (c->acc_d)
+		c->self_d[0] += c->acc_d[0];
 out:
 	free(loc2g);
 	free(frame_g);
@@ -452,7 +457,7 @@ int query_merge_parts(store_view_t *v, const query_part_t *parts, uint32_t n_par
 			continue;
 		if (accumulate(&c, &parts[p], err) < 0)
 			goto out;
-		if (c.max_node && map_partition(&c, &parts[p], p == last, err) < 0)
+		if ((c.max_node || c.root_acc) && map_partition(&c, &parts[p], p == last, err) < 0)
 			goto out;
 	}
 	build_tree(&c, a, tree);

@@ -52,7 +52,7 @@ void scrape_drop_profiles(model_batch_t *b, const uint8_t *drop)
 static uint64_t value_key(const model_batch_t *b, const model_profile_t *p, const model_sample_t *s)
 {
 	uint64_t type = hash_slice(p->sample_type, 0);
-	uint64_t where = hash_pair(b->nodes[s->node].id, b->attrsets[s->attrset].id);
+	uint64_t where = hash_pair(model_node_id(b, s->node), b->attrsets[s->attrset].id);
 	return hash_pair(hash_pair(type, where), (uint64_t)s->time_ns);
 }
 

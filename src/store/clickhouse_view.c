@@ -662,7 +662,8 @@ static int fetch_entries(ch_view_t *v, uint32_t p, uint32_t k, err_t *err)
 		uint64_t chunk = ch_rd_u64(&rd), node = ch_rd_u64(&rd), attrset = ch_rd_u64(&rd);
 		int64_t value = ch_rd_i64(&rd), t = ch_rd_i64(&rd);
 		uint32_t ln = 0, la = 0;
-		if (ch_rd_bad(&rd) || !chunk || n >= LIMIT_CH_ROWS || !u64map_get(&cp->node_ix, node, &ln) ||
+		if (ch_rd_bad(&rd) || !chunk || n >= LIMIT_CH_ROWS ||
+		    (node && !u64map_get(&cp->node_ix, node, &ln)) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la))) {
 			rc = skip_answer(v, p, &rd, "entry",
 			                 "an entry naming an unknown node or attribute set");
@@ -776,7 +777,7 @@ int ch_view_sums(store_view_t *sv, uint32_t p, const uint32_t *series, uint32_t 
 		int64_t value = ch_rd_sum(&rd);
 		uint32_t ls = 0, ln = 0, la = 0;
 		if (ch_rd_bad(&rd) || k >= LIMIT_CH_ROWS || !u64map_get(&cp->series_ix, sid, &ls) ||
-		    !u64map_get(&cp->node_ix, node, &ln) ||
+		    (node && !u64map_get(&cp->node_ix, node, &ln)) ||
 		    (attrset && !u64map_get(&cp->attr_ix, attrset, &la)))
 			return skip_answer(v, p, &rd, "sum",
 			                   "a sum naming an unknown series, node or attribute set");

@@ -210,7 +210,8 @@ static int check_batch(const model_batch_t *b, err_t *err)
 		    (uint64_t)p->labels_first + p->labels_count > b->n_series_labels)
 			return err_set(err, 500, "store: malformed batch (profile %u)", i);
 		for (uint32_t k = p->samples_first; k < p->samples_first + p->samples_count; k++)
-			if (b->samples[k].node >= b->n_nodes || b->samples[k].attrset >= b->n_attrsets)
+			if ((b->samples[k].node >= b->n_nodes && b->samples[k].node != MODEL_NONE) ||
+			    b->samples[k].attrset >= b->n_attrsets)
 				return err_set(err, 500, "store: malformed batch (sample %u)", k);
 	}
 	return 0;
@@ -278,7 +279,8 @@ static void put_frame(enc_t *e, uint32_t i)
 	ch_put_u8(r, f->unsymbolized);
 }
 
-/* Node i and its ancestors up to the first one already written. */
+/* Node i and its ancestors up to the first one already written (none for
+ * MODEL_NONE, the empty stack: its sample rows have node 0). */
 static void put_node(enc_t *e, uint32_t i)
 {
 	const model_batch_t *b = e->b;
@@ -290,7 +292,7 @@ static void put_node(enc_t *e, uint32_t i)
 		buf_t *r = &e->s->rows[CH_T_NODES];
 		row_head(e, CH_T_NODES);
 		ch_put_u64(r, n->id);
-		ch_put_u64(r, n->parent == MODEL_NONE ? 0 : b->nodes[n->parent].id);
+		ch_put_u64(r, model_node_id(b, n->parent));
 		ch_put_u64(r, b->frames[n->frame].id);
 		ch_put_u32(r, e->depth[i]);
 		i = n->parent;
@@ -376,7 +378,7 @@ static void put_profile(enc_t *e, const model_profile_t *p, store_wentry_t **ent
 		ch_put_u64(r, chunk);
 		ch_put_i64(r, p->time_ns);
 		ch_put_i64(r, p->duration_ns);
-		ch_put_u64(r, b->nodes[en[i].node].id);
+		ch_put_u64(r, model_node_id(b, en[i].node)); /* 0: the empty stack */
 		ch_put_u64(r, a ? b->attrsets[a].id : 0);
 		ch_put_i64(r, en[i].value);
 		int64_t t;

@@ -80,7 +80,8 @@ void store_commit_read(const store_commit_stats_t *c, store_stats_t *out);
 int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns);
 
 /* A sample entry as both writers store it: node and attrset (the writer's
- * ids), whole seconds from the chunk's time (store_second_offset), value. */
+ * ids; the embedded engine's node 0 and ClickHouse's MODEL_NONE are the
+ * root, samples with an empty stack), whole seconds from the chunk's time (store_second_offset), value. */
 typedef struct {
 	uint32_t node, attrset;
 	int64_t t_off;

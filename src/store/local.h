@@ -137,8 +137,9 @@ int local_project_name(const char *dir, char out[LIMIT_NAME_BYTES], size_t *n);
 void local_payload_raw(const store_wentry_t *e, uint32_t n, buf_t *raw, int64_t *scale, int64_t *total);
 /* raw -> stored form: format byte, then raw or zstd (whichever is smaller). */
 void local_payload_pack(const buf_t *raw, buf_t *out, void *zc);
-/* Decodes a payload; checks every length and id (nodes <= max_node, attrsets
- * <= max_attrset) and that count and total match the chunk header. *tmp is
+/* Decodes a payload; checks every length and id (nodes <= max_node, where 0
+ * is the root: samples with an empty stack; attrsets <= max_attrset) and
+ * that count and total match the chunk header. *tmp is
  * a reusable decompression buffer. -1 on a payload that fails a check: err
  * is 500 with what failed ("truncated value column"); the caller names the
  * file and chunk (err_prefix). */

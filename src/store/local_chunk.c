@@ -203,7 +203,7 @@ int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_e
 		if (num_uvarint_get(&p, end, &v) < 0)
 			return bad(err, "truncated node column");
 		node += v;
-		if (node == 0 || node > max_node || v > max_node)
+		if (node > max_node || v > max_node) /* 0: the root (empty stacks) */
 			return bad(err, "node id out of range");
 		e[i].node = (uint32_t)node;
 		e[i].attrset = 0;

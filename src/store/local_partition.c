@@ -545,11 +545,14 @@ static int resolve_frame(wctx_t *w, uint32_t i, uint32_t *out)
 }
 
 /* Interns node i and its ancestors, root first, so a parent's local id is
- * always smaller than its child's. */
+ * always smaller than its child's. MODEL_NONE (the empty stack) is the root:
+ * local id 0, no row. */
 static int resolve_node(wctx_t *w, uint32_t i, uint32_t *out)
 {
 	const model_batch_t *b = w->b;
 	local_scratch_t *sc = w->sc;
+	if (i == MODEL_NONE)
+		return *out = 0, 0;
 	if (i >= b->n_nodes)
 		return bad_batch(w, "node index");
 	uint32_t depth = 0;

@@ -176,7 +176,9 @@ int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t
  * retention start (store_retention_start at the time of opening). Thread-safe
  * across views; one view per thread.
  * Inside a partition, series, nodes, frames and attrsets have dense local ids
- * starting at 1 (0 = none). A node's parent always has a smaller local id. */
+ * starting at 1 (0 = none). A node's parent always has a smaller local id.
+ * An entry or sum with node 0 holds samples with an empty stack (a pprof
+ * Sample without locations): its value is the root's own (model/model.h). */
 typedef struct store_view store_view_t;
 
 typedef struct {
@@ -203,7 +205,7 @@ typedef struct {
 } store_chunk_head_t;
 
 typedef struct {
-	uint32_t node;     /* local node id (leaf of the stack) */
+	uint32_t node;     /* local node id (leaf of the stack); 0: the root, an empty stack */
 	uint32_t attrset;  /* local attrset id, 0 = no attributes */
 	int64_t value;
 	int64_t t_ns; /* sample time at 1 s resolution (API: Frames); the chunk's t_ns when the
@@ -256,7 +258,7 @@ int store_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **set
  * 1 when v's engine can do this (store_view_sums may be called), else 0:
  * the caller reads the chunks with store_view_entries instead. */
 typedef struct {
-	uint32_t series, node, attrset; /* local ids */
+	uint32_t series, node, attrset; /* local ids; node 0: the root, an empty stack */
 	int64_t value;
 } store_sum_t;
 int store_view_can_sum(const store_view_t *v);

@@ -47,7 +47,9 @@ typedef struct {
  *  - Frames: Location.lines[0] is the leaf; a stack's location_indices are
  *    leaf first; kind from the location attribute profile.frame.type; a
  *    location without a named function is one unsymbolized frame of its
- *    mapping's file (kind "native" unless the attribute says otherwise).
+ *    mapping's file (kind "native" unless the attribute says otherwise); a
+ *    Stack with no locations (stack_table[0] is one) is the empty stack, node
+ *    MODEL_NONE, whose value counts at the root.
  *  - Time: one sample point per timestamp (values[i] at timestamps[i]);
  *    without timestamps the point takes the profile's time (time_unix_nano,
  *    else the earliest timestamp, else o->now_ns). Points outside

@@ -234,9 +234,8 @@ static int decode_sample(ot_dec_t *d, slice_t msg, const pb_path_t *p, int64_t *
 		d->frames_over = 1;
 	if (d->frames_over)
 		return 0; /* only count on, for the message */
+	/* MODEL_NONE for an empty stack (stack_table[0] is one): counted at the root. */
 	uint32_t node = ot_stack_node(d, (uint32_t)stack);
-	if (node == MODEL_NONE)
-		return 0; /* an empty stack: nothing to attribute */
 	uint32_t attrset;
 	if (sample_attrset(d, (uint32_t)link, p, &attrset, err) < 0)
 		return -1;

@@ -26,13 +26,15 @@ typedef struct {
  * "native" frame of its mapping's file. Sample labels become the sample's
  * attrset (numeric ones as decimal strings). Stacks deeper than
  * LIMIT_STACK_DEPTH keep the frames nearest the leaf; samples without
- * locations are dropped; b->frames_written grows by each sample's depth and
+ * locations keep node MODEL_NONE, the empty stack (model/model.h: their value
+ * is the root's); b->frames_written grows by each sample's depth and
  * may not pass LIMIT_REQUEST_FRAMES. Repeated ids: the last definition wins.
  * data is only borrowed: every string kept is copied into b. */
 int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b, err_t *err);
 
 /* Encodes t as an uncompressed pprof (one sample type) appended to out: one
- * Sample per node with self != 0, one Location/Function per frame used (an
+ * Sample per node with self != 0 (the root's self: a Sample with no
+ * location, so go tool pprof reads the same total), one Location/Function per frame used (an
  * unsymbolized frame is named after its binary's base name, or "unknown"),
  * one Mapping per (binary, build id). 413 when out's ceiling is too small
  * (out unchanged), 500 when t is inconsistent. */

@@ -576,10 +576,13 @@ static int parse_sample(pp_dec_t *d, uint32_t i, err_t *err)
 		d->frames_over = 1;
 	d->sample_node[i] = MODEL_NONE;
 	d->sample_attrset[i] = 0;
-	if (d->frames_over || depth == 0)
-		return 0; /* over the limit: only count on; no locations: nothing to attribute */
+	if (d->frames_over)
+		return 0; /* over the limit: only count on */
 
-	/* Leaf-first frames of the whole stack, cut at the depth limit. */
+	/* Leaf-first frames of the whole stack, cut at the depth limit. No
+	 * locations (Go's goroutine profile has such a sample): node MODEL_NONE,
+	 * the empty stack, whose value counts at the root as go tool pprof
+	 * counts it. A location always gives a frame (no lines: unsymbolized). */
 	uint32_t n = 0;
 	for (uint32_t k = 0; k < c.n_locs && n < depth; k++) {
 		uint32_t li = d->stack_locs[k];
@@ -616,15 +619,11 @@ static void emit_profiles(pp_dec_t *d)
 	int64_t duration_ns = o->duration_ns ? o->duration_ns : d->duration_nanos;
 	/* Every type has the same (node, attrset) keys: order the samples once,
 	 * add them in that order, and model_profile_finish need not sort. */
-	uint32_t n = 0;
-	model_sample_t *keys = scratch_array(d, d->n_samples, sizeof *keys);
-	uint32_t *src = scratch_array(d, d->n_samples, sizeof *src);
-	uint32_t *perm = scratch_array(d, d->n_samples, sizeof *perm);
-	for (uint32_t s = 0; s < d->n_samples; s++)
-		if (d->sample_node[s] != MODEL_NONE) {
-			keys[n] = (model_sample_t){d->sample_node[s], d->sample_attrset[s], 0, 0};
-			src[n++] = s;
-		}
+	uint32_t n = d->n_samples;
+	model_sample_t *keys = scratch_array(d, n, sizeof *keys);
+	uint32_t *perm = scratch_array(d, n, sizeof *perm);
+	for (uint32_t s = 0; s < n; s++)
+		keys[s] = (model_sample_t){d->sample_node[s], d->sample_attrset[s], 0, 0};
 	model_samples_order(keys, n, perm);
 	for (uint32_t t = 0; t < d->n_types; t++) {
 		model_profile_t *p = model_profile_add(b);
@@ -642,7 +641,7 @@ static void emit_profiles(pp_dec_t *d)
 		/* Room for all of them at once: one allocation instead of a doubling chain. */
 		b->samples = xgrow(b->samples, &b->cap_samples, (size_t)b->n_samples + n, sizeof *b->samples);
 		for (uint32_t k = 0; k < n; k++) {
-			uint32_t s = src[perm[k]];
+			uint32_t s = perm[k];
 			model_sample_add(b, p, d->sample_node[s], d->sample_attrset[s],
 			                 d->values[(size_t)s * d->n_types + t], 0);
 		}

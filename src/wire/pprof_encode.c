@@ -1,6 +1,7 @@
 /* A merged call tree (model_tree_t) → an uncompressed pprof that `go tool pprof`
  * reads: one Function + Location (one Line) per frame used, one Mapping per
- * binary, one Sample per node with self value. No gzip, no line numbers. */
+ * binary, one Sample per node with self value (the root's: no location).
+ * No gzip, no line numbers. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +130,9 @@ int pprof_encode(const model_tree_t *t, buf_t *out, err_t *err)
 		pb_end(&b, m);
 	}
 
-	/* One Sample per node with a self value: its path to the root, leaf first. */
-	for (uint32_t i = 1; i < t->n_nodes; i++) {
+	/* One Sample per node with a self value: its path to the root, leaf
+	 * first; the root's self (empty stacks) is a Sample with no location. */
+	for (uint32_t i = 0; i < t->n_nodes; i++) {
 		if (t->self[i] == 0)
 			continue;
 		size_t n = 0;
@@ -141,7 +143,7 @@ int pprof_encode(const model_tree_t *t, buf_t *out, err_t *err)
 		}
 		uint64_t v = (uint64_t)t->self[i];
 		size_t m = pb_begin(&b, 2);
-		pb_put_packed(&b, 1, path, n);
+		pb_put_packed(&b, 1, path, n); /* nothing for the root */
 		pb_put_packed(&b, 2, &v, 1);
 		pb_end(&b, m);
 	}

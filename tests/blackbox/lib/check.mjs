@@ -62,7 +62,7 @@ export async function checkQueryAgainst(server, service, exp, params = {}, what 
   const fg = await getJson(server.uiUrl, '/api/flamegraph', q);
   assert.equal(fg.type, exp.typeName, `${ctx}: flamegraph "type"`);
   if (exp.unit !== undefined) assert.equal(fg.unit, exp.unit, `${ctx}: flamegraph "unit"`);
-  assert.equal(fg.total, num(exp.total), `${ctx}: flamegraph "total" (expected = sum of values per go tool pprof -raw)`);
+  assert.equal(fg.total, num(exp.total), `${ctx}: flamegraph "total" (expected = sum of values per go tool pprof -raw, and -top for samples with no location)`);
   assert.ok(fg.root && typeof fg.root === 'object', `${ctx}: flamegraph has no root`);
   assert.equal(fg.root.name, 'total', `${ctx}: flamegraph root name`);
   assert.equal(fg.root.total, num(exp.total), `${ctx}: flamegraph root.total`);

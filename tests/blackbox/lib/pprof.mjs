@@ -20,7 +20,9 @@
 //
 // From that we compute, per sample index, exactly what `go tool pprof -top`
 // computes at its default granularity (functions):
-//   total       = sum of the sample's value over all samples (signed; note
+//   total       = sum of the sample's value over all samples, those with no
+//                 location included (-raw does not list them; withUnlisted
+//                 below takes them from -top's total) (signed; note
 //                 pprof's own "of N total" header uses |value|, which differs
 //                 only for profiles with negative values such as heap deltas;
 //                 the sum of the flat column is the signed sum, and that is
@@ -48,10 +50,43 @@ export async function goTool(args, opts = {}) {
   return { stdout, stderr };
 }
 
-// go tool pprof -raw FILE → parsed profile.
+// go tool pprof -raw FILE → parsed profile, with the samples -raw does not
+// list added back (withUnlisted).
 export async function pprofRaw(file) {
   const { stdout } = await goTool(['pprof', '-raw', '-symbolize=none', file]);
-  return parseRaw(stdout);
+  return withUnlisted(parseRaw(stdout), file);
+}
+
+// -top prints its total in the sample unit with these -unit values, so the
+// number is exact ("of 29740000000ns total"); counts print as plain integers.
+const TOP_UNIT = { nanoseconds: 'ns', microseconds: 'us', milliseconds: 'ms', seconds: 's', bytes: 'B' };
+
+// go tool pprof -top's "of N total" for sample index i of FILE: the sum of
+// |value| over every sample, those with no location included. null when it
+// does not print an exact integer.
+export async function topTotal(file, index, unit) {
+  const args = ['pprof', '-top', '-symbolize=none', `-sample_index=${index}`];
+  if (TOP_UNIT[unit]) args.push(`-unit=${TOP_UNIT[unit]}`);
+  const { stdout } = await goTool([...args, file]);
+  const m = /of (-?\d+)[a-zA-Z]* total/.exec(stdout);
+  return m ? BigInt(m[1]) : null;
+}
+
+// -raw does not list a sample with no location (Go's goroutine profile has
+// one: the goroutine whose stack could not be taken), but -top counts it in
+// its total. Per sample type, what -top counts beyond the listed samples
+// becomes one more sample with no location (locs []), so `total` below is
+// go tool pprof's, and such a sample counts under no function. Assumes those
+// samples are not negative (-top sums |value|; goroutine counts never are).
+async function withUnlisted(prof, file) {
+  const extra = await Promise.all(prof.sampleTypes.map(async (st, i) => {
+    const top = await topTotal(file, i, st.unit);
+    let abs = 0n;
+    for (const s of prof.samples) abs += s.values[i] < 0n ? -s.values[i] : s.values[i];
+    return top !== null && top > abs ? top - abs : 0n;
+  }));
+  if (extra.some((v) => v !== 0n)) prof.samples.push({ values: extra, locs: [], unlisted: true });
+  return prof;
 }
 
 const SAMPLE_RE = /^\s*(-?\d+(?:\s+-?\d+)*):((?:\s+\d+)*)\s*$/;

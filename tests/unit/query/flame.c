@@ -29,6 +29,20 @@ static void test_window_sums_two_series(void **state)
 	    "\"children\":[]}]}]}]}}");
 }
 
+/* Samples with an empty stack are the root's self (go tool pprof counts
+ * them in the total under no function). */
+static void test_empty_stacks_are_root_self(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f 5\n 3");
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0 + 10, " 1");
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	expect_flame(f, &q,
+	             "{\"type\":\"cpu:nanoseconds\",\"unit\":\"nanoseconds\",\"total\":9,\"root\":{\"name\":"
+	             "\"total\",\"self\":4,\"total\":9,\"children\":[{\"name\":\"main\",\"self\":0,\"total\":"
+	             "5,\"children\":[{\"name\":\"f\",\"self\":5,\"total\":5,\"children\":[]}]}]}}");
+}
+
 static void test_same_name_siblings_merge_and_frame_marks(void **state)
 {
 	qfix *f = *state;
@@ -141,6 +155,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_window_sums_two_series, qfix_setup, qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_stacks_are_root_self, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_same_name_siblings_merge_and_frame_marks, qfix_setup,
 	                                    qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_unsymbolized_without_binary_is_unknown, qfix_setup,

@@ -232,32 +232,93 @@ static void test_frames_outlive_the_view(void **state)
 	arena_free(m.a);
 }
 
+/* query_pprof of q (gzip), decoded again into a batch of one profile. */
+static model_batch_t *export_decoded(qfix *f, const query_params_t *q)
+{
+	buf_t gz, raw;
+	buf_init(&gz, SIZE_MAX);
+	buf_init(&raw, 1 << 20);
+	err_t err = {0};
+	if (query_pprof(f->s, q, &gz, &err) < 0)
+		fail_msg("query_pprof: %s", err.msg);
+	assert_true(gz_is_gzip(buf_slice(&gz)));
+	assert_int_equal(gz_inflate(buf_slice(&gz), &raw, &err), 0);
+	model_batch_t *b = model_batch_new(slice_cstr("p"));
+	pprof_decode_opts_t o = {.service = q->service, .now_ns = T0 * NS_PER_SEC, .max_rows = 1000};
+	if (pprof_decode(buf_slice(&raw), &o, b, &err) < 0)
+		fail_msg("pprof_decode: %s", err.msg);
+	assert_int_equal(b->n_profiles, 1);
+	buf_free(&gz);
+	buf_free(&raw);
+	return b;
+}
+
 static void test_pprof_round_trip(void **state)
 {
 	qfix *f = *state;
 	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f 5\nmain;g 7\nmain 1");
 	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
-	buf_t gz, raw;
-	buf_init(&gz, SIZE_MAX);
-	buf_init(&raw, 1 << 20);
-	err_t err = {0};
-	if (query_pprof(f->s, &q, &gz, &err) < 0)
-		fail_msg("query_pprof: %s", err.msg);
-	assert_true(gz_is_gzip(buf_slice(&gz)));
-	assert_int_equal(gz_inflate(buf_slice(&gz), &raw, &err), 0);
-	model_batch_t *b = model_batch_new(slice_cstr("p"));
-	pprof_decode_opts_t o = {.service = slice_cstr("api"), .now_ns = T0 * NS_PER_SEC, .max_rows = 1000};
-	if (pprof_decode(buf_slice(&raw), &o, b, &err) < 0)
-		fail_msg("pprof_decode: %s", err.msg);
-	assert_int_equal(b->n_profiles, 1);
+	model_batch_t *b = export_decoded(f, &q);
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < b->n_samples; i++)
 		sum += b->samples[i].value;
 	assert_int_equal(sum, 13);
 	assert_true(slice_eq_cstr(b->profiles[0].sample_type, "cpu"));
 	model_batch_free(b);
-	buf_free(&gz);
-	buf_free(&raw);
+}
+
+/* A sample with an empty stack (a line with no frames: " 3") is the root's
+ * own value, counted in every total as go tool pprof counts it: window sums,
+ * snapshot averages, attribute filters, a partition holding nothing else. */
+static void test_empty_stacks_are_the_roots_self(void **state)
+{
+	qfix *f = *state;
+	int64_t day2 = T0 + 7200; /* the next UTC day */
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f 5\n 3\n 4 thread=1");
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, day2, " 2");
+	qfix_put(f, "go", "goroutine:count", NULL, T0, "main;park 3\n 1");
+	qfix_put(f, "go", "goroutine:count", NULL, T0 + 10, "main;park 5\n 3");
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	merged m;
+	merge_or_fail(f, &q, &m);
+	expect_node(&m.t, "", 12, 7);
+	expect_node(&m.t, "main", 5, 0);
+	assert_int_equal(m.t.n_nodes, 3);
+	arena_free(m.a);
+	/* Only empty stacks in the second day's partition. */
+	expect_merged(f, "api", "cpu:nanoseconds", T0, day2 + 60, "", 14, 9);
+	expect_merged(f, "api", "cpu:nanoseconds", day2, day2 + 60, "", 2, 2);
+	/* Snapshots: (3 + 5) / 2 under main;park, (1 + 3) / 2 at the root. */
+	expect_merged(f, "go", "goroutine:count", T0, T0 + 60, "", 6, 2);
+	expect_merged(f, "go", "goroutine:count", T0, T0 + 60, "main;park", 4, 4);
+	/* A sample attribute filter keeps the empty stack that carries it. */
+	model_label_t l = {slice_cstr("thread"), slice_cstr("1")};
+	q.labels = &l;
+	q.n_labels = 1;
+	merge_or_fail(f, &q, &m);
+	expect_node(&m.t, "", 4, 4);
+	assert_int_equal(m.t.n_nodes, 1);
+	arena_free(m.a);
+}
+
+/* The pprof export writes the root's self as a Sample with no location, so
+ * a reader (go tool pprof; here our decoder) gets the same total. */
+static void test_pprof_export_of_empty_stacks(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;f 5\n 3");
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	model_batch_t *b = export_decoded(f, &q);
+	assert_int_equal(b->n_samples, 2);
+	int64_t root = 0, sum = 0;
+	for (uint32_t i = 0; i < b->n_samples; i++) {
+		sum += b->samples[i].value;
+		if (b->samples[i].node == MODEL_NONE)
+			root += b->samples[i].value;
+	}
+	assert_int_equal(sum, 8);
+	assert_int_equal(root, 3);
+	model_batch_free(b);
 }
 
 static void test_empty_filter_key_is_400(void **state)
@@ -291,6 +352,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_two_partitions_merge, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_frames_outlive_the_view, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_pprof_round_trip, qfix_setup, qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_stacks_are_the_roots_self, qfix_setup, qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_pprof_export_of_empty_stacks, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_filter_key_is_400, qfix_setup, qfix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,6 +61,25 @@ static void test_snapshots_average_per_series_per_bucket(void **state)
 	expect_minutes(f, &q, "inuse_space:bytes", "bytes", 251, 0, 40);
 }
 
+/* Empty stacks count in every point: from the chunk header, and when a
+ * sample attribute filter decodes the chunks. */
+static void test_empty_stacks_count(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, B0 + 5, "main 10\n 3 thread=1");
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, B0 + 70, " 4");
+	qfix_put(f, "go", "goroutine:count", NULL, B0 + 5, "main 2\n 1");
+	qfix_put(f, "go", "goroutine:count", NULL, B0 + 20, "main 2\n 3");
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", B0, B0 + 180);
+	expect_minutes(f, &q, "cpu:nanoseconds", "nanoseconds", 13, 4, 0);
+	model_label_t l = {slice_cstr("thread"), slice_cstr("1")};
+	q.labels = &l;
+	q.n_labels = 1;
+	expect_minutes(f, &q, "cpu:nanoseconds", "nanoseconds", 3, 0, 0);
+	q = qfix_params("go", "goroutine:count", B0, B0 + 180);
+	expect_minutes(f, &q, "goroutine:count", "count", 4, 0, 0);
+}
+
 static void test_automatic_step(void **state)
 {
 	qfix *f = *state;
@@ -104,6 +123,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_window_buckets, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshots_average_per_series_per_bucket, qfix_setup,
 	                                    qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_stacks_count, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_automatic_step, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_step, qfix_setup, qfix_teardown),
 	};

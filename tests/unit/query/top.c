@@ -41,6 +41,20 @@ static void test_same_name_sums_and_ties_by_name(void **state)
 	           "{\"name\":\"z\",\"self\":7,\"total\":7},{\"name\":\"main\",\"self\":1,\"total\":22}");
 }
 
+/* Empty stacks count in the total but are no function: no row (as
+ * go tool pprof -top). */
+static void test_empty_stacks_count_in_total_only(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0, "main;a 4\n 6");
+	query_params_t q = qfix_params("api", "cpu:nanoseconds", T0, T0 + 60);
+	expect_top(f, &q, 0, 10,
+	           "{\"name\":\"a\",\"self\":4,\"total\":4},{\"name\":\"main\",\"self\":0,\"total\":4}");
+	qfix_put(f, "idle", "cpu:nanoseconds", NULL, T0, " 6");
+	q.service = slice_cstr("idle");
+	expect_top(f, &q, 0, 6, "");
+}
+
 static void test_empty(void **state)
 {
 	qfix *f = *state;
@@ -53,6 +67,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_recursion_counts_once, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_same_name_sums_and_ties_by_name, qfix_setup, qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_stacks_count_in_total_only, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_empty, qfix_setup, qfix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

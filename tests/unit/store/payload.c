@@ -57,7 +57,6 @@ static void test_payload_table(void **state)
 	    {"count differs", "0003000101010204", 0, 1, 2, 3, "entry count differs from the chunk header"},
 	    {"unknown flags", "0002040101", 0, 1, 2, 3, "unknown payload flags"},
 	    {"node column cut", "00020001", 0, 1, 2, 3, "truncated node column"},
-	    {"node id 0", "00020000010204", 0, 1, 2, 3, "node id out of range"},
 	    {"node id past the table", "00020001050204", 0, 1, 2, 3, "node id out of range"},
 	    {"attribute column cut", "0002010101", 0, 1, 2, 3, "truncated attribute column"},
 	    {"attribute set past the table", "00020101010400", 0, 1, 2, 3, "attribute set id out of range"},
@@ -93,22 +92,43 @@ static void test_payload_table(void **state)
 	}
 }
 
-/* The second good row above, field by field: attribute sets 2 and 3, times
- * t + 1 s and t - 1 s. */
-static void test_payload_attrs_and_times(void **state)
+/* Decodes a good payload of 2 entries (t_ns 7, scale 1, total 3); the caller frees. */
+static store_entry_t *decode_good(const char *hex)
 {
-	(void)state;
-	payload_case c = {"", "0002030101020302040201", 7, 1, 2, 3, NULL};
+	payload_case c = {"", hex, 7, 1, 2, 3, NULL};
 	uint8_t bytes[64];
 	size_t n = hex_bytes(c.bytes, bytes);
 	store_entry_t *e = NULL;
 	size_t cap_e = 0;
 	err_t err = {0};
-	assert_int_equal(decode(bytes, n, &c, MAX_NODE, &e, &cap_e, &err), 0);
+	if (decode(bytes, n, &c, MAX_NODE, &e, &cap_e, &err) != 0)
+		fail_msg("%s: %s", hex, err.msg);
+	return e;
+}
+
+/* The second good row above, field by field: attribute sets 2 and 3, times
+ * t + 1 s and t - 1 s. */
+static void test_payload_attrs_and_times(void **state)
+{
+	(void)state;
+	store_entry_t *e = decode_good("0002030101020302040201");
 	assert_int_equal(e[0].attrset, 2);
 	assert_int_equal(e[1].attrset, 3);
 	assert_int_equal(e[0].t_ns, 7 + 1000000000);
 	assert_int_equal(e[1].t_ns, 7 - 1000000000);
+	free(e);
+}
+
+/* Node 0 is the root: the entry of samples with an empty stack (nodes 0
+ * and 1 here, values 1 and 2). Files written before it have none. */
+static void test_payload_root_node(void **state)
+{
+	(void)state;
+	store_entry_t *e = decode_good("00020000010204");
+	assert_int_equal(e[0].node, 0);
+	assert_int_equal(e[0].value, 1);
+	assert_int_equal(e[1].node, 1);
+	assert_int_equal(e[1].value, 2);
 	free(e);
 }
 
@@ -154,6 +174,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_payload_table),
 	    cmocka_unit_test(test_payload_attrs_and_times),
+	    cmocka_unit_test(test_payload_root_node),
 	    cmocka_unit_test(test_packed_payload_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -744,6 +744,21 @@ static void test_sample_shapes(void **state)
 	assert_int_equal(b->samples[0].time_ns, 0);
 	model_batch_free(b);
 	buf_free(&pb);
+	/* On stack_table[0], the empty stack: kept at node MODEL_NONE (the root)
+	 * with its values, times and attributes. */
+	buf_init(&pb, SIZE_MAX);
+	build(&pb, K_STACK_INDEX, 0);
+	assert_int_equal(decode(buf_slice(&pb), &default_opts, &b, &r, &err), 0);
+	assert_int_equal(r.samples, 2);
+	assert_int_equal(b->n_samples, 2);
+	assert_int_equal(b->samples[0].node, MODEL_NONE);
+	assert_int_equal(b->samples[1].node, MODEL_NONE);
+	assert_int_equal(b->samples[0].value + b->samples[1].value, 7);
+	assert_int_equal(b->samples[0].time_ns, T0 + 1000);
+	assert_int_equal(b->attrsets[b->samples[0].attrset].count, 3);
+	assert_true(b->frames_written == 0);
+	model_batch_free(b);
+	buf_free(&pb);
 }
 
 static void test_time_window(void **state)

@@ -344,6 +344,51 @@ static void test_inline_order(void **state)
 	buf_free(&b);
 }
 
+/* Samples with no location (Go's goroutine profile has one) are kept with
+ * node MODEL_NONE, the empty stack, and their labels: go tool pprof counts
+ * them in the total. They write out no frame. */
+static void test_empty_stack_samples(void **state)
+{
+	(void)state;
+	buf_t b;
+	base_profile(&b);
+	int64_t v = 3;
+	size_t m = pb_begin(&b, 2);
+	pb_put_packed(&b, 2, (const uint64_t *)&v, 1);
+	size_t l = pb_begin(&b, 3);
+	pb_put_uint(&b, 1, S_KEY);
+	pb_put_uint(&b, 2, S_VAL);
+	pb_end(&b, l);
+	pb_end(&b, m);
+	v = 4;
+	put_sample(&b, NULL, 0, &v, 1);
+	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
+	const model_profile_t *p = &mb->profiles[0];
+	assert_int_equal(p->samples_count, 3);
+	assert_true(profile_total(mb, p) == 17);
+	assert_true(mb->frames_written == 2);
+	uint32_t with_labels = 0, without = 0;
+	for (uint32_t i = 0; i < p->samples_count; i++) {
+		const model_sample_t *s = &mb->samples[p->samples_first + i];
+		if (s->node != MODEL_NONE)
+			continue;
+		if (s->attrset) {
+			assert_true(s->value == 3);
+			assert_int_equal(mb->attrsets[s->attrset].count, 1);
+			assert_true(
+			    slice_eq_cstr(mb->attr_labels[mb->attrsets[s->attrset].first].value, "val"));
+			with_labels++;
+		} else {
+			assert_true(s->value == 4);
+			without++;
+		}
+	}
+	assert_int_equal(with_labels, 1);
+	assert_int_equal(without, 1);
+	model_batch_free(mb);
+	buf_free(&b);
+}
+
 static void test_function_id_zero_and_duplicates(void **state)
 {
 	(void)state;
@@ -862,7 +907,7 @@ static model_tree_t tree_of(const model_batch_t *b, const model_profile_t *p)
 	}
 	for (uint32_t s = 0; s < p->samples_count; s++) {
 		const model_sample_t *sm = &b->samples[p->samples_first + s];
-		t.self[sm->node + 1] += sm->value;
+		t.self[sm->node == MODEL_NONE ? 0 : sm->node + 1] += sm->value; /* the empty stack: root */
 	}
 	t.frames = b->frames;
 	t.n_frames = b->n_frames;
@@ -921,6 +966,38 @@ static void test_encode_round_trip(void **state)
 		buf_free(&in);
 		free(raw);
 	}
+}
+
+/* The root's self (empty stacks) is written as a Sample with no location:
+ * decoded again, the same total, at node MODEL_NONE. */
+static void test_encode_root_self(void **state)
+{
+	(void)state;
+	model_frame_t frames[1] = {{.name = slice_cstr("main")}};
+	uint32_t parent[] = {0, 0}, frame[] = {0, 0};
+	int64_t self[] = {3, 5}, total[] = {8, 5};
+	model_tree_t t = {.n_nodes = 2,
+	                  .parent = parent,
+	                  .frame = frame,
+	                  .self = self,
+	                  .total = total,
+	                  .frames = frames,
+	                  .n_frames = 1,
+	                  .sample_type = slice_cstr("goroutine"),
+	                  .sample_unit = slice_cstr("count")};
+	buf_t out;
+	buf_init(&out, SIZE_MAX);
+	err_t err = {0};
+	assert_int_equal(pprof_encode(&t, &out, &err), 0);
+	model_batch_t *b = decode_ok(buf_slice(&out), &default_opts);
+	const model_profile_t *p = &b->profiles[0];
+	assert_int_equal(p->samples_count, 2);
+	assert_true(profile_total(b, p) == 8);
+	/* Sorted by node: main's sample first, the empty stack (MODEL_NONE) last. */
+	assert_true(b->samples[p->samples_first + 1].node == MODEL_NONE);
+	assert_true(b->samples[p->samples_first + 1].value == 3);
+	model_batch_free(b);
+	buf_free(&out);
 }
 
 static void test_encode_unsymbolized_and_limit(void **state)
@@ -984,6 +1061,7 @@ int main(void)
 	    cmocka_unit_test(test_testdata_details),
 	    cmocka_unit_test(test_base_profile),
 	    cmocka_unit_test(test_inline_order),
+	    cmocka_unit_test(test_empty_stack_samples),
 	    cmocka_unit_test(test_function_id_zero_and_duplicates),
 	    cmocka_unit_test(test_sparse_ids),
 	    cmocka_unit_test(test_stack_depth_limit),
@@ -991,6 +1069,7 @@ int main(void)
 	    cmocka_unit_test(test_max_rows_option),
 	    cmocka_unit_test(test_every_truncation),
 	    cmocka_unit_test(test_encode_round_trip),
+	    cmocka_unit_test(test_encode_root_self),
 	    cmocka_unit_test(test_encode_unsymbolized_and_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
