@@ -38,7 +38,7 @@ import { startServer, tail } from './lib/server.mjs';
 import { getJson, get, wideWindow } from './lib/http.mjs';
 import { pprofRaw, oracle } from './lib/pprof.mjs';
 import { checkQueryAgainst, flameStats } from './lib/check.mjs';
-import { createKey } from './lib/s6.mjs';
+import { createKey, postOtlpAs, otlpN, grpcClientAt, grpcExportMd, describeGrpcMd, brief } from './lib/s6.mjs';
 
 const APP = path.join(path.dirname(fileURLToPath(import.meta.url)), 'lib', 'pyro-node-app.mjs');
 const WALL_TYPES = ['samples:count', 'wall:nanoseconds'];
@@ -51,7 +51,11 @@ async function startRecorder(target) {
   const records = [];
   const srv = http.createServer(async (req, res) => {
     const chunks = [];
-    for await (const c of req) chunks.push(c);
+    try {
+      for await (const c of req) chunks.push(c);
+    } catch {
+      return; // the app exited mid-request: neither recorded nor forwarded
+    }
     const body = Buffer.concat(chunks);
     const headers = {};
     for (const k of FORWARDED) if (req.headers[k] !== undefined) headers[k] = req.headers[k];
@@ -303,8 +307,8 @@ test('X-Scope-OrgID: ignored by default; with trustScopeOrgId the SDK\'s tenantI
     // The SDK with tenantID to the trusting UI listener, and to the upload listener, which ignores it.
     const [appTrusted, appIgnored] = [uniqueName('sdk-node-tenant'), uniqueName('sdk-node-notrust')];
     const [trusted, ignored] = await Promise.all([
-      sdkRun(s.uiUrl, { app: appTrusted, tenant: 'team-a', runMs: 3000, flushMs: 1000 }),
-      sdkRun(s.uploadUrl, { app: appIgnored, tenant: 'team-a', runMs: 3000, flushMs: 1000 }),
+      sdkRun(s.uiUrl, { app: appTrusted, tenant: 'team-a', runMs: 3500, flushMs: 1000 }),
+      sdkRun(s.uploadUrl, { app: appIgnored, tenant: 'team-a', runMs: 3500, flushMs: 1000 }),
     ]);
     for (const r of [...trusted, ...ignored]) {
       assert.equal(r.headers['x-scope-orgid'], 'team-a', 'the SDK sends tenantID as X-Scope-OrgID');
@@ -362,5 +366,36 @@ test('X-Scope-OrgID: trustScopeOrgId on a listener with auth required stops kiln
     const listener = config.includes('ui:') ? 'ui' : 'upload';
     assert.notEqual(r.code, 0, `${config}: kiln serve must not start`);
     assert.ok(r.stderr.includes(`listeners.${listener}.trustScopeOrgId needs auth: none (with auth required, the key names the project)`), r.stderr);
+  }
+});
+
+test('X-Scope-OrgID on the OTLP listeners (HTTP header, gRPC metadata) with trustScopeOrgId: project from the header, bad names refused', async () => {
+  const trust = '{trustScopeOrgId: true}';
+  const s = await startServer({
+    otlp: true, listeners: ['upload', 'ui', 'otlp_http', 'otlp_grpc'],
+    config: `limits: {samplesPerSecond: 1000000000}\nlisteners: {otlp_http: ${trust}, otlp_grpc: ${trust}, ui: ${trust}}\n`,
+  });
+  const client = grpcClientAt(s.urls.otlp_grpc);
+  try {
+    const [viaHttp, viaGrpc] = [uniqueName('tenant-otlp-http'), uniqueName('tenant-otlp-grpc')];
+    const h = await postOtlpAs(s, otlpN(viaHttp, 5), { headers: { 'content-type': 'application/x-protobuf', 'x-scope-orgid': 'team-o' } });
+    assert.equal(h.status, 200, brief(h));
+    const g = await grpcExportMd(client, otlpN(viaGrpc, 7), { 'x-scope-orgid': 'team-o' });
+    assert.ok(g.ok, describeGrpcMd(g));
+    for (const [svc, n] of [[viaHttp, 5], [viaGrpc, 7]]) {
+      const q = new URLSearchParams({ service: svc, type: 'cpu:nanoseconds', ...wideWindow() });
+      const fg = await (await fetch(`${s.uiUrl}/api/flamegraph?${q}`, { headers: { 'x-scope-orgid': 'team-o' } })).json();
+      assert.equal(fg.total, n, `${svc} in team-o`);
+      assert.equal((await getJson(s.uiUrl, '/api/flamegraph', Object.fromEntries(q))).total, 0, `${svc} not in default`);
+    }
+    const badHttp = await postOtlpAs(s, otlpN(uniqueName('tenant-otlp-bad'), 1), { headers: { 'content-type': 'application/x-protobuf', 'x-scope-orgid': 'a b' } });
+    assert.equal(badHttp.status, 400, brief(badHttp));
+    const badGrpc = await grpcExportMd(client, otlpN(uniqueName('tenant-otlp-bad'), 1), { 'x-scope-orgid': 'a b' });
+    assert.equal(badGrpc.codeName, 'INVALID_ARGUMENT', describeGrpcMd(badGrpc));
+    assert.equal(badGrpc.details, 'X-Scope-OrgID "a b" is not a project name: use 1 to 64 of A-Z a-z 0-9 _ . -');
+    assert.deepEqual((await servicesOf(s)).filter((n) => n.startsWith('tenant-otlp')), [], 'nothing in default');
+  } finally {
+    client.close();
+    await s.stop();
   }
 });
