@@ -92,8 +92,7 @@ void api_attribute_batch(const api_ctx_t *a, slice_t peer, model_batch_t *b);
 
 /* Starts a push on listener l (loop thread): identifies the caller from the
  * x-kiln-key, authorization and x-scope-orgid headers (any may be NULL; see
- * api_identify) and fills p's
- * environment, caller, peer, decoder and reply. 0, or -1 when the caller is
+ * api_identify) and fills p's environment, caller, peer, decoder and reply. 0, or -1 when the caller is
  * refused: p was answered (its reply ran) and must not be touched. */
 int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_kiln_key,
                    const slice_t *authorization, const slice_t *scope_org_id, slice_t peer,

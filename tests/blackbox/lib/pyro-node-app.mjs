@@ -3,7 +3,9 @@
 // process; its settings come from the environment:
 //   PYRO_SERVER    the SDK's serverAddress (the test's recording proxy)
 //   PYRO_APP       appName
-//   PYRO_RUN_MS    how long to work before stopping (the SDK then flushes)
+//   PYRO_MAX_MS    the longest it works; it stops earlier when a line
+//                  "stop" arrives on stdin (the test sends it once it has
+//                  seen enough pushes), and the SDK then flushes
 //   PYRO_FLUSH_MS  flushIntervalMs
 //   PYRO_TOKEN     authToken (optional)
 //   PYRO_TENANT    tenantID, sent as X-Scope-OrgID (optional)
@@ -15,7 +17,10 @@ import Pyroscope from '@pyroscope/nodejs';
 import crypto from 'node:crypto';
 
 const env = process.env;
-const runMs = Number(env.PYRO_RUN_MS ?? 5000);
+const maxMs = Number(env.PYRO_MAX_MS ?? 60000);
+let stopRequested = false;
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (d) => { if (d.includes('stop')) stopRequested = true; });
 
 Pyroscope.init({
   serverAddress: env.PYRO_SERVER,
@@ -50,7 +55,7 @@ function hashLoop(n) {
 
 const t0 = Date.now();
 let sink = 0;
-while (Date.now() - t0 < runMs) {
+while (!stopRequested && Date.now() - t0 < maxMs) {
   Pyroscope.wrapWithLabels({ handler: 'fib' }, () => { sink += fib(24); });
   Pyroscope.wrapWithLabels({ handler: 'alloc' }, () => allocate(20));
   sink += hashLoop(200).length;
@@ -76,5 +81,5 @@ process.on('unhandledRejection', (e) => {
 });
 stopping = true;
 await Pyroscope.stop();
-process.stdout.write(`stopped ${sink > 0} ${kept.length} raced=${raced}\n`);
+process.stdout.write(`stopped ${sink > 0} ${kept.length} raced=${raced} after=${Date.now() - t0}ms\n`);
 process.exit(0);
