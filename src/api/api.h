@@ -55,6 +55,7 @@ typedef struct {
 	int listener;      /* LISTENER_* */
 	int auth_required; /* OPS: Roles and listeners: auth: required */
 	int tls;
+	int trust_scope_org_id; /* OPS: Trusting X-Scope-OrgID (only without auth) */
 } api_listener_t;
 
 /* Identifies the caller from the request's key (x-kiln-key, Authorization:
@@ -62,10 +63,14 @@ typedef struct {
  * KEY_SCOPE_INGEST also Authorization: Basic with the key as the password
  * and any user, as Pyroscope's SDKs and Alloy send it). need is
  * KEY_SCOPE_INGEST or KEY_SCOPE_QUERY. On a listener without auth the caller
- * is default/default. -1 + err: 401 no/unknown/revoked key (the message names
- * the header), 403 a key of the other scope. */
+ * is default/default, unless the listener trusts X-Scope-OrgID (OPS: Trusting
+ * X-Scope-OrgID) and scope_org_id (that header; may be NULL) is not empty:
+ * then its project is the header's value. -1 + err: 401 no/unknown/revoked key
+ * (the message names the header), 403 a key of the other scope, 400 a trusted
+ * X-Scope-OrgID that is not a project name. */
 int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice_t *authorization,
-                 const slice_t *cookie, int need, ingest_caller_t *c, err_t *err);
+                 const slice_t *cookie, const slice_t *scope_org_id, int need, ingest_caller_t *c,
+                 err_t *err);
 
 /* Counts a finished request for /metrics. */
 void api_count(api_ctx_t *a, int listener, int status, size_t bytes_in);
@@ -86,12 +91,12 @@ int api_peer_pod(const api_ctx_t *a, slice_t peer, k8s_pod_info_t *out);
 void api_attribute_batch(const api_ctx_t *a, slice_t peer, model_batch_t *b);
 
 /* Starts a push on listener l (loop thread): identifies the caller from the
- * x-kiln-key and authorization headers (either may be NULL) and fills p's
- * environment, caller, peer, decoder and reply. 0, or -1 when the caller is
+ * x-kiln-key, authorization and x-scope-orgid headers (any may be NULL; see
+ * api_identify) and fills p's environment, caller, peer, decoder and reply. 0, or -1 when the caller is
  * refused: p was answered (its reply ran) and must not be touched. */
 int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_kiln_key,
-                   const slice_t *authorization, slice_t peer, ingest_push_decode_fn decode,
-                   ingest_push_reply_fn reply);
+                   const slice_t *authorization, const slice_t *scope_org_id, slice_t peer,
+                   ingest_push_decode_fn decode, ingest_push_reply_fn reply);
 
 /* The pprof request of push p (whose caller is known) from request r: project,
  * retention, row limit, Content-Encoding: gzip, now. The route then sets the

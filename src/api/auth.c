@@ -1,6 +1,6 @@
 /* Who is calling and may they: key identification per listener (OPS: Roles and listeners, OPS: Projects and
- * keys) and the request counters behind /metrics. The rate limit (OPS: Rate limits) and usage counting (OPS:
- * Usage) are the push job's (ingest/push.c). */
+ * keys, OPS: Trusting X-Scope-OrgID) and the request counters behind /metrics. The rate limit (OPS: Rate
+ * limits) and usage counting (OPS: Usage) are the push job's (ingest/push.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,15 +72,31 @@ static int basic_password(slice_t authorization, char *out, slice_t *key)
 	return 1;
 }
 
-int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice_t *authorization,
-                 const slice_t *cookie, int need, ingest_caller_t *c, err_t *err)
+/* The caller of a listener without auth: project default, or the project
+ * X-Scope-OrgID names where the listener trusts it (OPS: Trusting
+ * X-Scope-OrgID); its traffic is counted under the key name default either way. */
+static int anonymous_caller(const api_listener_t *l, const slice_t *scope_org_id, ingest_caller_t *c,
+                            err_t *err)
 {
-	if (!l->auth_required) {
-		snprintf(c->project, sizeof c->project, DEFAULT_NAME);
-		snprintf(c->key, sizeof c->key, DEFAULT_NAME);
-		c->anonymous = 1;
+	snprintf(c->project, sizeof c->project, DEFAULT_NAME);
+	snprintf(c->key, sizeof c->key, DEFAULT_NAME);
+	c->anonymous = 1;
+	if (!l->trust_scope_org_id || !scope_org_id || !scope_org_id->n)
 		return 0;
-	}
+	if (!keys_name_valid(*scope_org_id))
+		return err_set(
+		    err, 400,
+		    "X-Scope-OrgID \"%.*s\" is not a project name: use 1 to 64 of A-Z a-z 0-9 _ . -",
+		    (int)(scope_org_id->n > 64 ? 64 : scope_org_id->n), (const char *)scope_org_id->p);
+	snprintf(c->project, sizeof c->project, "%.*s", (int)scope_org_id->n, (const char *)scope_org_id->p);
+	return 0;
+}
+
+int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice_t *authorization,
+                 const slice_t *cookie, const slice_t *scope_org_id, int need, ingest_caller_t *c, err_t *err)
+{
+	if (!l->auth_required)
+		return anonymous_caller(l, scope_org_id, c, err);
 	slice_t key = {NULL, 0};
 	char basic[LIMIT_KEY_BYTES + 1];
 	if (x_kiln_key && x_kiln_key->n)

@@ -1,6 +1,6 @@
 /* The listeners' settings as the config file gives them (listeners.NAME:
- * addr, auth, tls) and their names and default addresses. api/ owns the
- * listener identities (LISTENER_*: metrics, caller identification); the
+ * addr, auth, tls, trustScopeOrgId) and their names and default addresses.
+ * api/ owns the listener identities (LISTENER_*: metrics, caller identification); the
  * config loader (cli/config.c) fills the options, kiln serve opens them. */
 #ifndef KILN_API_OPTIONS_H
 #define KILN_API_OPTIONS_H
@@ -17,6 +17,7 @@ enum {
 typedef struct {
 	char *addr; /* "host:port", ":port" or "off" */
 	int auth_required;
+	int trust_scope_org_id; /* OPS: Trusting X-Scope-OrgID (auth none only) */
 	char *tls_cert, *tls_key;
 } api_listener_options_t;
 

@@ -58,8 +58,8 @@ static void export_handler(grpc_call_t *call, void *ctx)
 	j->grpc.call = call;
 	j->push.ctx = &j->grpc;
 	if (api_push_begin(l, &j->push, grpc_call_header(call, "x-kiln-key"),
-	                   grpc_call_header(call, "authorization"), call->peer, api_grpc_decode,
-	                   grpc_job_reply) < 0)
+	                   grpc_call_header(call, "authorization"), grpc_call_header(call, "x-scope-orgid"),
+	                   call->peer, api_grpc_decode, grpc_job_reply) < 0)
 		return;
 	j->grpc.otlp.req = (ingest_otlp_req_t){
 	    .project = slice_cstr(j->push.caller.project),

@@ -106,7 +106,7 @@ int api_otlp_on_headers(http_req_t *r, void *ctx)
 		    &err, 415,
 		    "unsupported Content-Type: send application/x-protobuf or application/json (OTLP/HTTP)");
 	} else if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
-	                        KEY_SCOPE_INGEST, &c, &err) == 0) {
+	                        http_header(r, "x-scope-orgid"), KEY_SCOPE_INGEST, &c, &err) == 0) {
 		return 0;
 	}
 	api_count(l->api, API_LISTENER_OTLP_HTTP, err.status, 0);
@@ -125,7 +125,7 @@ void api_otlp_on_request(http_req_t *r, void *ctx)
 	j->push.ctx = &j->otlp;
 	j->push.body = buf_slice(&r->body);
 	if (api_push_begin(l, &j->push, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
-	                   r->peer, ingest_otlp_decode, otlp_reply) < 0)
+	                   http_header(r, "x-scope-orgid"), r->peer, ingest_otlp_decode, otlp_reply) < 0)
 		return;
 	const slice_t *ce = http_header(r, "content-encoding");
 	j->otlp.req = (ingest_otlp_req_t){

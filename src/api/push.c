@@ -9,8 +9,8 @@ static void attribute(void *ctx, slice_t peer, model_batch_t *b)
 }
 
 int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_kiln_key,
-                   const slice_t *authorization, slice_t peer, ingest_push_decode_fn decode,
-                   ingest_push_reply_fn reply)
+                   const slice_t *authorization, const slice_t *scope_org_id, slice_t peer,
+                   ingest_push_decode_fn decode, ingest_push_reply_fn reply)
 {
 	api_ctx_t *a = l->api;
 	p->env = (ingest_push_env_t){
@@ -28,7 +28,8 @@ int api_push_begin(const api_listener_t *l, ingest_push_t *p, const slice_t *x_k
 	p->decode = decode;
 	p->reply = reply;
 	err_t err = {0};
-	if (api_identify(l, x_kiln_key, authorization, NULL, KEY_SCOPE_INGEST, &p->caller, &err) == 0)
+	if (api_identify(l, x_kiln_key, authorization, NULL, scope_org_id, KEY_SCOPE_INGEST, &p->caller,
+	                 &err) == 0)
 		return 0;
 	ingest_push_refuse(p, &err);
 	return -1;

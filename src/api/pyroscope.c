@@ -90,7 +90,7 @@ int api_pyroscope_on_headers(http_req_t *r, void *ctx)
 		/* The key is checked before the body is read: a refused sender costs no upload. */
 		ingest_caller_t c;
 		if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
-		                 KEY_SCOPE_INGEST, &c, &err) == 0)
+		                 http_header(r, "x-scope-orgid"), KEY_SCOPE_INGEST, &c, &err) == 0)
 			return 0;
 	}
 	reply_error(l, r, &err, 0);
@@ -226,7 +226,7 @@ void api_pyroscope_on_request(http_req_t *r, void *ctx)
 	j->push.ctx = &j->pprof;
 	j->push.body = buf_slice(&r->body);
 	if (api_push_begin(l, &j->push, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
-	                   r->peer, ingest_pprof_decode, pyro_reply) < 0)
+	                   http_header(r, "x-scope-orgid"), r->peer, ingest_pprof_decode, pyro_reply) < 0)
 		return;
 	err_t err = {0};
 	if (parse_ingest(j, &err) < 0) {

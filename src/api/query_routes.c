@@ -301,7 +301,7 @@ static void login(api_listener_t *l, http_req_t *r)
 	ingest_caller_t c;
 	if (!key || !*key) {
 		err_set(&err, 400, "sign in with a form field key=QUERY_KEY");
-	} else if (api_identify(l, &k, NULL, NULL, KEY_SCOPE_QUERY, &c, &err) == 0) {
+	} else if (api_identify(l, &k, NULL, NULL, NULL, KEY_SCOPE_QUERY, &c, &err) == 0) {
 		char hdr[256];
 		snprintf(hdr, sizeof hdr, "Location: /\r\nSet-Cookie: kiln_key=%.100s; HttpOnly; SameSite=Strict; Path=/%s\r\n",
 		         key, l->tls ? "; Secure" : "");
@@ -362,8 +362,9 @@ void api_ui_on_request(http_req_t *r, void *ctx)
 	j->req = r;
 	j->arena = arena_new();
 	buf_init(&j->out, SIZE_MAX);
-	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), http_header(r, "cookie"),
-	                 KEY_SCOPE_QUERY, &j->caller, &j->err) < 0) {
+	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
+	                 http_header(r, "cookie"), http_header(r, "x-scope-orgid"), KEY_SCOPE_QUERY,
+	                 &j->caller, &j->err) < 0) {
 		j->failed = 1;
 		query_reply(j);
 		return;

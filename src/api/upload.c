@@ -59,7 +59,7 @@ int api_upload_on_headers(http_req_t *r, void *ctx)
 	/* The key is checked before the body is read: a refused sender costs no upload. */
 	ingest_caller_t c;
 	if (api_identify(l, http_header(r, "x-kiln-key"), http_header(r, "authorization"), NULL,
-	                 KEY_SCOPE_INGEST, &c, &err) < 0)
+	                 http_header(r, "x-scope-orgid"), KEY_SCOPE_INGEST, &c, &err) < 0)
 		goto refuse;
 	return 0;
 refuse:
@@ -180,7 +180,7 @@ void api_upload_on_request(http_req_t *r, void *ctx)
 	j->push.ctx = &j->pprof;
 	j->push.body = buf_slice(&r->body);
 	if (api_push_begin(l, &j->push, http_header(r, "x-kiln-key"), http_header(r, "authorization"),
-	                   r->peer, ingest_pprof_decode, upload_reply) < 0)
+	                   http_header(r, "x-scope-orgid"), r->peer, ingest_pprof_decode, upload_reply) < 0)
 		return;
 	err_t err = {0};
 	if (parse_upload(j, r, &err) < 0) {

@@ -343,6 +343,9 @@ static int load_doc(config_t *c, struct fy_document *doc, const char *path, err_
 				goto out;
 			}
 		}
+		snprintf(p, sizeof p, "/listeners/%s/trustScopeOrgId", api_listener_names[i]);
+		if (read_bool(root, p, &c->listeners[i].trust_scope_org_id, err) < 0)
+			goto out;
 		snprintf(p, sizeof p, "/listeners/%s/tls/cert", api_listener_names[i]);
 		if (read_string(root, p, &c->listeners[i].tls_cert, err) < 0)
 			goto out;
@@ -498,10 +501,18 @@ int config_validate(const config_t *c, err_t *err)
 			return err_set(err, 400,
 			               "retention.projects.%s (%d days) is above retention.maxDays (%d)",
 			               r->projects[i].project, r->projects[i].days, r->max_days);
-	for (int i = 0; i < API_LISTENER_COUNT; i++)
+	for (int i = 0; i < API_LISTENER_COUNT; i++) {
 		if (!c->listeners[i].tls_cert != !c->listeners[i].tls_key)
 			return err_set(err, 400, "listeners.%s.tls needs both cert and key",
 			               api_listener_names[i]);
+		/* OPS: Trusting X-Scope-OrgID: a key names its project; the header must not override it. */
+		if (c->listeners[i].trust_scope_org_id && c->listeners[i].auth_required)
+			return err_set(
+			    err, 400,
+			    "listeners.%s.trustScopeOrgId needs auth: none (with auth required, the key "
+			    "names the project)",
+			    api_listener_names[i]);
+	}
 	if (strcmp(c->store.engine, "local") && strcmp(c->store.engine, "clickhouse"))
 		return err_set(err, 400, "store.engine %.100s is not one of local, clickhouse", c->store.engine);
 	if (!strcmp(c->store.engine, "clickhouse") &&

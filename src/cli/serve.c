@@ -360,7 +360,8 @@ int cli_serve(int argc, char **argv)
 	}
 	for (int i = 0; i < API_LISTENER_COUNT; i++)
 		s.listeners[i] = (api_listener_t){&s.api, i, s.cfg.listeners[i].auth_required,
-		                                  s.cfg.listeners[i].tls_cert != NULL};
+		                                  s.cfg.listeners[i].tls_cert != NULL,
+		                                  s.cfg.listeners[i].trust_scope_org_id};
 	log_info("starting", "role=%s data=%s workers=%d", s.cfg.role, s.cfg.data_dir, pool_size(s.pool));
 	if (start_listeners(&s) < 0)
 		goto out;

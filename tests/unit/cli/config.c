@@ -46,6 +46,7 @@ static void test_file(void **state)
 	              "role: query\n"
 	              "listeners:\n"
 	              "  upload: {addr: ':9000', auth: required, tls: {cert: c.pem, key: k.pem}}\n"
+	              "  ui: {trustScopeOrgId: true}\n"
 	              "limits: {samplesPerSecond: 500, defaultSamplesPerSecond: 2500}\n"
 	              "retention: {days: 7, maxDays: 30, projects: {team-a: 30, team-b: 3}}\n"
 	              "receivers: {profiles: {maxDecodedSampleRows: 20000}}\n"
@@ -58,6 +59,8 @@ static void test_file(void **state)
 	assert_int_equal(c.listeners[API_LISTENER_UPLOAD].auth_required, 1);
 	assert_string_equal(c.listeners[API_LISTENER_UPLOAD].tls_cert, "c.pem");
 	assert_int_equal(c.listeners[API_LISTENER_UI].auth_required, 0);
+	assert_int_equal(c.listeners[API_LISTENER_UI].trust_scope_org_id, 1);
+	assert_int_equal(c.listeners[API_LISTENER_UPLOAD].trust_scope_org_id, 0); /* off by default */
 	assert_true(c.limits.samples_per_second == 500);
 	assert_true(c.limits.default_samples_per_second == 2500);
 	assert_int_equal(c.limits.max_rows, 20000);
@@ -94,6 +97,9 @@ static void test_invalid(void **state)
 	    {"retention: {maxDays: 3650, projects: {a: 3651}}\n",
 	     "config retention.projects: each value must be a number of days (1-3650)"},
 	    {"listeners: {upload: {tls: {cert: c.pem}}}\n", "listeners.upload.tls needs both cert and key"},
+	    {"listeners: {ui: {auth: required, trustScopeOrgId: true}}\n",
+	     "listeners.ui.trustScopeOrgId needs auth: none (with auth required, the key names the project)"},
+	    {"listeners: {upload: {trustScopeOrgId: yes}}\n", "config /listeners/upload/trustScopeOrgId must be true or false"},
 	    {"listeners: {upload: {addr: nowhere}}\n", "listener upload: address nowhere must be host:port, :port or off"},
 	    {"- a\n- b\n", "the top level must be a mapping"},
 	    {"kubernetes: [a]\n", "config kubernetes must be a mapping {apiServer, tokenFile, caFile, node}"},
