@@ -5,8 +5,10 @@
  * (gzipped or not), run through the push job (ingest/push.h) with the pprof
  * decoder, so limits, rate limits, usage and durability are /profiling/upload's.
  * Answers are Pyroscope's: 200 with an empty body, errors as
- * {"code":"...","message":"..."}. Other formats (folded text, multipart, JFR)
- * are refused with 415 until they are built. */
+ * {"code":"...","message":"..."}. A multipart/form-data body (the Go SDK's:
+ * parts profile, sample_type_config, prev_profile) has its own decoder
+ * (api/pyroscope_multipart.c). Other formats (folded text, JFR) are refused
+ * with 415 until they are built. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/timeutil.h"
+#include "wire/multipart.h"
 #include "wire/pyroscope.h"
 
 typedef struct {
@@ -24,7 +27,8 @@ typedef struct {
 	const api_listener_t *l;
 	http_req_t *req;
 	arena_t *arena;
-	pyro_name_t name; /* the labels' slices point here and into the arena */
+	pyro_name_t name;               /* the labels' slices point here and into the arena */
+	api_pyro_multipart_t multipart; /* a multipart/form-data body (api/pyroscope_multipart.c) */
 } pyro_job_t;
 
 uint64_t api_content_length(const http_req_t *r)
@@ -92,20 +96,17 @@ int api_pyroscope_on_headers(http_req_t *r, void *ctx)
 	return 1;
 }
 
-/* 415 for what is not built yet: any format but pprof, and multipart bodies. */
+/* 415 for what is not built yet: any format but pprof (a multipart/form-data body carries pprof
+ * parts: api/pyroscope_multipart.c). */
 static int check_format(const params_t *p, http_req_t *r, err_t *err)
 {
 	const char *format = params_get(p, "format");
-	const slice_t *ct = http_header(r, "content-type");
+	(void)r;
 	if (format && *format && strcmp(format, "pprof") != 0)
 		return err_set(err, 415,
 		               "format=%.32s is not supported yet: Kiln's /ingest takes pprof (format=pprof, "
 		               "or no format and a pprof body)",
 		               format);
-	if (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0)
-		return err_set(err, 415,
-		               "multipart bodies (the Go SDK's format) are not supported yet: Kiln's /ingest "
-		               "takes a raw pprof body (format=pprof)");
 	return 0;
 }
 
@@ -172,6 +173,12 @@ void api_pyroscope_on_request(http_req_t *r, void *ctx)
 	if (parse_ingest(j, &err) < 0) {
 		ingest_push_refuse(&j->push, &err);
 		return;
+	}
+	const slice_t *ct = http_header(r, "content-type");
+	if (ct && multipart_is(*ct)) {
+		j->multipart = (api_pyro_multipart_t){&j->pprof, *ct, l->api->pyro_deltas};
+		j->push.ctx = &j->multipart;
+		j->push.decode = api_pyro_multipart_decode;
 	}
 	ingest_push_start(&j->push);
 }
