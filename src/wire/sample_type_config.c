@@ -68,6 +68,9 @@ int pyro_stc_parse(slice_t json, pyro_stc_t *out, err_t *err)
 		if (strstr(jerr.text, "duplicate object key"))
 			return err_set(err, 400, "sample_type_config: a duplicate key at byte %d",
 			               jerr.position);
+		if (strstr(jerr.text, "\\u0000"))
+			return err_set(err, 400, "sample_type_config: a string with \\u0000 (NUL) at byte %d",
+			               jerr.position);
 		return err_set(err, 400, "sample_type_config: not JSON (%s at byte %d)", jerr.text,
 		               jerr.position);
 	}
