@@ -20,18 +20,10 @@ static void pprof_of(const char *type, int64_t v, buf_t *out)
 	uint32_t parent[] = {0, 0, 1}, frame[] = {0, 0, 1};
 	int64_t self[] = {0, 0, v}, total[] = {v, v, v};
 	model_frame_t frames[] = {{.name = slice_cstr("main")}, {.name = slice_cstr("work")}};
-	model_tree_t t = {
-	    .n_nodes = 3,
-	    .parent = parent,
-	    .frame = frame,
-	    .self = self,
-	    .total = total,
-	    .frames = frames,
-	    .n_frames = 2,
-	    .sample_type = slice_cstr(type),
-	    .sample_unit = slice_cstr("count"),
-	    .time_ns = NOW_NS,
-	};
+	model_tree_t t = {.n_nodes = 3, .n_frames = 2, .time_ns = NOW_NS};
+	t.parent = parent, t.frame = frame, t.frames = frames;
+	t.self = self, t.total = total;
+	t.sample_type = slice_cstr(type), t.sample_unit = slice_cstr("count");
 	err_t err = {0};
 	buf_init(out, 1 << 20);
 	if (pprof_encode(&t, out, &err) < 0)
