@@ -48,6 +48,18 @@ function form(parts, boundary = crypto.randomBytes(30).toString('hex')) {
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
+// The body the Node.js SDK up to 0.5 sent (npm form-data): a boundary of 26
+// dashes and 24 digits, one part "profile" with filename "profile" and
+// Content-Type text/json.
+function nodeForm(data) {
+  const boundary = `${'-'.repeat(26)}${String(Date.now()).padStart(24, '0')}`;
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="profile"; filename="profile"\r\n` +
+      'Content-Type: text/json\r\n\r\n'),
+    data, Buffer.from(`\r\n--${boundary}--\r\n`)]);
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
 // POST /ingest as the Go SDK does: name, from/until in ns, spyName, sampleRate, units, aggregationType.
 async function ingest(base, name, { body, contentType }, { from, until, route = '/ingest', extra = {} } = {}) {
   const q = new URLSearchParams({
@@ -78,15 +90,16 @@ const typesOf = async (svc) => {
 const total = async (svc, type, from, until, params = {}) =>
   (await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type, from, until, ...params })).total;
 
-test('the Go SDK\'s CPU push (one "profile" part, no config), gzipped and not: every type equals go tool pprof, both listeners and routes', async () => {
+test('the Go SDK\'s CPU push (one "profile" part, no config), gzipped and not, and the Node SDK 0.5\'s form: every type equals go tool pprof, both listeners and routes', async () => {
   const t = nowS() - 900;
   const cases = [
-    [server.uploadUrl, '/ingest', 'go-cpu-fib.pb.gz', cpuOracle],
-    [server.uiUrl, '/pyroscope/ingest', 'python-pyspy-not-gzipped.pb', pyspyOracle],
+    [server.uploadUrl, '/ingest', 'go-cpu-fib.pb.gz', cpuOracle, form],
+    [server.uiUrl, '/pyroscope/ingest', 'python-pyspy-not-gzipped.pb', pyspyOracle, form],
+    [server.uiUrl, '/ingest', 'go-cpu-fib.pb.gz', cpuOracle, (parts) => nodeForm(parts[0][1])],
   ];
-  for (const [base, route, f, o] of cases) {
+  for (const [base, route, f, o, build] of cases) {
     const svc = uniqueName('mp-plain');
-    await ok(await ingest(base, `${svc}{env=prod}`, form([['profile', file(f)]]), { from: t, until: t + 10, route }), f);
+    await ok(await ingest(base, `${svc}{env=prod}`, build([['profile', file(f)]]), { from: t, until: t + 10, route }), f);
     for (const exp of o.types) await checkQueryAgainst(server, svc, exp, { from: t - 1, until: t + 12, 'label.env': 'prod' }, f);
     assert.deepEqual(await typesOf(svc), o.types.map((x) => x.typeName).sort());
   }

@@ -25,6 +25,9 @@ static const struct {
      "b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1", 0, NULL},
     {"multipart/form-data; boundary=b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1e0b6f9d3c2a1x",
      NULL, 400, "multipart: the boundary is 71 characters; RFC 2046 allows 1 to 70"},
+    /* npm form-data (the Node.js SDK up to 0.5): 26 dashes and 24 digits. */
+    {"multipart/form-data; boundary=--------------------------123456789012345678901234",
+     "--------------------------123456789012345678901234", 0, NULL},
     {"multipart/form-data", NULL, 400, "multipart: the Content-Type has no boundary parameter"},
     {"multipart/form-data; charset=utf-8", NULL, 400,
      "multipart: the Content-Type has no boundary parameter"},
@@ -164,6 +167,18 @@ static void test_parse(void **state)
 			assert_string_equal(err.msg, body_cases[i].msg);
 		}
 	}
+	/* A boundary that starts with dashes, as npm form-data writes it. */
+	err_t err = {0};
+	strcpy(f.boundary, "----42");
+	assert_int_equal(multipart_parse(slice_cstr("------42\r\n" CD "\"profile\"; filename=\"profile\"\r\n"
+	                                            "Content-Type: text/json\r\n\r\n---42\r\n------42--\r\n"),
+	                                 &f, &err),
+	                 0);
+	char got[256];
+	render(&f, got, sizeof got);
+	assert_string_equal(got, "profile[profile](text/json)=---42");
+	strcpy(f.boundary, "B");
+	assert_int_equal(multipart_parse(slice_cstr("--B\r\n" CD "a\r\n\r\nv\r\n--B--"), &f, &err), 0);
 	const multipart_part_t *p = multipart_find(&f, "a");
 	assert_non_null(p);
 	assert_null(multipart_find(&f, "profile"));
