@@ -61,14 +61,14 @@ function nodeForm(data) {
 }
 
 // POST /ingest as the Go SDK does: name, from/until in ns, spyName, sampleRate, units, aggregationType.
-async function ingest(base, name, { body, contentType }, { from, until, route = '/ingest', extra = {} } = {}) {
+async function ingest(base, name, { body, contentType }, { from, until, route = '/ingest', extra = {}, headers = {} } = {}) {
   const q = new URLSearchParams({
     name, spyName: 'gospy', sampleRate: '100', units: '', aggregationType: '', ...extra,
   });
   if (from !== undefined) q.set('from', `${from}000000000`);
   if (until !== undefined) q.set('until', `${until}000000000`);
   const res = await fetch(`${base}${route}?${q}`, {
-    method: 'POST', body, headers: { 'content-type': contentType }, signal: AbortSignal.timeout(60000),
+    method: 'POST', body, headers: { 'content-type': contentType, ...headers }, signal: AbortSignal.timeout(60000),
   });
   const text = Buffer.from(await res.arrayBuffer()).toString('utf8');
   let json;
@@ -103,6 +103,20 @@ test('the Go SDK\'s CPU push (one "profile" part, no config), gzipped and not, a
     for (const exp of o.types) await checkQueryAgainst(server, svc, exp, { from: t - 1, until: t + 12, 'label.env': 'prod' }, f);
     assert.deepEqual(await typesOf(svc), o.types.map((x) => x.typeName).sort());
   }
+});
+
+test('Content-Encoding: gzip applies to the whole form; a form that is not gzip then is refused', async () => {
+  const t = nowS() - 850;
+  const svc = uniqueName('mp-gzip-form');
+  const f = form([['profile', zlib.gunzipSync(file('go-cpu-fib.pb.gz'))]]);
+  await ok(await ingest(server.uploadUrl, svc, { ...f, body: zlib.gzipSync(f.body) },
+    { from: t, until: t + 10, headers: { 'content-encoding': 'gzip' } }), 'gzipped form');
+  for (const exp of cpuOracle.types) await checkQueryAgainst(server, svc, exp, { from: t - 1, until: t + 12 }, 'gzipped form');
+  const bad = uniqueName('mp-gzip-bad');
+  const r = await ingest(server.uploadUrl, bad, f, { headers: { 'content-encoding': 'gzip' } });
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.message, 'Content-Encoding: gzip but the body does not start with the gzip magic bytes');
+  assert.ok(!(await services(server)).some((x) => x.name === bad));
 });
 
 test('sample_type_config: only the listed types are stored; display-name and units rename a real profile\'s type', async () => {
