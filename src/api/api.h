@@ -31,6 +31,12 @@ typedef struct {
 	_Atomic uint64_t bytes_in[API_LISTENER_COUNT];
 } api_metrics_t;
 
+/* Baselines of Pyroscope /ingest series with cumulative sample types
+ * (api/pyroscope_multipart.c): bounded, thread-safe. */
+typedef struct api_pyro_deltas api_pyro_deltas_t;
+api_pyro_deltas_t *api_pyro_deltas_new(void);
+void api_pyro_deltas_free(api_pyro_deltas_t *d); /* NULL is a no-op */
+
 typedef struct {
 	store_t *store;
 	loop_t *loop;
@@ -45,6 +51,8 @@ typedef struct {
 	scraper_t *scraper; /* NULL when this process does not scrape (role, settings) */
 	k8s_watcher_t
 	    *k8s; /* the pod watch for push attribution (API: Push attribution); NULL when not watching */
+	api_pyro_deltas_t *pyro_deltas; /* NULL: no baselines (a cumulative type is never stored
+	                                   without prev_profile) */
 	api_metrics_t metrics;
 	_Atomic uint32_t _inflight; /* requests handed to workers and not yet answered */
 } api_ctx_t;
@@ -116,6 +124,17 @@ int api_is_pyroscope_path(slice_t path);
 uint64_t api_content_length(const http_req_t *r);
 int api_pyroscope_on_headers(http_req_t *r, void *ctx);
 void api_pyroscope_on_request(http_req_t *r, void *ctx);
+
+/* The multipart/form-data /ingest decoder of the push job (worker thread):
+ * parts profile, prev_profile and sample_type_config of body with
+ * content_type, decoded with the pprof request *pprof (API: Push: POST
+ * /ingest (Pyroscope)). p->ctx is an api_pyro_multipart_t. */
+typedef struct {
+	ingest_pprof_push_t *pprof; /* the request (service, labels, times, limits) and its result */
+	slice_t content_type;
+	api_pyro_deltas_t *deltas; /* may be NULL */
+} api_pyro_multipart_t;
+int api_pyro_multipart_decode(ingest_push_t *p, err_t *err);
 
 /* OTLP/HTTP listener (API: Push: OTLP profiles over HTTP). */
 int api_otlp_on_headers(http_req_t *r, void *ctx);

@@ -7,8 +7,10 @@
  * job (ingest/push.h) with the pprof or the folded decoder, so limits, rate
  * limits, usage and durability are /profiling/upload's.
  * Answers are Pyroscope's: 200 with an empty body, errors as
- * {"code":"...","message":"..."}. Multipart, JFR, trie, tree and speedscope
- * are refused with 415. */
+ * {"code":"...","message":"..."}. A multipart/form-data body (the Go SDK's:
+ * parts profile, sample_type_config, prev_profile) has its own decoder
+ * (api/pyroscope_multipart.c), folded text (groups, lines) its own
+ * (ingest/folded_push.c); JFR, trie, tree and speedscope are refused with 415. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "base/timeutil.h"
 #include "ingest/folded_push.h"
 #include "wire/folded.h"
+#include "wire/multipart.h"
 #include "wire/pyroscope.h"
 
 typedef struct {
@@ -29,7 +32,8 @@ typedef struct {
 	const api_listener_t *l;
 	http_req_t *req;
 	arena_t *arena;
-	pyro_name_t name; /* the labels' slices point here and into the arena */
+	pyro_name_t name;               /* the labels' slices point here and into the arena */
+	api_pyro_multipart_t multipart; /* a multipart/form-data body (api/pyroscope_multipart.c) */
 } pyro_job_t;
 
 uint64_t api_content_length(const http_req_t *r)
@@ -127,17 +131,14 @@ static int pyro_format_refused(const char *format, const slice_t *ct, err_t *err
 	               format);
 }
 
-/* 415 for the formats Kiln does not take (pyro_format_refused), and multipart bodies. */
+/* 415 for the formats Kiln does not take (pyro_format_refused); a multipart/form-data body
+ * carries pprof parts (api/pyroscope_multipart.c). */
 static int check_format(const params_t *p, http_req_t *r, err_t *err)
 {
 	const char *format = params_get(p, "format");
 	const slice_t *ct = http_header(r, "content-type");
 	if (pyro_format_refused(format, ct, err) < 0)
 		return -1;
-	if (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0)
-		return err_set(err, 415,
-		               "multipart bodies (the Go SDK's format) are not supported yet: Kiln's /ingest "
-		               "takes a raw pprof body (format=pprof)");
 	return 0;
 }
 
@@ -232,6 +233,12 @@ void api_pyroscope_on_request(http_req_t *r, void *ctx)
 	if (parse_ingest(j, &err) < 0) {
 		ingest_push_refuse(&j->push, &err);
 		return;
+	}
+	const slice_t *ct = http_header(r, "content-type");
+	if (ct && multipart_is(*ct)) {
+		j->multipart = (api_pyro_multipart_t){&j->pprof, *ct, l->api->pyro_deltas};
+		j->push.ctx = &j->multipart;
+		j->push.decode = api_pyro_multipart_decode;
 	}
 	ingest_push_start(&j->push);
 }

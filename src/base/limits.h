@@ -39,6 +39,12 @@
 #define LIMIT_SPAN_ID_BYTES 64   /* a span_id / trace_id label as indexed */
 #define LIMIT_PYRO_NAME_BYTES 4096 /* Pyroscope /ingest name=APP{k=v,...}, decoded */
 #define LIMIT_PROFILE_NAME_BYTES 64 /* a profile name (__name__, profile=): [a-z0-9_.-]{1,64} */
+#define LIMIT_MULTIPART_PARTS 16u  /* parts of one multipart/form-data /ingest body */
+#define LIMIT_MULTIPART_HEADER_BYTES 4096u /* the header block of one part (CRLFs included) */
+#define LIMIT_PYRO_STC_BYTES (64u << 10)   /* a sample_type_config part (JSON) */
+#define LIMIT_PYRO_STC_STRING_BYTES 256u   /* a sample type, display-name or units in it */
+#define LIMIT_PYRO_DELTA_SERIES 4096u      /* /ingest series with a cumulative baseline (LRU beyond) */
+#define LIMIT_PYRO_DELTA_ENTRIES (4u * 1000000u) /* values of all those baselines (LRU evicted beyond) */
 
 /* Decoded profiles (wire/, ingest/) */
 #define LIMIT_SAMPLE_TYPES      64u         /* pprof sample types per profile */

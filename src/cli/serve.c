@@ -346,6 +346,7 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	s.api.usage = usage_open(s.store);
+	s.api.pyro_deltas = api_pyro_deltas_new();
 	s.api.limiter = ratelimit_new(s.cfg.limits.samples_per_second);
 	/* 0: the caller of listeners without auth is not limited */
 	if (s.cfg.limits.default_samples_per_second > 0)
@@ -419,6 +420,8 @@ out:
 	if (s.api.default_limiter)
 		ratelimit_free(s.api.default_limiter);
 	s.api.k8s = NULL;
+	api_pyro_deltas_free(s.api.pyro_deltas); /* the pool has drained: no decoder uses it */
+	s.api.pyro_deltas = NULL;
 	discovery_free(s.discovery); /* after the pool: workers look pods up (API: Push attribution) */
 	if (s.loop)
 		loop_free(s.loop);

@@ -11,7 +11,7 @@
 #include "base/u64map.h"
 
 struct scrape_delta {
-	u64map_t ix;     /* value key → index into vals */
+	u64map_t ix; /* value key → index into vals */
 	int64_t *vals;
 	uint32_t n, cap;
 	uint32_t max_entries;
@@ -35,8 +35,9 @@ void scrape_delta_free(scrape_delta_t *d)
 	free(d);
 }
 
-static int is_alloc(const model_profile_t *p)
+static int is_alloc(const model_profile_t *p, void *ctx)
 {
+	(void)ctx;
 	return p->sample_type.n > 6 && !memcmp(p->sample_type.p, "alloc_", 6);
 }
 
@@ -58,12 +59,12 @@ static uint64_t value_key(const model_batch_t *b, const model_profile_t *p, cons
 
 /* The batch's cumulative alloc values into (m, vals); -1 when there are more
  * than max. Sets *down when a value is below the previous scrape's. */
-static int collect(const scrape_delta_t *d, const model_batch_t *b, u64map_t *m, int64_t **vals, uint32_t *n,
-                   uint32_t *cap, int *down)
+static int collect(const scrape_delta_t *d, const model_batch_t *b, scrape_delta_pick_fn pick, void *ctx,
+                   u64map_t *m, int64_t **vals, uint32_t *n, uint32_t *cap, int *down)
 {
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
 		const model_profile_t *p = &b->profiles[i];
-		if (!is_alloc(p))
+		if (!pick(p, ctx))
 			continue;
 		for (uint32_t k = 0; k < p->samples_count; k++) {
 			const model_sample_t *s = &b->samples[p->samples_first + k];
@@ -86,18 +87,19 @@ static int collect(const scrape_delta_t *d, const model_batch_t *b, u64map_t *m,
 	if (d->have_prev)
 		for (size_t slot = 0; slot < m->cap; slot++) {
 			uint32_t prev;
-			if (m->keys[slot] && u64map_get(&d->ix, m->keys[slot], &prev) && (*vals)[m->vals[slot]] < d->vals[prev])
+			if (m->keys[slot] && u64map_get(&d->ix, m->keys[slot], &prev) &&
+			    (*vals)[m->vals[slot]] < d->vals[prev])
 				*down = 1;
 		}
 	return 0;
 }
 
 /* Replaces each alloc value by its growth and drops rows that did not grow. */
-static void subtract(const scrape_delta_t *d, model_batch_t *b)
+static void subtract(const scrape_delta_t *d, model_batch_t *b, scrape_delta_pick_fn pick, void *ctx)
 {
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
 		model_profile_t *p = &b->profiles[i];
-		if (!is_alloc(p))
+		if (!pick(p, ctx))
 			continue;
 		uint32_t kept = 0;
 		for (uint32_t k = 0; k < p->samples_count; k++) {
@@ -112,11 +114,21 @@ static void subtract(const scrape_delta_t *d, model_batch_t *b)
 	}
 }
 
+uint32_t scrape_delta_entries(const scrape_delta_t *d)
+{
+	return d->n;
+}
+
 int scrape_delta_apply(scrape_delta_t *d, model_batch_t *b)
+{
+	return scrape_delta_apply_picked(d, b, is_alloc, NULL);
+}
+
+int scrape_delta_apply_picked(scrape_delta_t *d, model_batch_t *b, scrape_delta_pick_fn pick, void *ctx)
 {
 	int any = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++)
-		any |= is_alloc(&b->profiles[i]);
+		any |= pick(&b->profiles[i], ctx);
 	if (!any) {
 		d->have_prev = 0;
 		u64map_clear(&d->ix);
@@ -128,14 +140,16 @@ int scrape_delta_apply(scrape_delta_t *d, model_batch_t *b)
 	int64_t *vals = NULL;
 	uint32_t n = 0, cap = 0;
 	int down = 0;
-	int over = collect(d, b, &m, &vals, &n, &cap, &down) < 0;
-	int outcome = !d->have_prev ? SCRAPE_DELTA_FIRST : (down || over) ? SCRAPE_DELTA_RESET : SCRAPE_DELTA_APPLIED;
+	int over = collect(d, b, pick, ctx, &m, &vals, &n, &cap, &down) < 0;
+	int outcome = !d->have_prev    ? SCRAPE_DELTA_FIRST
+	              : (down || over) ? SCRAPE_DELTA_RESET
+	                               : SCRAPE_DELTA_APPLIED;
 	if (outcome == SCRAPE_DELTA_APPLIED) {
-		subtract(d, b);
+		subtract(d, b, pick, ctx);
 	} else {
 		uint8_t *drop = xcalloc(b->n_profiles ? b->n_profiles : 1, 1);
 		for (uint32_t i = 0; i < b->n_profiles; i++)
-			drop[i] = (uint8_t)is_alloc(&b->profiles[i]);
+			drop[i] = (uint8_t)pick(&b->profiles[i], ctx);
 		scrape_drop_profiles(b, drop);
 		free(drop);
 	}

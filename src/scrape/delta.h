@@ -31,6 +31,15 @@ void scrape_delta_free(scrape_delta_t *d); /* NULL is a no-op */
  * next call. Returns an enum scrape_delta_outcome. */
 int scrape_delta_apply(scrape_delta_t *d, model_batch_t *b);
 
+/* The same rule for the profiles pick(p, ctx) says are cumulative (the
+ * alloc_* test above; Pyroscope's sample_type_config "cumulative": true for
+ * /ingest): the outcomes read "cumulative" for "alloc_*". */
+typedef int (*scrape_delta_pick_fn)(const model_profile_t *p, void *ctx);
+int scrape_delta_apply_picked(scrape_delta_t *d, model_batch_t *b, scrape_delta_pick_fn pick, void *ctx);
+
+/* Values d remembers (what it costs). */
+uint32_t scrape_delta_entries(const scrape_delta_t *d);
+
 /* Removes the profiles i of b with drop[i] != 0, keeping the others in
  * order (their samples stay where they are). */
 void scrape_drop_profiles(model_batch_t *b, const uint8_t *drop);

@@ -499,6 +499,37 @@ def seeds_folded():
     write(t, "seed-many-stacks", b"\x00" + "".join("s%d;x 1\n" % i for i in range(120)).encode())
 
 
+# ---- multipart: first line the Content-Type, the rest the body ----
+def seeds_multipart():
+    t = "multipart"
+    b = "3b1f0c6d9e2a4b7c8d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192"
+    ct = "multipart/form-data; boundary=" + b
+    cfg = (b'{"alloc_objects":{"units":"objects","cumulative":true},'
+           b'"inuse_space":{"units":"bytes","aggregation":"average"},'
+           b'"contentions":{"display-name":"mutex_count","units":"lock_samples","sampled":true}}')
+
+    def part(name, data, filename=None):
+        fn = filename if filename is not None else name + ".pprof"
+        return (("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                 "Content-Type: application/octet-stream\r\n\r\n") % (b, name, fn)).encode() + data + b"\r\n"
+
+    pprof = gz(b"\x0a\x04\x08\x01\x10\x02\x32\x07samples\x32\x05count")
+    close = ("--%s--\r\n" % b).encode()
+    write(t, "seed-go-sdk", ct.encode() + b"\n" + part("profile", pprof) +
+          part("sample_type_config", cfg, "sample_type_config.json") + close)
+    write(t, "seed-prev-profile", ct.encode() + b"\n" + part("profile", pprof) + part("prev_profile", pprof) +
+          part("sample_type_config", cfg) + close)
+    write(t, "seed-quoted-lf", b'Multipart/Form-Data; charset=x; BOUNDARY="a b"\n'
+          b'pre\n--a b\ncontent-disposition: form-data; name="q\\"x"\n\nv\n--a bx\n--a b--epi')
+    write(t, "seed-truncated", ct.encode() + b"\n" + part("profile", pprof)[:-10])
+    write(t, "seed-duplicate", b"multipart/form-data; boundary=B\n--B\r\nContent-Disposition: form-data; name=a\r\n\r\n"
+          b"x\r\n--B\r\nContent-Disposition: form-data; name=a\r\n\r\ny\r\n--B--")
+    write(t, "seed-no-boundary", b"multipart/form-data\n--B--")
+    write(t, "seed-mixed", b"multipart/mixed; boundary=B\n--B--")
+    write(t, "seed-config", b"sample_type_config\n" + cfg)
+    write(t, "seed-config-bad", b'sample_type_config\n{"a":{"aggregation":"max","cumulative":"yes"},"a":{}}')
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
