@@ -51,7 +51,7 @@ fi
 # ClickHouse (not run in the local pass).
 CH_SUITES=(badinput cli restart testdata pprof-export gosplit
   otlp-fixture otlp-grpc otlp-oldformats otlp-vs-pprof otlp-bad
-  span usage retention isolation labels pyroscope-ingest)
+  span usage retention isolation labels pyroscope-ingest pyroscope-connect)
 CH_ONLY=(engines-compare scaleout clickhouse-down clickhouse-credentials clickhouse-ceiling)
 in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
 suite_of() { local b; b=$(basename "$1"); echo "${b%.test.mjs}"; }

@@ -38,6 +38,7 @@
 #define LIMIT_QUERY_ROWS 1000000 /* limit= of a top-functions query */
 #define LIMIT_SPAN_ID_BYTES 64   /* a span_id / trace_id label as indexed */
 #define LIMIT_PYRO_NAME_BYTES 4096 /* Pyroscope /ingest name=APP{k=v,...}, decoded */
+#define LIMIT_PUSH_PROFILES 1024   /* raw profiles (and series) in one push.v1 Push request */
 
 /* Decoded profiles (wire/, ingest/) */
 #define LIMIT_SAMPLE_TYPES      64u         /* pprof sample types per profile */

@@ -36,6 +36,13 @@ typedef struct {
  * Errors: 400 malformed / empty, 413 limits; nothing is returned then. */
 int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
                  err_t *err);
+/* The core of ingest_pprof: one pprof body (gzip or not) decoded into b,
+ * which may already hold profiles (a request of several profiles is one
+ * batch). The body and its decompressed form may not pass max_decoded
+ * bytes (413); *decoded is the decompressed size. Errors as ingest_pprof's,
+ * and b may then hold a partial decode (the caller frees it). */
+int ingest_pprof_append(const ingest_pprof_req_t *r, slice_t body, size_t max_decoded, model_batch_t *b,
+                        size_t *decoded, err_t *err);
 
 /* Retention window of pushed samples (API: Frames, OPS: Retention): older ones are refused. */
 #define INGEST_RETENTION_NS (14LL * 86400 * 1000000000LL)

@@ -11,33 +11,30 @@
 #include "wire/compress.h"
 #include "wire/pprof.h"
 
-int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
-                 err_t *err)
+int ingest_pprof_append(const ingest_pprof_req_t *r, slice_t body, size_t max_decoded, model_batch_t *b,
+                        size_t *decoded, err_t *err)
 {
-	*out = NULL;
-	if (body.n == 0)
-		return err_set(err, 400,
-		               "empty body: send a pprof profile (raw or gzip) as the request body");
-	if (body.n > LIMIT_BODY_BYTES)
-		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n,
-		               LIMIT_BODY_BYTES >> 20);
-
 	buf_t plain;
-	buf_init(&plain, LIMIT_DECODED_BYTES);
+	buf_init(&plain, max_decoded);
 	slice_t data = body;
+	int rc = -1;
 	if (gz_is_gzip(body)) {
 		if (gz_inflate(body, &plain, err) < 0)
-			goto fail;
+			goto out;
 		data = buf_slice(&plain);
 	} else if (r->content_gzip) {
 		err_set(err, 400,
 		        "Content-Encoding: gzip but the body does not start with the gzip magic bytes");
-		goto fail;
+		goto out;
+	} else if (body.n > max_decoded) {
+		err_set(err, 413, "the profile is %zu bytes; the limit is %zu", body.n, max_decoded);
+		goto out;
 	}
 	if (data.n == 0) {
 		err_set(err, 400, "empty profile: the decompressed body is empty");
-		goto fail;
+		goto out;
 	}
+	*decoded = data.n;
 
 	pprof_decode_opts_t o = {
 	    .service = r->service,
@@ -52,21 +49,34 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 	 * pprof file can be uploaded and looked at. */
 	if (!o.time_ns)
 		o.time_ns = r->now_ns;
+	rc = pprof_decode(data, &o, b, err);
+out:
+	buf_free(&plain);
+	return rc;
+}
+
+int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
+                 err_t *err)
+{
+	*out = NULL;
+	if (body.n == 0)
+		return err_set(err, 400,
+		               "empty body: send a pprof profile (raw or gzip) as the request body");
+	if (body.n > LIMIT_BODY_BYTES)
+		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n,
+		               LIMIT_BODY_BYTES >> 20);
 	model_batch_t *b = model_batch_new(r->project);
-	if (pprof_decode(data, &o, b, err) < 0) {
+	size_t decoded;
+	if (ingest_pprof_append(r, body, LIMIT_DECODED_BYTES, b, &decoded, err) < 0) {
 		model_batch_free(b);
-		goto fail;
+		return -1;
 	}
 	res->profiles = b->n_profiles;
 	res->samples = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		res->samples += b->profiles[i].samples_count;
-	buf_free(&plain);
 	*out = b;
 	return 0;
-fail:
-	buf_free(&plain);
-	return -1;
 }
 
 int ingest_pprof_decode(ingest_push_t *p, err_t *err)

@@ -228,8 +228,8 @@ int grpc_frame_check(slice_t body, int complete, size_t max, grpc_frame_t *f, ch
 	if (!complete)
 		return GRPC_OK;
 	if (body.n != PREFIX_BYTES + (size_t)len) {
-		snprintf(m, cap, "grpc message truncated: its prefix says %" PRIu32 " bytes, %zu arrived",
-		         len, body.n - PREFIX_BYTES);
+		snprintf(m, cap, "grpc message truncated: its prefix says %" PRIu32 " bytes, %zu arrived", len,
+		         body.n - PREFIX_BYTES);
 		return GRPC_INVALID_ARGUMENT;
 	}
 	if (flag > 1) {

@@ -34,16 +34,16 @@ struct h2_req {
 	slice_t *hdr_values; /* as sent */
 	uint32_t n_hdrs;
 	int32_t stream_id;
-	buf_t body;              /* the whole body once on_request runs; ceiling opts.max_body */
-	slice_t peer;            /* "ip:port" ("[v6]:port"); IPv4-mapped IPv6 shown as IPv4 */
-	void *user;              /* for the layer above; the server never touches it */
-	struct h2_stream *_st;   /* NULL once the stream is gone */
-	struct h2_conn *_conn;   /* set while detached from its stream; NULL once the connection is gone */
+	buf_t body;            /* the whole body once on_request runs; ceiling opts.max_body */
+	slice_t peer;          /* "ip:port" ("[v6]:port"); IPv4-mapped IPv6 shown as IPv4 */
+	void *user;            /* for the layer above; the server never touches it */
+	struct h2_stream *_st; /* NULL once the stream is gone */
+	struct h2_conn *_conn; /* set while detached from its stream; NULL once the connection is gone */
 	h2_req_t *_prev, *_next; /* the connection's list of detached requests */
-	buf_t _hdr;              /* owned header bytes the slices point into */
-	uint32_t *_hdr_off;      /* offsets while headers arrive: name, name len, value, value len */
+	buf_t _hdr;            /* owned header bytes the slices point into */
+	uint32_t *_hdr_off;    /* offsets while headers arrive: name, name len, value, value len */
 	size_t _hdr_cap;
-	size_t _counted;       /* body bytes counted against the connection's buffer budget */
+	size_t _counted; /* body bytes counted against the connection's buffer budget */
 	net_budget_t *_budget; /* the server's; _taken bytes of it are this body's */
 	size_t _taken;
 	int _state;

@@ -173,7 +173,7 @@ static int get_bytes(jctx_t *c, json_t *v, int is_hex, uint8_t **out, size_t *n)
 		return jfail(c, is_hex ? "expected a hex string" : "expected a base64 string");
 	const char *s = json_string_value(v);
 	size_t len = json_string_length(v);
-	uint8_t *p = xmalloc(len / 2 + 1);
+	uint8_t *p = xmalloc(len + 1); /* base64 decodes to 3/4 of its length, hex to 1/2 */
 	size_t k = 0;
 	if (is_hex) {
 		if (len % 2)
