@@ -163,6 +163,12 @@ typedef struct {
 } api_grpc_push_t;
 int api_grpc_decode(ingest_push_t *p, err_t *err);
 
+/* A failed gRPC push: the code of err's status, google.rpc.Status details
+ * with RetryInfo for a rate limit (API: Push: OTLP profiles over gRPC). */
+void api_grpc_fail(grpc_call_t *call, const err_t *err);
+/* Pyroscope's push.v1.PusherService/Push as gRPC on the OTLP/gRPC listener. */
+void api_grpc_push_handler(grpc_call_t *call, void *ctx);
+
 /* OTLP/gRPC listener (API: Push: OTLP profiles over gRPC): the methods it serves (ctx: api_listener_t). */
 extern const grpc_method_t api_grpc_methods[];
 extern const size_t api_grpc_n_methods;

@@ -176,6 +176,16 @@ static int push_on_headers(const api_listener_t *l, api_call_t *c)
 	return 1;
 }
 
+/* The request of push p (its caller known): project, row limit, now. */
+static void pyro_req_init(const api_listener_t *l, const ingest_push_t *p, ingest_pyro_push_t *pp)
+{
+	pp->req = (ingest_pprof_req_t){
+	    .project = slice_cstr(p->caller.project),
+	    .max_rows = l->api->limits ? l->api->limits->max_rows : 0,
+	    .now_ns = time_now_ns(),
+	};
+}
+
 static void push_reply(ingest_push_t *p, const err_t *err)
 {
 	push_job_t *j = (push_job_t *)p;
@@ -205,13 +215,54 @@ static void push_on_request(const api_listener_t *l, api_call_t *c)
 		ingest_push_refuse(&j->push, &err);
 		return;
 	}
-	j->pyro.req = (ingest_pprof_req_t){
-	    .project = slice_cstr(j->push.caller.project),
-	    .max_rows = l->api->limits ? l->api->limits->max_rows : 0,
-	    .now_ns = time_now_ns(),
-	};
+	pyro_req_init(l, &j->push, &j->pyro);
 	j->pyro.encoding = body_encoding(c);
 	j->pyro.json = slice_eq_cstr(media_type(api_call_header(c, "content-type")), "application/json");
+	ingest_push_start(&j->push);
+}
+
+/* ---- the same method as gRPC (the OTLP/gRPC listener) ---- */
+
+typedef struct {
+	ingest_push_t push; /* first: the job's callbacks get &push */
+	ingest_pyro_push_t pyro;
+	const api_listener_t *l;
+	grpc_call_t *call;
+} grpc_push_job_t;
+
+/* Worker: the gRPC layer's decompression, then the Push decoder. */
+static int grpc_push_decode(ingest_push_t *p, err_t *err)
+{
+	grpc_push_job_t *j = (grpc_push_job_t *)p;
+	if (grpc_call_decode(j->call, err) != GRPC_OK)
+		return -1;
+	p->body = j->call->msg;
+	return ingest_pyro_push_decode(p, err);
+}
+
+static void grpc_push_reply(ingest_push_t *p, const err_t *err)
+{
+	grpc_push_job_t *j = (grpc_push_job_t *)p;
+	api_count(j->l->api, j->l->listener, err ? err->status : 200, j->call->wire.n);
+	if (err)
+		api_grpc_fail(j->call, err);
+	else
+		grpc_reply(j->call, "", 0); /* an empty PushResponse */
+	free(j);
+}
+
+void api_grpc_push_handler(grpc_call_t *call, void *ctx)
+{
+	const api_listener_t *l = ctx;
+	grpc_push_job_t *j = xcalloc(1, sizeof *j);
+	j->l = l;
+	j->call = call;
+	j->push.ctx = &j->pyro;
+	if (api_push_begin(l, &j->push, grpc_call_header(call, "x-kiln-key"),
+	                   grpc_call_header(call, "authorization"), call->peer, grpc_push_decode,
+	                   grpc_push_reply) < 0)
+		return;
+	pyro_req_init(l, &j->push, &j->pyro);
 	ingest_push_start(&j->push);
 }
 

@@ -142,7 +142,8 @@ int pyro_push_decode(slice_t pb, pyro_push_t *out, err_t *err)
 	}
 	for (uint32_t i = 0; rc == 0 && i < out->n_series; i++) {
 		out->series[i].labels = out->_labels + label_at[i];
-		out->series[i].profiles = out->_profiles + profile_at[i];
+		out->series[i].profiles =
+		    out->_profiles ? out->_profiles + profile_at[i] : NULL; /* none at all */
 	}
 	free(label_at);
 	free(profile_at);

@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import zlib from 'node:zlib';
 import { create } from '@bufbuild/protobuf';
 import { createClient, ConnectError, Code } from '@connectrpc/connect';
-import { createConnectTransport, compressionGzip } from '@connectrpc/connect-node';
+import { createConnectTransport, createGrpcTransport, compressionGzip } from '@connectrpc/connect-node';
 import { TESTDATA, uniqueName, mkTemp } from './lib/env.mjs';
 import { startServer, tail } from './lib/server.mjs';
 import { upload, services, wideWindow } from './lib/http.mjs';
@@ -293,6 +293,31 @@ test('with auth required: Bearer and Basic ingest keys push; no key unauthentica
     assert.ok(!list.some((n) => n.startsWith('connect-refused')), 'refused pushes stored');
     const fg = await fetch(`${s.uiUrl}/api/flamegraph?${new URLSearchParams({ service: stored[3], type: o.typeName, ...wideWindow() })}`, { headers: q }).then((r) => r.json());
     assert.equal(fg.total, Number(o.total));
+  } finally {
+    await s.stop();
+  }
+});
+
+test('the same method as gRPC on the OTLP/gRPC listener (connect-node gRPC transport): stored exactly; a bad raw profile is INVALID_ARGUMENT', async () => {
+  const s = await startServer({ otlp: true });
+  try {
+    const grpc = createClient(pb.PusherService, createGrpcTransport({ baseUrl: s.urls.otlp_grpc, sendCompression: compressionGzip }));
+    const list = threeSeries('grpc');
+    await grpc.push(toRequest(list));
+    const win = wideWindow();
+    for (const x of list) {
+      for (const o of seriesOracle(x.files)) await checkQueryAgainst(s, x.svc, o, win, `gRPC ${x.svc}`);
+    }
+    const truncated = raw('python-pyspy-not-gzipped.pb').subarray(0, 200);
+    const ref = await decoderMessage(truncated);
+    const svc = uniqueName('connect-grpc-bad');
+    await assert.rejects(grpc.push(request([{ labels: { service_name: svc }, files: ['go-cpu-fib.pb.gz', truncated] }])), (e) => {
+      assert.equal(e.code, Code.InvalidArgument, String(e));
+      assert.equal(e.rawMessage, `series[0].samples[1]: ${ref}`);
+      return true;
+    });
+    const names = (await services(s)).map((x) => x.name);
+    assert.ok(!names.includes(svc), 'refused gRPC push stored');
   } finally {
     await s.stop();
   }
