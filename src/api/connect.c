@@ -211,7 +211,7 @@ static void push_on_request(const api_listener_t *l, api_call_t *c)
 	                   c->peer, ingest_pyro_push_decode, push_reply) < 0)
 		return;
 	err_t err = {0};
-	if (check_headers(l, c, &err) < 0) { /* HTTP/1.1 routes here without on_headers only in tests */
+	if (check_headers(l, c, &err) < 0) { /* on_headers passed it; a request is never run unchecked */
 		ingest_push_refuse(&j->push, &err);
 		return;
 	}
