@@ -122,6 +122,8 @@ void api_upload_on_request(http_req_t *r, void *ctx);
 int api_is_pyroscope_path(slice_t path);
 /* The Content-Length of r (0 when absent; saturating). */
 uint64_t api_content_length(const http_req_t *r);
+/* The same of a Content-Length value (NULL: 0). */
+uint64_t api_length_value(const slice_t *content_length);
 int api_pyroscope_on_headers(http_req_t *r, void *ctx);
 void api_pyroscope_on_request(http_req_t *r, void *ctx);
 
@@ -136,6 +138,42 @@ typedef struct {
 } api_pyro_multipart_t;
 int api_pyro_multipart_decode(ingest_push_t *p, err_t *err);
 
+/* A request as a route written once for both HTTP versions sees it:
+ * HTTP/1.1 (api_call_http) or HTTP/2, h2c on the upload and UI listeners
+ * (api_call_h2). Slices point into the request, valid until the answer. */
+typedef struct {
+	slice_t method, path, peer;
+	slice_t body;                          /* the whole body once the request is complete */
+	const slice_t *hdr_names, *hdr_values; /* lowercase names */
+	uint32_t n_hdrs;
+	http_req_t *_http; /* one of the two */
+	h2_req_t *_h2;
+} api_call_t;
+void api_call_http(api_call_t *c, http_req_t *r);
+void api_call_h2(api_call_t *c, h2_req_t *r);
+/* First value of a header, or NULL. */
+const slice_t *api_call_header(const api_call_t *c, const char *lowercase_name);
+/* Answers the request and frees it, exactly once, on the loop thread:
+ * status, Content-Type (NULL: none), Retry-After when retry_after_s > 0. */
+void api_call_respond(api_call_t *c, int status, const char *content_type, int retry_after_s,
+                      const void *body, size_t n);
+
+/* Connect RPC (API: Push: push.v1.PusherService/Push (Pyroscope Connect)). A failed
+ * call: err as a Connect error ({"code","message"}, application/json, the
+ * HTTP status of the code: connect.h), counted for /metrics on l. */
+void api_connect_error(const api_listener_t *l, api_call_t *c, const err_t *err);
+/* 1 when path is a Connect method Kiln routes over HTTP/1.1 (the
+ * /push.v1.PusherService/ service: Push, others answered unimplemented). */
+int api_is_connect_path(slice_t path);
+/* The Connect routes over HTTP/1.1 on the upload and UI listeners. */
+int api_connect_on_headers(http_req_t *r, void *ctx);
+void api_connect_on_request(http_req_t *r, void *ctx);
+/* HTTP/2 (h2c) on the upload and UI listeners (http_opts_t.h2c): the
+ * Connect routes; any other path is answered unimplemented (404). */
+int api_h2_on_headers(h2_req_t *r, void *ctx);
+int api_h2_on_data(h2_req_t *r, void *ctx);
+void api_h2_on_request(h2_req_t *r, void *ctx);
+
 /* OTLP/HTTP listener (API: Push: OTLP profiles over HTTP). */
 int api_otlp_on_headers(http_req_t *r, void *ctx);
 void api_otlp_on_request(http_req_t *r, void *ctx);
@@ -148,6 +186,12 @@ typedef struct {
 	grpc_call_t *call;
 } api_grpc_push_t;
 int api_grpc_decode(ingest_push_t *p, err_t *err);
+
+/* A failed gRPC push: the code of err's status, google.rpc.Status details
+ * with RetryInfo for a rate limit (API: Push: OTLP profiles over gRPC). */
+void api_grpc_fail(grpc_call_t *call, const err_t *err);
+/* Pyroscope's push.v1.PusherService/Push as gRPC on the OTLP/gRPC listener. */
+void api_grpc_push_handler(grpc_call_t *call, void *ctx);
 
 /* OTLP/gRPC listener (API: Push: OTLP profiles over gRPC): the methods it serves (ctx: api_listener_t). */
 extern const grpc_method_t api_grpc_methods[];

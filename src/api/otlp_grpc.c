@@ -26,26 +26,34 @@ int api_grpc_decode(ingest_push_t *p, err_t *err)
 	return ingest_otlp_decode(p, err);
 }
 
+void api_grpc_fail(grpc_call_t *call, const err_t *err)
+{
+	int status = err->status ? err->status : 500;
+	int code = grpc_code_of_http(status);
+	/* RetryInfo only for what is worth retrying: rate limits (API: Push: OTLP profiles over
+	 * gRPC). A 413 is permanent: RESOURCE_EXHAUSTED without RetryInfo. */
+	int retry = status == 429 ? (err->retry_after > 0 ? err->retry_after : 1) : 0;
+	buf_t out;
+	buf_init(&out, SIZE_MAX);
+	rpc_status_pb(code, err->msg, retry, &out);
+	grpc_fail(call, code, err->msg, out.p, out.n);
+	buf_free(&out);
+}
+
 static void grpc_job_reply(ingest_push_t *p, const err_t *err)
 {
 	grpc_job_t *j = (grpc_job_t *)p;
 	grpc_call_t *call = j->grpc.call;
-	buf_t out;
-	buf_init(&out, SIZE_MAX);
 	api_count(j->api, API_LISTENER_OTLP_GRPC, err ? err->status : 200, call->wire.n);
 	if (err) {
-		int status = err->status ? err->status : 500;
-		int code = grpc_code_of_http(status);
-		/* RetryInfo only for what is worth retrying: rate limits (API: Push: OTLP profiles over
-		 * gRPC). A 413 is permanent: RESOURCE_EXHAUSTED without RetryInfo. */
-		int retry = status == 429 ? (err->retry_after > 0 ? err->retry_after : 1) : 0;
-		rpc_status_pb(code, err->msg, retry, &out);
-		grpc_fail(call, code, err->msg, out.p, out.n);
+		api_grpc_fail(call, err);
 	} else {
+		buf_t out;
+		buf_init(&out, SIZE_MAX);
 		otlp_response_pb(&j->grpc.otlp.res, &out);
 		grpc_reply(call, out.p, out.n);
+		buf_free(&out);
 	}
-	buf_free(&out);
 	free(j);
 }
 
@@ -72,5 +80,6 @@ static void export_handler(grpc_call_t *call, void *ctx)
 
 const grpc_method_t api_grpc_methods[] = {
     {"/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export", export_handler},
+    {"/push.v1.PusherService/Push", api_grpc_push_handler},
 };
 const size_t api_grpc_n_methods = sizeof api_grpc_methods / sizeof *api_grpc_methods;

@@ -24,6 +24,7 @@
 #include "wire/folded.h"
 #include "wire/multipart.h"
 #include "wire/pyroscope.h"
+#include "wire/pyroscope_push.h"
 
 typedef struct {
 	ingest_push_t push; /* first: the job's callbacks get &push */
@@ -38,7 +39,11 @@ typedef struct {
 
 uint64_t api_content_length(const http_req_t *r)
 {
-	const slice_t *cl = http_header(r, "content-length");
+	return api_length_value(http_header(r, "content-length"));
+}
+
+uint64_t api_length_value(const slice_t *cl)
+{
 	uint64_t v = 0;
 	for (size_t i = 0; cl && i < cl->n && cl->p[i] >= '0' && cl->p[i] <= '9'; i++)
 		v = v > UINT64_MAX / 10 - 1 ? UINT64_MAX : v * 10 + (uint64_t)(cl->p[i] - '0');
@@ -189,17 +194,8 @@ static int parse_ingest(pyro_job_t *j, err_t *err)
 		return -1;
 	slice_t service = j->name.app;
 	model_label_t *labels = arena_alloc(j->arena, (j->name.n_labels + 1) * sizeof *labels);
-	uint32_t n = 0;
-	slice_t profile_name = slice_make("", 0);
-	for (uint32_t i = 0; i < j->name.n_labels; i++) {
-		const pyro_label_t *l = &j->name.labels[i];
-		if (slice_eq_cstr(l->key, "service_name") && l->value.n)
-			service = l->value;
-		else if (slice_eq_cstr(l->key, MODEL_PROFILE_NAME_KEY) && l->value.n)
-			profile_name = l->value; /* API: Profile names */
-		else if (l->value.n && !(l->key.n >= 2 && l->key.p[0] == '_' && l->key.p[1] == '_'))
-			labels[n++] = (model_label_t){l->key, l->value};
-	}
+	slice_t profile_name = slice_make("", 0); /* API: Profile names */
+	uint32_t n = pyro_labels_to_series(j->name.labels, j->name.n_labels, &service, &profile_name, labels);
 	int64_t now = time_now_ns(), from_ns, until_ns;
 	if (parse_time(&p, "from", now, &from_ns, err) < 0 ||
 	    parse_time(&p, "until", now, &until_ns, err) < 0)

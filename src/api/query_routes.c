@@ -260,6 +260,8 @@ int api_ui_on_headers(http_req_t *r, void *ctx)
 {
 	if (api_is_pyroscope_path(r->path))
 		return api_pyroscope_on_headers(r, ctx);
+	if (api_is_connect_path(r->path))
+		return api_connect_on_headers(r, ctx);
 	api_listener_t *l = ctx;
 	err_t err;
 	/* Only a push takes a large body here; the rest keeps the 64 KiB of a sign-in form. */
@@ -319,6 +321,10 @@ void api_ui_on_request(http_req_t *r, void *ctx)
 {
 	if (api_is_pyroscope_path(r->path)) {
 		api_pyroscope_on_request(r, ctx);
+		return;
+	}
+	if (api_is_connect_path(r->path)) {
+		api_connect_on_request(r, ctx);
 		return;
 	}
 	api_listener_t *l = ctx;

@@ -45,6 +45,8 @@ int api_upload_on_headers(http_req_t *r, void *ctx)
 	err_t err = {0};
 	if (api_is_pyroscope_path(r->path))
 		return api_pyroscope_on_headers(r, ctx);
+	if (api_is_connect_path(r->path))
+		return api_connect_on_headers(r, ctx);
 	if (!slice_eq_cstr(r->path, "/profiling/upload")) {
 		err_set(&err, 404,
 		        "no route %.*s on the upload listener: POST /profiling/upload?serviceName=NAME",
@@ -170,6 +172,10 @@ void api_upload_on_request(http_req_t *r, void *ctx)
 {
 	if (api_is_pyroscope_path(r->path)) {
 		api_pyroscope_on_request(r, ctx);
+		return;
+	}
+	if (api_is_connect_path(r->path)) {
+		api_connect_on_request(r, ctx);
 		return;
 	}
 	api_listener_t *l = ctx;

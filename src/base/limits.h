@@ -17,58 +17,59 @@
 /* clang-format off: a table */
 
 /* Requests (net/, api/, ingest/) */
-#define LIMIT_BODY_BYTES        (32u << 20) /* request body as received */
-#define LIMIT_DECODED_BYTES (32u << 20)     /* after decompression (and one gRPC message) */
-#define LIMIT_HEADER_BYTES (64u << 10)      /* HTTP request line + headers */
-#define LIMIT_HEADER_FIELDS 256u            /* header fields in one request, HTTP/1.1 (431) and HTTP/2 */
-#define LIMIT_CHUNK_LINE_BYTES 1024         /* HTTP/1.1 chunk-size line with its extensions (400 beyond) */
-#define LIMIT_CONNECTIONS 4096u             /* connections per listener (the oldest idle one is evicted) */
-#define LIMIT_H2_STREAMS 256u               /* SETTINGS_MAX_CONCURRENT_STREAMS of one HTTP/2 connection */
-#define LIMIT_HEADER_MS 10000               /* first byte of a request (or accept) to end of its headers */
-#define LIMIT_BODY_PAUSE_MS 60000  /* longest pause between body bytes (HTTP/2: any byte of a request) */
-#define LIMIT_IDLE_MS 60000        /* keep-alive wait for the next request */
-#define LIMIT_WRITE_PAUSE_MS 30000 /* longest pause in sending while the client does not read */
-#define LIMIT_LINGER_MS 2000       /* a closing connection drains what the client still sends */
-#define LIMIT_BODIES_MIB 512       /* request bodies held at once, all listeners (limits.requestBodiesMiB) */
-#define LIMIT_BODIES_MIB_MIN 64    /*   its range in the config */
+#define LIMIT_BODY_BYTES (32u << 20)    /* request body as received */
+#define LIMIT_DECODED_BYTES (32u << 20) /* after decompression (and one gRPC message) */
+#define LIMIT_HEADER_BYTES (64u << 10)  /* HTTP request line + headers */
+#define LIMIT_HEADER_FIELDS 256u        /* header fields in one request, HTTP/1.1 (431) and HTTP/2 */
+#define LIMIT_CHUNK_LINE_BYTES 1024     /* HTTP/1.1 chunk-size line with its extensions (400 beyond) */
+#define LIMIT_CONNECTIONS 4096u         /* connections per listener (the oldest idle one is evicted) */
+#define LIMIT_H2_STREAMS 256u           /* SETTINGS_MAX_CONCURRENT_STREAMS of one HTTP/2 connection */
+#define LIMIT_HEADER_MS 10000           /* first byte of a request (or accept) to end of its headers */
+#define LIMIT_BODY_PAUSE_MS 60000       /* longest pause between body bytes (HTTP/2: any byte of a request) */
+#define LIMIT_IDLE_MS 60000             /* keep-alive wait for the next request */
+#define LIMIT_WRITE_PAUSE_MS 30000      /* longest pause in sending while the client does not read */
+#define LIMIT_LINGER_MS 2000            /* a closing connection drains what the client still sends */
+#define LIMIT_BODIES_MIB 512    /* request bodies held at once, all listeners (limits.requestBodiesMiB) */
+#define LIMIT_BODIES_MIB_MIN 64 /*   its range in the config */
 #define LIMIT_BODIES_MIB_MAX (1 << 20)
-#define LIMIT_KEY_BYTES 256      /* a presented ingestion key; longer ones are refused before hashing */
-#define LIMIT_NAME_BYTES 64u     /* a project or key name ([A-Za-z0-9_.-]{1,64}) */
-#define LIMIT_QUERY_PARAMS 128   /* query-string parameters of one request */
-#define LIMIT_QUERY_ROWS 1000000 /* limit= of a top-functions query */
-#define LIMIT_SPAN_ID_BYTES 64   /* a span_id / trace_id label as indexed */
-#define LIMIT_PYRO_NAME_BYTES 4096 /* Pyroscope /ingest name=APP{k=v,...}, decoded */
+#define LIMIT_KEY_BYTES 256         /* a presented ingestion key; longer ones are refused before hashing */
+#define LIMIT_NAME_BYTES 64u        /* a project or key name ([A-Za-z0-9_.-]{1,64}) */
+#define LIMIT_QUERY_PARAMS 128      /* query-string parameters of one request */
+#define LIMIT_QUERY_ROWS 1000000    /* limit= of a top-functions query */
+#define LIMIT_SPAN_ID_BYTES 64      /* a span_id / trace_id label as indexed */
+#define LIMIT_PYRO_NAME_BYTES 4096  /* Pyroscope /ingest name=APP{k=v,...}, decoded */
 #define LIMIT_PROFILE_NAME_BYTES 64 /* a profile name (__name__, profile=): [a-z0-9_.-]{1,64} */
-#define LIMIT_MULTIPART_PARTS 16u  /* parts of one multipart/form-data /ingest body */
-#define LIMIT_MULTIPART_HEADER_BYTES 4096u /* the header block of one part (CRLFs included) */
-#define LIMIT_PYRO_STC_BYTES (64u << 10)   /* a sample_type_config part (JSON) */
-#define LIMIT_PYRO_STC_STRING_BYTES 256u   /* a sample type, display-name or units in it */
-#define LIMIT_PYRO_DELTA_SERIES 4096u      /* /ingest series with a cumulative baseline (LRU beyond) */
+#define LIMIT_MULTIPART_PARTS 16u   /* parts of one multipart/form-data /ingest body */
+#define LIMIT_MULTIPART_HEADER_BYTES 4096u       /* the header block of one part (CRLFs included) */
+#define LIMIT_PYRO_STC_BYTES (64u << 10)         /* a sample_type_config part (JSON) */
+#define LIMIT_PYRO_STC_STRING_BYTES 256u         /* a sample type, display-name or units in it */
+#define LIMIT_PYRO_DELTA_SERIES 4096u            /* /ingest series with a cumulative baseline (LRU beyond) */
 #define LIMIT_PYRO_DELTA_ENTRIES (4u * 1000000u) /* values of all those baselines (LRU evicted beyond) */
+#define LIMIT_PUSH_PROFILES 1024                 /* raw profiles (and series) in one push.v1 Push request */
 
 /* Decoded profiles (wire/, ingest/) */
-#define LIMIT_SAMPLE_TYPES      64u         /* pprof sample types per profile */
+#define LIMIT_SAMPLE_TYPES 64u /* pprof sample types per profile */
 #define LIMIT_SAMPLE_ROWS                                                                                    \
 	10000u /* decoded sample rows per profile (receivers.profiles.maxDecodedSampleRows) */
-#define LIMIT_SAMPLE_ROWS_MAX 10000000      /*   the most that setting accepts */
-#define LIMIT_REQUEST_FRAMES    1000000u    /* frames written out by all stacks of one request */
-#define LIMIT_STACK_DEPTH 4096u /* frames in one stack (deeper stacks are truncated at the root side) */
-#define LIMIT_LABELS            64u         /* labels on one sample or one upload */
-#define LIMIT_STRING_BYTES      4096u       /* one label key/value or frame name as stored */
-#define LIMIT_OTLP_NESTING 32u              /* nesting of OTLP AnyValue (arrays, key-value lists) */
+#define LIMIT_SAMPLE_ROWS_MAX 10000000 /*   the most that setting accepts */
+#define LIMIT_REQUEST_FRAMES 1000000u  /* frames written out by all stacks of one request */
+#define LIMIT_STACK_DEPTH 4096u  /* frames in one stack (deeper stacks are truncated at the root side) */
+#define LIMIT_LABELS 64u         /* labels on one sample or one upload */
+#define LIMIT_STRING_BYTES 4096u /* one label key/value or frame name as stored */
+#define LIMIT_OTLP_NESTING 32u   /* nesting of OTLP AnyValue (arrays, key-value lists) */
 
 /* Per-key state (ingest/) */
 #define LIMIT_SAMPLES_PER_SECOND 20000.0 /* samples per second per key (limits.samplesPerSecond) */
 #define LIMIT_SAMPLES_PER_SECOND_MAX 1e9 /*   the most that setting accepts (from 1) */
 /* limits.defaultSamplesPerSecond (listeners without auth) takes 0 (unlimited, the default) to the same max */
-#define LIMIT_RATE_BUCKETS 100000u       /* keys with a token bucket at once */
-#define LIMIT_USAGE_TOTALS 100000u       /* (project, key) pairs in the /metrics usage totals */
-#define LIMIT_USAGE_NAME_BYTES 128       /* project or key name as counted in usage (longer: truncated) */
+#define LIMIT_RATE_BUCKETS 100000u /* keys with a token bucket at once */
+#define LIMIT_USAGE_TOTALS 100000u /* (project, key) pairs in the /metrics usage totals */
+#define LIMIT_USAGE_NAME_BYTES 128 /* project or key name as counted in usage (longer: truncated) */
 
 /* Queries (query/) */
-#define LIMIT_QUERY_NODES       2000000u    /* call-tree nodes one query may build */
-#define LIMIT_TIMELINE_POINTS 10000         /* points of one timeline */
-#define LIMIT_LABEL_VALUES 1000 /* values per label name in /api/labels (more: "truncated":true) */
+#define LIMIT_QUERY_NODES 2000000u  /* call-tree nodes one query may build */
+#define LIMIT_TIMELINE_POINTS 10000 /* points of one timeline */
+#define LIMIT_LABEL_VALUES 1000     /* values per label name in /api/labels (more: "truncated":true) */
 
 /* Config (cli/config.c, cli/store_open.c) */
 #define LIMIT_CONFIG_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */
@@ -82,8 +83,9 @@
 #define LIMIT_SCRAPE_INFLIGHT 64 /* OPS: Scrape requests: transfers at once; more → skipped_concurrency */
 #define LIMIT_SCRAPE_BODY_BYTES (8u << 20)     /* OPS: Scrape limits: response body as received */
 #define LIMIT_SCRAPE_DECODED_BYTES (32u << 20) /* OPS: Scrape limits: after gunzip */
-#define LIMIT_SCRAPE_DECODE_ROWS 1000000u /* rows decoded before .sample_types (then maxDecodedSampleRows)   \
-	                                   */
+#define LIMIT_SCRAPE_DECODE_ROWS                                                                             \
+	1000000u /* rows decoded before .sample_types (then maxDecodedSampleRows)                            \
+	          */
 #define LIMIT_SCRAPE_DELTA_ENTRIES (4u * 1000000u) /* entries of the heap-delta baselines of all targets */
 #define LIMIT_SCRAPE_INTERVAL_MIN_NS                                                                         \
 	(10LL * 1000000000LL)               /* OPS: Scrape settings: the shortest interval (scrape.interval) \

@@ -290,6 +290,16 @@ static int start_listeners(serve_state_t *s)
 		    .budget = &s->bodies,
 		    .ctx = &s->listeners[i],
 		};
+		/* h2c on the upload and UI listeners: Connect RPC (API: Push: push.v1.PusherService/Push
+		 * (Pyroscope Connect)); bodies get 64 KiB over the limit so that an oversize one
+		 * is answered in Connect's form (api_h2_on_data). */
+		h2_opts_t h2c = {.max_body = LIMIT_BODY_BYTES + (64u << 10),
+		                 .on_headers = api_h2_on_headers,
+		                 .on_data = api_h2_on_data,
+		                 .on_request = api_h2_on_request,
+		                 .ctx = &s->listeners[i]};
+		if (i == API_LISTENER_UPLOAD || i == API_LISTENER_UI)
+			o.h2c = &h2c;
 		if (i == API_LISTENER_UPLOAD) {
 			o.on_headers = api_upload_on_headers;
 			o.on_request = api_upload_on_request;

@@ -44,6 +44,13 @@ int ingest_series_labels(const ingest_pprof_req_t *r, model_label_t **out, uint3
  * Errors: 400 malformed / empty, 413 limits; nothing is returned then. */
 int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
                  err_t *err);
+/* The core of ingest_pprof: one pprof body (gzip or not) decoded into b,
+ * which may already hold profiles (a request of several profiles is one
+ * batch). The body and its decompressed form may not pass max_decoded
+ * bytes (413); *decoded is the decompressed size. Errors as ingest_pprof's,
+ * and b may then hold a partial decode (the caller frees it). */
+int ingest_pprof_append(const ingest_pprof_req_t *r, slice_t body, size_t max_decoded, model_batch_t *b,
+                        size_t *decoded, err_t *err);
 
 /* The body as sent (gzip by its magic bytes, else as is) into *data: inflated
  * into plain (whose ceiling bounds it) or body itself. 400 when content_gzip

@@ -36,31 +36,28 @@ int ingest_series_labels(const ingest_pprof_req_t *r, model_label_t **out, uint3
 	return 0;
 }
 
-int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
-                 err_t *err)
+int ingest_pprof_append(const ingest_pprof_req_t *r, slice_t body, size_t max_decoded, model_batch_t *b,
+                        size_t *decoded, err_t *err)
 {
-	*out = NULL;
-	if (body.n == 0)
-		return err_set(err, 400,
-		               "empty body: send a pprof profile (raw or gzip) as the request body");
-	if (body.n > LIMIT_BODY_BYTES)
-		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n,
-		               LIMIT_BODY_BYTES >> 20);
-
 	buf_t plain;
-	buf_init(&plain, LIMIT_DECODED_BYTES);
+	buf_init(&plain, max_decoded);
 	model_label_t *labels = NULL;
+	uint32_t n_labels = 0;
 	slice_t data;
+	int rc = -1;
 	if (ingest_gunzip(body, r->content_gzip, &plain, &data, err) < 0)
-		goto fail;
+		goto out;
+	if (data.n > max_decoded) {
+		err_set(err, 413, "the profile is %zu bytes; the limit is %zu", data.n, max_decoded);
+		goto out;
+	}
 	if (data.n == 0) {
 		err_set(err, 400, "empty profile: the decompressed body is empty");
-		goto fail;
+		goto out;
 	}
-
-	uint32_t n_labels = 0;
+	*decoded = data.n;
 	if (ingest_series_labels(r, &labels, &n_labels, err) < 0)
-		goto fail;
+		goto out;
 	pprof_decode_opts_t o = {
 	    .service = r->service,
 	    .labels = labels,
@@ -74,23 +71,35 @@ int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out,
 	 * pprof file can be uploaded and looked at. */
 	if (!o.time_ns)
 		o.time_ns = r->now_ns;
+	rc = pprof_decode(data, &o, b, err);
+out:
+	buf_free(&plain);
+	free(labels);
+	return rc;
+}
+
+int ingest_pprof(const ingest_pprof_req_t *r, slice_t body, model_batch_t **out, ingest_result_t *res,
+                 err_t *err)
+{
+	*out = NULL;
+	if (body.n == 0)
+		return err_set(err, 400,
+		               "empty body: send a pprof profile (raw or gzip) as the request body");
+	if (body.n > LIMIT_BODY_BYTES)
+		return err_set(err, 413, "request body is %zu bytes; the limit is %u MiB", body.n,
+		               LIMIT_BODY_BYTES >> 20);
 	model_batch_t *b = model_batch_new(r->project);
-	if (pprof_decode(data, &o, b, err) < 0) {
+	size_t decoded;
+	if (ingest_pprof_append(r, body, LIMIT_DECODED_BYTES, b, &decoded, err) < 0) {
 		model_batch_free(b);
-		goto fail;
+		return -1;
 	}
 	res->profiles = b->n_profiles;
 	res->samples = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		res->samples += b->profiles[i].samples_count;
-	buf_free(&plain);
-	free(labels);
 	*out = b;
 	return 0;
-fail:
-	buf_free(&plain);
-	free(labels);
-	return -1;
 }
 
 int ingest_gunzip(slice_t body, int content_gzip, buf_t *plain, slice_t *data, err_t *err)

@@ -120,4 +120,20 @@ typedef struct {
 } ingest_otlp_push_t;
 int ingest_otlp_decode(ingest_push_t *p, err_t *err);
 
+/* Pyroscope's push.v1 Push (Connect or gRPC): p->ctx is an
+ * ingest_pyro_push_t. The body (decompressed by encoding, JSON transcoded)
+ * is a PushRequest; every raw profile of every series is decoded into one
+ * batch with the series' service (service_name; "unknown_service" when
+ * absent), profile name (__name__) and labels, so the request is stored
+ * whole or not at all. A raw profile that fails refuses the request with
+ * "series[i].samples[k]: <the pprof decoder's message>". The decompressed
+ * raw profiles of one request may not pass LIMIT_DECODED_BYTES together. */
+typedef struct {
+	ingest_pprof_req_t req; /* project, max_rows, now_ns; the rest is set per series */
+	slice_t encoding;       /* of the whole body (Content-Encoding); empty: none */
+	int json;               /* Connect's JSON codec */
+	ingest_result_t res;
+} ingest_pyro_push_t;
+int ingest_pyro_push_decode(ingest_push_t *p, err_t *err);
+
 #endif

@@ -17,6 +17,7 @@
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/log.h"
+#include "net/h2_int.h"
 #include "net/listen.h"
 #include "net/tls.h"
 
@@ -53,6 +54,7 @@ struct h2_stream {
 
 struct h2_conn {
 	h2_server_t *srv;
+	listen_t *lis; /* the listener it counts against: the server's, or the HTTP/1 one it came from */
 	struct bufferevent *bev;
 	struct event *timer;
 	nghttp2_session *ng;
@@ -583,7 +585,7 @@ static void conn_free(struct h2_conn *c)
 		c->next->prev = c->prev;
 	else
 		s->oldest = c->prev;
-	listen_conn_closed(&s->lis);
+	listen_conn_closed(c->lis);
 	while (c->streams)
 		stream_free(c->streams); /* handler-owned requests move to detached */
 	for (h2_req_t *r = c->detached; r; r = r->_next)
@@ -622,13 +624,14 @@ static int conn_evict(void *arg)
 	return 0;
 }
 
-/* The listener's on_conn: starts HTTP/2 on a new connection (the server
- * preface goes out at once). arg is the h2_server_t. */
-static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
+/* Starts HTTP/2 on a connection counted in lis (the server preface goes out
+ * at once); input already buffered (a client preface read by another
+ * server) is processed now. */
+static void conn_start_on(h2_server_t *s, listen_t *lis, struct bufferevent *bev, const char *peer)
 {
-	h2_server_t *s = arg;
 	struct h2_conn *c = xcalloc(1, sizeof *c);
 	c->srv = s;
+	c->lis = lis;
 	c->bev = bev;
 	c->out_at_timeout = SIZE_MAX;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
@@ -658,7 +661,17 @@ static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
 	bufferevent_set_timeouts(bev, NULL, &wtv);
 	if (s->draining)
 		nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE, 0, NGHTTP2_NO_ERROR, NULL, 0);
-	conn_flush(c); /* the server preface; enables reading and the idle timer */
+	if (conn_flush(c) < 0) /* the server preface; enables reading and the idle timer */
+		return;
+	if (evbuffer_get_length(bufferevent_get_input(bev)))
+		read_cb(bev, c);
+}
+
+/* The listener's on_conn. arg is the h2_server_t. */
+static void conn_start(void *arg, struct bufferevent *bev, const char *peer)
+{
+	h2_server_t *s = arg;
+	conn_start_on(s, &s->lis, bev, peer);
 }
 
 /* A server with o's settings (defaults filled in), not listening yet. */
@@ -716,6 +729,16 @@ void h2_server_adopt(h2_server_t *s, struct bufferevent *bev, const char *peer)
 {
 	s->lis.n_conns++; /* as the listener counts an accepted connection */
 	conn_start(s, bev, peer);
+}
+
+void h2_server_adopt_on(h2_server_t *s, struct bufferevent *bev, const char *peer, listen_t *owner)
+{
+	conn_start_on(s, owner, bev, peer);
+}
+
+int h2_server_evict(h2_server_t *s)
+{
+	return conn_evict(s);
 }
 
 int h2_server_port(const h2_server_t *s)

@@ -1,7 +1,8 @@
 /* Kiln's HTTP/1.1 server on libevent bufferevents: keep-alive, pipelining one
  * request at a time, Content-Length and chunked bodies, 100-continue, per-phase
- * timeouts, body and header limits, a connection cap, optional TLS. No HTTP/2,
- * no routing. */
+ * timeouts, body and header limits, a connection cap, optional TLS, and
+ * optionally prior-knowledge h2c on the same listener (handed to an HTTP/2
+ * server, h2.h). No Upgrade: h2c, no routing. */
 #ifndef KILN_NET_HTTP_H
 #define KILN_NET_HTTP_H
 
@@ -12,6 +13,7 @@
 #include "base/err.h"
 #include "base/slice.h"
 #include "net/budget.h"
+#include "net/h2.h"
 
 struct event_base;
 struct http_conn;
@@ -46,8 +48,8 @@ struct http_req {
 const slice_t *http_header(const http_req_t *r, const char *lowercase_name);
 
 typedef struct {
-	const char *name; /* listener name for logs ("upload", "ui"); copied */
-	size_t max_body;  /* 0 = LIMIT_BODY_BYTES */
+	const char *name;     /* listener name for logs ("upload", "ui"); copied */
+	size_t max_body;      /* 0 = LIMIT_BODY_BYTES */
 	net_budget_t *budget; /* bodies of all servers together (budget.h); NULL = none */
 	/* 0 = default (LIMIT_*_MS). header: from the first byte of a request (or from accept) to
 	 * the end of its headers (10 s); body: longest pause between body bytes
@@ -74,6 +76,18 @@ typedef struct {
 	 * Default: {"error":"msg"} as application/json. */
 	void (*format_error)(int status, const char *msg, buf_t *body, const char **content_type, void *ctx);
 	void *ctx;
+	/* Optional: prior-knowledge h2c too. A connection whose first bytes are
+	 * the HTTP/2 client preface ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") is
+	 * handed, preface and all, to an HTTP/2 server the HTTP/1.1 server makes
+	 * with these options (copied; its handlers and ctx are h2's). Unset
+	 * fields take this server's: name, budget, max_body, idle_timeout_ms,
+	 * read_timeout_ms (body_timeout_ms), write_timeout_ms. The connection
+	 * keeps counting against max_conns (idle HTTP/2 ones may be evicted for
+	 * room after idle HTTP/1.1 ones); stop_accepting sends them GOAWAY and
+	 * http_server_conns counts them until they close. Only a connection's
+	 * first bytes are looked at: an HTTP/1.1 connection stays HTTP/1.1. NULL
+	 * = HTTP/1.1 only (the preface is then answered 505). */
+	const h2_opts_t *h2c;
 } http_opts_t;
 
 /* Binds and listens on addr: "host:port", ":port" (every interface, IPv6 and

@@ -17,6 +17,7 @@
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/log.h"
+#include "net/h2_int.h"
 #include "net/http1_parse.h"
 #include "net/listen.h"
 #include "net/tls.h"
@@ -47,6 +48,7 @@ struct http_conn {
 	int close_after;       /* close once the response has drained */
 	int peer_eof;          /* the client shut its write side */
 	size_t out_at_timeout; /* output left at the last write timeout; SIZE_MAX: none yet */
+	int spoke;             /* a request head arrived: no longer an h2c candidate */
 	char peer[64];
 };
 
@@ -56,7 +58,12 @@ struct http_server {
 	http_opts_t o;
 	struct http_conn *conns, *oldest; /* newest first; oldest = the list's tail */
 	int draining;                     /* stop_accepting called: answer what is in flight, then close */
+	h2_server_t *h2c;                 /* prior-knowledge h2c connections (opts.h2c); NULL: none */
 };
+
+/* The HTTP/2 client preface (RFC 9113 3.4). */
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof h2_preface - 1)
 
 static void conn_free(struct http_conn *c);
 static int conn_process(struct http_conn *c);
@@ -295,7 +302,37 @@ static size_t find_head_end(struct http_conn *c, struct evbuffer *in, size_t lim
 	return 0;
 }
 
-enum { STEP_NEED = 0, STEP_NEXT = 1, STEP_STOP = 2 };
+enum { STEP_NEED = 0, STEP_NEXT = 1, STEP_STOP = 2, STEP_GONE = 3 /* c was freed or handed off */ };
+
+static void conn_unlink(struct http_conn *c);
+
+/* The first bytes of a new connection against the HTTP/2 preface: 1 it is
+ * the preface, 0 they may still become it, -1 they are not it. */
+static int preface_match(struct evbuffer *in)
+{
+	uint8_t head[H2_PREFACE_LEN];
+	size_t n = evbuffer_get_length(in);
+	if (n > H2_PREFACE_LEN)
+		n = H2_PREFACE_LEN;
+	evbuffer_copyout(in, head, n);
+	if (memcmp(head, h2_preface, n) != 0)
+		return -1;
+	return n == H2_PREFACE_LEN ? 1 : 0;
+}
+
+/* Hands c's connection (counted in this listener) to the h2c server. */
+static void conn_to_h2(struct http_conn *c)
+{
+	http_server_t *s = c->srv;
+	struct bufferevent *bev = c->bev;
+	char peer[sizeof c->peer];
+	memcpy(peer, c->peer, sizeof peer);
+	conn_unlink(c);
+	event_free(c->timer);
+	free(c);
+	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	h2_server_adopt_on(s->h2c, bev, peer, &s->lis);
+}
 
 static void dispatch(struct http_conn *c)
 {
@@ -384,6 +421,15 @@ static int read_head(struct http_conn *c)
 	size_t len = evbuffer_get_length(in);
 	if (len == 0)
 		return STEP_NEED;
+	if (c->srv->h2c && !c->spoke && c->scan.scanned == 0) {
+		int m = preface_match(in);
+		if (m == 0)
+			return STEP_NEED; /* the header timer runs on */
+		if (m == 1) {
+			conn_to_h2(c);
+			return STEP_GONE;
+		}
+	}
 	if (c->timer_kind == T_IDLE)
 		timer_set(c, T_HEADER, c->srv->o.header_timeout_ms);
 	size_t limit = len < LIMIT_HEADER_BYTES ? len : LIMIT_HEADER_BYTES;
@@ -399,6 +445,7 @@ static int read_head(struct http_conn *c)
 		return STEP_NEED;
 	}
 	memset(&c->scan, 0, sizeof c->scan);
+	c->spoke = 1;
 	uint8_t *head = xmalloc(end);
 	evbuffer_remove(in, head, end);
 	return start_request(c, head, end);
@@ -494,6 +541,8 @@ static int conn_process(struct http_conn *c)
 			step = read_body(c);
 		else
 			return 0;
+		if (step == STEP_GONE)
+			return -1;
 		if (step == STEP_NEED)
 			break;
 	}
@@ -603,7 +652,8 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	conn_free(c);
 }
 
-static void conn_free(struct http_conn *c)
+/* Takes c off its server's list. */
+static void conn_unlink(struct http_conn *c)
 {
 	http_server_t *s = c->srv;
 	if (c->prev)
@@ -614,6 +664,12 @@ static void conn_free(struct http_conn *c)
 		c->next->prev = c->prev;
 	else
 		s->oldest = c->prev;
+}
+
+static void conn_free(struct http_conn *c)
+{
+	http_server_t *s = c->srv;
+	conn_unlink(c);
 	listen_conn_closed(&s->lis);
 	if (c->req) {
 		if (c->st == ST_HANDLING)
@@ -629,8 +685,9 @@ static void conn_free(struct http_conn *c)
 
 /* At the connection cap (listen.h): closes the oldest connection that is
  * waiting for a request head (new and never spoke, slowly sending one, or
- * idle between requests). Requests being read, handled or answered are
- * never cut. 1 when one was closed. */
+ * idle between requests), else the oldest h2c one without a stream.
+ * Requests being read, handled or answered are never cut. 1 when one was
+ * closed. */
 static int conn_evict(void *arg)
 {
 	http_server_t *s = arg;
@@ -639,7 +696,7 @@ static int conn_evict(void *arg)
 			conn_free(c);
 			return 1;
 		}
-	return 0;
+	return s->h2c && h2_server_evict(s->h2c);
 }
 
 /* A new connection from the listener (listen.h). */
@@ -698,6 +755,17 @@ http_server_t *http_server_new(struct event_base *base, const char *addr, const 
 		return NULL;
 	}
 	s->o.name = s->lis.o.name; /* the listener's copy */
+	if (o->h2c) {
+		h2_opts_t ho = *o->h2c;
+		ho.name = ho.name ? ho.name : s->o.name;
+		ho.budget = ho.budget ? ho.budget : s->o.budget;
+		ho.max_body = ho.max_body ? ho.max_body : s->o.max_body;
+		ho.idle_timeout_ms = ho.idle_timeout_ms > 0 ? ho.idle_timeout_ms : s->o.idle_timeout_ms;
+		ho.read_timeout_ms = ho.read_timeout_ms > 0 ? ho.read_timeout_ms : s->o.body_timeout_ms;
+		ho.write_timeout_ms = ho.write_timeout_ms > 0 ? ho.write_timeout_ms : s->o.write_timeout_ms;
+		s->h2c = h2_server_detached(base, &ho);
+		s->o.h2c = NULL; /* the caller's; not kept */
+	}
 	return s;
 }
 
@@ -717,6 +785,8 @@ void http_server_stop_accepting(http_server_t *s)
 		return;
 	s->draining = 1;
 	listen_stop(&s->lis);
+	if (s->h2c)
+		h2_server_stop_accepting(s->h2c); /* GOAWAY to the h2c connections */
 	struct http_conn *c = s->conns;
 	while (c) {
 		struct http_conn *next = c->next;
@@ -734,6 +804,7 @@ void http_server_free(http_server_t *s)
 	listen_stop(&s->lis);
 	while (s->conns)
 		conn_free(s->conns);
+	h2_server_free(s->h2c); /* its connections uncount themselves from s->lis */
 	listen_close(&s->lis);
 	free(s);
 }

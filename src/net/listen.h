@@ -37,7 +37,7 @@ typedef struct {
 	void *ctx;
 } listen_opts_t;
 
-typedef struct {
+typedef struct listen {
 	listen_opts_t o;  /* o.name is the listener's own copy, o.max_conns the limit in force */
 	uint32_t n_conns; /* open connections: counted at accept, uncounted by listen_conn_closed */
 	int port;         /* the port bound (the real one after port 0) */

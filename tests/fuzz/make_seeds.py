@@ -530,6 +530,48 @@ def seeds_multipart():
     write(t, "seed-config-bad", b'sample_type_config\n{"a":{"aggregation":"max","cumulative":"yes"},"a":{}}')
 
 
+# ---- pyroscope_push: a push.v1 PushRequest (first byte: 0 protobuf, 1 JSON) ----
+def pbv(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pbf(num, payload):  # a length-delimited field
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return pbv(num << 3 | 2) + pbv(len(payload)) + payload
+
+
+def push_series(labels, profiles):
+    return pbf(1, b"".join(pbf(1, pbf(1, k) + pbf(2, v)) for k, v in labels) +
+               b"".join(pbf(2, pbf(1, p) + pbf(2, "id")) for p in profiles))
+
+
+def seeds_pyroscope_push():
+    t = "pyroscope_push"
+    pprof = gz(bytes.fromhex("0a040a020102"))
+    ok = push_series([("service_name", "api"), ("__name__", "process_cpu"), ("env", "prod")], [pprof, b"\x0a\x00"])
+    write(t, "seed-two-series", b"\x00" + ok + push_series([("k", "")], []))
+    write(t, "seed-empty", b"\x00")
+    write(t, "seed-annotations", b"\x00" + pbf(1, pbf(3, pbf(1, "k") + pbf(2, "v")) + pbf(2, pbf(1, "x"))))
+    write(t, "seed-truncated", b"\x00" + ok[:-3])
+    write(t, "seed-duplicate-label", b"\x00" + push_series([("k", "1"), ("k", "2")], []))
+    write(t, "seed-empty-name", b"\x00" + push_series([("", "1")], []))
+    write(t, "seed-many-labels", b"\x00" + push_series([("k%d" % i, "v") for i in range(65)], []))
+    write(t, "seed-wrong-type", b"\x00\x08\x01")
+    write(t, "seed-json", b"\x01" + b'{"series":[{"labels":[{"name":"service_name","value":"api"}],'
+          b'"samples":[{"rawProfile":"H4sIAAAAAAAA/+NiYGRiBgCOxo6cBgAAAA==","ID":"a"}]},{}]}')
+    write(t, "seed-json-proto-names", b"\x01" + b'{"series":[{"samples":[{"raw_profile":"AQI"}]}]}')
+    write(t, "seed-json-bad-base64", b"\x01" + b'{"series":[{"samples":[{"rawProfile":"*"}]}]}')
+    write(t, "seed-json-not-object", b"\x01[1]")
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":

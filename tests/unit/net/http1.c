@@ -17,6 +17,7 @@
 #include "net/http.h"
 #include "net/loop.h"
 #include "net/pool.h"
+#include "h2_client.h"
 #include "net_test.h"
 
 #define BIG_BYTES (8u << 20)
@@ -734,6 +735,71 @@ static void test_stop_accepting(void **state)
 	stop(t);
 }
 
+/* h2c on the HTTP/1.1 listener: its handler echoes "h2 <path> <body>". */
+static void h2_on_request(h2_req_t *r, void *ctx)
+{
+	char out[256];
+	int n = snprintf(out, sizeof out, "h2 %.*s %.*s", (int)r->path.n, (const char *)r->path.p,
+	                 (int)r->body.n, (const char *)r->body.p);
+	h2_header_t h[] = {{"content-type", "text/plain"}};
+	h2_respond(r, 200, h, 1, out, (size_t)n, NULL, 0);
+}
+
+/* One h2c request on a new connection; 0 when it was answered as expected. */
+static int h2c_roundtrip(tc_conn *hc, int port, const char *path)
+{
+	tc_stream st;
+	if (tc_connect(hc, port) < 0 || tc_submit(hc, &st, NULL, path, NULL, "abc", 3) <= 0 ||
+	    tc_wait1(hc, &st, 3000) != 0)
+		return -1;
+	char want[128];
+	snprintf(want, sizeof want, "h2 %s abc", path);
+	int ok = st.status == 200 && st.body_n == strlen(want) && memcmp(st.body, want, st.body_n) == 0;
+	tc_stream_free(&st);
+	return ok ? 0 : -1;
+}
+
+static void test_h2c_preface(void **state)
+{
+	http_opts_t o = defaults();
+	h2_opts_t h2 = {.on_request = h2_on_request};
+	o.h2c = &h2;
+	o.max_conns = 2;
+	tsrv *t = start(o);
+	response r;
+	/* HTTP/1.1 is unchanged, also for a request line that starts like the preface. */
+	client *a = cl_open(t->port);
+	cl_sends(a, "PRI * HTTP/1.1\r\n\r\n");
+	cl_response(a, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "PRI * q= len=0:");
+	/* The preface makes a connection HTTP/2; it counts against the cap with the HTTP/1.1 one. */
+	tc_conn hc;
+	assert_int_equal(h2c_roundtrip(&hc, t->port, "/x"), 0);
+	assert_int_equal(server_conns(t), 2);
+	/* At the cap: the idle HTTP/1.1 connection goes first, then the idle h2c one. */
+	tc_conn hc2;
+	assert_int_equal(h2c_roundtrip(&hc2, t->port, "/y"), 0);
+	assert_true(cl_closed_within(a, 2000));
+	cl_close(a);
+	client *b = cl_open(t->port);
+	cl_sends(b, "GET /z HTTP/1.1\r\n\r\n");
+	cl_response(b, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(tc_wait_eof(&hc, 2000));
+	tc_close(&hc);
+	assert_int_equal(server_conns(t), 2);
+	/* Stopping: GOAWAY to the h2c connection; the count drops as it closes. */
+	loop_post(t->loop, stop_accepting, t->srv);
+	assert_true(cl_closed_within(b, 2000));
+	cl_close(b);
+	assert_true(tc_wait_eof(&hc2, 3000));
+	assert_true(hc2.goaway);
+	tc_close(&hc2);
+	assert_true(wait_conns(t, 0, 3000));
+	stop(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -755,6 +821,7 @@ int main(void)
 	    cmocka_unit_test(test_max_conns),
 	    cmocka_unit_test(test_slow_reader_dropped),
 	    cmocka_unit_test(test_stop_accepting),
+	    cmocka_unit_test(test_h2c_preface),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
