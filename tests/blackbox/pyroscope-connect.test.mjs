@@ -219,6 +219,8 @@ test('errors on both listeners and HTTP versions: exact Connect code, HTTP statu
       'Content-Type text/plain is not supported: application/proto or application/json'],
     ['unknown encoding', '/push.v1.PusherService/Push', { 'content-encoding': 'br' }, Buffer.alloc(0), 404, 'unimplemented',
       'Content-Encoding br is not supported: gzip, zstd, deflate or identity'],
+    ['gzip bomb', '/push.v1.PusherService/Push', { 'content-encoding': 'gzip' }, zlib.gzipSync(Buffer.alloc(40 << 20)), 429, 'resource_exhausted',
+      'decompressed body exceeds the 32 MiB limit'],
     ['bad gzip', '/push.v1.PusherService/Push', { 'content-encoding': 'gzip' }, Buffer.from('not gzip'), 400, 'invalid_argument', null],
     ['malformed PushRequest', '/push.v1.PusherService/Push', {}, Buffer.from([0x0a, 0x05, 0x12]), 400, 'invalid_argument',
       'series: length at byte 1 runs past the end of its message or is malformed'],

@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import zlib from 'node:zlib';
 import path from 'node:path';
 import { TESTDATA, uniqueName, nowS, mkTemp } from './lib/env.mjs';
 import { startServer, tail } from './lib/server.mjs';
@@ -105,6 +106,7 @@ test('bad input on both listeners: exact status and Pyroscope body, nothing stor
   const ref = await upload(server, truncated, { serviceName: uniqueName('pyro-ref') });
   assert.equal(ref.status, 400, ref.text);
   const big = Buffer.alloc(33 << 20, 1);
+  const bomb = zlib.gzipSync(Buffer.alloc(40 << 20)); // ~40 KiB that inflate to 40 MiB
   const tried = [];
   for (const base of [server.uploadUrl, server.uiUrl]) {
     const svc = () => { const s = uniqueName('pyro-bad'); tried.push(s); return s; };
@@ -123,6 +125,10 @@ test('bad input on both listeners: exact status and Pyroscope body, nothing stor
       ['truncated pprof', { name: svc(), format: 'pprof' }, truncated, {}, 400, 'invalid_argument', ref.json.error],
       ['bad from', { name: svc(), from: '12x' }, good, {}, 400, 'invalid_argument',
         'from=12x is not a time: unix seconds (13 digits: ms, 16: µs, 19: ns) or now-DURATION'],
+      ['gzip bomb', { name: svc(), format: 'pprof' }, bomb, {}, 413, 'resource_exhausted', 'decompressed body exceeds the 32 MiB limit'],
+      ['gzip bomb, no format', { name: svc() }, bomb, {}, 413, 'resource_exhausted', 'decompressed body exceeds the 32 MiB limit'],
+      ['multipart/mixed', { name: svc() }, good, { 'content-type': 'multipart/mixed; boundary=x' }, 415, 'unimplemented',
+        'multipart/mixed is not supported: send multipart/form-data'],
       ['33 MiB', { name: svc(), format: 'pprof' }, big, {}, 413, 'resource_exhausted', 'request body is 34603008 bytes; the limit is 32 MiB'],
     ];
     for (const [what, params, data, headers, status, code, message] of cases) {
