@@ -167,7 +167,7 @@ static void ranges_finish(rx_t *p, size_t r0, int negate)
 }
 
 /* \d \s \w and their negations, into the class being built. */
-static int perl_class(rx_t *p, uint8_t c)
+static void perl_class(rx_t *p, uint8_t c)
 {
 	static const uint32_t d[] = {'0', '9'}, s[] = {'\t', '\n', '\f', '\r', ' ', ' '},
 	                      w[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'};
@@ -184,15 +184,13 @@ static int perl_class(rx_t *p, uint8_t c)
 		t = w, n = 4;
 		break;
 	default:
-		return 0;
+		return;
 	}
 	size_t r0 = p->n_ranges;
 	for (size_t i = 0; i < n; i++)
 		range_add(p, t[2 * i], t[2 * i + 1]);
-	if (c >= 'A' && c <= 'Z') { /* \D \S \W: complement these, then keep them with the class */
+	if (c >= 'A' && c <= 'Z') /* \D \S \W: complement these, then keep them with the class */
 		ranges_finish(p, r0, 1);
-	}
-	return 1;
 }
 
 static int hexval(uint8_t c)
