@@ -297,8 +297,6 @@ static slice_t label_value(slice_t name, const slice_t *names, const slice_t *va
 
 int sel_match_labels(const sel_t *sel, const slice_t *names, const slice_t *values, uint32_t n)
 {
-	if (sel->metric.n && !slice_eq(label_value(slice_cstr("__name__"), names, values, n), sel->metric))
-		return 0;
 	for (uint32_t i = 0; i < sel->n; i++)
 		if (!sel_match(&sel->m[i], label_value(sel->m[i].name, names, values, n)))
 			return 0;

@@ -41,7 +41,8 @@ typedef struct {
 /* A parsed selector. Every slice points into memory the selector owns, so it
  * outlives the text it was parsed from; sel_free releases it. */
 typedef struct {
-	slice_t metric; /* the name before '{' (a Pyroscope profile type id), may be empty */
+	slice_t metric; /* the name before '{' (a Pyroscope profile type id), may be empty;
+	                 * PromQL reads it as __name__="metric" */
 	sel_matcher_t *m;
 	uint32_t n;
 	uint8_t *_text;
@@ -68,8 +69,10 @@ void sel_free(sel_t *sel);
  * matched as the empty value (Prometheus: `k=""` selects series without k). */
 int sel_match(const sel_matcher_t *m, slice_t value);
 
-/* 1 when a label set satisfies every matcher of sel (and its metric, which
- * is matched as `__name__="metric"`), else 0. names/values: n labels. */
+/* 1 when a label set satisfies every matcher of sel, else 0 (names/values:
+ * n labels). The metric is not matched here: Pyroscope reads NAME (and a
+ * `__name__` matcher) as the profile type id, which the routes resolve to a
+ * type before matching the rest. */
 int sel_match_labels(const sel_t *sel, const slice_t *names, const slice_t *values, uint32_t n);
 
 /* Compiles an RE2 pattern, fully anchored (`^(?s:re)$`, as Prometheus

@@ -238,6 +238,8 @@ static const struct {
     {"(ab|c){2}", "cab", 1},
     {"(?i)API", "Api", 1},
     {"(?i)[a-c]+", "aBC", 1},
+    {"(?i)[^a]", "A", 0},
+    {"[\\d-z]", "-", 1},
     {"(?i:a)b", "Ab", 1},
     {"(?i:a)b", "AB", 0},
     {"x(?i)a", "xA", 1},
@@ -352,11 +354,14 @@ static void test_match(void **state)
 	slice_t names[] = {slice_cstr("b"), slice_cstr("__name__"), slice_cstr("c")};
 	slice_t values[] = {slice_cstr("1"), slice_cstr("m"), slice_cstr("x")};
 	assert_int_equal(sel_match_labels(&s, names, values, 3), 1);
-	values[1] = slice_cstr("other"); /* the metric is __name__ */
+	values[1] = slice_cstr("other"); /* the metric is the route's (a profile type id) */
+	assert_int_equal(sel_match_labels(&s, names, values, 3), 1);
+	values[2] = slice_cstr("xx");
 	assert_int_equal(sel_match_labels(&s, names, values, 3), 0);
-	values[1] = slice_cstr("m");
 	assert_int_equal(sel_match_labels(&s, names, values, 2), 1);         /* c absent matches x| */
-	assert_int_equal(sel_match_labels(&s, names + 1, values + 1, 2), 0); /* b absent: != "" fails */
+	assert_int_equal(sel_match_labels(&s, names + 1, values + 1, 1), 0); /* b absent: != "" fails */
+	values[0] = slice_cstr("");
+	assert_int_equal(sel_match_labels(&s, names, values, 2), 0); /* b="" is b absent */
 	sel_free(&s);
 	sel_free(&s); /* freeing twice is harmless */
 
