@@ -225,7 +225,8 @@ static int map_partition(merge_ctx_t *c, const query_part_t *qp, int last, err_t
 	if (store_view_skipped(c->v, qp->p))
 		goto out;
 	if (c->max_node > nodes.n) {
-		rc = err_set(err, 500, "partition %u: chunk names node %u of %u", qp->p, c->max_node, nodes.n);
+		rc =
+		    err_set(err, 500, "partition %u: chunk names node %u of %u", qp->p, c->max_node, nodes.n);
 		goto out;
 	}
 	loc2g = xcalloc((size_t)c->max_node + 1, sizeof *loc2g);

@@ -572,6 +572,25 @@ def seeds_pyroscope_push():
     write(t, "seed-json-not-object", b"\x01[1]")
 
 
+
+# ---- selector: a label selector of Pyroscope's query API (query=, label_selector, matchers) ----
+def seeds_selector():
+    t = "selector"
+    write(t, "seed-empty-braces", "{}")
+    write(t, "seed-render-query", 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="app"}')
+    write(t, "seed-four-ops", "{service_name=\"app\", env!=\"dev\", pod=~\"api-[0-9a-f]{5}\", ns!~'kube-.*',}")
+    write(t, "seed-quoted-name", '{"service.name"=~"(?i)Check(out|er)+", "process_cpu:cpu"}')
+    write(t, "seed-escapes", '{a="x\\"y\\\\z\\n\\x41\\101\\u00e9\\U0001F600", b=`raw\\n`}')
+    write(t, "seed-regex-classes", '{a=~"[^\\\\s\\\\d]\\\\w*\\\\.[a-z-]{2,}|(?:x|y)?$"}')
+    write(t, "seed-pathological", '{a=~"(a*)*b", b=~"(x+x+)+y", c=~"(.*a){20}"}')
+    write(t, "seed-unsupported", '{a=~"\\\\bword\\\\pL[[:alpha:]](?m)"}')
+    write(t, "seed-bad-op", "{a}")
+    write(t, "seed-unterminated", '{a="b')
+    write(t, "seed-bad-escape", '{a="\\q\\ud800"}')
+    write(t, "seed-too-large", '{a=~"(a{1000}){20}"}')
+    write(t, "seed-many", "{" + ",".join('k%d="v"' % i for i in range(70)) + "}")
+    write(t, "seed-regex-only", "(api|web)-\\d+\\x{e9}[\u00e9-\u00eb]")
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":
