@@ -121,3 +121,54 @@ const pyro_stc_entry_t *pyro_stc_find(const pyro_stc_t *c, slice_t t)
 			return &c->entries[i];
 	return NULL;
 }
+
+/* s contains part (bytes, not C strings: a pprof string may hold a NUL). */
+static int contains(slice_t s, const char *part)
+{
+	size_t m = strlen(part);
+	for (size_t i = 0; s.n >= m && i <= s.n - m; i++)
+		if (memcmp((const char *)s.p + i, part, m) == 0)
+			return 1;
+	return 0;
+}
+
+/* Pyroscope's tree.DefaultSampleTypeMapping: the display names it gives
+ * when a push carries no sample_type_config. */
+static const char *default_display_name(slice_t type)
+{
+	static const char *const map[][2] = {
+	    {"samples", "cpu"},
+	    {"goroutine", "goroutines"},
+	    {"contentions", "mutex_count"},
+	    {"delay", "mutex_duration"},
+	};
+	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+		if (slice_eq_cstr(type, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
+const char *pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (slice_eq_cstr(types[i], "wall"))
+			return "wall";
+	for (uint32_t i = 0; i < n; i++) {
+		const pyro_stc_entry_t *e = c ? pyro_stc_find(c, types[i]) : NULL;
+		const char *display =
+		    c ? (e && e->display_name[0] ? e->display_name : NULL) : default_display_name(types[i]);
+		slice_t name = display ? slice_cstr(display) : types[i];
+		if (contains(name, "cpu"))
+			return "process_cpu";
+		if (contains(name, "alloc_") || contains(name, "inuse_") || slice_eq_cstr(name, "space") ||
+		    slice_eq_cstr(name, "objects"))
+			return "memory";
+		if (contains(name, "mutex_"))
+			return "mutex";
+		if (contains(name, "block_"))
+			return "block";
+		if (contains(name, "goroutines"))
+			return "goroutines";
+	}
+	return "";
+}
