@@ -61,7 +61,7 @@ int ingest_pprof_append(const ingest_pprof_req_t *r, slice_t body, size_t max_de
 	if (!r->profile_name.n && r->pyro_derive_name) {
 		slice_t types[LIMIT_SAMPLE_TYPES];
 		uint32_t n = pprof_sample_types(data, types, LIMIT_SAMPLE_TYPES);
-		named.profile_name = slice_cstr(pyro_stc_profile_name(r->pyro_config, types, n));
+		named.profile_name = pyro_stc_profile_name(r->pyro_config, types, n);
 	}
 	if (ingest_series_labels(&named, &labels, &n_labels, err) < 0)
 		goto out;

@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "model/model.h"
+
 static int copy_string(const char *type, const char *field, const json_t *v, char *dst, err_t *err)
 {
 	if (!v || json_is_null(v))
@@ -148,27 +150,30 @@ static const char *default_display_name(slice_t type)
 	return NULL;
 }
 
-const char *pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n)
+slice_t pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n)
 {
+	slice_t name = {NULL, 0};
 	for (uint32_t i = 0; i < n; i++)
 		if (slice_eq_cstr(types[i], "wall"))
-			return "wall";
+			return slice_cstr("wall");
 	for (uint32_t i = 0; i < n; i++) {
 		const pyro_stc_entry_t *e = c ? pyro_stc_find(c, types[i]) : NULL;
 		const char *display =
 		    c ? (e && e->display_name[0] ? e->display_name : NULL) : default_display_name(types[i]);
-		slice_t name = display ? slice_cstr(display) : types[i];
+		name = display ? slice_cstr(display) : types[i];
 		if (contains(name, "cpu"))
-			return "process_cpu";
+			return slice_cstr("process_cpu");
 		if (contains(name, "alloc_") || contains(name, "inuse_") || slice_eq_cstr(name, "space") ||
 		    slice_eq_cstr(name, "objects"))
-			return "memory";
+			return slice_cstr("memory");
 		if (contains(name, "mutex_"))
-			return "mutex";
+			return slice_cstr("mutex");
 		if (contains(name, "block_"))
-			return "block";
+			return slice_cstr("block");
 		if (contains(name, "goroutines"))
-			return "goroutines";
+			return slice_cstr("goroutines");
 	}
-	return "";
+	/* Pyroscope's fallback: the last type's name (the Go SDK's goroutine
+	 * leak profile: goroutine_leak), when it is a Kiln profile name. */
+	return model_profile_name_valid(name) ? name : (slice_t){NULL, 0};
 }

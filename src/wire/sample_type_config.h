@@ -48,9 +48,10 @@ const pyro_stc_entry_t *pyro_stc_find(const pyro_stc_t *c, slice_t t);
  * Pyroscope's default config (samples → cpu, goroutine → goroutines,
  * contentions → mutex_count, delay → mutex_duration) — contains "cpu":
  * process_cpu; "alloc_" or "inuse_", or is "space" or "objects": memory;
- * "mutex_": mutex; "block_": block; "goroutines": goroutines. "" when none
- * matches (where Pyroscope falls back to the last name: Kiln leaves such a
- * profile unnamed, API: Profile names). The result is a static string. */
-const char *pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n);
+ * "mutex_": mutex; "block_": block; "goroutines": goroutines. When none
+ * matches, the last type's name (display-name or type), as Pyroscope falls
+ * back to, if model_profile_name_valid; else empty: unnamed (API: Profile
+ * names). The result is static or points into c or types. */
+slice_t pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n);
 
 #endif

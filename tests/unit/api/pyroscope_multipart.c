@@ -182,8 +182,11 @@ static void test_prev_and_config(void **state)
 	assert_string_equal(r.name, "process_cpu");
 	r = push(NULL, "a", "alloc_objects", 9, -1, "{\"alloc_objects\":{}}");
 	assert_string_equal(r.name, "memory");
-	r = push(NULL, "a", "frobs", 9, -1, NULL); /* no rule matches: unnamed */
+	r = push(NULL, "a", "frobs", 9, -1, NULL); /* no rule matches: Pyroscope's fallback */
 	assert_string_equal(r.type, "frobs:count");
+	assert_string_equal(r.name, "frobs");
+	r = push(NULL, "a", "Frobs", 9, -1, NULL); /* not a Kiln profile name: unnamed */
+	assert_string_equal(r.type, "Frobs:count");
 	assert_string_equal(r.name, "");
 	r = push(NULL, "a", "inuse_space", 9, -1, "{\"inuse_space\":{\"aggregation\":\"sum\"}}");
 	assert_int_equal(r.aggregation, MODEL_WINDOW);

@@ -156,25 +156,36 @@ static const struct {
     {NULL, "mutex_duration", "mutex"},
     {NULL, "goroutines", "goroutines"},
     /* A config replaces the default one. */
-    {"{}", "samples", ""},
-    {"{}", "goroutine", ""},
-    {"{}", "contentions", ""},
+    {"{}", "samples", "samples"},
+    {"{}", "goroutine", "goroutine"},
+    {"{}", "contentions", "contentions"},
     {"{\"other\":{}}", "samples,cpu", "process_cpu"},
     {"{\"x\":{\"display-name\":\"my_cpu\"}}", "x", "process_cpu"},
     {"{\"wall\":{\"display-name\":\"cpu\"}}", "samples,wall", "wall"}, /* the type, not the display name */
-    {"{\"x\":{\"display-name\":\"wall\"}}", "x", ""},
-    {"{\"cpu\":{\"display-name\":\"frobs\"}}", "cpu", ""},
+    {"{\"x\":{\"display-name\":\"wall\"}}", "x", "wall"},              /* by the fallback */
+    {"{\"cpu\":{\"display-name\":\"frobs\"}}", "cpu", "frobs"},
+    /* The Go SDK's goroutine leak profile. */
+    {"{\"goroutineleak\":{\"display-name\":\"goroutine_leak\",\"units\":\"goroutines\",\"aggregation\":"
+     "\"average\"}}",
+     "goroutineleak", "goroutine_leak"},
     /* The first type that matches decides; the order of the checks. */
     {NULL, "frobs,space", "memory"},
     {NULL, "alloc_cpu", "process_cpu"},
     {NULL, "inuse_block_mutex_", "memory"},
     {NULL, "mutex_block_", "mutex"},
-    /* Exact names and nothing matching: unnamed. */
-    {NULL, "spaces", ""},
-    {NULL, "objects_x", ""},
-    {NULL, "itimer", ""},
+    /* Exact names; nothing matching: the last type's name, when it is a
+     * Kiln profile name, else unnamed. */
+    {NULL, "spaces", "spaces"},
+    {NULL, "objects_x", "objects_x"},
+    {NULL, "itimer", "itimer"},
+    {NULL, "frobs,itimer", "itimer"},
+    {"{\"a\":{\"display-name\":\"x.y-z\"}}", "b,a", "x.y-z"},
     {NULL, "", ""},
     {NULL, "Wall", ""},
+    {NULL, "itimer,Wall", ""},
+    {NULL, "a b", ""},
+    {"{\"a\":{\"display-name\":\"Frobs\"}}", "a", ""},
+    {NULL, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", ""}, /* 65 bytes */
 };
 
 static void test_names(void **state)
@@ -198,12 +209,13 @@ static void test_names(void **state)
 					break;
 				t = q + 1;
 			}
-		const char *got = pyro_stc_profile_name(c, types, n);
-		if (strcmp(got, names[i].name) != 0)
-			fail_msg("case %zu (%s): \"%s\", want \"%s\"", i, names[i].types, got, names[i].name);
+		slice_t got = pyro_stc_profile_name(c, types, n);
+		if (!slice_eq_cstr(got, names[i].name))
+			fail_msg("case %zu (%s): \"%.*s\", want \"%s\"", i, names[i].types, (int)got.n,
+			         got.n ? (const char *)got.p : "", names[i].name);
 		free(c);
 	}
-	assert_string_equal(pyro_stc_profile_name(NULL, NULL, 0), "");
+	assert_int_equal(pyro_stc_profile_name(NULL, NULL, 0).n, 0);
 }
 
 int main(void)
