@@ -22,7 +22,6 @@
  * something for cumulative types) is ignored. */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "api/api.h"
 #include "base/alloc.h"
