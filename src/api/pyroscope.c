@@ -205,6 +205,7 @@ static int parse_ingest(pyro_job_t *j, err_t *err)
 	api_pprof_req_init(j->l->api, j->req, &j->push, &j->pprof, now);
 	j->pprof.req.service = service;
 	j->pprof.req.profile_name = profile_name;
+	j->pprof.req.pyro_derive_name = 1; /* API: Profile names: none given → Pyroscope's */
 	j->pprof.req.labels = labels;
 	j->pprof.req.n_labels = n;
 	j->pprof.req.from_ns = from_ns;

@@ -11,14 +11,17 @@
  *     push has one, else against the previous push of the same series (the
  *     baselines below, scrape/delta.c's rule: the first push and a push after
  *     a counter went down store none of them, so no value is negative);
- *   - display-name renames the type, units sets its unit, aggregation
- *     "average" makes it a snapshot type, "sum" a window type (absent: Kiln's
- *     rule for the type's name); sampled is taken and has no effect.
- * Without a config the profile is stored as a raw pprof push is, and
- * prev_profile (which only means something for cumulative types) is ignored. */
+ *   - the sample types and units stay the pprof's (as from a pprof push);
+ *     display-name only names the profile, as current Pyroscope does: the
+ *     pprof decoder derives __name__ from the sample types and display names
+ *     (pyro_stc_profile_name) when the push names none; units and sampled
+ *     are taken and have no effect; aggregation "average" makes a type a
+ *     snapshot type, "sum" a window type (absent: Kiln's rule for the type).
+ * Without a config the profile is stored as a raw pprof push to /ingest is
+ * (named by Pyroscope's default config), and prev_profile (which only means
+ * something for cumulative types) is ignored. */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "api/api.h"
 #include "base/alloc.h"
@@ -125,9 +128,9 @@ static int is_cumulative(const model_profile_t *p, void *ctx)
 }
 
 /* The series key of b's cumulative profiles: their series (project,
- * service, type, unit, period, labels), what they are shown as, and the
- * profile name; 0 when b has none. */
-static uint64_t baseline_key(const ingest_pprof_req_t *r, const model_batch_t *b, const pyro_stc_t *c)
+ * service, type, unit, period, labels with the profile name __name__); 0
+ * when b has none. */
+static uint64_t baseline_key(const model_batch_t *b, const pyro_stc_t *c)
 {
 	uint64_t h = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
@@ -135,9 +138,7 @@ static uint64_t baseline_key(const ingest_pprof_req_t *r, const model_batch_t *b
 		const pyro_stc_entry_t *e = pyro_stc_find(c, p->sample_type);
 		if (!e || !e->cumulative)
 			continue;
-		h = hash_pair(h ? h : hash_slice(r->profile_name, 0x5059524f), p->series_id);
-		h = hash_pair(h, hash_bytes(e->display_name, strlen(e->display_name), 1));
-		h = hash_pair(h, hash_bytes(e->units, strlen(e->units), 2));
+		h = hash_pair(h ? h : 0x5059524f, p->series_id);
 	}
 	return h;
 }
@@ -152,21 +153,15 @@ static void keep_listed(model_batch_t *b, const pyro_stc_t *c)
 	free(drop);
 }
 
-/* display-name, units and aggregation of each listed profile; the renamed
- * ones are finished again (their series id follows the new type). */
-static void rename_types(model_batch_t *b, const pyro_stc_t *c)
+/* The aggregation of each listed profile (its type and unit stay the
+ * pprof's: display-name named the profile when it was decoded). */
+static void set_aggregation(model_batch_t *b, const pyro_stc_t *c)
 {
 	for (uint32_t i = 0; i < b->n_profiles; i++) {
 		model_profile_t *p = &b->profiles[i];
 		const pyro_stc_entry_t *e = pyro_stc_find(c, p->sample_type);
 		if (!e)
 			continue;
-		slice_t type = e->display_name[0] ? slice_cstr(e->display_name) : p->sample_type;
-		slice_t unit = e->units[0] ? slice_cstr(e->units) : p->sample_unit;
-		if (!slice_eq(type, p->sample_type) || !slice_eq(unit, p->sample_unit)) {
-			model_profile_set_type(b, p, type, unit, p->period_type, p->period_unit, p->period);
-			model_profile_finish(b, p);
-		}
 		p->aggregation = e->aggregation == PYRO_STC_AGG_AVERAGE ? MODEL_SNAPSHOT
 		                 : e->aggregation == PYRO_STC_AGG_SUM   ? MODEL_WINDOW
 		                                                      : model_aggregation_of(p->sample_type);
@@ -256,6 +251,7 @@ int api_pyro_multipart_decode(ingest_push_t *p, err_t *err)
 		stc = xmalloc(sizeof *stc);
 		if (pyro_stc_parse(config->body, stc, err) < 0)
 			goto out;
+		pp->req.pyro_config = stc; /* its display names name the profile */
 	}
 	if (stc && prev_part && decode_prev(&pp->req, prev_part, &prev, err) < 0)
 		goto out;
@@ -266,7 +262,7 @@ int api_pyro_multipart_decode(ingest_push_t *p, err_t *err)
 		goto out;
 	model_batch_t *b = p->batch;
 	keep_listed(b, stc);
-	uint64_t key = baseline_key(&pp->req, b, stc);
+	uint64_t key = baseline_key(b, stc);
 	if (key && prev)
 		subtract_prev(b, prev, stc);
 	else if (key && m->deltas)
@@ -276,13 +272,14 @@ int api_pyro_multipart_decode(ingest_push_t *p, err_t *err)
 		scrape_delta_apply_picked(d, b, is_cumulative, stc);
 		scrape_delta_free(d);
 	}
-	rename_types(b, stc);
+	set_aggregation(b, stc);
 	p->samples = 0;
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		p->samples += b->profiles[i].samples_count;
 	pp->res.profiles = b->n_profiles;
 	pp->res.samples = p->samples;
 out:
+	pp->req.pyro_config = NULL;
 	model_batch_free(prev);
 	buf_free(&plain);
 	free(stc);

@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "model/model.h"
 #include "wire/otlp.h"
+#include "wire/sample_type_config.h"
 
 typedef struct {
 	slice_t project;
@@ -21,6 +22,11 @@ typedef struct {
 	 * series label __name__ (any __name__ among labels is dropped) and refuses
 	 * one that is not model_profile_name_valid with a 400 (API: Profile names). */
 	slice_t profile_name;
+	/* Pyroscope's /ingest: when profile_name is empty, ingest_pprof_append
+	 * derives it from the pprof's sample types (pyro_stc_profile_name, with
+	 * pyro_config's display names; NULL = Pyroscope's default config). */
+	int pyro_derive_name;
+	const pyro_stc_t *pyro_config;
 	const model_label_t *labels; /* series labels (namespace, pod, container, workload, label.K=V) */
 	uint32_t n_labels;
 	int64_t from_ns, until_ns; /* 0 = not given */

@@ -1,8 +1,9 @@
-/* The pprof push path (API: Push: POST /profiling/upload): body → bounded gunzip → pprof decode →
- * one profile per sample type, at `from` or at receive time, with the
- * request's profile name as series label __name__ (API: Profile names); and the push
- * job's pprof decoder, which adds the window of `from` (API: Frames). Does not talk
- * to the store or the network. */
+/* The pprof push path (API: Push: POST /profiling/upload): body → bounded
+ * gunzip → pprof decode → one profile per sample type, at `from` or at
+ * receive time, with the request's profile name as series label __name__
+ * (API: Profile names; for Pyroscope's /ingest one derived from the sample
+ * types when none is given); and the push job's pprof decoder, which adds the
+ * window of `from` (API: Frames). Does not talk to the store or the network. */
 #include "ingest/ingest.h"
 
 #include <stdlib.h>
@@ -56,7 +57,13 @@ int ingest_pprof_append(const ingest_pprof_req_t *r, slice_t body, size_t max_de
 		goto out;
 	}
 	*decoded = data.n;
-	if (ingest_series_labels(r, &labels, &n_labels, err) < 0)
+	ingest_pprof_req_t named = *r;
+	if (!r->profile_name.n && r->pyro_derive_name) {
+		slice_t types[LIMIT_SAMPLE_TYPES];
+		uint32_t n = pprof_sample_types(data, types, LIMIT_SAMPLE_TYPES);
+		named.profile_name = pyro_stc_profile_name(r->pyro_config, types, n);
+	}
+	if (ingest_series_labels(&named, &labels, &n_labels, err) < 0)
 		goto out;
 	pprof_decode_opts_t o = {
 	    .service = r->service,

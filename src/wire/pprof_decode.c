@@ -784,3 +784,42 @@ out:
 	free(d);
 	return rc;
 }
+
+uint32_t pprof_sample_types(slice_t data, slice_t *types, uint32_t max)
+{
+	uint64_t idx[LIMIT_SAMPLE_TYPES];
+	uint32_t n = 0, field;
+	int wt;
+	slice_t s;
+	if (max > LIMIT_SAMPLE_TYPES)
+		max = LIMIT_SAMPLE_TYPES;
+	/* Pass 1: the string indices of sample_type (1) [ValueType.type (1)]. */
+	pb_reader_t r = pb_reader_make(data);
+	while (!pb_done(&r) && n < max && pb_key(&r, &field, &wt) == 0) {
+		if (field == 1 && wt == PB_LEN) {
+			if (pb_bytes(&r, &s) < 0)
+				break;
+			idx[n++] = pb_find_varint(s, 1);
+		} else if (pb_skip(&r, wt) < 0) {
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		types[i] = (slice_t){NULL, 0};
+	/* Pass 2: string_table (6) entries those indices name. */
+	uint64_t k = 0;
+	r = pb_reader_make(data);
+	while (n && !pb_done(&r) && pb_key(&r, &field, &wt) == 0) {
+		if (field == 6 && wt == PB_LEN) {
+			if (pb_bytes(&r, &s) < 0)
+				break;
+			for (uint32_t i = 0; i < n; i++)
+				if (idx[i] == k)
+					types[i] = s;
+			k++;
+		} else if (pb_skip(&r, wt) < 0) {
+			break;
+		}
+	}
+	return n;
+}

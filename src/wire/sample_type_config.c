@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "model/model.h"
+
 static int copy_string(const char *type, const char *field, const json_t *v, char *dst, err_t *err)
 {
 	if (!v || json_is_null(v))
@@ -120,4 +122,58 @@ const pyro_stc_entry_t *pyro_stc_find(const pyro_stc_t *c, slice_t t)
 		if (slice_eq_cstr(t, c->entries[i].type))
 			return &c->entries[i];
 	return NULL;
+}
+
+/* s contains part (bytes, not C strings: a pprof string may hold a NUL). */
+static int contains(slice_t s, const char *part)
+{
+	size_t m = strlen(part);
+	for (size_t i = 0; s.n >= m && i <= s.n - m; i++)
+		if (memcmp((const char *)s.p + i, part, m) == 0)
+			return 1;
+	return 0;
+}
+
+/* Pyroscope's tree.DefaultSampleTypeMapping: the display names it gives
+ * when a push carries no sample_type_config. */
+static const char *default_display_name(slice_t type)
+{
+	static const char *const map[][2] = {
+	    {"samples", "cpu"},
+	    {"goroutine", "goroutines"},
+	    {"contentions", "mutex_count"},
+	    {"delay", "mutex_duration"},
+	};
+	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+		if (slice_eq_cstr(type, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
+slice_t pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n)
+{
+	slice_t name = {NULL, 0};
+	for (uint32_t i = 0; i < n; i++)
+		if (slice_eq_cstr(types[i], "wall"))
+			return slice_cstr("wall");
+	for (uint32_t i = 0; i < n; i++) {
+		const pyro_stc_entry_t *e = c ? pyro_stc_find(c, types[i]) : NULL;
+		const char *display =
+		    c ? (e && e->display_name[0] ? e->display_name : NULL) : default_display_name(types[i]);
+		name = display ? slice_cstr(display) : types[i];
+		if (contains(name, "cpu"))
+			return slice_cstr("process_cpu");
+		if (contains(name, "alloc_") || contains(name, "inuse_") || slice_eq_cstr(name, "space") ||
+		    slice_eq_cstr(name, "objects"))
+			return slice_cstr("memory");
+		if (contains(name, "mutex_"))
+			return slice_cstr("mutex");
+		if (contains(name, "block_"))
+			return slice_cstr("block");
+		if (contains(name, "goroutines"))
+			return slice_cstr("goroutines");
+	}
+	/* Pyroscope's fallback: the last type's name (the Go SDK's goroutine
+	 * leak profile: goroutine_leak), when it is a Kiln profile name. */
+	return model_profile_name_valid(name) ? name : (slice_t){NULL, 0};
 }

@@ -41,4 +41,17 @@ int pyro_stc_parse(slice_t json, pyro_stc_t *out, err_t *err);
 /* The entry for sample type t, or NULL. */
 const pyro_stc_entry_t *pyro_stc_find(const pyro_stc_t *c, slice_t t);
 
+/* Pyroscope's profile name (its __name__) of a pprof whose sample types are
+ * types[0..n), as Pyroscope's /ingest derives it (pkg/og/convert/pprof
+ * metricName): "wall" when a sample type is named wall; else, for the first
+ * sample type whose name — its display-name in c when given there, c NULL =
+ * Pyroscope's default config (samples → cpu, goroutine → goroutines,
+ * contentions → mutex_count, delay → mutex_duration) — contains "cpu":
+ * process_cpu; "alloc_" or "inuse_", or is "space" or "objects": memory;
+ * "mutex_": mutex; "block_": block; "goroutines": goroutines. When none
+ * matches, the last type's name (display-name or type), as Pyroscope falls
+ * back to, if model_profile_name_valid; else empty: unnamed (API: Profile
+ * names). The result is static or points into c or types. */
+slice_t pyro_stc_profile_name(const pyro_stc_t *c, const slice_t *types, uint32_t n);
+
 #endif

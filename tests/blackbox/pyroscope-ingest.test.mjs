@@ -99,6 +99,36 @@ test('the name\'s labels filter as label.K=V; service_name names the service; __
   assert.ok(!text.includes('__session_id__') && !text.includes('service_name'), `__ labels and service_name are not series labels: ${text.slice(0, 300)}`);
 });
 
+// API: Profile names: a pprof body without __name__ is named from its sample
+// types as Pyroscope's /ingest names it (its default sample_type_config:
+// samples → cpu; a type named wall wins); the SAMPLE:UNIT ids stay when
+// unambiguous; a __name__ label given wins.
+test('a pprof body without __name__ gets Pyroscope\'s profile name from its sample types; a given __name__ wins', async () => {
+  const win = wideWindow();
+  const cases = [
+    ['go-cpu-fib.pb.gz', 'process_cpu'], // samples/count + cpu/nanoseconds
+    ['python-pyspy-not-gzipped.pb', 'process_cpu'], // samples/count
+    ['nodejs-wall.pb.gz', 'wall'], // samples/count + wall/microseconds
+    ['go-heap-delta.pb.gz', 'memory'], // alloc_* / inuse_*
+  ];
+  for (const [f, name] of cases) {
+    const o = await oracleForFile(path.join(TESTDATA, 'pprof', f));
+    for (const given of [undefined, 'custom']) {
+      const svc = uniqueName('pyro-named');
+      const r = await ingest(server.uiUrl, { name: given ? `${svc}{__name__=${given}}` : svc, format: 'pprof' }, body(f));
+      assert.equal(r.status, 200, `${f}: ${r.text}`);
+      const want = given ?? name;
+      assert.deepEqual((await getJson(server.uiUrl, '/api/types', { service: svc, ...win })).types,
+        o.types.map((x) => x.typeName).sort(), `${f}: SAMPLE:UNIT ids`);
+      for (const x of o.types) {
+        await checkQueryAgainst(server, svc, { ...x, typeName: `${want}:${x.typeName}` }, win, `${f} named ${want}`);
+        const other = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: `frobs:${x.typeName}`, ...win });
+        assert.equal(other.total, 0, `${f}: only the name ${want}`);
+      }
+    }
+  }
+});
+
 test('bad input on both listeners: exact status and Pyroscope body, nothing stored', async () => {
   const good = body('go-cpu-fib.pb.gz');
   const truncated = body('python-pyspy-not-gzipped.pb').subarray(0, 200);

@@ -4,34 +4,56 @@
 // receive_http forwarding send it, to a real kiln on both listeners.
 // Oracles: `go tool pprof -raw` of the real files (lib/pprof.mjs) and, for
 // the synthetic profiles, the arithmetic of their specs (lib/pb.mjs
-// expectedOf): renamed types, listed types only, an average type, cumulative
-// types over three pushes stored as exact deltas, prev_profile subtracted,
-// and bad bodies refused with an exact status and message, nothing stored.
+// expectedOf): types as in the pprof with the profile name (__name__) from
+// display-name (the Go SDK's block and mutex profiles of the real Go program
+// tests/go/cpusplit listed apart), listed types only, an average type,
+// cumulative types over three pushes stored as exact deltas, prev_profile
+// subtracted, and bad bodies refused with an exact status and message,
+// nothing stored.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import crypto from 'node:crypto';
-import { TESTDATA, uniqueName, nowS } from './lib/env.mjs';
+import { TESTDATA, uniqueName, nowS, mkTemp } from './lib/env.mjs';
 import { startServer, tail } from './lib/server.mjs';
-import { getJson, services } from './lib/http.mjs';
+import { getJson, services, upload, wideWindow } from './lib/http.mjs';
 import { oracleForFile } from './lib/pprof.mjs';
 import { checkQueryAgainst } from './lib/check.mjs';
 import { buildProfile, expectedOf } from './lib/pb.mjs';
+import { goBuild, startGoServer } from './lib/goprog.mjs';
 
 const file = (f) => fs.readFileSync(path.join(TESTDATA, 'pprof', f));
 let server;
 let cpuOracle;
 let pyspyOracle;
+let prog;
+const lockProfiles = {}; // block|mutex → {bytes, oracle}: the real Go program's profiles
 
 before(async () => {
   cpuOracle = await oracleForFile(path.join(TESTDATA, 'pprof', 'go-cpu-fib.pb.gz'));
   pyspyOracle = await oracleForFile(path.join(TESTDATA, 'pprof', 'python-pyspy-not-gzipped.pb'));
-  server = await startServer();
+  const bin = await goBuild('cpusplit');
+  [server, prog] = await Promise.all([startServer(), startGoServer(bin, ['-parked=3'], 10000)]);
+  // Let the workload run so both profiles have content.
+  await new Promise((r) => setTimeout(r, 1500));
+  const dir = mkTemp('mp-lock');
+  for (const kind of ['block', 'mutex']) {
+    const res = await fetch(`${prog.url}/debug/pprof/${kind}`, { signal: AbortSignal.timeout(30000) });
+    assert.equal(res.status, 200, `GET /debug/pprof/${kind}`);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const f = path.join(dir, `${kind}.pb.gz`);
+    fs.writeFileSync(f, bytes);
+    const oracle = (await oracleForFile(f)).types;
+    assert.deepEqual(oracle.map((o) => o.typeName), ['contentions:count', 'delay:nanoseconds'], `${kind} types`);
+    for (const o of oracle) assert.ok(o.total > 0n, `${kind} ${o.typeName} has samples`);
+    lockProfiles[kind] = { bytes, oracle };
+  }
 });
 after(async () => {
   if (server) await server.stop();
+  if (prog) await prog.stop();
 });
 
 // A multipart/form-data body as Go's mime/multipart writer builds it: a
@@ -119,16 +141,59 @@ test('Content-Encoding: gzip applies to the whole form; a form that is not gzip 
   assert.ok(!(await services(server)).some((x) => x.name === bad));
 });
 
-test('sample_type_config: only the listed types are stored; display-name and units rename a real profile\'s type', async () => {
-  const svc = uniqueName('mp-rename');
+test('sample_type_config: only the listed types are stored, as in the pprof; display-name names the profile (__name__), units change nothing', async () => {
+  const svc = uniqueName('mp-name');
   const t = nowS() - 800;
   const cpu = cpuOracle.types.find((x) => x.typeName === 'cpu:nanoseconds');
   assert.ok(cpu, 'go-cpu-fib has cpu:nanoseconds');
-  const config = JSON.stringify({ cpu: { 'display-name': 'process_cpu', units: 'nanos' }, absent_type: { units: 'x' } });
+  // display-name alloc_weird: Pyroscope's rule names the profile memory.
+  const config = JSON.stringify({ cpu: { 'display-name': 'alloc_weird', units: 'nanos' }, absent_type: { units: 'x' } });
   await ok(await ingest(server.uploadUrl, svc, form([['profile', file('go-cpu-fib.pb.gz')],
-    ['sample_type_config', config, 'sample_type_config.json']]), { from: t, until: t + 10 }), 'renamed');
-  assert.deepEqual(await typesOf(svc), ['process_cpu:nanos'], 'samples:count is not listed: not stored');
-  await checkQueryAgainst(server, svc, { ...cpu, typeName: 'process_cpu:nanos', unit: 'nanos' }, { from: t - 1, until: t + 12 }, 'renamed cpu');
+    ['sample_type_config', config, 'sample_type_config.json']]), { from: t, until: t + 10 }), 'named');
+  assert.deepEqual(await typesOf(svc), ['cpu:nanoseconds'], 'samples:count is not listed: not stored');
+  const w = { from: t - 1, until: t + 12 };
+  await checkQueryAgainst(server, svc, cpu, w, 'named cpu');
+  await checkQueryAgainst(server, svc, { ...cpu, typeName: 'memory:cpu:nanoseconds' }, w, 'named cpu, NAME:SAMPLE:UNIT id');
+  assert.equal(await total(svc, 'process_cpu:cpu:nanoseconds', w.from, w.until), 0, 'not named process_cpu');
+  assert.equal(await total(svc, 'cpu:nanoseconds', w.from, w.until, { 'label.__name__': 'memory' }), Number(cpu.total));
+  // Without a config, the default one names it: samples → cpu → process_cpu.
+  const plain = uniqueName('mp-name-plain');
+  await ok(await ingest(server.uiUrl, plain, form([['profile', file('go-cpu-fib.pb.gz')]]), { from: t, until: t + 10 }), 'no config');
+  for (const exp of cpuOracle.types) {
+    await checkQueryAgainst(server, plain, { ...exp, typeName: `process_cpu:${exp.typeName}` }, w, 'no config');
+    assert.equal(await total(plain, exp.typeName, w.from, w.until, { 'label.__name__': 'process_cpu' }), Number(exp.total));
+  }
+});
+
+// The Go SDK's configs (pyroscope-go sample_types.go): its mutex and block
+// profiles are already deltas (godeltaprof), so not cumulative.
+const GO_SDK_CONFIG = {
+  mutex: { contentions: { 'display-name': 'mutex_count', units: 'lock_samples' }, delay: { 'display-name': 'mutex_duration', units: 'lock_nanoseconds' } },
+  block: { contentions: { 'display-name': 'block_count', units: 'lock_samples' }, delay: { 'display-name': 'block_duration', units: 'lock_nanoseconds' } },
+};
+const LOCK_IDS = ['block:contentions:count', 'mutex:contentions:count', 'block:delay:nanoseconds', 'mutex:delay:nanoseconds'];
+
+test('the Go SDK\'s mutex and block pushes for one service: the pprof\'s types, kept apart by the name from display-name, totals exact', async () => {
+  const app = uniqueName('mp-lock');
+  const t = nowS() - 750;
+  for (const kind of ['mutex', 'block'])
+    await ok(await ingest(server.uploadUrl, `${app}{env=prod}`, form([['profile', lockProfiles[kind].bytes],
+      ['sample_type_config', JSON.stringify(GO_SDK_CONFIG[kind])]]), { from: t, until: t + 10 }), kind);
+  const w = { from: t - 1, until: t + 12 };
+  assert.deepEqual((await getJson(server.uiUrl, '/api/types', { service: app, ...w })).types, LOCK_IDS);
+  for (const kind of ['block', 'mutex'])
+    for (const o of lockProfiles[kind].oracle)
+      await checkQueryAgainst(server, app, { ...o, typeName: `${kind}:${o.typeName}` }, { ...w, 'label.env': 'prod' }, `Go SDK ${kind}`);
+  // An old SAMPLE:UNIT link sums both kinds.
+  for (const [i, type] of ['contentions:count', 'delay:nanoseconds'].entries())
+    assert.equal(await total(app, type, w.from, w.until),
+      Number(lockProfiles.block.oracle[i].total + lockProfiles.mutex.oracle[i].total), `old link ${type}`);
+  // The same types as a pprof push of the profile.
+  const up = uniqueName('mp-lock-upload');
+  const r = await upload(server, lockProfiles.block.bytes, { serviceName: up });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual((await getJson(server.uiUrl, '/api/types', { service: up, ...wideWindow() })).types,
+    ['contentions:count', 'delay:nanoseconds']);
 });
 
 // A synthetic Go-heap-like profile: three stacks, values per type given per stack.
@@ -162,8 +227,8 @@ test('cumulative types over three pushes: the first stores none, then exact grow
     await ok(await ingest(server.uploadUrl, `${svc}{pod=a}`, form([['profile', bytes], ['sample_type_config', HEAP_CONFIG]]),
       { from: times[i], until: times[i] + 10 }), `push ${i + 1}`);
   }
-  assert.deepEqual(await typesOf(svc), ['alloc_objects:objects', 'alloc_space:bytes', 'inuse_space:bytes']);
-  for (const [k, type] of [[0, 'alloc_objects:objects'], [1, 'alloc_space:bytes']]) {
+  assert.deepEqual(await typesOf(svc), ['alloc_objects:count', 'alloc_space:bytes', 'inuse_space:bytes']);
+  for (const [k, type] of [[0, 'alloc_objects:count'], [1, 'alloc_space:bytes']]) {
     assert.equal(await total(svc, type, times[0] - 1, times[0] + 12), 0, `${type}: the first push stores no cumulative type`);
     for (const i of [1, 2]) {
       const exp = expectedOf(deltaSpec(PUSHES[i - 1], PUSHES[i], times[i]), k);
@@ -210,7 +275,7 @@ test('prev_profile (older Go SDKs): subtracted from profile for the cumulative t
     ['sample_type_config', HEAP_CONFIG],
   ]);
   await ok(await ingest(server.uploadUrl, svc, body, { from: t, until: t + 10 }), 'prev_profile');
-  for (const [k, type] of [[0, 'alloc_objects:objects'], [1, 'alloc_space:bytes']]) {
+  for (const [k, type] of [[0, 'alloc_objects:count'], [1, 'alloc_space:bytes']]) {
     const exp = expectedOf(deltaSpec(PUSHES[1], PUSHES[2], t), k);
     await checkQueryAgainst(server, svc, { ...exp, typeName: type, hasNegative: false, unnamed: false },
       { from: t - 1, until: t + 12 }, `prev_profile ${type}`);

@@ -1,6 +1,8 @@
 /* libFuzzer target for the pprof upload path: gzip detection and bounded
- * inflate, then pprof_decode into a batch, everything freed. It checks for
- * crashes, leaks and undefined behaviour, not for decoded values. */
+ * inflate, then pprof_sample_types and the Pyroscope profile name of the
+ * sample types (what /ingest reads before decoding), then pprof_decode into
+ * a batch, everything freed. It checks for crashes, leaks and undefined
+ * behaviour, not for decoded values (but a derived name must be valid). */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,6 +11,7 @@
 #include "model/model.h"
 #include "wire/compress.h"
 #include "wire/pprof.h"
+#include "wire/sample_type_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,6 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			goto out;
 		in = buf_slice(&inflated);
 	}
+	slice_t types[LIMIT_SAMPLE_TYPES];
+	uint32_t n = pprof_sample_types(in, types, LIMIT_SAMPLE_TYPES);
+	slice_t name = pyro_stc_profile_name(NULL, types, n);
+	if (name.n && !model_profile_name_valid(name))
+		__builtin_trap();
 	model_batch_t *b = model_batch_new(slice_cstr("fuzz"));
 	pprof_decode_opts_t opts = {
 	    .service = slice_cstr("fuzz"), .now_ns = 1, .max_rows = LIMIT_SAMPLE_ROWS};

@@ -3,7 +3,8 @@
  * growth per series (first push none, then exact deltas, a counter that
  * went down as a new baseline), series kept apart by their labels, the
  * least recently pushed series forgotten past LIMIT_PYRO_DELTA_SERIES, a
- * prev_profile subtracted without any baseline, and renaming. The pprof
+ * prev_profile subtracted without any baseline, and the profile name
+ * (__name__) from display-name while the type stays the pprof's. The pprof
  * bodies are written by pprof_encode from one-stack trees. */
 #include "testutil.h"
 
@@ -43,6 +44,7 @@ static void add_part(buf_t *b, const char *name, slice_t data)
 typedef struct {
 	int64_t value; /* the stored value of the one stack; 0: no profile of the type */
 	char type[64]; /* the stored type:unit */
+	char name[64]; /* the stored series label __name__; "" when none */
 	int aggregation;
 	int status; /* 0 decoded, else the error's */
 	char msg[480];
@@ -65,8 +67,10 @@ static result_t push(api_pyro_deltas_t *d, const char *svc, const char *type, in
 	if (config)
 		add_part(&body, "sample_type_config", slice_cstr(config));
 	buf_append(&body, "--XB--\r\n", 8);
-	ingest_pprof_push_t pp = {
-	    .req = {.project = slice_cstr("p"), .service = slice_cstr(svc), .now_ns = NOW_NS}};
+	ingest_pprof_push_t pp = {.req = {.project = slice_cstr("p"),
+	                                  .service = slice_cstr(svc),
+	                                  .now_ns = NOW_NS,
+	                                  .pyro_derive_name = 1}};
 	api_pyro_multipart_t m = {&pp, slice_cstr("multipart/form-data; boundary=XB"), d};
 	ingest_push_t p = {.ctx = &m, .body = buf_slice(&body)};
 	err_t err = {0};
@@ -80,6 +84,12 @@ static result_t push(api_pyro_deltas_t *d, const char *svc, const char *type, in
 			const model_profile_t *pr = &p.batch->profiles[i];
 			model_type_name(pr, r.type, sizeof r.type);
 			r.aggregation = pr->aggregation;
+			for (uint32_t k = 0; k < pr->labels_count; k++) {
+				const model_label_t *l = &p.batch->series_labels[pr->labels_first + k];
+				if (slice_eq_cstr(l->key, "__name__"))
+					snprintf(r.name, sizeof r.name, "%.*s", (int)l->value.n,
+					         (const char *)l->value.p);
+			}
 			for (uint32_t k = 0; k < pr->samples_count; k++)
 				r.value += p.batch->samples[pr->samples_first + k].value;
 		}
@@ -101,7 +111,8 @@ static void test_cumulative(void **state)
 	assert_int_equal(push(d, "b", "alloc_objects", 7, -1, CUMULATIVE).value, 0);   /* another series */
 	result_t r = push(d, "a", "alloc_objects", 130, -1, CUMULATIVE);
 	assert_int_equal(r.value, 30);
-	assert_string_equal(r.type, "alloc_objects:objects");
+	assert_string_equal(r.type, "alloc_objects:count"); /* the pprof's unit: "units" changes nothing */
+	assert_string_equal(r.name, "memory");
 	assert_int_equal(push(d, "a", "alloc_objects", 130, -1, CUMULATIVE).value, 0); /* no growth */
 	assert_int_equal(push(d, "b", "alloc_objects", 17, -1, CUMULATIVE).value, 10);
 	assert_int_equal(push(d, "a", "alloc_objects", 40, -1, CUMULATIVE).value, 0); /* restarted */
@@ -123,6 +134,26 @@ static void test_cumulative(void **state)
 	api_pyro_deltas_free(d);
 }
 
+#define MUTEX "{\"contentions\":{\"display-name\":\"mutex_count\",\"cumulative\":true}}"
+#define BLOCK "{\"contentions\":{\"display-name\":\"block_count\",\"cumulative\":true}}"
+
+/* A block and a mutex profile of one service are two series (their
+ * __name__ differs): each grows against its own baseline. */
+static void test_names_apart(void **state)
+{
+	(void)state;
+	api_pyro_deltas_t *d = api_pyro_deltas_new();
+	assert_int_equal(push(d, "a", "contentions", 100, -1, MUTEX).value, 0);
+	assert_int_equal(push(d, "a", "contentions", 5, -1, BLOCK).value, 0); /* its own first push */
+	result_t r = push(d, "a", "contentions", 130, -1, MUTEX);
+	assert_int_equal(r.value, 30);
+	assert_string_equal(r.name, "mutex");
+	r = push(d, "a", "contentions", 12, -1, BLOCK);
+	assert_int_equal(r.value, 7);
+	assert_string_equal(r.name, "block");
+	api_pyro_deltas_free(d);
+}
+
 static void test_prev_and_config(void **state)
 {
 	(void)state;
@@ -132,14 +163,31 @@ static void test_prev_and_config(void **state)
 	assert_int_equal(r.value, 30);
 	/* No baselines: a cumulative type without prev_profile is never stored. */
 	assert_int_equal(push(NULL, "a", "alloc_objects", 130, -1, CUMULATIVE).value, 0);
-	/* Renamed, average; an unlisted type is dropped. */
+	/* display-name names the profile, the type and unit stay the pprof's;
+	 * average; an unlisted type is dropped. */
 	r = push(
 	    NULL, "a", "contentions", 9, -1,
 	    "{\"contentions\":{\"display-name\":\"mutex_count\",\"units\":\"lock_samples\",\"aggregation\":"
 	    "\"average\"}}");
-	assert_string_equal(r.type, "mutex_count:lock_samples");
+	assert_string_equal(r.type, "contentions:count");
+	assert_string_equal(r.name, "mutex");
 	assert_int_equal(r.value, 9);
 	assert_int_equal(r.aggregation, MODEL_SNAPSHOT);
+	r = push(NULL, "a", "contentions", 9, -1, "{\"contentions\":{\"display-name\":\"block_count\"}}");
+	assert_string_equal(r.type, "contentions:count");
+	assert_string_equal(r.name, "block");
+	/* Without a config: Pyroscope's default config names it. */
+	r = push(NULL, "a", "samples", 9, -1, NULL);
+	assert_string_equal(r.type, "samples:count");
+	assert_string_equal(r.name, "process_cpu");
+	r = push(NULL, "a", "alloc_objects", 9, -1, "{\"alloc_objects\":{}}");
+	assert_string_equal(r.name, "memory");
+	r = push(NULL, "a", "frobs", 9, -1, NULL); /* no rule matches: Pyroscope's fallback */
+	assert_string_equal(r.type, "frobs:count");
+	assert_string_equal(r.name, "frobs");
+	r = push(NULL, "a", "Frobs", 9, -1, NULL); /* not a Kiln profile name: unnamed */
+	assert_string_equal(r.type, "Frobs:count");
+	assert_string_equal(r.name, "");
 	r = push(NULL, "a", "inuse_space", 9, -1, "{\"inuse_space\":{\"aggregation\":\"sum\"}}");
 	assert_int_equal(r.aggregation, MODEL_WINDOW);
 	r = push(NULL, "a", "inuse_space", 9, -1, "{\"inuse_space\":{}}");
@@ -156,6 +204,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cumulative),
+	    cmocka_unit_test(test_names_apart),
 	    cmocka_unit_test(test_prev_and_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

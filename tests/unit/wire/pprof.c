@@ -96,6 +96,17 @@ static void test_testdata_totals(void **state)
 		o.service = slice_cstr("svc");
 		model_batch_t *b = decode_ok(data, &o);
 		assert_int_equal(b->n_profiles, fixtures[f].n_types);
+		/* pprof_sample_types: the same names, in order, before decoding. */
+		slice_t types[LIMIT_SAMPLE_TYPES];
+		assert_int_equal(pprof_sample_types(data, types, LIMIT_SAMPLE_TYPES), fixtures[f].n_types);
+		assert_int_equal(pprof_sample_types(data, types, 1), 1);
+		for (uint32_t t = 0; t < fixtures[f].n_types; t++) {
+			const char *want = fixtures[f].types[t].type;
+			size_t n = (size_t)(strchr(want, ':') - want);
+			if (!slice_eq(types[t], slice_make(want, n)))
+				fail_msg("%s: sample type %u is %.*s", fixtures[f].file, t, (int)types[t].n,
+				         (const char *)types[t].p);
+		}
 		for (uint32_t t = 0; t < b->n_profiles; t++) {
 			char name[128];
 			model_type_name(&b->profiles[t], name, sizeof name);
@@ -479,8 +490,9 @@ static void test_sparse_ids(void **state)
 			err_t err = {0};
 			assert_int_equal(pprof_decode(buf_slice(&b), &default_opts, mb, &err), -1);
 			assert_int_equal(err.status, 400);
-			assert_string_equal(err.msg, "sample[0].location_id[1]: location id 4 not found (profile "
-			                             "has 2 locations)");
+			assert_string_equal(err.msg,
+			                    "sample[0].location_id[1]: location id 4 not found (profile "
+			                    "has 2 locations)");
 			model_batch_free(mb);
 			buf_free(&b);
 			continue;

@@ -1,6 +1,7 @@
 /* Tests of src/wire/sample_type_config.c: a table of good configs (the
  * entries as parsed, the Go SDK's own among them) and bad ones (the exact
- * message), and its bounds. */
+ * message), its bounds, and a table of profile names (Pyroscope's
+ * metricName in pkg/og/convert/pprof/profile.go is the oracle). */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -121,11 +122,108 @@ static void test_bounds(void **state)
 	assert_string_equal(err.msg, "sample_type_config: 65537 bytes; the limit is 64 KiB");
 }
 
+#define GO_MUTEX                                                                                             \
+	"{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"mutex_count\"},"                    \
+	"\"delay\":{\"units\":\"lock_nanoseconds\",\"display-name\":\"mutex_duration\"}}"
+#define GO_BLOCK                                                                                             \
+	"{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"},"                    \
+	"\"delay\":{\"units\":\"lock_nanoseconds\",\"display-name\":\"block_duration\"}}"
+
+static const struct {
+	const char *config; /* NULL: no sample_type_config (Pyroscope's default one) */
+	const char *types;  /* the pprof's sample types, comma-separated */
+	const char *name;
+} names[] = {
+    /* What each Pyroscope SDK sends. */
+    {NULL, "samples,cpu", "process_cpu"}, /* Go CPU: no config */
+    {"{\"alloc_objects\":{\"units\":\"objects\"},\"alloc_space\":{},\"inuse_objects\":{},"
+     "\"inuse_space\":{}}",
+     "alloc_objects,alloc_space,inuse_objects,inuse_space", "memory"},
+    {GO_MUTEX, "contentions,delay", "mutex"},
+    {GO_BLOCK, "contentions,delay", "block"},
+    {"{\"goroutine\":{\"display-name\":\"goroutines\",\"units\":\"goroutines\"}}", "goroutine", "goroutines"},
+    {NULL, "samples,wall", "wall"},    /* Node wall: wall wins over samples → cpu */
+    {NULL, "objects,space", "memory"}, /* Node heap */
+    {NULL, "cpu", "process_cpu"},      /* py-spy, rbspy */
+    /* The default config's display names. */
+    {NULL, "samples", "process_cpu"},
+    {NULL, "goroutine", "goroutines"},
+    {NULL, "contentions,delay", "mutex"}, /* Pyroscope's guess: a block profile too */
+    {NULL, "delay", "mutex"},
+    {NULL, "inuse_space", "memory"},
+    {NULL, "alloc_in_new_tlab_bytes", "memory"},
+    {NULL, "block_count", "block"},
+    {NULL, "mutex_duration", "mutex"},
+    {NULL, "goroutines", "goroutines"},
+    /* A config replaces the default one. */
+    {"{}", "samples", "samples"},
+    {"{}", "goroutine", "goroutine"},
+    {"{}", "contentions", "contentions"},
+    {"{\"other\":{}}", "samples,cpu", "process_cpu"},
+    {"{\"x\":{\"display-name\":\"my_cpu\"}}", "x", "process_cpu"},
+    {"{\"wall\":{\"display-name\":\"cpu\"}}", "samples,wall", "wall"}, /* the type, not the display name */
+    {"{\"x\":{\"display-name\":\"wall\"}}", "x", "wall"},              /* by the fallback */
+    {"{\"cpu\":{\"display-name\":\"frobs\"}}", "cpu", "frobs"},
+    /* The Go SDK's goroutine leak profile. */
+    {"{\"goroutineleak\":{\"display-name\":\"goroutine_leak\",\"units\":\"goroutines\",\"aggregation\":"
+     "\"average\"}}",
+     "goroutineleak", "goroutine_leak"},
+    /* The first type that matches decides; the order of the checks. */
+    {NULL, "frobs,space", "memory"},
+    {NULL, "alloc_cpu", "process_cpu"},
+    {NULL, "inuse_block_mutex_", "memory"},
+    {NULL, "mutex_block_", "mutex"},
+    /* Exact names; nothing matching: the last type's name, when it is a
+     * Kiln profile name, else unnamed. */
+    {NULL, "spaces", "spaces"},
+    {NULL, "objects_x", "objects_x"},
+    {NULL, "itimer", "itimer"},
+    {NULL, "frobs,itimer", "itimer"},
+    {"{\"a\":{\"display-name\":\"x.y-z\"}}", "b,a", "x.y-z"},
+    {NULL, "", ""},
+    {NULL, "Wall", ""},
+    {NULL, "itimer,Wall", ""},
+    {NULL, "a b", ""},
+    {"{\"a\":{\"display-name\":\"Frobs\"}}", "a", ""},
+    {NULL, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", ""}, /* 65 bytes */
+};
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		pyro_stc_t *c = NULL;
+		err_t err = {0};
+		if (names[i].config) {
+			c = malloc(sizeof *c);
+			if (pyro_stc_parse(slice_cstr(names[i].config), c, &err) < 0)
+				fail_msg("case %zu: %s", i, err.msg);
+		}
+		slice_t types[8];
+		uint32_t n = 0;
+		const char *t = names[i].types;
+		for (const char *q = t;; q++)
+			if (!*q || *q == ',') {
+				types[n++] = slice_make(t, (size_t)(q - t));
+				if (!*q)
+					break;
+				t = q + 1;
+			}
+		slice_t got = pyro_stc_profile_name(c, types, n);
+		if (!slice_eq_cstr(got, names[i].name))
+			fail_msg("case %zu (%s): \"%.*s\", want \"%s\"", i, names[i].types, (int)got.n,
+			         got.n ? (const char *)got.p : "", names[i].name);
+		free(c);
+	}
+	assert_int_equal(pyro_stc_profile_name(NULL, NULL, 0).n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_bounds),
+	    cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
