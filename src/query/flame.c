@@ -20,6 +20,7 @@ void query_shown_build(const model_tree_t *t, const query_names_t *names, query_
 	uint32_t *shown_of = xmalloc(n * sizeof *shown_of);
 	u64map_t ix;
 	u64map_init(&ix);
+	u64map_reserve(&ix, n);
 	d->parent[0] = 0;
 	d->name[0] = UINT32_MAX;
 	d->self[0] = t->self[0];

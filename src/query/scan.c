@@ -291,6 +291,7 @@ void query_names_build(const model_tree_t *t, query_names_t *out)
 	size_t cap = 0;
 	u64map_t ix;
 	u64map_init(&ix);
+	u64map_reserve(&ix, t->n_frames);
 	for (uint32_t f = 0; f < t->n_frames; f++) {
 		int inserted;
 		uint32_t id = query_intern(&ix, &out->names, &cap, &out->n_names,
