@@ -181,70 +181,75 @@ typedef struct {
 	int64_t x[2], other[2];
 } lv_entry_t;
 
-/* Walks t as Pyroscope does and writes out (names, levels, max_self,
- * n_nodes) in arena a; totals are the caller's. */
-static void encode(const lv_tree_t *t, int64_t minv, arena_t *a, query_levels_t *out)
-{
-	int sides = t->sides, single = sides == 1;
-	uint32_t width = single ? 4 : 7, vals = 3 * (uint32_t)sides;
-	size_t cap = 2 * (size_t)t->n + 1; /* every node and at most one `other` under each */
-	lv_entry_t *stack = xmalloc(cap * sizeof *stack);
-	uint32_t *rec_level = xmalloc(cap * sizeof *rec_level), *rec_name = xmalloc(cap * sizeof *rec_name);
-	int64_t *rec_v = xmalloc(cap * vals * sizeof *rec_v);
-	uint32_t *out_ix = xmalloc(((size_t)t->n_names + 1) * sizeof *out_ix);
-	for (uint32_t i = 0; i <= t->n_names; i++)
-		out_ix[i] = LV_NONE;
-	if (t->seed != LV_NONE)
-		out_ix[t->seed] = 0;
-	memset(out, 0, sizeof *out);
-	out->width = width;
-	out->names = arena_alloc(a, ((size_t)t->n_names + 2) * sizeof *out->names);
-	out->names[out->n_names++] = slice_cstr("total");
+/* State of the two walks of encode. */
+typedef struct {
+	const lv_tree_t *t;
+	int64_t minv;
+	query_levels_t *out;
+	uint32_t *out_ix; /* name id -> index in out->names */
+	uint32_t *count;  /* pass 0: nodes per level; pass 1: ints of each level still to fill */
+	lv_entry_t *stack;
+	size_t cap;
+} lv_walk_t;
 
-	size_t depth = 0, n_rec = 0;
-	uint32_t n_levels = 0;
-	stack[depth++] = (lv_entry_t){.node = 0};
+/* One walk of t as Pyroscope does it. Pass 0 numbers the names (in visit
+ * order), finds max_self and counts each level's nodes; pass 1 writes the
+ * nodes, each level filled from its end, since a level lists its nodes in
+ * the reverse of their visit order. Two walks instead of one that records
+ * every node: the records were as large as the result, fresh memory each
+ * time (page faults cost more than the second walk). */
+static void walk(lv_walk_t *w, int pass)
+{
+	const lv_tree_t *t = w->t;
+	query_levels_t *out = w->out;
+	int sides = t->sides, single = sides == 1;
+	size_t depth = 0;
+	w->stack = xgrow(w->stack, &w->cap, 1, sizeof *w->stack);
+	w->stack[depth++] = (lv_entry_t){.node = 0};
 	while (depth) {
-		lv_entry_t e = stack[--depth];
+		lv_entry_t e = w->stack[--depth];
 		int64_t total[2] = {0, 0}, self[2] = {0, 0};
 		uint32_t name = e.node == LV_NONE ? t->other : e.node ? t->name[e.node] : LV_NONE;
 		for (int s = 0; s < sides; s++) {
 			total[s] = e.node == LV_NONE ? e.other[s] : t->total[s][e.node];
 			self[s] = e.node == LV_NONE ? e.other[s] : t->self[s][e.node];
-			if (self[s] > out->max_self)
-				out->max_self = self[s];
 		}
-		uint32_t ix = 0;
-		if (name != LV_NONE) {
-			if (out_ix[name] == LV_NONE) {
-				out_ix[name] = out->n_names;
+		if (pass == 0) {
+			for (int s = 0; s < sides; s++)
+				if (self[s] > out->max_self)
+					out->max_self = self[s];
+			if (name != LV_NONE && w->out_ix[name] == LV_NONE) {
+				w->out_ix[name] = out->n_names;
 				out->names[out->n_names++] =
 				    name < t->n_names ? t->names[name] : slice_cstr("other");
 			}
-			ix = out_ix[name];
+			w->count[e.level]++;
+			if (e.level + 1 > out->n_levels)
+				out->n_levels = e.level + 1;
+			out->n_nodes++;
+		} else {
+			int64_t *v = out->levels[e.level] + (w->count[e.level] -= out->width);
+			for (int s = 0; s < sides; s++) {
+				v[3 * s] = e.x[s];
+				v[3 * s + 1] = total[s];
+				v[3 * s + 2] = self[s];
+			}
+			v[out->width - 1] = name == LV_NONE ? 0 : w->out_ix[name];
 		}
-		rec_level[n_rec] = e.level;
-		rec_name[n_rec] = ix;
-		for (int s = 0; s < sides; s++) {
-			rec_v[n_rec * vals + 3 * (size_t)s] = e.x[s];
-			rec_v[n_rec * vals + 3 * (size_t)s + 1] = total[s];
-			rec_v[n_rec * vals + 3 * (size_t)s + 2] = self[s];
-		}
-		n_rec++;
-		if (e.level + 1 > n_levels)
-			n_levels = e.level + 1;
 		if (e.node == LV_NONE)
 			continue;
+		uint32_t kids = t->start[e.node + 1] - t->start[e.node];
+		w->stack = xgrow(w->stack, &w->cap, depth + kids + 1, sizeof *w->stack);
 		lv_entry_t next = {.level = e.level + 1}, other = {.node = LV_NONE, .level = e.level + 1};
 		for (int s = 0; s < sides; s++)
 			next.x[s] = wadd(e.x[s], self[s]);
 		for (uint32_t k = t->start[e.node]; k < t->start[e.node + 1]; k++) {
 			uint32_t c = kid(t, k);
-			int keep = single ? t->total[0][c] >= minv && t->name[c] != t->other
-			                  : t->total[0][c] >= minv || t->total[1][c] >= minv;
+			int keep = single ? t->total[0][c] >= w->minv && t->name[c] != t->other
+			                  : t->total[0][c] >= w->minv || t->total[1][c] >= w->minv;
 			if (keep) {
 				next.node = c;
-				stack[depth++] = next;
+				w->stack[depth++] = next;
 			}
 			for (int s = 0; s < sides; s++) {
 				if (keep)
@@ -255,42 +260,47 @@ static void encode(const lv_tree_t *t, int64_t minv, arena_t *a, query_levels_t 
 		}
 		if (other.other[0] != 0 || (sides == 2 && other.other[1] != 0)) {
 			memcpy(other.x, next.x, sizeof other.x);
-			stack[depth++] = other;
+			w->stack[depth++] = other;
 		}
 	}
+}
 
-	/* Each level in the reverse of its visit order (left to right). */
-	out->n_levels = n_levels;
-	out->n_nodes = (uint32_t)n_rec;
-	out->len = arena_calloc(a, (size_t)n_levels * sizeof *out->len);
-	out->levels = arena_alloc(a, (size_t)n_levels * sizeof *out->levels);
-	for (size_t r = 0; r < n_rec; r++)
-		out->len[rec_level[r]] += width;
-	uint32_t *fill = xcalloc(n_levels, sizeof *fill);
-	for (uint32_t d = 0; d < n_levels; d++)
+/* Walks t as Pyroscope does and writes out (names, levels, max_self,
+ * n_nodes) in arena a; totals are the caller's. */
+static void encode(const lv_tree_t *t, int64_t minv, arena_t *a, query_levels_t *out)
+{
+	memset(out, 0, sizeof *out);
+	out->width = t->sides == 1 ? 4 : 7;
+	out->names = arena_alloc(a, ((size_t)t->n_names + 2) * sizeof *out->names);
+	out->names[out->n_names++] = slice_cstr("total");
+	lv_walk_t w = {.t = t, .minv = minv, .out = out};
+	w.out_ix = xmalloc(((size_t)t->n_names + 1) * sizeof *w.out_ix);
+	for (uint32_t i = 0; i <= t->n_names; i++)
+		w.out_ix[i] = LV_NONE;
+	if (t->seed != LV_NONE)
+		w.out_ix[t->seed] = 0;
+	w.count = xcalloc((size_t)t->n + 1, sizeof *w.count); /* a tree is at most n deep */
+	walk(&w, 0);
+	out->len = arena_alloc(a, (size_t)out->n_levels * sizeof *out->len);
+	out->levels = arena_alloc(a, (size_t)out->n_levels * sizeof *out->levels);
+	for (uint32_t d = 0; d < out->n_levels; d++) {
+		out->len[d] = w.count[d] * out->width;
 		out->levels[d] = arena_alloc(a, (size_t)out->len[d] * sizeof **out->levels);
-	for (size_t r = n_rec; r-- > 0;) {
-		int64_t *v = out->levels[rec_level[r]] + fill[rec_level[r]];
-		memcpy(v, rec_v + r * vals, vals * sizeof *v);
-		v[width - 1] = rec_name[r];
-		fill[rec_level[r]] += width;
+		w.count[d] = out->len[d];
 	}
+	walk(&w, 1);
 	/* Delta-encode the offsets of each side: x - end of the previous node. */
-	for (uint32_t d = 0; d < n_levels; d++)
-		for (uint32_t base = 0; base < vals; base += 3) {
-			int64_t prev = 0;
-			for (uint32_t i = base; i < out->len[d]; i += width) {
-				int64_t *v = out->levels[d];
+	for (uint32_t d = 0; d < out->n_levels; d++)
+		for (uint32_t base = 0; base < 3 * (uint32_t)t->sides; base += 3) {
+			int64_t prev = 0, *v = out->levels[d];
+			for (uint32_t i = base; i < out->len[d]; i += out->width) {
 				v[i] = wsub(v[i], prev);
 				prev = wadd(prev, wadd(v[i], v[i + 1]));
 			}
 		}
-	free(fill);
-	free(out_ix);
-	free(rec_v);
-	free(rec_name);
-	free(rec_level);
-	free(stack);
+	free(w.stack);
+	free(w.count);
+	free(w.out_ix);
 }
 
 int64_t query_max_nodes(int64_t asked)
