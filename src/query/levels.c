@@ -451,8 +451,9 @@ int query_flamebearer_head(buf_t *json, const query_levels_t *l, slice_t sample_
 	           slice_eq_cstr(sample_type, "samples")) {
 		units = slice_cstr("objects");
 	}
-	/* About 6 bytes an int: one allocation instead of a dozen copies. */
-	size_t guess = (size_t)l->n_nodes * l->width * 6;
+	/* Up to 16 bytes an int (totals in nanoseconds have 10 to 15 digits):
+	 * one allocation instead of a dozen copies; pages not written cost nothing. */
+	size_t guess = (size_t)l->n_nodes * l->width * 16;
 	buf_reserve(json, guess < json->max - json->n ? guess : 0);
 	int rc = buf_puts(json, "{\"version\":1,\"flamebearer\":{\"names\":[");
 	for (uint32_t i = 0; i < l->n_names; i++) {
