@@ -70,7 +70,7 @@
 #define LIMIT_QUERY_NODES 2000000u  /* call-tree nodes one query may build */
 #define LIMIT_TIMELINE_POINTS 10000 /* points of one timeline */
 #define LIMIT_LABEL_VALUES 1000     /* values per label name in /api/labels (more: "truncated":true) */
-#define LIMIT_FLAME_NODES 16384     /* max_nodes of a Pyroscope flame graph: the default (absent or 0) and the most */
+#define LIMIT_FLAME_NODES 16384     /* max_nodes of a Pyroscope flame graph: default (absent, 0) and most */
 
 /* Config (cli/config.c, cli/store_open.c) */
 #define LIMIT_CONFIG_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */
