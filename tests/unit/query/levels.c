@@ -349,6 +349,43 @@ static void test_diff_max_nodes(void **state)
 	       "max=7 total=17");
 }
 
+/* The flamebearer JSON of l for the sample type st:su with mid (what the
+ * route writes) between head and tail; malloc'd. */
+static char *fb_json(const query_levels_t *l, const char *st, const char *su, const char *mid)
+{
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	assert_int_equal(query_flamebearer_head(&b, l, slice_cstr(st), slice_cstr(su)), 0);
+	assert_int_equal(buf_puts(&b, mid), 0);
+	assert_int_equal(query_flamebearer_tail(&b, l), 0);
+	assert_int_equal(buf_putc(&b, 0), 0);
+	size_t n;
+	return (char *)buf_steal(&b, &n);
+}
+
+/* An empty left tree (a range with no data): every node is right-only.
+ * Walk: root [0,0,0 | 0,10,1]; main at 0 | 1: [0,0,0 | 1,9,0], g at 0 | 1,
+ * h at 0 | 4; h → 2 [0,0,0 | 4,6,4], k at 0 | 8; k → 3; g → 4.
+ * Level 2 g, h: left 0, 0; right 1, 4-4=0. No leftTicks in the JSON (Go's
+ * omitempty drops a 0). */
+static void test_diff_empty_left(void **state)
+{
+	arena_t *a = arena_new();
+	model_tree_t l = {0}, r = mk_tree(a, dright, 5);
+	query_levels_t out;
+	err_t err = {0};
+	assert_int_equal(query_levels_diff(&l, &r, 0, a, &out, &err), 0);
+	char got[1024];
+	assert_string_equal(render(&out, got, sizeof got),
+	                    "total,main,h,k,g|0,0,0,0,10,1,0|0,0,0,1,9,0,1|0,0,0,1,3,3,4,0,0,0,0,6,4,2|"
+	                    "0,0,0,8,2,2,3 max=4 total=10");
+	assert_int_equal(out.left_ticks, 0);
+	char *j = fb_json(&out, "cpu", "nanoseconds", "");
+	assert_non_null(strstr(j, "\"name\":\"cpu\"},\"rightTicks\":10}"));
+	free(j);
+	arena_free(a);
+}
+
 static void test_diff_refuses_negative(void **state)
 {
 	arena_t *a = arena_new();
@@ -364,20 +401,6 @@ static void test_diff_refuses_negative(void **state)
 	assert_string_equal(err.msg,
 	                    "the right profile has a negative value; a diff needs values of 0 or more");
 	arena_free(a);
-}
-
-/* The flamebearer JSON of l for the sample type st:su with mid (what the
- * route writes) between head and tail; malloc'd. */
-static char *fb_json(const query_levels_t *l, const char *st, const char *su, const char *mid)
-{
-	buf_t b;
-	buf_init(&b, SIZE_MAX);
-	assert_int_equal(query_flamebearer_head(&b, l, slice_cstr(st), slice_cstr(su)), 0);
-	assert_int_equal(buf_puts(&b, mid), 0);
-	assert_int_equal(query_flamebearer_tail(&b, l), 0);
-	assert_int_equal(buf_putc(&b, 0), 0);
-	size_t n;
-	return (char *)buf_steal(&b, &n);
 }
 
 static void test_flamebearer_single(void **state)
@@ -440,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_random_tree_invariants),
 	    cmocka_unit_test(test_diff_one_sided_nodes),
 	    cmocka_unit_test(test_diff_max_nodes),
+	    cmocka_unit_test(test_diff_empty_left),
 	    cmocka_unit_test(test_diff_refuses_negative),
 	    cmocka_unit_test(test_flamebearer_single),
 	    cmocka_unit_test(test_flamebearer_diff),
