@@ -67,14 +67,16 @@
 #define LIMIT_USAGE_NAME_BYTES 128 /* project or key name as counted in usage (longer: truncated) */
 
 /* Queries (query/) */
-#define LIMIT_QUERY_NODES 2000000u  /* call-tree nodes one query may build */
-#define LIMIT_TIMELINE_POINTS 10000 /* points of one timeline */
-#define LIMIT_LABEL_VALUES 1000     /* values per label name in /api/labels (more: "truncated":true) */
-#define LIMIT_SELECTOR_BYTES 16384     /* a label selector (query/selector.h), as given */
-#define LIMIT_SELECTOR_MATCHERS 64     /* matchers in one selector */
+#define LIMIT_QUERY_NODES 2000000u      /* call-tree nodes one query may build */
+#define LIMIT_TIMELINE_POINTS 10000     /* points of one timeline */
+#define LIMIT_LABEL_VALUES 1000         /* values per label name in /api/labels (more: "truncated":true) */
+#define LIMIT_SELECTOR_BYTES 16384      /* a label selector (query/selector.h), as given */
+#define LIMIT_SELECTOR_MATCHERS 64      /* matchers in one selector */
 #define LIMIT_SELECTOR_REGEX_BYTES 4096 /* a =~ / !~ pattern, unquoted */
-#define LIMIT_SELECTOR_REGEX_INSTS 10000 /* its compiled program ({m,n} expanded); a match costs <= 2 per rune each */
-#define LIMIT_SELECTOR_REGEX_DEPTH 64  /* nesting of groups and repetitions in a pattern */
+#define LIMIT_SELECTOR_REGEX_INSTS                                                                           \
+	10000 /* its compiled program ({m,n} expanded); a match costs <= 2 per rune each */
+#define LIMIT_SELECTOR_REGEX_DEPTH 64 /* nesting of groups and repetitions in a pattern */
+#define LIMIT_FLAME_NODES 16384       /* max_nodes of a Pyroscope flame graph: default (absent, 0) and most */
 
 /* Config (cli/config.c, cli/store_open.c) */
 #define LIMIT_CONFIG_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */

@@ -54,6 +54,15 @@ static void rehash(u64map_t *m, size_t cap)
 	free(ov);
 }
 
+void u64map_reserve(u64map_t *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 64;
+	while ((n + 1) * 4 > cap * 3)
+		cap *= 2;
+	if (cap != m->cap)
+		rehash(m, cap);
+}
+
 int u64map_get(const u64map_t *m, uint64_t key, uint32_t *val)
 {
 	if (!m->cap || !key)

@@ -16,6 +16,9 @@ typedef struct {
 void u64map_init(u64map_t *m);
 void u64map_free(u64map_t *m);
 void u64map_clear(u64map_t *m);
+/* Grows the table once so that n entries in all fit without a rehash (for a
+ * caller that knows its count: no table is built and copied at every doubling). */
+void u64map_reserve(u64map_t *m, size_t n);
 /* 1 and *val set when present, else 0. */
 int u64map_get(const u64map_t *m, uint64_t key, uint32_t *val);
 /* Inserts or overwrites. key must not be 0. */

@@ -1,7 +1,8 @@
 /* The flame graph JSON of a merged tree (for /api/flamegraph and the span
  * view): siblings that show the same name are merged into one node, children
  * ordered by total then name, written in one pass with an explicit stack
- * (stacks may be 4,096 frames deep). */
+ * (stacks may be 4,096 frames deep). The shown tree (query_shown_build) is
+ * also what query/levels.c encodes in Pyroscope's formats. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,14 +10,7 @@
 #include "base/u64map.h"
 #include "query/query_int.h"
 
-/* The tree as shown: one node per (shown parent, name). */
-typedef struct {
-	uint32_t n;
-	uint32_t *parent, *name;
-	int64_t *self, *total;
-} shown_tree_t;
-
-static void shown_build(const model_tree_t *t, const query_names_t *names, shown_tree_t *d)
+void query_shown_build(const model_tree_t *t, const query_names_t *names, query_shown_t *d)
 {
 	size_t n = t->n_nodes;
 	d->parent = xmalloc(n * sizeof *d->parent);
@@ -26,6 +20,7 @@ static void shown_build(const model_tree_t *t, const query_names_t *names, shown
 	uint32_t *shown_of = xmalloc(n * sizeof *shown_of);
 	u64map_t ix;
 	u64map_init(&ix);
+	u64map_reserve(&ix, n);
 	d->parent[0] = 0;
 	d->name[0] = UINT32_MAX;
 	d->self[0] = t->self[0];
@@ -51,7 +46,7 @@ static void shown_build(const model_tree_t *t, const query_names_t *names, shown
 	free(shown_of);
 }
 
-static void shown_free(shown_tree_t *d)
+void query_shown_free(query_shown_t *d)
 {
 	free(d->parent);
 	free(d->name);
@@ -81,9 +76,7 @@ static int name_cmp_r(const void *a, const void *b, void *names)
 	return slice_cmp(n[*(const uint32_t *)a], n[*(const uint32_t *)b]);
 }
 
-/* Non-root nodes by total desc, then name: the order of every child list.
- * Names are ranked once so the big sort compares integers only. */
-static uint32_t *shown_order(const shown_tree_t *d, const query_names_t *names)
+uint32_t *query_names_rank(const query_names_t *names)
 {
 	uint32_t *by_name = xmalloc(((size_t)names->n_names + 1) * sizeof *by_name);
 	uint32_t *rank = xmalloc(((size_t)names->n_names + 1) * sizeof *rank);
@@ -93,6 +86,15 @@ static uint32_t *shown_order(const shown_tree_t *d, const query_names_t *names)
 		qsort_r(by_name, names->n_names, sizeof *by_name, name_cmp_r, names->names);
 	for (uint32_t i = 0; i < names->n_names; i++)
 		rank[by_name[i]] = i;
+	free(by_name);
+	return rank;
+}
+
+/* Non-root nodes by total desc, then name: the order of every child list.
+ * Names are ranked once so the big sort compares integers only. */
+static uint32_t *shown_order(const query_shown_t *d, const query_names_t *names)
+{
+	uint32_t *rank = query_names_rank(names);
 	order_key_t *keys = xmalloc(((size_t)d->n + 1) * sizeof *keys);
 	for (uint32_t i = 1; i < d->n; i++)
 		keys[i - 1] = (order_key_t){d->total[i], rank[d->name[i]], i};
@@ -102,12 +104,11 @@ static uint32_t *shown_order(const shown_tree_t *d, const query_names_t *names)
 	for (uint32_t i = 0; i + 1 < d->n; i++)
 		order[i] = keys[i].node;
 	free(keys);
-	free(by_name);
 	free(rank);
 	return order;
 }
 
-static int write_open(buf_t *json, const model_tree_t *t, const query_names_t *names, const shown_tree_t *d,
+static int write_open(buf_t *json, const model_tree_t *t, const query_names_t *names, const query_shown_t *d,
                       uint32_t s)
 {
 	int rc = buf_puts(json, "{\"name\":");
@@ -132,7 +133,7 @@ static int write_open(buf_t *json, const model_tree_t *t, const query_names_t *n
 }
 
 /* Depth-first, children in order, with an explicit stack of (node, next child). */
-static int write_nodes(buf_t *json, const model_tree_t *t, const query_names_t *names, const shown_tree_t *d,
+static int write_nodes(buf_t *json, const model_tree_t *t, const query_names_t *names, const query_shown_t *d,
                        const uint32_t *start, const uint32_t *kids)
 {
 	uint32_t *stack = xmalloc(((size_t)d->n + 1) * sizeof *stack);
@@ -164,8 +165,8 @@ static int write_nodes(buf_t *json, const model_tree_t *t, const query_names_t *
 
 int query_flame_root(buf_t *json, const query_merged_t *m)
 {
-	shown_tree_t d;
-	shown_build(&m->tree, &m->names, &d);
+	query_shown_t d;
+	query_shown_build(&m->tree, &m->names, &d);
 	uint32_t *order = shown_order(&d, &m->names);
 	uint32_t *start, *kids;
 	query_children(d.parent, d.n, order, &start, &kids);
@@ -175,7 +176,7 @@ int query_flame_root(buf_t *json, const query_merged_t *m)
 	free(start);
 	free(kids);
 	free(order);
-	shown_free(&d);
+	query_shown_free(&d);
 	return rc;
 }
 

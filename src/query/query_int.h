@@ -135,6 +135,22 @@ typedef struct {
 
 void query_names_build(const model_tree_t *t, query_names_t *out);
 void query_names_free(query_names_t *n);
+/* rank[id] = the place of names->names[id] in byte order (slice_cmp), for
+ * sorting nodes by name with integer compares; malloc'd, the caller frees it. */
+uint32_t *query_names_rank(const query_names_t *names);
+
+/* The tree as shown (query/flame.c): one node per (shown parent, name), so
+ * siblings that show the same name are one node, their values summed and
+ * their children merged the same way. Node 0 is the root (name UINT32_MAX);
+ * parent[s] < s for s > 0. Arrays are malloc'd; free with query_shown_free. */
+typedef struct {
+	uint32_t n;
+	uint32_t *parent, *name; /* name: id in the query_names_t it was built with */
+	int64_t *self, *total;
+} query_shown_t;
+
+void query_shown_build(const model_tree_t *t, const query_names_t *names, query_shown_t *d);
+void query_shown_free(query_shown_t *d);
 
 /* A merged tree of a query with the names of its nodes: what the flame graph
  * and top writers start from. */

@@ -288,9 +288,12 @@ void query_names_build(const model_tree_t *t, query_names_t *out)
 	memset(out, 0, sizeof *out);
 	uint32_t *name_of_frame = xmalloc(((size_t)t->n_frames + 1) * sizeof *name_of_frame);
 	out->frame_of_name = xmalloc(((size_t)t->n_frames + 1) * sizeof *out->frame_of_name);
-	size_t cap = 0;
+	/* At most one name a frame: sized once, not grown by doubling. */
+	size_t cap = (size_t)t->n_frames + 1;
+	out->names = xmalloc(cap * sizeof *out->names);
 	u64map_t ix;
 	u64map_init(&ix);
+	u64map_reserve(&ix, t->n_frames);
 	for (uint32_t f = 0; f < t->n_frames; f++) {
 		int inserted;
 		uint32_t id = query_intern(&ix, &out->names, &cap, &out->n_names,

@@ -72,6 +72,19 @@ static void test_u64map(void **state)
 	u64map_clear(&m);
 	assert_false(u64map_get(&m, hash_pair(5, 7), &v));
 	u64map_free(&m);
+	/* Reserved for 1,000 entries (at most 3/4 full): one table of 2,048
+	 * slots, kept while they go in; entries already there survive. */
+	u64map_put(&m, hash_pair(1, 1), 1);
+	u64map_reserve(&m, 1000);
+	assert_int_equal(m.cap, 2048);
+	for (uint32_t i = 2; i <= 1000; i++)
+		u64map_put(&m, hash_pair(i, 1), i);
+	assert_int_equal(m.cap, 2048);
+	assert_true(u64map_get(&m, hash_pair(1, 1), &v));
+	assert_int_equal(v, 1);
+	u64map_reserve(&m, 10);
+	assert_int_equal(m.cap, 2048);
+	u64map_free(&m);
 }
 
 static void test_time_parse(void **state)
