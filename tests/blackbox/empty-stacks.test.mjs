@@ -91,9 +91,11 @@ async function checkEmptyStacks(svc, o, empty, ctx) {
   assert.equal(backEmpty, empty, `${ctx}: export's samples with no location`);
 }
 
-test('a real Go goroutine profile has a sample with no location; /profiling/upload counts it at the root', async () => {
+test('a real Go goroutine profile: /profiling/upload counts its samples with no location at the root', async () => {
+  // Go's runtime usually serves one such sample (a goroutine with no stack
+  // yet or any more), but not always: on a loaded machine some fetches have
+  // none, so this test takes what the fetch gave; the next ones add their own.
   const { o, empty } = await goroutineOracle(real);
-  assert.ok(empty >= 1n, `the Go runtime's goroutine profile should have a sample with no location (-top total ${o.total})`);
   const svc = uniqueName('es-real');
   const r = await upload(server, fs.readFileSync(real), { serviceName: svc });
   assert.equal(r.status, 200, `${r.text}\n${tail(server.stderr())}`);
@@ -102,7 +104,8 @@ test('a real Go goroutine profile has a sample with no location; /profiling/uplo
 
 test('two samples with no location, /profiling/upload and /ingest (Pyroscope)', async () => {
   const { o, empty } = await goroutineOracle(more);
-  assert.ok(empty >= 2n, `the built profile has the added sample: ${empty}`);
+  const before = (await goroutineOracle(real)).empty;
+  assert.equal(empty, before + 2n, `the built profile has the added sample of value 2: ${empty}`);
   const svc = uniqueName('es-upload');
   const r = await upload(server, fs.readFileSync(more), { serviceName: svc });
   assert.equal(r.status, 200, `${r.text}\n${tail(server.stderr())}`);
