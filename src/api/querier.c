@@ -1,0 +1,421 @@
+/* Pyroscope's Connect query API on the UI listener (API: Query:
+ * querier.v1.QuerierService (Pyroscope Connect)): unary POST
+ * /querier.v1.QuerierService/METHOD over HTTP/1.1 and h2c, application/proto
+ * or application/json (Connect JSON: camelCase, int64 written as strings),
+ * the caller identified as /api's (query-scope keys), errors as Connect
+ * errors. The request is decoded and checked on the loop thread, the query
+ * runs on a worker (query/pyro.h names the series as Pyroscope does), the
+ * answer is sent from the loop thread. Built: ProfileTypes, LabelNames,
+ * LabelValues; other methods answer unimplemented. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/hash.h"
+#include "base/timeutil.h"
+#include "base/u64map.h"
+#include "query/pyro.h"
+#include "query/selector.h"
+#include "wire/pb.h"
+#include "wire/pb_json.h"
+
+#define QUERIER_SERVICE "/querier.v1.QuerierService/"
+#define QUERIER_MAX_BODY (1u << 20) /* a query request: selectors and times */
+#define MS_PER_HOUR 3600000LL
+
+enum method { M_PROFILE_TYPES, M_LABEL_NAMES, M_LABEL_VALUES, M_COUNT };
+
+/* Field numbers of each request (0: the method has no such field). */
+static const struct {
+	const char *name;
+	uint32_t start, end, label, matchers;
+} methods[M_COUNT] = {
+    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0},
+    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1},
+    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2},
+};
+
+PB_JSON_MSG(j_profile_types, {"start", "start", 1, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 2, PB_J_I64, PB_J_SINGLE, NULL});
+PB_JSON_MSG(j_label_names, {"matchers", "matchers", 1, PB_J_STRING, PB_J_REPEATED, NULL},
+            {"start", "start", 2, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 3, PB_J_I64, PB_J_SINGLE, NULL});
+PB_JSON_MSG(j_label_values, {"name", "name", 1, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"matchers", "matchers", 2, PB_J_STRING, PB_J_REPEATED, NULL},
+            {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL});
+static const pb_json_msg_t *const json_schema[M_COUNT] = {&j_profile_types, &j_label_names, &j_label_values};
+static const char *const json_root[M_COUNT] = {"ProfileTypesRequest", "LabelNamesRequest",
+                                               "LabelValuesRequest"};
+
+/* A set of distinct strings, copied into an arena. */
+typedef struct {
+	arena_t *arena;
+	u64map_t ix;
+	slice_t *s;
+	size_t cap;
+	uint32_t n;
+} strset_t;
+
+typedef struct {
+	const api_listener_t *l;
+	api_call_t call;
+	ingest_caller_t caller;
+	enum method m;
+	int json;
+	int64_t from_ns, until_ns;
+	slice_t label; /* LabelValues: the name */
+	sel_t *sel;    /* the matchers, parsed */
+	uint32_t n_sel;
+	buf_t pb; /* the request as protobuf (JSON transcoded into it) */
+	arena_t *arena;
+	strset_t found;          /* ProfileTypes: ids; LabelNames: names; LabelValues: values */
+	slice_t *names, *values; /* one series' labels as the matchers see them */
+	size_t cap_names, cap_values;
+	err_t err;
+	int failed;
+	buf_t out;
+} qjob_t;
+
+int api_is_querier_path(slice_t path)
+{
+	size_t n = sizeof QUERIER_SERVICE - 1;
+	return path.n >= n && memcmp(path.p, QUERIER_SERVICE, n) == 0;
+}
+
+static int method_of(slice_t path)
+{
+	size_t n = sizeof QUERIER_SERVICE - 1;
+	slice_t m = slice_make(path.p + n, path.n - n);
+	for (int i = 0; i < M_COUNT; i++)
+		if (slice_eq_cstr(m, methods[i].name))
+			return i;
+	return -1;
+}
+
+/* ---- distinct strings ---- */
+
+static void strset_add(strset_t *ss, slice_t s)
+{
+	for (uint64_t seed = 0;; seed++) {
+		uint64_t h = hash_slice(s, seed);
+		uint32_t at;
+		if (!h)
+			continue; /* the map's empty key */
+		if (!u64map_get(&ss->ix, h, &at)) {
+			ss->s = xgrow(ss->s, &ss->cap, (size_t)ss->n + 1, sizeof *ss->s);
+			ss->s[ss->n] = arena_slice(ss->arena, s);
+			u64map_put(&ss->ix, h, ss->n++);
+			return;
+		}
+		if (slice_eq(ss->s[at], s))
+			return;
+	}
+}
+
+static int slice_qcmp(const void *a, const void *b)
+{
+	return slice_cmp(*(const slice_t *)a, *(const slice_t *)b);
+}
+
+/* ---- the work ---- */
+
+/* The labels of series ps as Pyroscope shows them, into j->names/values; their count. */
+static uint32_t series_labels(qjob_t *j, const query_pyro_series_t *ps)
+{
+	j->names = xgrow(j->names, &j->cap_names, (size_t)ps->n_labels + 8, sizeof *j->names);
+	j->values = xgrow(j->values, &j->cap_values, (size_t)ps->n_labels + 8, sizeof *j->values);
+	uint32_t n = 0;
+#define LABEL(k, v) (j->names[n] = slice_cstr(k), j->values[n++] = (v))
+	LABEL("service_name", ps->service);
+	LABEL("__name__", ps->name);
+	LABEL("__profile_type__", ps->id);
+	LABEL("__type__", ps->sample_type);
+	LABEL("__unit__", ps->sample_unit);
+	LABEL("__period_type__", ps->period_type);
+	LABEL("__period_unit__", ps->period_unit);
+#undef LABEL
+	for (uint32_t i = 0; i < ps->n_labels; i++) {
+		slice_t k = ps->labels[i].key;
+		if (slice_eq_cstr(k, "__name__") || slice_eq_cstr(k, "service_name"))
+			continue;
+		j->names[n] = k;
+		j->values[n++] = ps->labels[i].value;
+	}
+	return n;
+}
+
+static void on_series(const query_pyro_series_t *ps, void *ctx)
+{
+	qjob_t *j = ctx;
+	if (j->m == M_PROFILE_TYPES) {
+		strset_add(&j->found, ps->id);
+		return;
+	}
+	uint32_t n = series_labels(j, ps);
+	int match = j->n_sel == 0;
+	for (uint32_t i = 0; i < j->n_sel && !match; i++)
+		match = sel_match_labels(&j->sel[i], j->names, j->values, n);
+	if (!match)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		if (j->m == M_LABEL_NAMES)
+			strset_add(&j->found, j->names[i]);
+		else if (slice_eq(j->names[i], j->label) && j->values[i].n)
+			strset_add(&j->found, j->values[i]);
+	}
+}
+
+/* The five parts of a profile type id (it has exactly four ':'). */
+static void id_parts(slice_t id, slice_t part[5])
+{
+	size_t at = 0;
+	for (int k = 0; k < 5; k++) {
+		size_t e = at;
+		while (e < id.n && (k == 4 || id.p[e] != ':'))
+			e++;
+		part[k] = slice_make(id.p + at, e - at);
+		at = e + 1 < id.n ? e + 1 : id.n;
+	}
+}
+
+static void write_answer(qjob_t *j)
+{
+	strset_t *f = &j->found;
+	if (f->n > 1)
+		qsort(f->s, f->n, sizeof *f->s, slice_qcmp);
+	buf_t *o = &j->out;
+	if (j->m == M_PROFILE_TYPES) {
+		static const char *const json_key[5] = {"name", "sampleType", "sampleUnit", "periodType",
+		                                        "periodUnit"};
+		static const uint32_t field[5] = {2, 4, 5, 6, 7};
+		if (j->json)
+			buf_puts(o, "{\"profileTypes\":[");
+		for (uint32_t i = 0; i < f->n; i++) {
+			slice_t part[5];
+			id_parts(f->s[i], part);
+			if (j->json) {
+				buf_puts(o, i ? ",{\"ID\":" : "{\"ID\":");
+				buf_json_str(o, f->s[i]);
+				for (int k = 0; k < 5; k++) {
+					buf_printf(o, ",\"%s\":", json_key[k]);
+					buf_json_str(o, part[k]);
+				}
+				buf_putc(o, '}');
+				continue;
+			}
+			size_t mark = pb_begin(o, 1);
+			pb_put_bytes(o, 1, f->s[i]);
+			for (int k = 0; k < 5; k++)
+				if (part[k].n)
+					pb_put_bytes(o, field[k], part[k]);
+			pb_end(o, mark);
+		}
+		if (j->json)
+			buf_puts(o, "]}");
+		return;
+	}
+	if (j->json)
+		buf_puts(o, "{\"names\":[");
+	for (uint32_t i = 0; i < f->n; i++) {
+		if (!j->json) {
+			pb_put_bytes(o, 1, f->s[i]);
+			continue;
+		}
+		if (i)
+			buf_putc(o, ',');
+		buf_json_str(o, f->s[i]);
+	}
+	if (j->json)
+		buf_puts(o, "]}");
+}
+
+static void qjob_free(qjob_t *j)
+{
+	for (uint32_t i = 0; i < j->n_sel; i++)
+		sel_free(&j->sel[i]);
+	free(j->sel);
+	free(j->names);
+	free(j->values);
+	free(j->found.s);
+	u64map_free(&j->found.ix);
+	arena_free(j->arena);
+	buf_free(&j->pb);
+	buf_free(&j->out);
+	free(j);
+}
+
+static void querier_reply(void *arg)
+{
+	qjob_t *j = arg;
+	api_ctx_t *api = j->l->api;
+	if (j->failed) {
+		api_connect_error(j->l, &j->call, &j->err);
+	} else {
+		api_count(api, j->l->listener, 200, j->call.body.n);
+		api_call_respond(&j->call, 200, j->json ? "application/json" : "application/proto", 0,
+		                 j->out.p, j->out.n);
+	}
+	atomic_fetch_sub(&api->_inflight, 1);
+	qjob_free(j);
+}
+
+static void querier_work(void *arg)
+{
+	qjob_t *j = arg;
+	api_ctx_t *api = j->l->api;
+	j->failed = query_pyro_series(api->store, slice_cstr(j->caller.project), j->from_ns, j->until_ns,
+	                              on_series, j, &j->err) < 0;
+	if (!j->failed)
+		write_answer(j);
+	loop_post(api->loop, querier_reply, j);
+}
+
+/* ---- the request ---- */
+
+static slice_t media_type(const slice_t *ct)
+{
+	slice_t m = ct ? *ct : (slice_t){NULL, 0};
+	for (size_t i = 0; i < m.n; i++)
+		if (m.p[i] == ';' || m.p[i] == ' ') {
+			m.n = i;
+			break;
+		}
+	return m;
+}
+
+/* Method, route, codec, size, caller: what the headers tell. 0, or -1 + err. */
+static int check_headers(const api_listener_t *l, const api_call_t *c, ingest_caller_t *who, err_t *err)
+{
+	if (!slice_eq_cstr(c->method, "POST"))
+		return err_set(err, 405, "method %.*s not allowed: Connect unary calls are POST",
+		               (int)(c->method.n > 16 ? 16 : c->method.n), (const char *)c->method.p);
+	slice_t mt = media_type(api_call_header(c, "content-type"));
+	if (!slice_eq_cstr(mt, "application/proto") && !slice_eq_cstr(mt, "application/json"))
+		return err_set(err, 415,
+		               "Content-Type %.*s is not supported: application/proto or application/json",
+		               (int)(mt.n > 64 ? 64 : mt.n), (const char *)mt.p);
+	const slice_t *enc = api_call_header(c, "content-encoding");
+	if (enc && enc->n && !slice_eq_cstr(*enc, "identity"))
+		return err_set(err, 501, "Content-Encoding %.*s is not supported on queries: identity",
+		               (int)(enc->n > 32 ? 32 : enc->n), (const char *)enc->p);
+	if (api_length_value(api_call_header(c, "content-length")) > QUERIER_MAX_BODY ||
+	    c->body.n > QUERIER_MAX_BODY)
+		return err_set(err, 413, "a query request is at most %u KiB", QUERIER_MAX_BODY >> 10);
+	if (api_identify(l, api_call_header(c, "x-kiln-key"), api_call_header(c, "authorization"),
+	                 api_call_header(c, "cookie"), api_call_header(c, "x-scope-orgid"), KEY_SCOPE_QUERY,
+	                 who, err) < 0)
+		return -1;
+	if (method_of(c->path) < 0)
+		return err_set(err, 404,
+		               "querier.v1.QuerierService method %.*s is not implemented (API: Query: "
+		               "querier.v1.QuerierService)",
+		               (int)(c->path.n > 128 ? 128 : c->path.n) - (int)(sizeof QUERIER_SERVICE - 1),
+		               (const char *)c->path.p + sizeof QUERIER_SERVICE - 1);
+	return 0;
+}
+
+static int bad_field(err_t *err, const char *msg_name, uint32_t field)
+{
+	return err_set(err, 400, "%s: field %u: malformed protobuf", msg_name, field);
+}
+
+/* Decodes j->pb (the method's request) into j. 0, or -1 + err. */
+static int decode(qjob_t *j, err_t *err)
+{
+	const char *msg = json_root[j->m];
+	int64_t start = 0, end = 0;
+	pb_reader_t r = pb_reader_make(buf_slice(&j->pb));
+	while (!pb_done(&r)) {
+		uint32_t f;
+		int wt;
+		if (pb_key(&r, &f, &wt) < 0)
+			return err_set(err, 400, "%s: malformed protobuf at byte %zu", msg,
+			               (size_t)(r.p - j->pb.p));
+		uint64_t v;
+		slice_t s;
+		if ((f == methods[j->m].start || f == methods[j->m].end) && wt == 0) {
+			if (pb_varint(&r, &v) < 0)
+				return bad_field(err, msg, f);
+			*(f == methods[j->m].start ? &start : &end) = (int64_t)v;
+		} else if ((f == methods[j->m].label || f == methods[j->m].matchers) && wt == 2) {
+			if (pb_bytes(&r, &s) < 0)
+				return bad_field(err, msg, f);
+			if (f == methods[j->m].label) {
+				j->label = s;
+				continue;
+			}
+			if (j->n_sel >= LIMIT_SELECTOR_MATCHERS)
+				return err_set(err, 400, "%s: more than %d matchers", msg,
+				               LIMIT_SELECTOR_MATCHERS);
+			j->sel = xrealloc(j->sel, ((size_t)j->n_sel + 1) * sizeof *j->sel);
+			if (sel_parse(s, &j->sel[j->n_sel], err) < 0)
+				return -1;
+			j->n_sel++;
+		} else if (pb_skip(&r, wt) < 0) {
+			return bad_field(err, msg, f);
+		}
+	}
+	if (start > end && end)
+		return err_set(err, 400, "%s: start %lld is after end %lld (Unix milliseconds)", msg,
+		               (long long)start, (long long)end);
+	if (start < 0 || end < 0 || start > INT64_MAX / 1000000 || end > INT64_MAX / 1000000)
+		return err_set(err, 400, "%s: start and end are Unix milliseconds from 0", msg);
+	/* Absent times: the last hour, as /api's default range. */
+	int64_t now_ms = time_now_ns() / 1000000;
+	if (!end)
+		end = now_ms > start ? now_ms : start + 1;
+	if (!start)
+		start = end - MS_PER_HOUR > 0 ? end - MS_PER_HOUR : 0;
+	if (start == end)
+		end++; /* an instant: the millisecond that starts there */
+	j->from_ns = start * 1000000;
+	j->until_ns = end * 1000000;
+	if (j->m == M_LABEL_VALUES && !j->label.n)
+		return err_set(err, 400, "%s: name (the label) is required", msg);
+	return 0;
+}
+
+int api_querier_on_headers(const api_listener_t *l, api_call_t *c)
+{
+	err_t err = {0};
+	ingest_caller_t who;
+	if (check_headers(l, c, &who, &err) == 0)
+		return 0;
+	api_connect_error(l, c, &err);
+	return 1;
+}
+
+void api_querier_on_request(const api_listener_t *l, api_call_t *c)
+{
+	qjob_t *j = xcalloc(1, sizeof *j);
+	api_ctx_t *api = l->api;
+	atomic_fetch_add(&api->_inflight, 1);
+	j->l = l;
+	j->call = *c;
+	j->arena = arena_new();
+	j->found.arena = j->arena;
+	u64map_init(&j->found.ix);
+	buf_init(&j->pb, QUERIER_MAX_BODY);
+	buf_init(&j->out, SIZE_MAX);
+	if (check_headers(l, c, &j->caller, &j->err) < 0) {
+		j->failed = 1;
+		querier_reply(j);
+		return;
+	}
+	j->m = (enum method)method_of(c->path);
+	j->json = slice_eq_cstr(media_type(api_call_header(c, "content-type")), "application/json");
+	int rc = j->json ? pb_json_to_pb(c->body, json_schema[j->m], json_root[j->m], &j->pb, &j->err)
+	                 : buf_append(&j->pb, c->body.p, c->body.n);
+	if (rc < 0 || decode(j, &j->err) < 0) {
+		if (!j->err.status)
+			err_set(&j->err, 400, "malformed request");
+		j->failed = 1;
+		querier_reply(j);
+		return;
+	}
+	pool_submit(api->pool, querier_work, j);
+}
