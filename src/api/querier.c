@@ -17,7 +17,9 @@
 #include "base/hash.h"
 #include "base/timeutil.h"
 #include "base/u64map.h"
+#include "query/levels.h"
 #include "query/pyro.h"
+#include "query/query.h"
 #include "query/selector.h"
 #include "wire/pb.h"
 #include "wire/pb_json.h"
@@ -26,16 +28,17 @@
 #define QUERIER_MAX_BODY (1u << 20) /* a query request: selectors and times */
 #define MS_PER_HOUR 3600000LL
 
-enum method { M_PROFILE_TYPES, M_LABEL_NAMES, M_LABEL_VALUES, M_COUNT };
+enum method { M_PROFILE_TYPES, M_LABEL_NAMES, M_LABEL_VALUES, M_MERGE_STACKS, M_COUNT };
 
 /* Field numbers of each request (0: the method has no such field). */
 static const struct {
 	const char *name;
-	uint32_t start, end, label, matchers;
+	uint32_t start, end, label, matchers, type_id, selector, max_nodes, format;
 } methods[M_COUNT] = {
-    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0},
-    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1},
-    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2},
+    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0, 0, 0, 0, 0},
+    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1, 0, 0, 0, 0},
+    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2, 0, 0, 0, 0},
+    [M_MERGE_STACKS] = {"SelectMergeStacktraces", 3, 4, 0, 0, 1, 2, 5, 6},
 };
 
 PB_JSON_MSG(j_profile_types, {"start", "start", 1, PB_J_I64, PB_J_SINGLE, NULL},
@@ -47,9 +50,16 @@ PB_JSON_MSG(j_label_values, {"name", "name", 1, PB_J_STRING, PB_J_SINGLE, NULL},
             {"matchers", "matchers", 2, PB_J_STRING, PB_J_REPEATED, NULL},
             {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
             {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL});
-static const pb_json_msg_t *const json_schema[M_COUNT] = {&j_profile_types, &j_label_names, &j_label_values};
+/* format is an enum, which Connect JSON writes by name: not read from JSON (API). */
+PB_JSON_MSG(j_merge_stacks, {"profileTypeID", "profile_typeID", 1, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"labelSelector", "label_selector", 2, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL},
+            {"maxNodes", "max_nodes", 5, PB_J_I64, PB_J_ONEOF, NULL});
+static const pb_json_msg_t *const json_schema[M_COUNT] = {&j_profile_types, &j_label_names, &j_label_values,
+                                                          &j_merge_stacks};
 static const char *const json_root[M_COUNT] = {"ProfileTypesRequest", "LabelNamesRequest",
-                                               "LabelValuesRequest"};
+                                               "LabelValuesRequest", "SelectMergeStacktracesRequest"};
 
 /* A set of distinct strings, copied into an arena. */
 typedef struct {
@@ -67,8 +77,12 @@ typedef struct {
 	enum method m;
 	int json;
 	int64_t from_ns, until_ns;
-	slice_t label; /* LabelValues: the name */
-	sel_t *sel;    /* the matchers, parsed */
+	slice_t label;     /* LabelValues: the name */
+	slice_t type_id;   /* SelectMergeStacktraces: the profile type id */
+	int64_t max_nodes; /* 0: absent */
+	slice_t selector;  /* SelectMergeStacktraces: label_selector */
+	query_params_t q;  /* SelectMergeStacktraces: the query */
+	sel_t *sel;        /* the matchers, parsed */
 	uint32_t n_sel;
 	buf_t pb; /* the request as protobuf (JSON transcoded into it) */
 	arena_t *arena;
@@ -263,14 +277,66 @@ static void querier_reply(void *arg)
 	qjob_free(j);
 }
 
+/* The FlameGraph of a merged tree: SelectMergeStacktracesResponse. */
+static void write_flamegraph(qjob_t *j, const query_levels_t *lv)
+{
+	buf_t *o = &j->out;
+	if (j->json) {
+		buf_puts(o, "{\"flamegraph\":{\"names\":[");
+		for (uint32_t i = 0; i < lv->n_names; i++) {
+			if (i)
+				buf_putc(o, ',');
+			buf_json_str(o, lv->names[i]);
+		}
+		buf_puts(o, "],\"levels\":[");
+		for (uint32_t d = 0; d < lv->n_levels; d++) {
+			buf_puts(o, d ? ",{\"values\":[" : "{\"values\":[");
+			for (uint32_t k = 0; k < lv->len[d]; k++)
+				buf_printf(o, k ? ",\"%lld\"" : "\"%lld\"", (long long)lv->levels[d][k]);
+			buf_puts(o, "]}");
+		}
+		buf_printf(o, "],\"total\":\"%lld\",\"maxSelf\":\"%lld\"}}", (long long)lv->total,
+		           (long long)lv->max_self);
+		return;
+	}
+	size_t fg = pb_begin(o, 1);
+	for (uint32_t i = 0; i < lv->n_names; i++)
+		pb_put_bytes(o, 1, lv->names[i]);
+	for (uint32_t d = 0; d < lv->n_levels; d++) {
+		size_t level = pb_begin(o, 2);
+		if (lv->len[d])
+			pb_put_packed(o, 1, (const uint64_t *)lv->levels[d], lv->len[d]);
+		pb_end(o, level);
+	}
+	pb_put_int64(o, 3, lv->total);
+	pb_put_int64(o, 4, lv->max_self);
+	pb_end(o, fg);
+}
+
+static int merge_stacks(qjob_t *j)
+{
+	model_tree_t tree;
+	if (query_merge(j->l->api->store, &j->q, j->arena, &tree, &j->err) < 0)
+		return -1;
+	query_levels_t lv;
+	query_levels_single(&tree, query_max_nodes(j->max_nodes), j->arena, &lv);
+	write_flamegraph(j, &lv);
+	return 0;
+}
+
 static void querier_work(void *arg)
 {
 	qjob_t *j = arg;
 	api_ctx_t *api = j->l->api;
-	j->failed = query_pyro_series(api->store, slice_cstr(j->caller.project), j->from_ns, j->until_ns,
-	                              on_series, j, &j->err) < 0;
-	if (!j->failed)
-		write_answer(j);
+	if (j->m == M_MERGE_STACKS) {
+		j->failed = merge_stacks(j) < 0;
+	} else {
+		j->failed = query_pyro_series(api->store, slice_cstr(j->caller.project), j->from_ns,
+		                              j->until_ns, on_series, j, &j->err) < 0;
+		if (!j->failed)
+			write_answer(j);
+	}
+
 	loop_post(api->loop, querier_reply, j);
 }
 
@@ -323,10 +389,65 @@ static int bad_field(err_t *err, const char *msg_name, uint32_t field)
 	return err_set(err, 400, "%s: field %u: malformed protobuf", msg_name, field);
 }
 
+/* The query of SelectMergeStacktraces from its type id and label_selector:
+ * service_name="S" is the service, other `=` matchers filter on series
+ * labels or sample attributes as /api's label.K=V; the other operators are
+ * not built yet (501: unimplemented). */
+static int merge_query(qjob_t *j, const char *msg, err_t *err)
+{
+	j->q = (query_params_t){
+	    .project = slice_cstr(j->caller.project), .from_ns = j->from_ns, .until_ns = j->until_ns};
+	slice_t id = j->type_id;
+	uint32_t colons = 0;
+	size_t type_at = 0, type_end = 0;
+	for (size_t i = 0; i < id.n; i++) {
+		if (id.p[i] != ':')
+			continue;
+		if (++colons == 1)
+			type_at = i + 1;
+		else if (colons == 3)
+			type_end = i;
+	}
+	if (colons != 4 || type_at < 2)
+		return err_set(
+		    err, 400,
+		    "%s: profile_typeID \"%.*s\" is not NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT "
+		    "(see ProfileTypes)",
+		    msg, (int)(id.n > 128 ? 128 : id.n), (const char *)id.p);
+	j->q.pyro_id = id;
+	j->q.type = slice_make(id.p + type_at, type_end - type_at);
+	j->sel = xcalloc(1, sizeof *j->sel);
+	if (sel_parse(j->selector, &j->sel[0], err) < 0)
+		return -1;
+	j->n_sel = 1;
+	const sel_t *sel = &j->sel[0];
+	model_label_t *labels = arena_alloc(j->arena, (size_t)sel->n * sizeof *labels + 1);
+	static const char *const op_name[] = {"=", "!=", "=~", "!~"};
+	for (uint32_t i = 0; i < sel->n; i++) {
+		const sel_matcher_t *m = &sel->m[i];
+		if (m->op != SEL_EQ)
+			return err_set(
+			    err, 501,
+			    "%s: label_selector: the operator %s (on %.*s) is not implemented yet; only =",
+			    msg, op_name[m->op], (int)(m->name.n > 64 ? 64 : m->name.n),
+			    (const char *)m->name.p);
+		if (slice_eq_cstr(m->name, "service_name"))
+			j->q.service = m->value;
+		else
+			labels[j->q.n_labels++] = (model_label_t){.key = m->name, .value = m->value};
+	}
+	j->q.labels = labels;
+	if (!j->q.service.n)
+		return err_set(err, 400,
+		               "%s: label_selector must name the service: {service_name=\"NAME\", …}", msg);
+	return 0;
+}
+
 /* Decodes j->pb (the method's request) into j. 0, or -1 + err. */
 static int decode(qjob_t *j, err_t *err)
 {
 	const char *msg = json_root[j->m];
+	const __typeof__(methods[0]) *mf = &methods[j->m];
 	int64_t start = 0, end = 0;
 	pb_reader_t r = pb_reader_make(buf_slice(&j->pb));
 	while (!pb_done(&r)) {
@@ -337,15 +458,28 @@ static int decode(qjob_t *j, err_t *err)
 			               (size_t)(r.p - j->pb.p));
 		uint64_t v;
 		slice_t s;
-		if ((f == methods[j->m].start || f == methods[j->m].end) && wt == 0) {
+		if ((f == mf->start || f == mf->end || f == mf->max_nodes || f == mf->format) && wt == 0) {
 			if (pb_varint(&r, &v) < 0)
 				return bad_field(err, msg, f);
-			*(f == methods[j->m].start ? &start : &end) = (int64_t)v;
-		} else if ((f == methods[j->m].label || f == methods[j->m].matchers) && wt == 2) {
+			if (f == mf->format && v == 2)
+				return err_set(err, 501,
+				               "%s: format PROFILE_FORMAT_TREE is not implemented; ask for "
+				               "PROFILE_FORMAT_FLAMEGRAPH",
+				               msg);
+			if (f == mf->start)
+				start = (int64_t)v;
+			else if (f == mf->end)
+				end = (int64_t)v;
+			else if (f == mf->max_nodes)
+				j->max_nodes = (int64_t)v;
+		} else if ((f == mf->label || f == mf->matchers || f == mf->type_id || f == mf->selector) &&
+		           wt == 2) {
 			if (pb_bytes(&r, &s) < 0)
 				return bad_field(err, msg, f);
-			if (f == methods[j->m].label) {
-				j->label = s;
+			if (f != mf->matchers) {
+				*(f == mf->label     ? &j->label
+				  : f == mf->type_id ? &j->type_id
+				                     : &j->selector) = s;
 				continue;
 			}
 			if (j->n_sel >= LIMIT_SELECTOR_MATCHERS)
@@ -376,6 +510,8 @@ static int decode(qjob_t *j, err_t *err)
 	j->until_ns = end * 1000000;
 	if (j->m == M_LABEL_VALUES && !j->label.n)
 		return err_set(err, 400, "%s: name (the label) is required", msg);
+	if (j->m == M_MERGE_STACKS)
+		return merge_query(j, msg, err);
 	return 0;
 }
 

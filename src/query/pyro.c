@@ -18,6 +18,25 @@ slice_t query_pyro_name(const store_series_t *s, slice_t sample_type)
 	return name.n ? name : slice_cstr(QUERY_PYRO_UNKNOWN_NAME);
 }
 
+/* Takes prefix p (then ':' unless last) off the front of *id: 1 when it was there. */
+static int take(slice_t *id, slice_t p, int last)
+{
+	if (id->n < p.n + !last || (p.n && memcmp(id->p, p.p, p.n) != 0) || (!last && id->p[p.n] != ':'))
+		return 0;
+	id->p += p.n + !last;
+	id->n -= p.n + !last;
+	return 1;
+}
+
+int query_pyro_is(const store_series_t *s, const query_type_t *t, slice_t id)
+{
+	int alias = !slice_eq(s->type, t->type);
+	slice_t pt = alias ? slice_cstr("cpu") : s->period_type;
+	slice_t pu = alias ? slice_cstr("nanoseconds") : s->period_unit;
+	return take(&id, query_pyro_name(s, t->sample_type), 0) && take(&id, t->sample_type, 0) &&
+	       take(&id, t->sample_unit, 0) && take(&id, pt, 0) && take(&id, pu, 1) && id.n == 0;
+}
+
 /* Calls fn for series s as type (sample_type:unit) with the given period. */
 static void emit(const store_series_t *s, slice_t type, slice_t period_type, slice_t period_unit, buf_t *id,
                  query_pyro_series_fn fn, void *ctx)

@@ -42,4 +42,9 @@ int query_pyro_series(store_t *s, slice_t project, int64_t from_ns, int64_t unti
  * rule on sample_type, else QUERY_PYRO_UNKNOWN_NAME. */
 slice_t query_pyro_name(const store_series_t *s, slice_t sample_type);
 
+/* 1 when series s, read as the query type t (its own type, or
+ * cpu:nanoseconds for a cpu_alias series), has the profile type id id. */
+struct query_type;
+int query_pyro_is(const store_series_t *s, const struct query_type *t, slice_t id);
+
 #endif

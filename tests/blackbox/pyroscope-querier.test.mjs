@@ -19,6 +19,8 @@ import { TESTDATA, uniqueName, mkTemp } from './lib/env.mjs';
 import { startServer, tail } from './lib/server.mjs';
 import { upload } from './lib/http.mjs';
 import { createKey } from './lib/s6.mjs';
+import { oracleForFile } from './lib/pprof.mjs';
+import { flameStats } from './lib/check.mjs';
 import { generateProtos } from './lib/protogen.mjs';
 
 const fixture = (f) => path.join(TESTDATA, 'pprof', f);
@@ -222,8 +224,22 @@ test('bad input: unknown method, malformed proto and JSON, bad selector, start >
       (e) => { assert.equal(e.code, Code.InvalidArgument); assert.match(e.rawMessage, /start 2000 is after end 1000/); return true; });
     await assert.rejects(c.labelValues({ ...range() }),
       (e) => { assert.equal(e.code, Code.InvalidArgument); assert.match(e.rawMessage, /name/); return true; });
-    await assert.rejects(c.selectMergeStacktraces({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', labelSelector: '{}', ...range() }),
-      (e) => { assert.equal(e.code, Code.Unimplemented, `${modeName(m)}: ${e}`); return true; });
+    const merge = (req) => c.selectMergeStacktraces({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', ...range(), ...req });
+    for (const [req, code, re] of [
+      [{ labelSelector: `{service_name="${SVC.go}", env!="prod"}` }, Code.Unimplemented, /operator != \(on env\)/],
+      [{ labelSelector: `{service_name=~"${SVC.go}"}` }, Code.Unimplemented, /operator =~ \(on service_name\)/],
+      [{ labelSelector: '{env="prod"}' }, Code.InvalidArgument, /must name the service/],
+      [{ labelSelector: '{service_name="x" env="y"}' }, Code.InvalidArgument, /selector: at 18:/],
+      [{ labelSelector: `{service_name="${SVC.go}"}`, profileTypeID: 'cpu:nanoseconds' }, Code.InvalidArgument, /profile_typeID "cpu:nanoseconds" is not NAME:/],
+      [{ labelSelector: `{service_name="${SVC.go}"}`, start: 5000n, end: 10n }, Code.InvalidArgument, /start 5000 is after end 10/],
+    ]) {
+      await assert.rejects(merge(req), (e) => { assert.equal(e.code, code, `${modeName(m)} ${req.labelSelector}: ${e}`); assert.match(e.rawMessage, re); return true; });
+    }
+    if (m.binary) {
+      await assert.rejects(merge({ labelSelector: `{service_name="${SVC.go}"}`, format: q.ProfileFormat.TREE }),
+        (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); assert.match(e.rawMessage, /PROFILE_FORMAT_TREE/); return true; });
+    }
+    await assert.rejects(c.series({ ...range() }), (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); return true; });
   }
   // The querier is the UI listener's: the upload listener answers unimplemented.
   r = await rawCall(server.uploadUrl, 'ProfileTypes', Buffer.from(toBinary(q.ProfileTypesRequestSchema, create(q.ProfileTypesRequestSchema, range()))));
@@ -270,3 +286,78 @@ test('with auth required: query keys (x-kiln-key, Bearer, Basic, cookie) answer 
     await s.stop();
   }
 });
+
+// Decodes FlameGraph levels: every node {name, x, total, self, depth}; checks
+// that each node's children lie within it and sum with its self to its total.
+function decodeLevels(fg) {
+  const nodes = [];
+  const levels = fg.levels.map((l) => l.values.map(Number));
+  for (let d = 0; d < levels.length; d++) {
+    const v = levels[d];
+    assert.equal(v.length % 4, 0, `level ${d}: ${v.length} ints`);
+    let x = 0;
+    for (let i = 0; i < v.length; i += 4) {
+      x += v[i];
+      nodes.push({ depth: d, x, total: v[i + 1], self: v[i + 2], name: fg.names[v[i + 3]] });
+      x += v[i + 1];
+    }
+  }
+  for (const n of nodes) {
+    const kids = nodes.filter((k) => k.depth === n.depth + 1 && k.x >= n.x && k.x < n.x + n.total);
+    assert.equal(n.self + kids.reduce((a, k) => a + k.total, 0), n.total, `${n.name} at depth ${n.depth}`);
+  }
+  const self = new Map();
+  for (const n of nodes) if (n.depth > 0) self.set(n.name, (self.get(n.name) ?? 0) + n.self);
+  return { nodes, self };
+}
+
+const nonZero = (m) => new Map([...m].filter(([, v]) => Number(v) !== 0).map(([k, v]) => [k, Number(v)]));
+const sortMap = (m) => [...m].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+for (const m of MODES) {
+  test(`SelectMergeStacktraces ${modeName(m)}: totals and per-function self equal /api/flamegraph and go tool pprof; filters; max_nodes keeps the total`, async () => {
+    const c = client(server.uiUrl, m);
+    const now = Math.floor(Date.now() / 1000);
+    const cases = [
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', type: 'cpu:nanoseconds' },
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:samples:count:cpu:nanoseconds', type: 'samples:count' },
+      { svc: SVC.heap, file: 'go-heap-delta.pb.gz', id: 'memory:alloc_space:bytes:space:bytes', type: 'alloc_space:bytes' },
+      { svc: SVC.node, file: 'nodejs-wall.pb.gz', id: 'wall:wall:microseconds:wall:microseconds', type: 'wall:microseconds' },
+      { svc: SVC.py, file: 'python-pyspy-not-gzipped.pb', id: EXPECT.find((e) => e.svc === SVC.py).id, type: 'py.cpu:samples:count' },
+    ];
+    for (const k of cases) {
+      const what = `${modeName(m)} ${k.svc} ${k.id}`;
+      const res = await call(c, 'selectMergeStacktraces', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, ...range() }, what);
+      const fg = res.flamegraph;
+      assert.equal(fg.names[0], 'total', what);
+      const { nodes, self } = decodeLevels(fg);
+      const o = (await oracleForFile(fixture(k.file))).types.find((x) => `${x.typeName}` === k.type.replace(/^py\.cpu:/, ''));
+      assert.equal(Number(fg.total), Number(o.total), `${what}: total vs go tool pprof`);
+      assert.equal(nodes[0].total, Number(o.total), what);
+      const api = await fetch(`${server.uiUrl}/api/flamegraph?${new URLSearchParams({ service: k.svc, type: k.type, from: now - 3600, until: now + 600 })}`).then((r) => r.json());
+      assert.equal(Number(fg.total), api.total, `${what}: total vs /api/flamegraph`);
+      assert.deepEqual(sortMap(nonZero(self)), sortMap(nonZero(flameStats(api.root).self)), `${what}: self vs /api/flamegraph`);
+      if (!o.unnamed) assert.deepEqual(sortMap(nonZero(self)), sortMap(nonZero(o.self)), `${what}: self vs go tool pprof`);
+      assert.equal(Number(fg.maxSelf), Math.max(...nodes.map((n) => n.self)), what);
+      // max_nodes: a cut keeps the total and puts the rest into `other`.
+      const cut = await call(c, 'selectMergeStacktraces', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, maxNodes: 3n, ...range() }, what);
+      const d = decodeLevels(cut.flamegraph);
+      assert.equal(Number(cut.flamegraph.total), Number(o.total), `${what}: cut total`);
+      assert.equal(d.nodes.reduce((a, n) => a + n.self, 0), Number(o.total), `${what}: cut selves sum to the total`);
+      if (nodes.length > 10) {
+        assert.ok(d.nodes.length < nodes.length, `${what}: ${d.nodes.length} nodes after the cut, ${nodes.length} before`);
+        assert.ok(cut.flamegraph.names.includes('other'), what);
+      }
+    }
+    // Filters: series labels with =; a label no series has selects nothing.
+    const go = (sel) => c.selectMergeStacktraces({ profileTypeID: cases[0].id, labelSelector: sel, ...range() });
+    const all = Number((await go(`{service_name="${SVC.go}"}`)).flamegraph.total);
+    assert.ok(all > 0);
+    assert.equal(Number((await go(`{service_name="${SVC.go}", env="prod", "k8s.namespace.name"="shop"}`)).flamegraph.total), all);
+    assert.equal(Number((await go(`{service_name="${SVC.go}", env="dev"}`)).flamegraph.total), 0);
+    // The id selects by name: the same sample type under another name is not merged.
+    assert.equal(Number((await c.selectMergeStacktraces({ profileTypeID: 'block:cpu:nanoseconds:cpu:nanoseconds', labelSelector: `{service_name="${SVC.go}"}`, ...range() })).flamegraph.total), 0);
+    const empty = await c.selectMergeStacktraces({ profileTypeID: cases[0].id, labelSelector: `{service_name="${SVC.go}"}`, start: 1000n, end: 2000n });
+    assert.equal(Number(empty.flamegraph.total), 0);
+  });
+}
