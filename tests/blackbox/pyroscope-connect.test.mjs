@@ -223,8 +223,9 @@ test('errors on both listeners and HTTP versions: exact Connect code, HTTP statu
         if (message) assert.equal(r.json.message, message, ctx);
       }
     }
-    // Any other path over h2c is unimplemented (the HTTP/1.1 routes stay HTTP/1.1's).
-    const q = await rawCall(base, '/querier.v1.QuerierService/ProfileTypes', { httpVersion: '2' });
+    // Any other path over h2c is unimplemented (the HTTP/1.1 routes stay HTTP/1.1's;
+    // querier.v1 on the UI listener is pyroscope-querier.test.mjs's).
+    const q = await rawCall(base, '/settings.v1.SettingsService/Get', { httpVersion: '2' });
     assert.equal(q.status, 404, q.text);
     assert.equal(q.json.code, 'unimplemented', q.text);
   }
