@@ -6,7 +6,8 @@
  * errors. The request is decoded and checked on the loop thread, the query
  * runs on a worker (query/pyro.h names the series as Pyroscope does), the
  * answer is sent from the loop thread. Built: ProfileTypes, LabelNames,
- * LabelValues; other methods answer unimplemented. */
+ * LabelValues, Series, GetProfileStats, SelectMergeStacktraces (flame graph
+ * levels, query/levels.h); other methods answer unimplemented. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +29,19 @@
 #define QUERIER_MAX_BODY (1u << 20) /* a query request: selectors and times */
 #define MS_PER_HOUR 3600000LL
 
-enum method { M_PROFILE_TYPES, M_LABEL_NAMES, M_LABEL_VALUES, M_MERGE_STACKS, M_COUNT };
+enum method { M_PROFILE_TYPES, M_LABEL_NAMES, M_LABEL_VALUES, M_MERGE_STACKS, M_SERIES, M_STATS, M_COUNT };
 
 /* Field numbers of each request (0: the method has no such field). */
 static const struct {
 	const char *name;
-	uint32_t start, end, label, matchers, type_id, selector, max_nodes, format;
+	uint32_t start, end, label, matchers, type_id, selector, max_nodes, format, label_names;
 } methods[M_COUNT] = {
-    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0, 0, 0, 0, 0},
-    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1, 0, 0, 0, 0},
-    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2, 0, 0, 0, 0},
-    [M_MERGE_STACKS] = {"SelectMergeStacktraces", 3, 4, 0, 0, 1, 2, 5, 6},
+    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0, 0, 0, 0, 0, 0},
+    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1, 0, 0, 0, 0, 0},
+    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2, 0, 0, 0, 0, 0},
+    [M_MERGE_STACKS] = {"SelectMergeStacktraces", 3, 4, 0, 0, 1, 2, 5, 6, 0},
+    [M_SERIES] = {"Series", 3, 4, 0, 1, 0, 0, 0, 0, 2},
+    [M_STATS] = {"GetProfileStats", 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 
 PB_JSON_MSG(j_profile_types, {"start", "start", 1, PB_J_I64, PB_J_SINGLE, NULL},
@@ -56,10 +59,16 @@ PB_JSON_MSG(j_merge_stacks, {"profileTypeID", "profile_typeID", 1, PB_J_STRING, 
             {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
             {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL},
             {"maxNodes", "max_nodes", 5, PB_J_I64, PB_J_ONEOF, NULL});
+PB_JSON_MSG(j_series, {"matchers", "matchers", 1, PB_J_STRING, PB_J_REPEATED, NULL},
+            {"labelNames", "label_names", 2, PB_J_STRING, PB_J_REPEATED, NULL},
+            {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL});
+static const pb_json_msg_t j_stats = {NULL, 0};
 static const pb_json_msg_t *const json_schema[M_COUNT] = {&j_profile_types, &j_label_names, &j_label_values,
-                                                          &j_merge_stacks};
+                                                          &j_merge_stacks,  &j_series,      &j_stats};
 static const char *const json_root[M_COUNT] = {"ProfileTypesRequest", "LabelNamesRequest",
-                                               "LabelValuesRequest", "SelectMergeStacktracesRequest"};
+                                               "LabelValuesRequest",  "SelectMergeStacktracesRequest",
+                                               "SeriesRequest",       "GetProfileStatsRequest"};
 
 /* A set of distinct strings, copied into an arena. */
 typedef struct {
@@ -81,8 +90,11 @@ typedef struct {
 	slice_t type_id;   /* SelectMergeStacktraces: the profile type id */
 	int64_t max_nodes; /* 0: absent */
 	slice_t selector;  /* SelectMergeStacktraces: label_selector */
-	query_params_t q;  /* SelectMergeStacktraces: the query */
-	sel_t *sel;        /* the matchers, parsed */
+	slice_t *keep;     /* Series: label_names (n_keep; none: every label) */
+	uint32_t n_keep;
+	int64_t oldest_ns, newest_ns; /* GetProfileStats (oldest 0: none yet) */
+	query_params_t q;             /* SelectMergeStacktraces: the query */
+	sel_t *sel;                   /* the matchers, parsed */
 	uint32_t n_sel;
 	buf_t pb; /* the request as protobuf (JSON transcoded into it) */
 	arena_t *arena;
@@ -162,6 +174,39 @@ static uint32_t series_labels(qjob_t *j, const query_pyro_series_t *ps)
 	return n;
 }
 
+/* Series: the label set of j->names/values[0..n) (those of label_names
+ * when given), sorted by name, as one string "name\0value\0…" added to
+ * j->found. */
+static void series_key(qjob_t *j, uint32_t n)
+{
+	uint32_t *ix = xmalloc(((size_t)n + 1) * sizeof *ix), k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int keep = j->n_keep == 0 && j->values[i].n;
+		for (uint32_t w = 0; w < j->n_keep && !keep; w++)
+			keep = slice_eq(j->keep[w], j->names[i]) && j->values[i].n;
+		if (!keep)
+			continue;
+		uint32_t at = k++; /* insertion sort by name: a series has few labels */
+		while (at && slice_cmp(j->names[ix[at - 1]], j->names[i]) > 0) {
+			ix[at] = ix[at - 1];
+			at--;
+		}
+		ix[at] = i;
+	}
+	buf_t key;
+	buf_init(&key, SIZE_MAX);
+	for (uint32_t i = 0; i < k; i++) {
+		buf_append(&key, j->names[ix[i]].p, j->names[ix[i]].n);
+		buf_putc(&key, 0);
+		buf_append(&key, j->values[ix[i]].p, j->values[ix[i]].n);
+		buf_putc(&key, 0);
+	}
+	if (k)
+		strset_add(&j->found, buf_slice(&key));
+	buf_free(&key);
+	free(ix);
+}
+
 static void on_series(const query_pyro_series_t *ps, void *ctx)
 {
 	qjob_t *j = ctx;
@@ -169,12 +214,24 @@ static void on_series(const query_pyro_series_t *ps, void *ctx)
 		strset_add(&j->found, ps->id);
 		return;
 	}
+	if (j->m == M_STATS) {
+		if (!j->oldest_ns || ps->first_ns < j->oldest_ns)
+			j->oldest_ns = ps->first_ns;
+		if (ps->last_ns > j->newest_ns)
+			j->newest_ns = ps->last_ns;
+		return;
+	}
 	uint32_t n = series_labels(j, ps);
 	int match = j->n_sel == 0;
 	for (uint32_t i = 0; i < j->n_sel && !match; i++)
-		match = sel_match_labels(&j->sel[i], j->names, j->values, n);
+		match = (!j->sel[i].metric.n || slice_eq(j->sel[i].metric, ps->id)) &&
+		        sel_match_labels(&j->sel[i], j->names, j->values, n);
 	if (!match)
 		return;
+	if (j->m == M_SERIES) {
+		series_key(j, n);
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (j->m == M_LABEL_NAMES)
 			strset_add(&j->found, j->names[i]);
@@ -194,6 +251,48 @@ static void id_parts(slice_t id, slice_t part[5])
 		part[k] = slice_make(id.p + at, e - at);
 		at = e + 1 < id.n ? e + 1 : id.n;
 	}
+}
+
+/* SeriesResponse{labels_set=2: [Labels{labels=1: [LabelPair{name=1, value=2}]}]}
+ * from the keys of series_key, sorted. */
+static void write_series(qjob_t *j)
+{
+	buf_t *o = &j->out;
+	if (j->json)
+		buf_puts(o, "{\"labelsSet\":[");
+	for (uint32_t i = 0; i < j->found.n; i++) {
+		slice_t key = j->found.s[i];
+		size_t set = 0;
+		if (j->json)
+			buf_puts(o, i ? ",{\"labels\":[" : "{\"labels\":[");
+		else
+			set = pb_begin(o, 2);
+		for (size_t at = 0, k = 0; at < key.n; k++) {
+			slice_t name = slice_cstr((const char *)key.p + at);
+			slice_t value =
+			    slice_make(name.p + name.n + 1,
+			               strnlen((const char *)name.p + name.n + 1, key.n - at - name.n - 1));
+			at += name.n + value.n + 2;
+			if (j->json) {
+				buf_puts(o, k ? ",{\"name\":" : "{\"name\":");
+				buf_json_str(o, name);
+				buf_puts(o, ",\"value\":");
+				buf_json_str(o, value);
+				buf_putc(o, '}');
+				continue;
+			}
+			size_t pair = pb_begin(o, 1);
+			pb_put_bytes(o, 1, name);
+			pb_put_bytes(o, 2, value);
+			pb_end(o, pair);
+		}
+		if (j->json)
+			buf_puts(o, "]}");
+		else
+			pb_end(o, set);
+	}
+	if (j->json)
+		buf_puts(o, "]}");
 }
 
 static void write_answer(qjob_t *j)
@@ -232,6 +331,25 @@ static void write_answer(qjob_t *j)
 			buf_puts(o, "]}");
 		return;
 	}
+	if (j->m == M_STATS) {
+		int64_t oldest = j->oldest_ns / 1000000, newest = j->newest_ns / 1000000;
+		if (j->json)
+			buf_printf(o,
+			           "{\"dataIngested\":%s,\"oldestProfileTime\":\"%lld\","
+			           "\"newestProfileTime\":\"%lld\"}",
+			           f->n || j->newest_ns ? "true" : "false", (long long)oldest,
+			           (long long)newest);
+		else if (j->newest_ns) {
+			pb_put_uint(o, 1, 1);
+			pb_put_int64(o, 2, oldest);
+			pb_put_int64(o, 3, newest);
+		}
+		return;
+	}
+	if (j->m == M_SERIES) {
+		write_series(j);
+		return;
+	}
 	if (j->json)
 		buf_puts(o, "{\"names\":[");
 	for (uint32_t i = 0; i < f->n; i++) {
@@ -252,6 +370,7 @@ static void qjob_free(qjob_t *j)
 	for (uint32_t i = 0; i < j->n_sel; i++)
 		sel_free(&j->sel[i]);
 	free(j->sel);
+	free(j->keep);
 	free(j->names);
 	free(j->values);
 	free(j->found.s);
@@ -472,10 +591,19 @@ static int decode(qjob_t *j, err_t *err)
 				end = (int64_t)v;
 			else if (f == mf->max_nodes)
 				j->max_nodes = (int64_t)v;
-		} else if ((f == mf->label || f == mf->matchers || f == mf->type_id || f == mf->selector) &&
+		} else if ((f == mf->label || f == mf->matchers || f == mf->type_id || f == mf->selector ||
+		            f == mf->label_names) &&
 		           wt == 2) {
 			if (pb_bytes(&r, &s) < 0)
 				return bad_field(err, msg, f);
+			if (f == mf->label_names) {
+				if (j->n_keep >= LIMIT_SELECTOR_MATCHERS)
+					return err_set(err, 400, "%s: more than %d label_names", msg,
+					               LIMIT_SELECTOR_MATCHERS);
+				j->keep = xrealloc(j->keep, ((size_t)j->n_keep + 1) * sizeof *j->keep);
+				j->keep[j->n_keep++] = s;
+				continue;
+			}
 			if (f != mf->matchers) {
 				*(f == mf->label     ? &j->label
 				  : f == mf->type_id ? &j->type_id
@@ -498,6 +626,10 @@ static int decode(qjob_t *j, err_t *err)
 		               (long long)start, (long long)end);
 	if (start < 0 || end < 0 || start > INT64_MAX / 1000000 || end > INT64_MAX / 1000000)
 		return err_set(err, 400, "%s: start and end are Unix milliseconds from 0", msg);
+	if (j->m == M_STATS) { /* everything kept: from the epoch to a day ahead */
+		start = 1;     /* not 0: absent */
+		end = time_now_ns() / 1000000 + 24 * MS_PER_HOUR;
+	}
 	/* Absent times: the last hour, as /api's default range. */
 	int64_t now_ms = time_now_ns() / 1000000;
 	if (!end)

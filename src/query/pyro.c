@@ -38,8 +38,8 @@ int query_pyro_is(const store_series_t *s, const query_type_t *t, slice_t id)
 }
 
 /* Calls fn for series s as type (sample_type:unit) with the given period. */
-static void emit(const store_series_t *s, slice_t type, slice_t period_type, slice_t period_unit, buf_t *id,
-                 query_pyro_series_fn fn, void *ctx)
+static void emit(const store_series_t *s, slice_t type, slice_t period_type, slice_t period_unit,
+                 const int64_t t_ns[2], buf_t *id, query_pyro_series_fn fn, void *ctx)
 {
 	const uint8_t *colon = memchr(type.p, ':', type.n);
 	slice_t st = colon ? slice_make(type.p, (size_t)(colon - type.p)) : type;
@@ -53,6 +53,8 @@ static void emit(const store_series_t *s, slice_t type, slice_t period_type, sli
 	    .period_unit = period_unit,
 	    .labels = s->labels,
 	    .n_labels = s->n_labels,
+	    .first_ns = t_ns[0],
+	    .last_ns = t_ns[1],
 	};
 	id->n = 0;
 	buf_append(id, ps.name.p, ps.name.n);
@@ -82,12 +84,15 @@ int query_pyro_series(store_t *s, slice_t project, int64_t from_ns, int64_t unti
 		rc = query_part_load(v, p, &q, NULL, &qp, err);
 		for (uint32_t i = 0; rc == 0 && i < qp.n_heads;) {
 			const store_series_t *ss = query_part_sel(&qp, &qp.heads[i])->s;
-			while (i < qp.n_heads && qp.heads[i].series == ss->local)
-				i++;
-			emit(ss, ss->type, ss->period_type, ss->period_unit, &id, fn, ctx);
+			int64_t t[2] = {qp.heads[i].t_ns, qp.heads[i].t_ns};
+			for (; i < qp.n_heads && qp.heads[i].series == ss->local; i++) {
+				t[0] = qp.heads[i].t_ns < t[0] ? qp.heads[i].t_ns : t[0];
+				t[1] = qp.heads[i].t_ns > t[1] ? qp.heads[i].t_ns : t[1];
+			}
+			emit(ss, ss->type, ss->period_type, ss->period_unit, t, &id, fn, ctx);
 			if (ss->cpu_alias)
 				emit(ss, slice_cstr("cpu:nanoseconds"), slice_cstr("cpu"),
-				     slice_cstr("nanoseconds"), &id, fn, ctx);
+				     slice_cstr("nanoseconds"), t, &id, fn, ctx);
 		}
 		query_part_free(&qp);
 	}

@@ -26,6 +26,7 @@ typedef struct {
 	slice_t name, sample_type, sample_unit, period_type, period_unit;
 	const model_label_t *labels; /* the series labels, sorted by key (__name__ included when set) */
 	uint32_t n_labels;
+	int64_t first_ns, last_ns; /* the times of its first and last chunk in the partition */
 } query_pyro_series_t;
 
 typedef void (*query_pyro_series_fn)(const query_pyro_series_t *s, void *ctx);

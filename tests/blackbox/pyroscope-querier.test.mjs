@@ -89,11 +89,14 @@ function expected() {
 }
 
 let EXPECT;
+let pushedFromMs; // before the first push
+let pushedUntilMs; // after the last
 const range = () => ({ start: BigInt(Date.now() - 3600_000), end: BigInt(Date.now() + 600_000) });
 
 before(async () => {
   [q, t] = await generateProtos('querier', ['proto/querier.proto', 'proto/types.proto']);
   server = await startServer();
+  pushedFromMs = Date.now() - 1000;
   for (const p of PUSHES) {
     const body = fs.readFileSync(fixture(p.file));
     let r;
@@ -104,6 +107,7 @@ before(async () => {
     }
     assert.equal(r.status, 200, `${p.via} ${p.file}: ${r.text}`);
   }
+  pushedUntilMs = Date.now() + 1000;
   EXPECT = expected();
 });
 after(async () => {
@@ -239,7 +243,6 @@ test('bad input: unknown method, malformed proto and JSON, bad selector, start >
       await assert.rejects(merge({ labelSelector: `{service_name="${SVC.go}"}`, format: q.ProfileFormat.TREE }),
         (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); assert.match(e.rawMessage, /PROFILE_FORMAT_TREE/); return true; });
     }
-    await assert.rejects(c.series({ ...range() }), (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); return true; });
   }
   // The querier is the UI listener's: the upload listener answers unimplemented.
   r = await rawCall(server.uploadUrl, 'ProfileTypes', Buffer.from(toBinary(q.ProfileTypesRequestSchema, create(q.ProfileTypesRequestSchema, range()))));
@@ -361,3 +364,43 @@ for (const m of MODES) {
     assert.equal(Number(empty.flamegraph.total), 0);
   });
 }
+
+for (const m of MODES) {
+  test(`Series and GetProfileStats ${modeName(m)}: label sets exact; stats span the pushes`, async () => {
+    const c = client(server.uiUrl, m);
+    const goIds = uniqSorted(EXPECT.filter((e) => e.svc === SVC.go).map((e) => e.id));
+    const r = await call(c, 'series', { matchers: [`{service_name="${SVC.go}"}`], labelNames: ['service_name', '__profile_type__'], ...range() }, modeName(m));
+    assert.deepEqual(r.labelsSet.map((l) => l.labels.map((p) => [p.name, p.value])),
+      goIds.map((id) => [['__profile_type__', id], ['service_name', SVC.go]]));
+    const py = EXPECT.find((e) => e.svc === SVC.py);
+    const full = await call(c, 'series', { matchers: [`{service_name="${SVC.py}"}`], ...range() }, modeName(m));
+    assert.deepEqual(full.labelsSet.map((l) => l.labels.map((p) => [p.name, p.value])), [[
+      ['__name__', 'py.cpu'], ['__period_unit__', py.periodUnit], ['__profile_type__', py.id],
+      ['__type__', 'samples'], ['__unit__', 'count'], ['service_name', SVC.py],
+    ]]);
+    assert.equal(py.periodType, '', 'py-spy has no period type');
+    // A name before the braces is the profile type id.
+    const byId = await call(c, 'series', { matchers: ['process_cpu:cpu:nanoseconds:cpu:nanoseconds{}'], labelNames: ['service_name'], ...range() }, modeName(m));
+    assert.deepEqual(byId.labelsSet.map((l) => l.labels.map((p) => [p.name, p.value])), [[['service_name', SVC.go]]]);
+    const none = await call(c, 'series', { matchers: ['{service_name="nope"}'], ...range() }, modeName(m));
+    assert.deepEqual(none.labelsSet, []);
+    const st = await call(c, 'getProfileStats', {}, modeName(m));
+    assert.equal(st.dataIngested, true);
+    const oldest = Number(st.oldestProfileTime), newest = Number(st.newestProfileTime);
+    assert.ok(pushedFromMs - 60_000 <= oldest && oldest <= newest && newest <= pushedUntilMs, `${oldest} ${newest} in [${pushedFromMs}, ${pushedUntilMs}]`);
+  });
+}
+
+test('GetProfileStats of a project without data: data_ingested false', async () => {
+  const dataDir = mkTemp('querier-stats');
+  const key = await createKey(dataDir, 'empty', 'empty-query', 'query');
+  const s = await startServer({ dataDir, extraArgs: ['--auth', 'required'] });
+  try {
+    for (const m of MODES) {
+      const st = await client(s.uiUrl, { ...m, headers: { 'x-kiln-key': key } }).getProfileStats({});
+      assert.deepEqual([st.dataIngested, st.oldestProfileTime, st.newestProfileTime], [false, 0n, 0n], modeName(m));
+    }
+  } finally {
+    await s.stop();
+  }
+});
