@@ -7,7 +7,8 @@
  * runs on a worker (query/pyro.h names the series as Pyroscope does), the
  * answer is sent from the loop thread. Built: ProfileTypes, LabelNames,
  * LabelValues, Series, GetProfileStats, SelectMergeStacktraces (flame graph
- * levels, query/levels.h); other methods answer unimplemented. */
+ * levels, query/levels.h), SelectMergeProfile (pprof, binary codec only);
+ * other methods answer unimplemented. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +25,22 @@
 #include "query/selector.h"
 #include "wire/pb.h"
 #include "wire/pb_json.h"
+#include "wire/pprof.h"
 
 #define QUERIER_SERVICE "/querier.v1.QuerierService/"
 #define QUERIER_MAX_BODY (1u << 20) /* a query request: selectors and times */
 #define MS_PER_HOUR 3600000LL
 
-enum method { M_PROFILE_TYPES, M_LABEL_NAMES, M_LABEL_VALUES, M_MERGE_STACKS, M_SERIES, M_STATS, M_COUNT };
+enum method {
+	M_PROFILE_TYPES,
+	M_LABEL_NAMES,
+	M_LABEL_VALUES,
+	M_MERGE_STACKS,
+	M_SERIES,
+	M_STATS,
+	M_MERGE_PROFILE,
+	M_COUNT
+};
 
 /* Field numbers of each request (0: the method has no such field). */
 static const struct {
@@ -42,6 +53,7 @@ static const struct {
     [M_MERGE_STACKS] = {"SelectMergeStacktraces", 3, 4, 0, 0, 1, 2, 5, 6, 0},
     [M_SERIES] = {"Series", 3, 4, 0, 1, 0, 0, 0, 0, 2},
     [M_STATS] = {"GetProfileStats", 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    [M_MERGE_PROFILE] = {"SelectMergeProfile", 3, 4, 0, 0, 1, 2, 5, 0, 0},
 };
 
 PB_JSON_MSG(j_profile_types, {"start", "start", 1, PB_J_I64, PB_J_SINGLE, NULL},
@@ -64,11 +76,12 @@ PB_JSON_MSG(j_series, {"matchers", "matchers", 1, PB_J_STRING, PB_J_REPEATED, NU
             {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
             {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL});
 static const pb_json_msg_t j_stats = {NULL, 0};
-static const pb_json_msg_t *const json_schema[M_COUNT] = {&j_profile_types, &j_label_names, &j_label_values,
-                                                          &j_merge_stacks,  &j_series,      &j_stats};
-static const char *const json_root[M_COUNT] = {"ProfileTypesRequest", "LabelNamesRequest",
-                                               "LabelValuesRequest",  "SelectMergeStacktracesRequest",
-                                               "SeriesRequest",       "GetProfileStatsRequest"};
+static const pb_json_msg_t *const json_schema[M_COUNT] = {
+    &j_profile_types, &j_label_names, &j_label_values, &j_merge_stacks, &j_series, &j_stats, &j_merge_stacks};
+static const char *const json_root[M_COUNT] = {
+    "ProfileTypesRequest",           "LabelNamesRequest", "LabelValuesRequest",
+    "SelectMergeStacktracesRequest", "SeriesRequest",     "GetProfileStatsRequest",
+    "SelectMergeProfileRequest"};
 
 /* A set of distinct strings, copied into an arena. */
 typedef struct {
@@ -437,6 +450,8 @@ static int merge_stacks(qjob_t *j)
 	model_tree_t tree;
 	if (query_merge(j->l->api->store, &j->q, j->arena, &tree, &j->err) < 0)
 		return -1;
+	if (j->m == M_MERGE_PROFILE)
+		return pprof_encode(&tree, &j->out, &j->err);
 	query_levels_t lv;
 	query_levels_single(&tree, query_max_nodes(j->max_nodes), j->arena, &lv);
 	write_flamegraph(j, &lv);
@@ -447,7 +462,7 @@ static void querier_work(void *arg)
 {
 	qjob_t *j = arg;
 	api_ctx_t *api = j->l->api;
-	if (j->m == M_MERGE_STACKS) {
+	if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE) {
 		j->failed = merge_stacks(j) < 0;
 	} else {
 		j->failed = query_pyro_series(api->store, slice_cstr(j->caller.project), j->from_ns,
@@ -642,7 +657,11 @@ static int decode(qjob_t *j, err_t *err)
 	j->until_ns = end * 1000000;
 	if (j->m == M_LABEL_VALUES && !j->label.n)
 		return err_set(err, 400, "%s: name (the label) is required", msg);
-	if (j->m == M_MERGE_STACKS)
+	if (j->m == M_MERGE_PROFILE && j->json)
+		return err_set(
+		    err, 501,
+		    "%s: the JSON codec is not implemented for a pprof Profile; use application/proto", msg);
+	if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE)
 		return merge_query(j, msg, err);
 	return 0;
 }

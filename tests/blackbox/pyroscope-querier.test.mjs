@@ -26,6 +26,7 @@ import { generateProtos } from './lib/protogen.mjs';
 const fixture = (f) => path.join(TESTDATA, 'pprof', f);
 let q; // querier_pb
 let t; // types_pb
+let pprofPb; // pprof_pb (perftools.profiles)
 let server;
 const SVC = { go: uniqueName('q-go'), heap: uniqueName('q-heap'), node: uniqueName('q-node'), py: uniqueName('q-py') };
 
@@ -94,7 +95,7 @@ let pushedUntilMs; // after the last
 const range = () => ({ start: BigInt(Date.now() - 3600_000), end: BigInt(Date.now() + 600_000) });
 
 before(async () => {
-  [q, t] = await generateProtos('querier', ['proto/querier.proto', 'proto/types.proto']);
+  [q, t, pprofPb] = await generateProtos('querier', ['proto/querier.proto', 'proto/types.proto', 'proto/pprof.proto']);
   server = await startServer();
   pushedFromMs = Date.now() - 1000;
   for (const p of PUSHES) {
@@ -404,3 +405,25 @@ test('GetProfileStats of a project without data: data_ingested false', async () 
     await s.stop();
   }
 });
+
+for (const httpVersion of ['1.1', '2']) {
+  test(`SelectMergeProfile HTTP/${httpVersion}: a pprof that go tool pprof reads with the fixture's total and per-function self; JSON unimplemented`, async () => {
+    const c = client(server.uiUrl, { httpVersion });
+    for (const k of [
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', type: 'cpu:nanoseconds' },
+      { svc: SVC.node, file: 'nodejs-wall.pb.gz', id: 'wall:wall:microseconds:wall:microseconds', type: 'wall:microseconds' },
+    ]) {
+      const res = await call(c, 'selectMergeProfile', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, ...range() }, k.id);
+      const file = path.join(mkTemp('querier-pprof'), 'merged.pb');
+      fs.writeFileSync(file, toBinary(pprofPb.ProfileSchema, res));
+      const got = (await oracleForFile(file)).types;
+      const want = (await oracleForFile(fixture(k.file))).types.find((x) => x.typeName === k.type);
+      assert.equal(got.length, 1, `${k.id}: one sample type`);
+      assert.equal(got[0].typeName, k.type);
+      assert.equal(got[0].total, want.total, `${k.id}: total`);
+      assert.deepEqual(sortMap(nonZero(got[0].self)), sortMap(nonZero(want.self)), `${k.id}: self`);
+    }
+    await assert.rejects(client(server.uiUrl, { httpVersion, binary: false }).selectMergeProfile({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', labelSelector: `{service_name="${SVC.go}"}`, ...range() }),
+      (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); assert.match(e.rawMessage, /JSON codec/); return true; });
+  });
+}
