@@ -523,10 +523,11 @@ static int bad_field(err_t *err, const char *msg_name, uint32_t field)
 	return err_set(err, 400, "%s: field %u: malformed protobuf", msg_name, field);
 }
 
-/* The query of SelectMergeStacktraces from its type id and label_selector:
- * service_name="S" is the service, other `=` matchers filter on series
- * labels or sample attributes as /api's label.K=V; the other operators are
- * not built yet (501: unimplemented). */
+/* The query of SelectMergeStacktraces/Profile from its type id and
+ * label_selector: service_name="S" is the service (other operators on it:
+ * 501, unimplemented), other `=` matchers filter on series labels or sample
+ * attributes as /api's label.K=V, `!=`, `=~`, `!~` on series labels
+ * (query_params_t.matchers). */
 static int merge_query(qjob_t *j, const char *msg, err_t *err)
 {
 	j->q = (query_params_t){
@@ -556,21 +557,26 @@ static int merge_query(qjob_t *j, const char *msg, err_t *err)
 	j->n_sel = 1;
 	const sel_t *sel = &j->sel[0];
 	model_label_t *labels = arena_alloc(j->arena, (size_t)sel->n * sizeof *labels + 1);
-	static const char *const op_name[] = {"=", "!=", "=~", "!~"};
+	sel_matcher_t *matchers = arena_alloc(j->arena, (size_t)sel->n * sizeof *matchers + 1);
 	for (uint32_t i = 0; i < sel->n; i++) {
 		const sel_matcher_t *m = &sel->m[i];
+		if (m->op != SEL_EQ && !slice_eq_cstr(m->name, "service_name")) {
+			/* a copy shares the compiled regex, which outlives the query */
+			matchers[j->q.n_matchers++] = *m;
+			continue;
+		}
+		static const char *const op_name[] = {"=", "!=", "=~", "!~"};
 		if (m->op != SEL_EQ)
 			return err_set(
-			    err, 501,
-			    "%s: label_selector: the operator %s (on %.*s) is not implemented yet; only =",
-			    msg, op_name[m->op], (int)(m->name.n > 64 ? 64 : m->name.n),
-			    (const char *)m->name.p);
+			    err, 501, "%s: label_selector: service_name takes = only, not %s (on %.*s)", msg,
+			    op_name[m->op], (int)(m->name.n > 64 ? 64 : m->name.n), (const char *)m->name.p);
 		if (slice_eq_cstr(m->name, "service_name"))
 			j->q.service = m->value;
 		else
 			labels[j->q.n_labels++] = (model_label_t){.key = m->name, .value = m->value};
 	}
 	j->q.labels = labels;
+	j->q.matchers = matchers;
 	if (!j->q.service.n)
 		return err_set(err, 400,
 		               "%s: label_selector must name the service: {service_name=\"NAME\", …}", msg);

@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "model/model.h"
+#include "query/selector.h"
 #include "store/store.h"
 
 typedef struct {
@@ -23,8 +24,11 @@ typedef struct {
 	int64_t from_ns, until_ns;
 	const model_label_t *labels; /* filters label.K=V: series labels or sample attributes */
 	uint32_t n_labels;
-	slice_t pyro_id; /* optional: a Pyroscope profile type id (query/pyro.h) that selects
-	                  * only its series; type must then be its SAMPLE_TYPE:SAMPLE_UNIT */
+	slice_t pyro_id;               /* optional: a Pyroscope profile type id (query/pyro.h) that selects
+	                                * only its series; type must then be its SAMPLE_TYPE:SAMPLE_UNIT */
+	const sel_matcher_t *matchers; /* optional: selector matchers (query/selector.h) on series
+	                                * labels, a label the series lacks matching as "" */
+	uint32_t n_matchers;
 } query_params_t;
 
 /* {"services":[{"name","types":[…],"cpu_nanoseconds"}]} busiest first. */

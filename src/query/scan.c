@@ -55,6 +55,14 @@ static int series_select(const store_series_t *s, const query_params_t *q, const
 	}
 	if (q->pyro_id.n && !query_pyro_is(s, t, q->pyro_id))
 		return 0;
+	for (uint32_t i = 0; i < q->n_matchers; i++) {
+		slice_t value = slice_make("", 0);
+		for (uint32_t j = 0; j < s->n_labels; j++)
+			if (slice_eq(s->labels[j].key, q->matchers[i].name))
+				value = s->labels[j].value;
+		if (!sel_match(&q->matchers[i], value))
+			return 0;
+	}
 	for (uint32_t i = 0; i < q->n_labels; i++) {
 		int has_key = 0, match = 0;
 		for (uint32_t j = 0; j < s->n_labels; j++) {
