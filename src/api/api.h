@@ -67,9 +67,9 @@ typedef struct {
 } api_listener_t;
 
 /* Identifies the caller from the request's key (x-kiln-key, Authorization:
- * Bearer, or for the UI the kiln_key cookie; any may be NULL; for need
- * KEY_SCOPE_INGEST also Authorization: Basic with the key as the password
- * and any user, as Pyroscope's SDKs and Alloy send it). need is
+ * Bearer, Authorization: Basic with the key as the password and any user
+ * (as Pyroscope's SDKs, Alloy and Grafana's data source send it), or for the
+ * UI the kiln_key cookie; any may be NULL). need is
  * KEY_SCOPE_INGEST or KEY_SCOPE_QUERY. On a listener without auth the caller
  * is default/default, unless the listener trusts X-Scope-OrgID (OPS: Trusting
  * X-Scope-OrgID) and scope_org_id (that header; may be NULL) is not empty:
@@ -163,11 +163,19 @@ void api_call_respond(api_call_t *c, int status, const char *content_type, int r
  * HTTP status of the code: connect.h), counted for /metrics on l. */
 void api_connect_error(const api_listener_t *l, api_call_t *c, const err_t *err);
 /* 1 when path is a Connect method Kiln routes over HTTP/1.1 (the
- * /push.v1.PusherService/ service: Push, others answered unimplemented). */
+ * /push.v1.PusherService/ service: Push, others answered unimplemented; and
+ * /querier.v1.QuerierService/ on the UI listener). */
 int api_is_connect_path(slice_t path);
 /* The Connect routes over HTTP/1.1 on the upload and UI listeners. */
 int api_connect_on_headers(http_req_t *r, void *ctx);
 void api_connect_on_request(http_req_t *r, void *ctx);
+/* Pyroscope's Connect query API (API: Query: querier.v1.QuerierService
+ * (Pyroscope Connect); api/querier.c), UI listener only: 1 when path is a
+ * /querier.v1.QuerierService/ method; the headers' check (0: read the body,
+ * 1: answered) and the call. */
+int api_is_querier_path(slice_t path);
+int api_querier_on_headers(const api_listener_t *l, api_call_t *c);
+void api_querier_on_request(const api_listener_t *l, api_call_t *c);
 /* HTTP/2 (h2c) on the upload and UI listeners (http_opts_t.h2c): the
  * Connect routes; any other path is answered unimplemented (404). */
 int api_h2_on_headers(h2_req_t *r, void *ctx);

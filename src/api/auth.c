@@ -102,16 +102,14 @@ int api_identify(const api_listener_t *l, const slice_t *x_kiln_key, const slice
 	if (x_kiln_key && x_kiln_key->n)
 		key = *x_kiln_key;
 	else if (authorization && !keys_parse_bearer(*authorization, &key) &&
-	         !(need == KEY_SCOPE_INGEST && basic_password(*authorization, basic, &key)))
+	         !basic_password(*authorization, basic, &key))
 		key.n = 0;
 	if (!key.n && l->listener == API_LISTENER_UI)
 		key = cookie_value(cookie, "kiln_key");
 	if (!key.n)
 		return err_set(err, 401,
 		               "this listener requires a key: send it in the x-kiln-key header "
-		               "(or Authorization: Bearer KEY%s)",
-		               need == KEY_SCOPE_INGEST ? ", or HTTP Basic with the key as the password"
-		                                        : "");
+		               "(or Authorization: Bearer KEY, or HTTP Basic with the key as the password)");
 	keys_info_t info;
 	if (!l->api->keys || !keys_lookup(l->api->keys, key, &info)) {
 		if (l->api->keys && !keys_ready(l->api->keys)) {

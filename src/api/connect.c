@@ -96,7 +96,7 @@ typedef struct {
 int api_is_connect_path(slice_t path)
 {
 	size_t n = sizeof PUSH_SERVICE - 1;
-	return path.n >= n && memcmp(path.p, PUSH_SERVICE, n) == 0;
+	return (path.n >= n && memcmp(path.p, PUSH_SERVICE, n) == 0) || api_is_querier_path(path);
 }
 
 /* The media type of a Content-Type, parameters and spaces left out. */
@@ -169,6 +169,8 @@ static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *er
 /* 0: read the body; 1: answered. */
 static int push_on_headers(const api_listener_t *l, api_call_t *c)
 {
+	if (l->listener == API_LISTENER_UI && api_is_querier_path(c->path))
+		return api_querier_on_headers(l, c);
 	err_t err = {0};
 	if (check_headers(l, c, &err) == 0)
 		return 0;
@@ -202,6 +204,10 @@ static void push_reply(ingest_push_t *p, const err_t *err)
 
 static void push_on_request(const api_listener_t *l, api_call_t *c)
 {
+	if (l->listener == API_LISTENER_UI && api_is_querier_path(c->path)) {
+		api_querier_on_request(l, c);
+		return;
+	}
 	push_job_t *j = xcalloc(1, sizeof *j);
 	j->l = l;
 	j->call = *c;

@@ -14,15 +14,21 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "model/model.h"
+#include "query/selector.h"
 #include "store/store.h"
 
 typedef struct {
 	slice_t project;
-	slice_t service;         /* required except for services */
-	slice_t type;            /* "sample_type:unit", required except for services/types */
+	slice_t service; /* required except for services */
+	slice_t type;    /* "sample_type:unit", required except for services/types */
 	int64_t from_ns, until_ns;
 	const model_label_t *labels; /* filters label.K=V: series labels or sample attributes */
 	uint32_t n_labels;
+	slice_t pyro_id;               /* optional: a Pyroscope profile type id (query/pyro.h) that selects
+	                                * only its series; type must then be its SAMPLE_TYPE:SAMPLE_UNIT */
+	const sel_matcher_t *matchers; /* optional: selector matchers (query/selector.h) on series
+	                                * labels, a label the series lacks matching as "" */
+	uint32_t n_matchers;
 } query_params_t;
 
 /* {"services":[{"name","types":[…],"cpu_nanoseconds"}]} busiest first. */
@@ -46,12 +52,12 @@ int query_pprof(store_t *s, const query_params_t *q, buf_t *out, err_t *err);
 /* Hints for query_span from the caller (a trace viewer knows the span's
  * service and time). All optional (zero). */
 typedef struct {
-	slice_t service;         /* preferred when the span's samples or its trace's span several services;
-	                            echoed when nothing is linked */
+	slice_t service;           /* preferred when the span's samples or its trace's span several services;
+	                              echoed when nothing is linked */
 	int64_t from_ns, until_ns; /* the span's time: echoed (in whole minutes) when nothing is linked;
 	                              also widens the search when outside the default one */
-	slice_t type;            /* "sample_type:unit" to show instead of the default choice */
-	int64_t now_ns;          /* 0: the clock (tests pin it) */
+	slice_t type;              /* "sample_type:unit" to show instead of the default choice */
+	int64_t now_ns;            /* 0: the clock (tests pin it) */
 } query_span_opts_t;
 
 /* GET /api/span (API: Span links). Samples linked to span_id (and trace_id when given;

@@ -13,7 +13,7 @@
 /* The query's type id (API: Type ids): SAMPLE:UNIT (split at the first ':'),
  * or NAME:SAMPLE:UNIT when it has two ':' or more and the part before the
  * first is a profile name (model_profile_name_valid). */
-typedef struct {
+typedef struct query_type {
 	slice_t name; /* the id as asked */
 	slice_t type; /* "sample_type:unit": the series' type */
 	slice_t sample_type, sample_unit;

@@ -1,5 +1,6 @@
 /* What every query shares: parameter checks, choosing the series of a
- * partition that a query reads (service, type and profile name, cpu_alias, label filters),
+ * partition that a query reads (service, type and profile name, cpu_alias, a
+ * Pyroscope profile type id, label filters),
  * their chunk heads, attribute filters, and small JSON helpers.
  * It builds no tree and writes no result. */
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "base/hash.h"
 #include "base/limits.h"
 #include "base/u64map.h"
+#include "query/pyro.h"
 #include "query/query_int.h"
 
 int query_check(const query_params_t *q, int need_service, query_type_t *t, err_t *err)
@@ -50,6 +52,16 @@ static int series_select(const store_series_t *s, const query_params_t *q, const
 			return 0;
 		sel->scale = s->period;
 		sel->snapshot = 0;
+	}
+	if (q->pyro_id.n && !query_pyro_is(s, t, q->pyro_id))
+		return 0;
+	for (uint32_t i = 0; i < q->n_matchers; i++) {
+		slice_t value = slice_make("", 0);
+		for (uint32_t j = 0; j < s->n_labels; j++)
+			if (slice_eq(s->labels[j].key, q->matchers[i].name))
+				value = s->labels[j].value;
+		if (!sel_match(&q->matchers[i], value))
+			return 0;
 	}
 	for (uint32_t i = 0; i < q->n_labels; i++) {
 		int has_key = 0, match = 0;

@@ -3,17 +3,13 @@
 // and over prior-knowledge h2c on the upload and UI listeners, binary and JSON
 // codecs, gzip on and off, several series of several raw pprof profiles each.
 // The messages come from tests/blackbox/proto/push.proto, generated at test
-// time by buf + protoc-gen-es into tests/blackbox/gen/ (gitignored: nothing
-// generated to keep in step with the .proto; it must sit under this folder so
-// that its imports resolve to node_modules). Oracle: `go tool pprof -raw` of
+// time (lib/protogen.mjs). Oracle: `go tool pprof -raw` of
 // the fixtures (lib/pprof.mjs), summed per series.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import zlib from 'node:zlib';
 import { create } from '@bufbuild/protobuf';
 import { createClient, ConnectError, Code } from '@connectrpc/connect';
@@ -23,30 +19,17 @@ import { startServer, tail } from './lib/server.mjs';
 import { upload, services, wideWindow } from './lib/http.mjs';
 import { oracleForFile } from './lib/pprof.mjs';
 import { checkQueryAgainst } from './lib/check.mjs';
+import { generateProtos } from './lib/protogen.mjs';
 import { createKey } from './lib/s6.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURES = ['go-cpu-fib.pb.gz', 'go-cpu-two-stacks.pb.gz', 'python-pyspy-not-gzipped.pb', 'nodejs-wall.pb.gz'];
 const raw = (f) => fs.readFileSync(path.join(TESTDATA, 'pprof', f));
 const oracles = new Map();
 let pb; // the generated module
 let server;
 
-// Generates push_pb.js from proto/push.proto (buf + protoc-gen-es) and imports it.
-async function generate() {
-  const out = path.join(here, 'gen');
-  fs.rmSync(out, { recursive: true, force: true });
-  const bin = path.join(here, 'node_modules/.bin');
-  const template = JSON.stringify({
-    version: 'v2',
-    plugins: [{ local: path.join(bin, 'protoc-gen-es'), out, opt: ['target=js'] }],
-  });
-  execFileSync(path.join(bin, 'buf'), ['generate', 'proto', '--path', 'proto/push.proto', '--template', template], { cwd: here });
-  return import(pathToFileURL(path.join(out, 'push_pb.js')).href);
-}
-
 before(async () => {
-  pb = await generate();
+  [pb] = await generateProtos('push', ['proto/push.proto']);
   for (const f of FIXTURES) oracles.set(f, await oracleForFile(path.join(TESTDATA, 'pprof', f)));
   server = await startServer();
 });
@@ -240,8 +223,9 @@ test('errors on both listeners and HTTP versions: exact Connect code, HTTP statu
         if (message) assert.equal(r.json.message, message, ctx);
       }
     }
-    // Any other path over h2c is unimplemented (the HTTP/1.1 routes stay HTTP/1.1's).
-    const q = await rawCall(base, '/querier.v1.QuerierService/ProfileTypes', { httpVersion: '2' });
+    // Any other path over h2c is unimplemented (the HTTP/1.1 routes stay HTTP/1.1's;
+    // querier.v1 on the UI listener is pyroscope-querier.test.mjs's).
+    const q = await rawCall(base, '/settings.v1.SettingsService/Get', { httpVersion: '2' });
     assert.equal(q.status, 404, q.text);
     assert.equal(q.json.code, 'unimplemented', q.text);
   }

@@ -1,0 +1,51 @@
+/* Kiln's series as Pyroscope's query API names them (query/pyro.c; API:
+ * Query: querier.v1.QuerierService): each series of a range with its
+ * Pyroscope profile type id NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT,
+ * NAME being the series' profile name (its __name__ label) or, for a series
+ * without one, the name Pyroscope's ingest would give it (API: Profile
+ * names: pyro_stc_profile_name over the series' sample type, "unknown" when
+ * that gives none). The querier routes list and filter with it; the id of a
+ * series depends on the series alone, so an id given back selects exactly
+ * the series it was listed for. */
+#ifndef KILN_QUERY_PYRO_H
+#define KILN_QUERY_PYRO_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "model/model.h"
+#include "store/store.h"
+
+/* The name given to a series whose sample type yields no profile name. */
+#define QUERY_PYRO_UNKNOWN_NAME "unknown"
+
+/* One series with chunks in the range. Slices are valid during the callback. */
+typedef struct {
+	slice_t service;
+	slice_t id; /* NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT */
+	slice_t name, sample_type, sample_unit, period_type, period_unit;
+	const model_label_t *labels; /* the series labels, sorted by key (__name__ included when set) */
+	uint32_t n_labels;
+	int64_t first_ns, last_ns; /* the times of its first and last chunk in the partition */
+} query_pyro_series_t;
+
+typedef void (*query_pyro_series_fn)(const query_pyro_series_t *s, void *ctx);
+
+/* Calls fn for every series of project with chunks in [from_ns, until_ns)
+ * (several times for a series stored in several partitions; a cpu_alias
+ * series, samples:count with a CPU period, also once as
+ * NAME:cpu:nanoseconds:cpu:nanoseconds, as /api/types lists it). 0, or -1
+ * with err (store errors). */
+int query_pyro_series(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, query_pyro_series_fn fn,
+                      void *ctx, err_t *err);
+
+/* The profile name of a series (see above): its __name__, else Pyroscope's
+ * rule on sample_type, else QUERY_PYRO_UNKNOWN_NAME. */
+slice_t query_pyro_name(const store_series_t *s, slice_t sample_type);
+
+/* 1 when series s, read as the query type t (its own type, or
+ * cpu:nanoseconds for a cpu_alias series), has the profile type id id. */
+struct query_type;
+int query_pyro_is(const store_series_t *s, const struct query_type *t, slice_t id);
+
+#endif

@@ -1,0 +1,436 @@
+// Pyroscope's Connect query API (API: Query: querier.v1.QuerierService
+// (Pyroscope Connect)) with a real Connect client: @connectrpc/connect-node
+// over HTTP/1.1 and prior-knowledge h2c on the UI listener, binary and JSON
+// codecs, messages generated from proto/querier.proto + proto/types.proto
+// (lib/protogen.mjs). Data: real pprof fixtures pushed through
+// /profiling/upload and Pyroscope's /ingest into a server of this file's own,
+// so every listing is known exactly. Oracles: the fixtures' sample and
+// period types as `go tool pprof -raw` prints them, named by Pyroscope's
+// rule written out here (docs/API.md "Profile names").
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import fs from 'node:fs';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { createClient, Code } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { TESTDATA, uniqueName, mkTemp } from './lib/env.mjs';
+import { startServer, tail } from './lib/server.mjs';
+import { upload } from './lib/http.mjs';
+import { createKey } from './lib/s6.mjs';
+import { oracleForFile } from './lib/pprof.mjs';
+import { flameStats } from './lib/check.mjs';
+import { generateProtos } from './lib/protogen.mjs';
+
+const fixture = (f) => path.join(TESTDATA, 'pprof', f);
+let q; // querier_pb
+let t; // types_pb
+let pprofPb; // pprof_pb (perftools.profiles)
+let server;
+const SVC = { go: uniqueName('q-go'), heap: uniqueName('q-heap'), node: uniqueName('q-node'), py: uniqueName('q-py') };
+
+// Sample types and period type of a fixture, from go tool pprof -raw's header.
+function pprofTypes(f) {
+  const out = execFileSync('go', ['tool', 'pprof', '-raw', fixture(f)], { maxBuffer: 1 << 28 }).toString();
+  const lines = out.split('\n');
+  const period = lines.find((l) => l.startsWith('PeriodType:')).slice('PeriodType:'.length);
+  const [periodType, periodUnit] = period.startsWith('  ') ? ['', period.trim()] : period.trim().split(/\s+/);
+  const at = lines.findIndex((l) => l.startsWith('Samples:'));
+  const types = lines[at + 1].trim().split(/\s+/).map((s) => {
+    const m = /^(.*)\/(.*)$/.exec(s);
+    return { type: m[1], unit: m[2] };
+  });
+  return { types, periodType, periodUnit };
+}
+
+// Pyroscope's profile name for a sample type (pkg/og/convert/pprof's rule with
+// its default display names), as docs/API.md states it.
+function pyroName(types) {
+  if (types.includes('wall')) return 'wall';
+  const display = { samples: 'cpu', goroutine: 'goroutines', contentions: 'mutex_count', delay: 'mutex_duration' };
+  let last = '';
+  for (const ty of types) {
+    const n = display[ty] ?? ty;
+    last = n;
+    if (n.includes('cpu')) return 'process_cpu';
+    if (n.includes('alloc_') || n.includes('inuse_') || n === 'space' || n === 'objects') return 'memory';
+    if (n.includes('mutex_')) return 'mutex';
+    if (n.includes('block_')) return 'block';
+    if (n.includes('goroutines')) return 'goroutines';
+  }
+  return /^[a-z0-9_.-]{1,64}$/.test(last) ? last : 'unknown';
+}
+
+// The pushes: [service, fixture, how, name rule]. /profiling/upload stores
+// each sample type as its own unnamed series (named per type here); /ingest
+// names the whole profile by Pyroscope's rule over all its types; profile=
+// names it.
+const PUSHES = [
+  { svc: SVC.go, file: 'go-cpu-fib.pb.gz', via: 'upload', params: { namespace: 'shop', 'label.env': 'prod' } },
+  { svc: SVC.heap, file: 'go-heap-delta.pb.gz', via: 'upload', params: { namespace: 'shop', 'label.env': 'dev' } },
+  { svc: SVC.node, file: 'nodejs-wall.pb.gz', via: 'ingest' },
+  { svc: SVC.py, file: 'python-pyspy-not-gzipped.pb', via: 'upload', params: { profile: 'py.cpu' } },
+];
+
+// Expected: per push, the ids of its series and its series labels.
+function expected() {
+  const rows = [];
+  for (const p of PUSHES) {
+    const { types, periodType, periodUnit } = pprofTypes(p.file);
+    for (const ty of types) {
+      const name = p.params?.profile ?? (p.via === 'ingest' ? pyroName(types.map((x) => x.type)) : pyroName([ty.type]));
+      rows.push({
+        svc: p.svc, name, id: `${name}:${ty.type}:${ty.unit}:${periodType}:${periodUnit}`,
+        sampleType: ty.type, sampleUnit: ty.unit, periodType, periodUnit, push: p,
+      });
+    }
+  }
+  return rows;
+}
+
+let EXPECT;
+let pushedFromMs; // before the first push
+let pushedUntilMs; // after the last
+const range = () => ({ start: BigInt(Date.now() - 3600_000), end: BigInt(Date.now() + 600_000) });
+
+before(async () => {
+  [q, t, pprofPb] = await generateProtos('querier', ['proto/querier.proto', 'proto/types.proto', 'proto/pprof.proto']);
+  server = await startServer();
+  pushedFromMs = Date.now() - 1000;
+  for (const p of PUSHES) {
+    const body = fs.readFileSync(fixture(p.file));
+    let r;
+    if (p.via === 'upload') {
+      r = await upload(server, body, { serviceName: p.svc, ...p.params });
+    } else {
+      r = await upload(server, body, { name: `${p.svc}{region="eu-1"}`, format: 'pprof' }, {}, { path: '/ingest' });
+    }
+    assert.equal(r.status, 200, `${p.via} ${p.file}: ${r.text}`);
+  }
+  pushedUntilMs = Date.now() + 1000;
+  EXPECT = expected();
+});
+after(async () => {
+  if (server) await server.stop();
+});
+
+function client(base, { httpVersion = '1.1', binary = true, headers } = {}) {
+  const transport = createConnectTransport({
+    baseUrl: base,
+    httpVersion,
+    useBinaryFormat: binary,
+    interceptors: headers ? [(next) => async (req) => {
+      for (const [k, v] of Object.entries(headers)) req.header.set(k, v);
+      return next(req);
+    }] : [],
+  });
+  return createClient(q.QuerierService, transport);
+}
+
+const MODES = [];
+for (const httpVersion of ['1.1', '2']) for (const binary of [true, false]) MODES.push({ httpVersion, binary });
+const modeName = (m) => `HTTP/${m.httpVersion} ${m.binary ? 'binary' : 'JSON'}`;
+const uniqSorted = (xs) => [...new Set(xs)].sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b))));
+
+async function call(c, method, req, what) {
+  try {
+    return await c[method](req);
+  } catch (e) {
+    assert.fail(`${what} ${method}: ${e}\n${tail(server.stderr(), 10)}`);
+  }
+}
+
+for (const m of MODES) {
+  test(`ProfileTypes ${modeName(m)}: exactly the ids of the pushed series, parts split, sorted`, async () => {
+    const res = await call(client(server.uiUrl, m), 'profileTypes', range(), modeName(m));
+    const got = res.profileTypes.map((p) => ({ ID: p.ID, name: p.name, sampleType: p.sampleType, sampleUnit: p.sampleUnit, periodType: p.periodType, periodUnit: p.periodUnit }));
+    const want = new Map();
+    for (const e of EXPECT) want.set(e.id, { ID: e.id, name: e.name, sampleType: e.sampleType, sampleUnit: e.sampleUnit, periodType: e.periodType, periodUnit: e.periodUnit });
+    const ids = uniqSorted([...want.keys()]);
+    assert.deepEqual(got, ids.map((id) => want.get(id)));
+    // Names the brief fixes: Go CPU and heap as Pyroscope stores them.
+    for (const id of ['process_cpu:cpu:nanoseconds:cpu:nanoseconds', 'process_cpu:samples:count:cpu:nanoseconds',
+      'memory:inuse_space:bytes:space:bytes', 'memory:alloc_objects:count:space:bytes', 'wall:wall:microseconds:wall:microseconds']) {
+      assert.ok(ids.includes(id), `${id} in ${ids}`);
+    }
+  });
+
+  test(`LabelNames and LabelValues ${modeName(m)}: exact, with matchers`, async () => {
+    const c = client(server.uiUrl, m);
+    const names = await call(c, 'labelNames', { ...range() }, modeName(m));
+    const base = ['__name__', '__period_type__', '__period_unit__', '__profile_type__', '__type__', '__unit__', 'service_name'];
+    assert.deepEqual(names.names, uniqSorted([...base, 'k8s.namespace.name', 'env', 'region']));
+    const goOnly = await call(c, 'labelNames', { matchers: [`{service_name="${SVC.go}"}`], ...range() }, modeName(m));
+    assert.deepEqual(goOnly.names, uniqSorted([...base, 'k8s.namespace.name', 'env']));
+    const svcs = await call(c, 'labelValues', { name: 'service_name', ...range() }, modeName(m));
+    assert.deepEqual(svcs.names, uniqSorted(Object.values(SVC)));
+    const types = await call(c, 'labelValues', { name: '__profile_type__', ...range() }, modeName(m));
+    assert.deepEqual(types.names, uniqSorted(EXPECT.map((e) => e.id)));
+    const cpuNames = await call(c, 'labelValues', { name: '__name__', ...range() }, modeName(m));
+    assert.deepEqual(cpuNames.names, uniqSorted(EXPECT.map((e) => e.name)));
+    // Round trip: an id selects exactly the services whose series carry it.
+    for (const id of uniqSorted(EXPECT.map((e) => e.id))) {
+      const r = await call(c, 'labelValues', { name: 'service_name', matchers: [`{__profile_type__="${id}"}`], ...range() }, modeName(m));
+      assert.deepEqual(r.names, uniqSorted(EXPECT.filter((e) => e.id === id).map((e) => e.svc)), id);
+    }
+    // Several matchers: a series matching any of them; regex and negation.
+    const two = await call(c, 'labelValues', { name: 'service_name', matchers: [`{env="prod"}`, `{region=~"eu-.*"}`], ...range() }, modeName(m));
+    assert.deepEqual(two.names, uniqSorted([SVC.go, SVC.node]));
+    const notShop = await call(c, 'labelValues', { name: 'service_name', matchers: [`{"k8s.namespace.name"!="shop"}`], ...range() }, modeName(m));
+    assert.deepEqual(notShop.names, uniqSorted([SVC.node, SVC.py]));
+    const envs = await call(c, 'labelValues', { name: 'env', ...range() }, modeName(m));
+    assert.deepEqual(envs.names, ['dev', 'prod']);
+    const none = await call(c, 'labelValues', { name: 'service_name', ...range(), start: 1000n, end: 2000n }, modeName(m));
+    assert.deepEqual(none.names, []);
+  });
+}
+
+// A raw Connect call: {status, json}.
+async function rawCall(base, method, body, headers = {}) {
+  const res = await fetch(`${base}/querier.v1.QuerierService/${method}`, {
+    method: 'POST', body, headers: { 'content-type': 'application/proto', ...headers },
+  });
+  const text = await res.text();
+  let json;
+  try { json = JSON.parse(text); } catch { json = text; }
+  return { status: res.status, json };
+}
+
+test('bad input: unknown method, malformed proto and JSON, bad selector, start > end → the Connect code', async () => {
+  const u = server.uiUrl;
+  let r = await rawCall(u, 'Nope', '');
+  assert.equal(r.status, 404);
+  assert.equal(r.json.code, 'unimplemented');
+  assert.match(r.json.message, /Nope/);
+  r = await rawCall(u, 'ProfileTypes', Buffer.from([0x08, 0xff]));
+  assert.equal(r.status, 400);
+  assert.equal(r.json.code, 'invalid_argument');
+  r = await rawCall(u, 'ProfileTypes', '{"start":', { 'content-type': 'application/json' });
+  assert.equal(r.json.code, 'invalid_argument');
+  r = await rawCall(u, 'ProfileTypes', '{"start":"12x"}', { 'content-type': 'application/json' });
+  assert.equal(r.json.code, 'invalid_argument');
+  r = await rawCall(u, 'ProfileTypes', 'x', { 'content-type': 'text/plain' });
+  assert.equal(r.json.code, 'invalid_argument');
+  // int64 as a JSON number and as a string select alike.
+  const now = Date.now();
+  const a = await rawCall(u, 'ProfileTypes', JSON.stringify({ start: now - 3600_000, end: now + 600_000 }), { 'content-type': 'application/json' });
+  const b = await rawCall(u, 'ProfileTypes', JSON.stringify({ start: String(now - 3600_000), end: String(now + 600_000) }), { 'content-type': 'application/json' });
+  assert.equal(a.status, 200);
+  assert.deepEqual(a.json, b.json);
+  assert.equal(a.json.profileTypes.length, uniqSorted(EXPECT.map((e) => e.id)).length);
+  for (const m of MODES) {
+    const c = client(u, m);
+    await assert.rejects(c.labelNames({ matchers: ['{service_name="x",}', '{a=~"("}'], ...range() }),
+      (e) => { assert.equal(e.code, Code.InvalidArgument, `${e}`); assert.match(e.rawMessage, /selector: at \d+: regex/); return true; });
+    await assert.rejects(c.labelValues({ name: 'x', matchers: ['{a="b" c}'], ...range() }),
+      (e) => { assert.equal(e.code, Code.InvalidArgument, `${e}`); assert.match(e.rawMessage, /selector: at 7:/); return true; });
+    await assert.rejects(c.profileTypes({ start: 2000n, end: 1000n }),
+      (e) => { assert.equal(e.code, Code.InvalidArgument); assert.match(e.rawMessage, /start 2000 is after end 1000/); return true; });
+    await assert.rejects(c.labelValues({ ...range() }),
+      (e) => { assert.equal(e.code, Code.InvalidArgument); assert.match(e.rawMessage, /name/); return true; });
+    const merge = (req) => c.selectMergeStacktraces({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', ...range(), ...req });
+    for (const [req, code, re] of [
+      [{ labelSelector: `{service_name=~"${SVC.go}"}` }, Code.Unimplemented, /service_name takes = only, not =~ \(on service_name\)/],
+      [{ labelSelector: `{service_name!="${SVC.go}"}` }, Code.Unimplemented, /service_name takes = only, not != \(on service_name\)/],
+      [{ labelSelector: '{env="prod"}' }, Code.InvalidArgument, /must name the service/],
+      [{ labelSelector: '{service_name="x" env="y"}' }, Code.InvalidArgument, /selector: at 18:/],
+      [{ labelSelector: `{service_name="${SVC.go}"}`, profileTypeID: 'cpu:nanoseconds' }, Code.InvalidArgument, /profile_typeID "cpu:nanoseconds" is not NAME:/],
+      [{ labelSelector: `{service_name="${SVC.go}"}`, start: 5000n, end: 10n }, Code.InvalidArgument, /start 5000 is after end 10/],
+    ]) {
+      await assert.rejects(merge(req), (e) => { assert.equal(e.code, code, `${modeName(m)} ${req.labelSelector}: ${e}`); assert.match(e.rawMessage, re); return true; });
+    }
+    if (m.binary) {
+      await assert.rejects(merge({ labelSelector: `{service_name="${SVC.go}"}`, format: q.ProfileFormat.TREE }),
+        (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); assert.match(e.rawMessage, /PROFILE_FORMAT_TREE/); return true; });
+    }
+  }
+  // The querier is the UI listener's: the upload listener answers unimplemented.
+  r = await rawCall(server.uploadUrl, 'ProfileTypes', Buffer.from(toBinary(q.ProfileTypesRequestSchema, create(q.ProfileTypesRequestSchema, range()))));
+  assert.equal(r.json.code, 'unimplemented');
+});
+
+test('with auth required: query keys (x-kiln-key, Bearer, Basic, cookie) answer their project only; ingest key permission_denied; none unauthenticated', async () => {
+  const dataDir = mkTemp('querier-auth');
+  const ingestA = await createKey(dataDir, 'qa', 'qa-ingest', 'ingest');
+  const queryA = await createKey(dataDir, 'qa', 'qa-query', 'query');
+  const ingestB = await createKey(dataDir, 'qb', 'qb-ingest', 'ingest');
+  const queryB = await createKey(dataDir, 'qb', 'qb-query', 'query');
+  const s = await startServer({ dataDir, extraArgs: ['--auth', 'required'] });
+  try {
+    const svcA = uniqueName('qa'), svcB = uniqueName('qb');
+    const body = fs.readFileSync(fixture('go-cpu-fib.pb.gz'));
+    assert.equal((await upload(s, body, { serviceName: svcA }, { 'x-kiln-key': ingestA })).status, 200);
+    assert.equal((await upload(s, body, { serviceName: svcB, profile: 'other' }, { 'x-kiln-key': ingestB })).status, 200);
+    const basic = (key) => `Basic ${Buffer.from(`grafana:${key}`).toString('base64')}`;
+    for (const m of MODES) {
+      for (const [what, headers] of [['x-kiln-key', { 'x-kiln-key': queryA }], ['Bearer', { authorization: `Bearer ${queryA}` }],
+        ['Basic', { authorization: basic(queryA) }], ['cookie', { cookie: `kiln_key=${queryA}` }]]) {
+        const c = client(s.uiUrl, { ...m, headers });
+        let r;
+        try {
+          r = await c.labelValues({ name: 'service_name', ...range() });
+        } catch (e) {
+          assert.fail(`${modeName(m)} ${what}: ${e}\n${tail(s.stderr(), 8)}`);
+        }
+        assert.deepEqual(r.names, [svcA], `${modeName(m)} ${what}`);
+      }
+      const b = await client(s.uiUrl, { ...m, headers: { authorization: `Bearer ${queryB}` } }).profileTypes(range());
+      assert.deepEqual(b.profileTypes.map((p) => p.ID), ['other:cpu:nanoseconds:cpu:nanoseconds', 'other:samples:count:cpu:nanoseconds']);
+      for (const [what, headers, code, re] of [
+        ['no key', undefined, Code.Unauthenticated, /requires a key/],
+        ['ingest key', { authorization: `Bearer ${ingestA}` }, Code.PermissionDenied, /scope query/],
+        ['unknown key', { 'x-kiln-key': 'nope-nope-nope-nope' }, Code.Unauthenticated, /./],
+      ]) {
+        await assert.rejects(client(s.uiUrl, { ...m, headers }).labelNames(range()),
+          (e) => { assert.equal(e.code, code, `${modeName(m)} ${what}: ${e}`); assert.match(e.rawMessage, re); return true; });
+      }
+    }
+  } finally {
+    await s.stop();
+  }
+});
+
+// Decodes FlameGraph levels: every node {name, x, total, self, depth}; checks
+// that each node's children lie within it and sum with its self to its total.
+function decodeLevels(fg) {
+  const nodes = [];
+  const levels = fg.levels.map((l) => l.values.map(Number));
+  for (let d = 0; d < levels.length; d++) {
+    const v = levels[d];
+    assert.equal(v.length % 4, 0, `level ${d}: ${v.length} ints`);
+    let x = 0;
+    for (let i = 0; i < v.length; i += 4) {
+      x += v[i];
+      nodes.push({ depth: d, x, total: v[i + 1], self: v[i + 2], name: fg.names[v[i + 3]] });
+      x += v[i + 1];
+    }
+  }
+  for (const n of nodes) {
+    const kids = nodes.filter((k) => k.depth === n.depth + 1 && k.x >= n.x && k.x < n.x + n.total);
+    assert.equal(n.self + kids.reduce((a, k) => a + k.total, 0), n.total, `${n.name} at depth ${n.depth}`);
+  }
+  const self = new Map();
+  for (const n of nodes) if (n.depth > 0) self.set(n.name, (self.get(n.name) ?? 0) + n.self);
+  return { nodes, self };
+}
+
+const nonZero = (m) => new Map([...m].filter(([, v]) => Number(v) !== 0).map(([k, v]) => [k, Number(v)]));
+const sortMap = (m) => [...m].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+for (const m of MODES) {
+  test(`SelectMergeStacktraces ${modeName(m)}: totals and per-function self equal /api/flamegraph and go tool pprof; filters; max_nodes keeps the total`, async () => {
+    const c = client(server.uiUrl, m);
+    const now = Math.floor(Date.now() / 1000);
+    const cases = [
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', type: 'cpu:nanoseconds' },
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:samples:count:cpu:nanoseconds', type: 'samples:count' },
+      { svc: SVC.heap, file: 'go-heap-delta.pb.gz', id: 'memory:alloc_space:bytes:space:bytes', type: 'alloc_space:bytes' },
+      { svc: SVC.node, file: 'nodejs-wall.pb.gz', id: 'wall:wall:microseconds:wall:microseconds', type: 'wall:microseconds' },
+      { svc: SVC.py, file: 'python-pyspy-not-gzipped.pb', id: EXPECT.find((e) => e.svc === SVC.py).id, type: 'py.cpu:samples:count' },
+    ];
+    for (const k of cases) {
+      const what = `${modeName(m)} ${k.svc} ${k.id}`;
+      const res = await call(c, 'selectMergeStacktraces', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, ...range() }, what);
+      const fg = res.flamegraph;
+      assert.equal(fg.names[0], 'total', what);
+      const { nodes, self } = decodeLevels(fg);
+      const o = (await oracleForFile(fixture(k.file))).types.find((x) => `${x.typeName}` === k.type.replace(/^py\.cpu:/, ''));
+      assert.equal(Number(fg.total), Number(o.total), `${what}: total vs go tool pprof`);
+      assert.equal(nodes[0].total, Number(o.total), what);
+      const api = await fetch(`${server.uiUrl}/api/flamegraph?${new URLSearchParams({ service: k.svc, type: k.type, from: now - 3600, until: now + 600 })}`).then((r) => r.json());
+      assert.equal(Number(fg.total), api.total, `${what}: total vs /api/flamegraph`);
+      assert.deepEqual(sortMap(nonZero(self)), sortMap(nonZero(flameStats(api.root).self)), `${what}: self vs /api/flamegraph`);
+      if (!o.unnamed) assert.deepEqual(sortMap(nonZero(self)), sortMap(nonZero(o.self)), `${what}: self vs go tool pprof`);
+      assert.equal(Number(fg.maxSelf), Math.max(...nodes.map((n) => n.self)), what);
+      // max_nodes: a cut keeps the total and puts the rest into `other`.
+      const cut = await call(c, 'selectMergeStacktraces', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, maxNodes: 3n, ...range() }, what);
+      const d = decodeLevels(cut.flamegraph);
+      assert.equal(Number(cut.flamegraph.total), Number(o.total), `${what}: cut total`);
+      assert.equal(d.nodes.reduce((a, n) => a + n.self, 0), Number(o.total), `${what}: cut selves sum to the total`);
+      if (nodes.length > 10) {
+        assert.ok(d.nodes.length < nodes.length, `${what}: ${d.nodes.length} nodes after the cut, ${nodes.length} before`);
+        assert.ok(cut.flamegraph.names.includes('other'), what);
+      }
+    }
+    // Filters: series labels with =; a label no series has selects nothing.
+    const go = (sel) => c.selectMergeStacktraces({ profileTypeID: cases[0].id, labelSelector: sel, ...range() });
+    const all = Number((await go(`{service_name="${SVC.go}"}`)).flamegraph.total);
+    assert.ok(all > 0);
+    assert.equal(Number((await go(`{service_name="${SVC.go}", env="prod", "k8s.namespace.name"="shop"}`)).flamegraph.total), all);
+    assert.equal(Number((await go(`{service_name="${SVC.go}", env="dev"}`)).flamegraph.total), 0);
+    // !=, =~, !~ on series labels; an absent label matches as "".
+    for (const [sel, want] of [
+      ['env!="dev"', all], ['env!="prod"', 0], ['env=~"pr.*"', all], ['env=~"p"', 0], ['env!~"p.*"', 0], ['env!~"d.*"', all],
+      ['"k8s.namespace.name"=~"sh.p", env!~""', all], ['region!="eu-1"', all], ['region=~"eu.*"', 0], ['region=~""', all],
+    ]) {
+      assert.equal(Number((await go(`{service_name="${SVC.go}", ${sel}}`)).flamegraph.total), want, sel);
+    }
+    // The id selects by name: the same sample type under another name is not merged.
+    assert.equal(Number((await c.selectMergeStacktraces({ profileTypeID: 'block:cpu:nanoseconds:cpu:nanoseconds', labelSelector: `{service_name="${SVC.go}"}`, ...range() })).flamegraph.total), 0);
+    const empty = await c.selectMergeStacktraces({ profileTypeID: cases[0].id, labelSelector: `{service_name="${SVC.go}"}`, start: 1000n, end: 2000n });
+    assert.equal(Number(empty.flamegraph.total), 0);
+  });
+}
+
+for (const m of MODES) {
+  test(`Series and GetProfileStats ${modeName(m)}: label sets exact; stats span the pushes`, async () => {
+    const c = client(server.uiUrl, m);
+    const goIds = uniqSorted(EXPECT.filter((e) => e.svc === SVC.go).map((e) => e.id));
+    const r = await call(c, 'series', { matchers: [`{service_name="${SVC.go}"}`], labelNames: ['service_name', '__profile_type__'], ...range() }, modeName(m));
+    assert.deepEqual(r.labelsSet.map((l) => l.labels.map((p) => [p.name, p.value])),
+      goIds.map((id) => [['__profile_type__', id], ['service_name', SVC.go]]));
+    const py = EXPECT.find((e) => e.svc === SVC.py);
+    const full = await call(c, 'series', { matchers: [`{service_name="${SVC.py}"}`], ...range() }, modeName(m));
+    assert.deepEqual(full.labelsSet.map((l) => l.labels.map((p) => [p.name, p.value])), [[
+      ['__name__', 'py.cpu'], ['__period_unit__', py.periodUnit], ['__profile_type__', py.id],
+      ['__type__', 'samples'], ['__unit__', 'count'], ['service_name', SVC.py],
+    ]]);
+    assert.equal(py.periodType, '', 'py-spy has no period type');
+    // A name before the braces is the profile type id.
+    const byId = await call(c, 'series', { matchers: ['process_cpu:cpu:nanoseconds:cpu:nanoseconds{}'], labelNames: ['service_name'], ...range() }, modeName(m));
+    assert.deepEqual(byId.labelsSet.map((l) => l.labels.map((p) => [p.name, p.value])), [[['service_name', SVC.go]]]);
+    const none = await call(c, 'series', { matchers: ['{service_name="nope"}'], ...range() }, modeName(m));
+    assert.deepEqual(none.labelsSet, []);
+    const st = await call(c, 'getProfileStats', {}, modeName(m));
+    assert.equal(st.dataIngested, true);
+    const oldest = Number(st.oldestProfileTime), newest = Number(st.newestProfileTime);
+    assert.ok(pushedFromMs - 60_000 <= oldest && oldest <= newest && newest <= pushedUntilMs, `${oldest} ${newest} in [${pushedFromMs}, ${pushedUntilMs}]`);
+  });
+}
+
+test('GetProfileStats of a project without data: data_ingested false', async () => {
+  const dataDir = mkTemp('querier-stats');
+  const key = await createKey(dataDir, 'empty', 'empty-query', 'query');
+  const s = await startServer({ dataDir, extraArgs: ['--auth', 'required'] });
+  try {
+    for (const m of MODES) {
+      const st = await client(s.uiUrl, { ...m, headers: { 'x-kiln-key': key } }).getProfileStats({});
+      assert.deepEqual([st.dataIngested, st.oldestProfileTime, st.newestProfileTime], [false, 0n, 0n], modeName(m));
+    }
+  } finally {
+    await s.stop();
+  }
+});
+
+for (const httpVersion of ['1.1', '2']) {
+  test(`SelectMergeProfile HTTP/${httpVersion}: a pprof that go tool pprof reads with the fixture's total and per-function self; JSON unimplemented`, async () => {
+    const c = client(server.uiUrl, { httpVersion });
+    for (const k of [
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', type: 'cpu:nanoseconds' },
+      { svc: SVC.node, file: 'nodejs-wall.pb.gz', id: 'wall:wall:microseconds:wall:microseconds', type: 'wall:microseconds' },
+    ]) {
+      const res = await call(c, 'selectMergeProfile', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, ...range() }, k.id);
+      const file = path.join(mkTemp('querier-pprof'), 'merged.pb');
+      fs.writeFileSync(file, toBinary(pprofPb.ProfileSchema, res));
+      const got = (await oracleForFile(file)).types;
+      const want = (await oracleForFile(fixture(k.file))).types.find((x) => x.typeName === k.type);
+      assert.equal(got.length, 1, `${k.id}: one sample type`);
+      assert.equal(got[0].typeName, k.type);
+      assert.equal(got[0].total, want.total, `${k.id}: total`);
+      assert.deepEqual(sortMap(nonZero(got[0].self)), sortMap(nonZero(want.self)), `${k.id}: self`);
+    }
+    await assert.rejects(client(server.uiUrl, { httpVersion, binary: false }).selectMergeProfile({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', labelSelector: `{service_name="${SVC.go}"}`, ...range() }),
+      (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); assert.match(e.rawMessage, /JSON codec/); return true; });
+  });
+}
