@@ -133,7 +133,8 @@ test('OTLP/HTTP and OTLP/gRPC: a Sample on an empty Stack counts at the root', a
   for (const s of grpcReq.resourceProfiles[0].scopeProfiles[0].profiles[0].samples) {
     if ((st[s.stackIndex].locationIndices ?? []).length === 0 && s.stackIndex !== 0) { s.stackIndex = 0; moved++; }
   }
-  assert.ok(moved >= 2, `samples moved to stack_table[0]: ${moved}`);
+  // At least the added one: the live profile may or may not carry its own (see the first test).
+  assert.ok(moved >= 1, `samples moved to stack_table[0]: ${moved}`);
   for (const [svc, req] of [[svcHttp, http], [svcGrpc, grpcReq]]) {
     const exp = expectRequest(req).get(svc).get('goroutine:count');
     assert.equal(exp.total, o.total, `${svc}: the OTLP request's total (computed in JS) vs go tool pprof`);
