@@ -55,14 +55,14 @@ url="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$T0&u
 first=$(curl -sf -o "$TMPD/query-flame.json" -w '%{time_total}' "$url") || die "flamegraph query failed"
 kiln_total=$(json_get "$TMPD/query-flame.json" 'j.total')
 flame_bytes=$(stat -c %s "$TMPD/query-flame.json")
-# time_reps URL: REPS timed requests; sets times, median, min and the CPU
-# time (ms) per request of kiln (cpu_kiln) and of ClickHouse (cpu_ch).
+# time_reps URL [CURL ARGS…]: REPS timed requests; sets times, median, min
+# and the CPU time (ms) per request of kiln (cpu_kiln) and of ClickHouse (cpu_ch).
 time_reps() {
 	local tk0 ck0 tk1 ck1
 	times=()
 	tk0=$(cpu_ticks "$SERVER_PID") ck0=$(ch_ticks)
 	for _ in $(seq 1 "$REPS"); do
-		times+=("$(curl -sf -o /dev/null -w '%{time_total}' "$1")")
+		times+=("$(curl -sf -o /dev/null -w '%{time_total}' "$@")")
 	done
 	tk1=$(cpu_ticks "$SERVER_PID") ck1=$(ch_ticks)
 	local sorted
@@ -104,6 +104,41 @@ if [ "${CH_LOG_QUERIES:-0}" = 1 ]; then
 		ch_log_report "$since" "$TMPD/ch-log-query-$([ "$u" = "$url" ] && echo 24h || echo 1h).txt"
 	done
 fi
+# The same 24 h flame graph through Pyroscope's Connect query API, as
+# Grafana's data source asks for it (binary codec, default max_nodes):
+# SelectMergeStacktraces must cost within 10 % of /api/flamegraph (issue 17).
+# pb_varint N: N as a protobuf varint (bytes on stdout).
+pb_varint() {
+	local v=$1
+	while [ "$v" -ge 128 ]; do
+		printf "\\x$(printf %02x $(((v & 127) | 128)))"
+		v=$((v >> 7))
+	done
+	printf "\\x$(printf %02x "$v")"
+}
+pyro_id=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+pyro_sel="{service_name=\"$svc\"}"
+{
+	printf '\x0a'; pb_varint ${#pyro_id}; printf '%s' "$pyro_id"
+	printf '\x12'; pb_varint ${#pyro_sel}; printf '%s' "$pyro_sel"
+	printf '\x18'; pb_varint $((T0 * 1000))
+	printf '\x20'; pb_varint $((T1 * 1000))
+} >"$TMPD/query-sms.bin"
+sms_url="http://127.0.0.1:$UI_PORT/querier.v1.QuerierService/SelectMergeStacktraces"
+curl -sf -o "$TMPD/query-sms.json" -H 'Content-Type: application/json' \
+	--data "{\"profileTypeID\":\"$pyro_id\",\"labelSelector\":$(printf '%s' "$pyro_sel" | node -e 'process.stdout.write(JSON.stringify(require("fs").readFileSync(0, "utf8")))'),\"start\":\"$((T0 * 1000))\",\"end\":\"$((T1 * 1000))\"}" \
+	"$sms_url" || die "SelectMergeStacktraces (JSON) failed"
+sms_total=$(json_get "$TMPD/query-sms.json" 'j.flamegraph.total')
+sms_args=(-H 'Content-Type: application/proto' --data-binary "@$TMPD/query-sms.bin" "$sms_url")
+curl -sf -o "$TMPD/query-sms.pb" "${sms_args[@]}" || die "SelectMergeStacktraces (proto) failed"
+time_reps "${sms_args[@]}"
+log "query SelectMergeStacktraces 24h: ${times[*]} (s); proto $(stat -c %s "$TMPD/query-sms.pb") bytes, total $sms_total"
+smscmd="curl -o /dev/null -H 'Content-Type: application/proto' --data-binary @req.bin http://127.0.0.1:UI/querier.v1.QuerierService/SelectMergeStacktraces (x$REPS)"
+sms_ratio=$(calc "$median / $median24")
+result query "SelectMergeStacktraces 24h median (min) ms" "$(calc "$median * 1000") ($(calc "$min * 1000"))" "-" "-" "$smscmd"
+result query "SelectMergeStacktraces / flamegraph" "${sms_ratio}x" "<= 1.1x" \
+	"$(awk -v r="$sms_ratio" 'BEGIN { if (r <= 1.1) print "met"; else printf "MISSED by %.0f%%", 100 * (r - 1.1) / 1.1 }')" "$smscmd"
+result query "SelectMergeStacktraces total = kiln" "$sms_total / $kiln_total" "equal" "$([ "$sms_total" = "$kiln_total" ] && echo yes || echo NO)" "JSON codec, flamegraph.total"
 result query "top / pprof export 24h ms" "$(calc "$top_s * 1000") / $(calc "$pprof_s * 1000")" "-" "-" "curl /api/top, /api/pprof same range"
 result query "kiln total = generated total" "$kiln_total / $gen_total" "equal" "$([ "$kiln_total" = "$gen_total" ] && echo yes || echo NO)" "flamegraph .total"
 result query "pprof export total = generated" "$export_total / $gen_total" "equal" "$([ "$export_total" = "$gen_total" ] && echo yes || echo NO)" "/api/pprof | pprof_total"
