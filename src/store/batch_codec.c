@@ -64,10 +64,11 @@ typedef struct {
  * forbids it (the cursor is unchanged). */
 static int enc_room(enc_t *e, size_t need)
 {
-	if ((size_t)(e->lim - e->w) >= need)
+	if (e->w && (size_t)(e->lim - e->w) >= need)
 		return 1;
 	buf_t *b = e->out;
-	b->n = (size_t)(e->w - b->p);
+	if (e->w) /* else nothing was allocated yet, nor written */
+		b->n = (size_t)(e->w - b->p);
 	if (buf_reserve(b, need) < 0)
 		return 0;
 	e->w = b->p + b->n;
@@ -127,7 +128,8 @@ static void enc_str(enc_t *e, slice_t s, uint64_t *total)
 		return;
 	}
 	memcpy(e->w, len, k);
-	memcpy(e->w + k, s.p, s.n);
+	if (s.n)
+		memcpy(e->w + k, s.p, s.n);
 	e->w += k + s.n;
 }
 
@@ -142,7 +144,9 @@ static void enc_labels(enc_t *e, const model_label_t *l, uint32_t n, uint64_t *t
 int batch_codec_encode(const model_batch_t *b, buf_t *out)
 {
 	size_t start = out->n;
-	enc_t e = {out, out->p + out->n, out->p + out->cap, 0};
+	enc_t e = {out, NULL, NULL, 0};
+	if (out->p) /* a buffer that never held a byte has no pointer to offset */
+		e.w = out->p + out->n, e.lim = out->p + out->cap;
 	uint64_t strings = 0;
 	uint8_t tmp[MAX_HEAD], *w, *s;
 

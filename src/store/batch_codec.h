@@ -32,7 +32,7 @@ int batch_codec_encode(const model_batch_t *b, buf_t *out);
 /* Rebuilds in *out the batch whose encoding is in (exactly one encoding, no
  * trailing bytes). Every array and string is allocated in arena a, in one
  * piece sized from the record's counts after checking that the record can
- * hold them (so at most ~7 bytes of arena per byte of input); out->arena =
+ * hold them (so at most 16 bytes of arena per byte of input); out->arena =
  * a, and out borrows nothing from in. The result is read-only: its arrays
  * are not malloc'd (never model_batch_free it, never intern into it; free
  * the arena), and its interning maps are empty.
