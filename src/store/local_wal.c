@@ -66,8 +66,9 @@ struct local_wal {
 	size_t r_i; /* segment being read */
 	int r_fd;   /* its fd, -1: not open */
 	uint64_t r_off, r_limit;
-	int r_bounded; /* r_limit comes from the next segment's prev_end */
-	size_t r_last; /* index of the last valid segment read (SIZE_MAX: none) */
+	int r_bounded;   /* r_limit comes from the next segment's prev_end */
+	size_t r_last;   /* index of the last valid segment read (SIZE_MAX: none) */
+	uint64_t r_seen; /* seq of the last segment replay looked at (0: none) */
 	uint8_t *buf;
 	size_t buf_cap;
 	local_wal_report_t rep;
@@ -435,8 +436,9 @@ int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out
 		goto fail;
 	read_checkpoint(w);
 
-	/* Headers. An invalid one after the last valid segment is a segment whose start
-	 * never became durable: it goes back to being the spare. */
+	/* Headers. The newest segment with an invalid header is one whose start never
+	 * became durable (or whose header was damaged: the two look alike): it goes back
+	 * to being the spare. Other invalid ones stay, reported by replay as damage. */
 	uint64_t last_valid = 0;
 	for (size_t i = 0; i < w->n_segs; i++) {
 		char *p = seg_path(w, w->segs[i].seq);
@@ -447,9 +449,12 @@ int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out
 		if (fd >= 0)
 			close(fd);
 	}
-	for (size_t i = w->n_segs; i-- > 0;)
-		if (!w->segs[i].valid && w->segs[i].seq > last_valid)
-			seg_retire(w, i);
+	if (w->n_segs && !w->segs[w->n_segs - 1].valid) {
+		why_add(w,
+		        "newest segment %llu has no valid header (a start that never became durable): reused",
+		        (unsigned long long)w->segs[w->n_segs - 1].seq);
+		seg_retire(w, w->n_segs - 1);
+	}
 	uint64_t c = w->ckpt;
 	if (c &&
 	    ((c >> 32) > last_valid || (c & 0xffffffffu) % 8 || (c & 0xffffffffu) < LOCAL_WAL_HEADER_BYTES)) {
@@ -460,7 +465,8 @@ int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out
 	if (w->ckpt_why[0])
 		why_add(w, "%s: replayed from the oldest segment", w->ckpt_why);
 	/* the next segment continues the chain: no gap where an unstarted one was retired */
-	w->next_seq = ((w->ckpt >> 32) > last_valid ? (w->ckpt >> 32) : last_valid) + 1;
+	uint64_t top = w->n_segs ? w->segs[w->n_segs - 1].seq : 0;
+	w->next_seq = ((w->ckpt >> 32) > top ? (w->ckpt >> 32) : top) + 1;
 	w->rep.from_lsn = w->ckpt;
 	w->rep.end_lsn = w->end_lsn = w->ckpt;
 	if (recycle(w, w->ckpt) != 0) {
@@ -551,6 +557,28 @@ static size_t next_valid(const local_wal_t *w, size_t i)
 	return i;
 }
 
+/* Reports segment i (why: its header is damaged; NULL: valid) and the missing segments
+ * between the one replay looked at before it and it. */
+static void seg_lost(local_wal_t *w, size_t i, const char *why)
+{
+	uint64_t seq = w->segs[i].seq;
+	if (w->r_seen && seq > w->r_seen + 1) {
+		w->rep.damaged++;
+		if (!w->rep.first_damaged_lsn)
+			w->rep.first_damaged_lsn = lsn_of(w->r_seen + 1, 0);
+		why_add(w, "segments %llu..%llu missing", (unsigned long long)w->r_seen + 1,
+		        (unsigned long long)seq - 1);
+	}
+	w->r_seen = seq;
+	if (!why)
+		return;
+	w->rep.damaged++;
+	w->rep.damaged_bytes += w->segs[i].file_bytes;
+	if (!w->rep.first_damaged_lsn)
+		w->rep.first_damaged_lsn = lsn_of(seq, 0);
+	why_add(w, "segment %llu: %s, its records dropped", (unsigned long long)seq, why);
+}
+
 /* Opens segment i for reading from off, bounded by the next valid segment's prev_end. */
 static int replay_enter(local_wal_t *w, size_t i, uint64_t off, err_t *err)
 {
@@ -577,13 +605,6 @@ static int replay_enter(local_wal_t *w, size_t i, uint64_t off, err_t *err)
 			/* the segment's first record was abandoned: nothing in it counts */
 			w->r_limit = LOCAL_WAL_HEADER_BYTES;
 			w->r_bounded = 1;
-		}
-		if (w->segs[j].seq != s->seq + 1) {
-			w->rep.damaged++;
-			if (!w->rep.first_damaged_lsn)
-				w->rep.first_damaged_lsn = lsn_of(s->seq + 1, 0);
-			why_add(w, "segments %llu..%llu missing or with a damaged header",
-			        (unsigned long long)s->seq + 1, (unsigned long long)w->segs[j].seq - 1);
 		}
 	}
 	return 0;
@@ -648,12 +669,15 @@ int local_wal_replay_next(local_wal_t *w, local_wal_rec_t *rec, err_t *err)
 		return 0;
 	for (;;) {
 		if (w->r_fd < 0) {
-			/* the next segment to read: the first valid one at or after the checkpoint's */
-			size_t i = w->r_last == SIZE_MAX ? 0 : next_valid(w, w->r_last);
-			while (i < w->n_segs && (!w->segs[i].valid || w->segs[i].seq < (w->ckpt >> 32)))
-				i++;
+			/* the next segment to read: the first valid one at or after the checkpoint's;
+			 * a missing segment or one with a damaged header on the way is damage */
+			size_t i = w->r_last == SIZE_MAX ? 0 : w->r_last + 1;
+			for (; i < w->n_segs && (!w->segs[i].valid || w->segs[i].seq < (w->ckpt >> 32)); i++)
+				if (w->segs[i].seq >= (w->ckpt >> 32))
+					seg_lost(w, i, "damaged header");
 			if (i >= w->n_segs)
 				return replay_finish(w, err);
+			seg_lost(w, i, NULL);
 			uint64_t off = LOCAL_WAL_HEADER_BYTES;
 			if (w->segs[i].seq == (w->ckpt >> 32))
 				off = w->ckpt & 0xffffffffu;

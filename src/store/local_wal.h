@@ -69,9 +69,12 @@ typedef struct {
 } local_wal_rec_t;
 
 /* Opens (creating DIR/wal if needed) the log of data directory dir: reads the
- * checkpoint and every segment header, removes leftover temporary files and
- * recycles segments wholly before the checkpoint. 0, or -1 with err (500 for
- * a directory that cannot be read or created). o may be NULL (defaults). */
+ * checkpoint and every segment header, removes leftover temporary files,
+ * recycles segments wholly before the checkpoint, and makes the newest segment
+ * the spare again when its header is invalid (a start that never became
+ * durable; reported). Invalid headers elsewhere are damage, reported by replay.
+ * 0, or -1 with err (500 for a directory that cannot be read or created).
+ * o may be NULL (defaults). */
 int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out, err_t *err);
 void local_wal_close(local_wal_t *w);
 
