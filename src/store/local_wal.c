@@ -385,8 +385,13 @@ static int list_dir(local_wal_t *w, err_t *err)
 		if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
 			unlink(p); /* a spare or checkpoint that was being written */
 		} else if (strcmp(e->d_name, "spare") == 0 && stat(p, &st) == 0) {
-			w->have_spare = 1;
-			w->spare_bytes = (uint64_t)st.st_size;
+			/* a spare of another size (the setting changed) is made again */
+			if (S_ISREG(st.st_mode) && (uint64_t)st.st_size == w->seg_bytes) {
+				w->have_spare = 1;
+				w->spare_bytes = w->seg_bytes;
+			} else {
+				unlink(p);
+			}
 		} else if (parse_seg_name(e->d_name, &seq) && stat(p, &st) == 0) {
 			w->segs = xgrow(w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs);
 			w->segs[w->n_segs++] = (wal_seg_t){.seq = seq, .file_bytes = (uint64_t)st.st_size};
@@ -918,7 +923,7 @@ int local_wal_appendv(local_wal_t *w, uint32_t kind, uint32_t n, const struct io
 	pthread_mutex_lock(&w->mu);
 	int rc = -1;
 	uint64_t size = align8(LOCAL_WAL_REC_HEADER + len);
-	uint64_t room = (w->have_spare ? w->spare_bytes : w->seg_bytes) - LOCAL_WAL_HEADER_BYTES;
+	uint64_t room = w->seg_bytes - LOCAL_WAL_HEADER_BYTES; /* the spare has this size too */
 	if (!w->replay_done) {
 		err_set(err, 500, "store log: append before replay reached the end of the log");
 	} else if (w->failed) {

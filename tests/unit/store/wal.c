@@ -387,6 +387,19 @@ static void test_checkpoint_recycle_stale(void **state)
 	want[0] = rs.n - 1;
 	w = replay_expect(dir, &o, &rs, want, 1, &rep);
 	local_wal_close(w);
+	/* opened with another segment size: the log reads as before, the old spare goes */
+	assert_int_equal(access(spare, F_OK), 0);
+	local_wal_opts_t o2 = {.segment_bytes = 32768};
+	w = replay_expect(dir, &o2, &rs, want, 1, &rep);
+	assert_int_equal(access(spare, F_OK), -1);
+	assert_int_equal(local_wal_disk_bytes(w), 16384);
+	add(w, &rs, 10, 20000); /* fits only a new segment of the new size */
+	assert_int_equal(rs.r[rs.n - 1].lsn >> 32, 4);
+	local_wal_close(w);
+	want[1] = rs.n - 1;
+	w = replay_expect(dir, &o, &rs, want, 2, &rep);
+	assert_string_equal(rep.why, "clean");
+	local_wal_close(w);
 	free(seg1);
 	free(seg3);
 	recs_free(&rs);
