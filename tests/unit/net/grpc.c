@@ -22,7 +22,8 @@ typedef struct {
 	pthread_t th;
 	int port;
 	pthread_mutex_t mu;
-	int ok;
+	int ok;      /* calls answered OK */
+	int started; /* calls handed to a worker */
 } tsrv;
 
 typedef struct {
@@ -71,6 +72,9 @@ static void echo(grpc_call_t *c, void *ctx)
 	job *j = calloc(1, sizeof *j);
 	j->t = ctx;
 	j->c = c;
+	pthread_mutex_lock(&j->t->mu);
+	j->t->started++;
+	pthread_mutex_unlock(&j->t->mu);
 	pool_submit(j->t->pool, echo_work, j);
 }
 
@@ -348,6 +352,25 @@ static void test_32mib_message(void **state)
 	stop(t);
 }
 
+/* Reads of *field under t->mu. */
+static int tsrv_get(tsrv *t, const int *field)
+{
+	pthread_mutex_lock(&t->mu);
+	int v = *field;
+	pthread_mutex_unlock(&t->mu);
+	return v;
+}
+
+/* Pumps c until the server counts n in *field (at most 10 s): the test
+ * acts once the server has the call, not after a guess of how long that
+ * takes on a loaded machine. */
+static void pump_until(tc_conn *c, tsrv *t, const int *field, int n)
+{
+	for (int i = 0; i < 500 && tsrv_get(t, field) < n; i++)
+		tc_pump(c, 20);
+	assert_int_equal(tsrv_get(t, field), n);
+}
+
 static void do_stop(void *arg)
 {
 	grpc_server_stop_accepting(arg);
@@ -362,7 +385,7 @@ static void test_inflight_across_stop_and_disconnect(void **state)
 	uint8_t *f = tc_grpc_frame("slow", 4, 0, &fn);
 	tc_stream st;
 	tc_submit(&c, &st, NULL, "/test.Svc/Slow", grpc_hdrs, f, fn);
-	tc_pump(&c, 50);
+	pump_until(&c, t, &t->started, 1);
 	loop_post(t->loop, do_stop, t->srv);
 	assert_int_equal(tc_wait1(&c, &st, 5000), 0);
 	assert_true(c.goaway);
@@ -373,12 +396,11 @@ static void test_inflight_across_stop_and_disconnect(void **state)
 	t = start(); /* a client that leaves before the reply */
 	assert_int_equal(tc_connect(&c, t->port), 0);
 	tc_submit(&c, &st, NULL, "/test.Svc/Slow", grpc_hdrs, f, fn);
-	tc_pump(&c, 50);
+	pump_until(&c, t, &t->started, 1);
 	tc_close(&c);
-	sleep_ms(400);
-	pthread_mutex_lock(&t->mu);
-	assert_int_equal(t->ok, 1); /* answered into the void: only freed */
-	pthread_mutex_unlock(&t->mu);
+	for (int i = 0; i < 500 && tsrv_get(t, &t->ok) < 1; i++)
+		sleep_ms(20);
+	assert_int_equal(tsrv_get(t, &t->ok), 1); /* answered into the void: only freed */
 	stop(t);
 	free(f);
 }
@@ -437,10 +459,12 @@ static void test_frame_check(void **state)
 	assert_string_equal(m, "grpc message truncated: its prefix says 2 bytes, 1 arrived");
 	assert_int_equal(grpc_frame_check(slice_make(ok, 4), 1, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
 	static const uint8_t two[] = {0, 0, 0, 0, 0, 0};
-	assert_int_equal(grpc_frame_check(slice_make(two, 6), 0, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
+	assert_int_equal(grpc_frame_check(slice_make(two, 6), 0, 100, &f, m, sizeof m),
+	                 GRPC_INVALID_ARGUMENT);
 	assert_string_equal(m, "a unary call carries one message; more data followed it");
 	static const uint8_t flag2[] = {2, 0, 0, 0, 0};
-	assert_int_equal(grpc_frame_check(slice_make(flag2, 5), 1, 100, &f, m, sizeof m), GRPC_INVALID_ARGUMENT);
+	assert_int_equal(grpc_frame_check(slice_make(flag2, 5), 1, 100, &f, m, sizeof m),
+	                 GRPC_INVALID_ARGUMENT);
 	assert_false(f.whole);
 }
 
