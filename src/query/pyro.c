@@ -101,3 +101,67 @@ int query_pyro_series(store_t *s, slice_t project, int64_t from_ns, int64_t unti
 	buf_free(&id);
 	return rc;
 }
+
+uint32_t query_pyro_labels(const query_pyro_series_t *s, slice_t *names, slice_t *values)
+{
+	static const char *const pseudo[QUERY_PYRO_PSEUDO_LABELS] = {
+	    "service_name", "__name__",        "__profile_type__", "__type__",
+	    "__unit__",     "__period_type__", "__period_unit__"};
+	const slice_t own[QUERY_PYRO_PSEUDO_LABELS] = {
+	    s->service, s->name, s->id, s->sample_type, s->sample_unit, s->period_type, s->period_unit};
+	uint32_t n = 0;
+	for (; n < QUERY_PYRO_PSEUDO_LABELS; n++) {
+		names[n] = slice_cstr(pseudo[n]);
+		values[n] = own[n];
+	}
+	for (uint32_t i = 0; i < s->n_labels; i++) {
+		slice_t k = s->labels[i].key;
+		if (slice_eq_cstr(k, "__name__") || slice_eq_cstr(k, "service_name"))
+			continue;
+		names[n] = k;
+		values[n++] = s->labels[i].value;
+	}
+	return n;
+}
+
+int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what, query_params_t *q,
+                     err_t *err)
+{
+	/* NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT: q->type is parts 2 and 3 */
+	size_t colon[4];
+	uint32_t nc = 0;
+	for (size_t i = 0; i < id.n; i++)
+		if (id.p[i] == ':' && nc++ < 4)
+			colon[nc - 1] = i;
+	if (nc != 4 || colon[0] == 0 || colon[1] == colon[0] + 1)
+		return err_set(err, 400,
+		               "%s: the profile type id \"%.*s\" is not "
+		               "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT",
+		               what, (int)(id.n > 128 ? 128 : id.n), (const char *)id.p);
+	q->pyro_id = id;
+	q->type = slice_make(id.p + colon[0] + 1, colon[2] - colon[0] - 1);
+	model_label_t *labels = arena_alloc(a, (size_t)sel->n * sizeof *labels + 1);
+	sel_matcher_t *matchers = arena_alloc(a, (size_t)sel->n * sizeof *matchers + 1);
+	q->n_labels = q->n_matchers = 0;
+	q->service = slice_make("", 0);
+	for (uint32_t i = 0; i < sel->n; i++) {
+		const sel_matcher_t *m = &sel->m[i];
+		int service = slice_eq_cstr(m->name, "service_name");
+		if (m->op == SEL_EQ && slice_eq_cstr(m->name, "__name__") && slice_eq(m->value, id))
+			continue;
+		if (service && m->op != SEL_EQ)
+			return err_set(err, 501, "%s: service_name takes = only (the service to merge)",
+			               what);
+		if (service)
+			q->service = m->value;
+		else if (m->op == SEL_EQ && m->value.n)
+			labels[q->n_labels++] = (model_label_t){.key = m->name, .value = m->value};
+		else
+			matchers[q->n_matchers++] = *m;
+	}
+	q->labels = labels;
+	q->matchers = matchers;
+	if (!q->service.n)
+		return err_set(err, 400, "%s must name the service: {service_name=\"NAME\", …}", what);
+	return 0;
+}
