@@ -54,10 +54,8 @@ typedef struct {
 	sel_t filter;         /* label listings: query= (parsed when has_filter) */
 	int has_filter;
 	int64_t from_ns, until_ns; /* label listings */
-	slice_t *found;            /* listed strings, copied into the arena (sorted and made distinct) */
-	size_t n_found, cap_found;
-	slice_t *names, *values; /* one series' labels */
-	size_t cap_names, cap_values;
+	slice_t *found;            /* listed strings (query_pyro_list), in the arena */
+	uint32_t n_found;
 	err_t err;
 	int failed;
 	buf_t out;
@@ -297,60 +295,10 @@ static int parse_listing(rjob_t *j, const params_t *p)
 
 /* ---- the work ---- */
 
-static void found_add(rjob_t *j, slice_t s)
-{
-	j->found = xgrow(j->found, &j->cap_found, j->n_found + 1, sizeof *j->found);
-	j->found[j->n_found++] = arena_slice(j->arena, s);
-}
-
-static int slice_qcmp(const void *a, const void *b)
-{
-	return slice_cmp(*(const slice_t *)a, *(const slice_t *)b);
-}
-
-/* Sorts j->found and keeps one of each. */
-static void found_distinct(rjob_t *j)
-{
-	if (j->n_found > 1)
-		qsort(j->found, j->n_found, sizeof *j->found, slice_qcmp);
-	size_t k = 0;
-	for (size_t i = 0; i < j->n_found; i++)
-		if (!k || !slice_eq(j->found[k - 1], j->found[i]))
-			j->found[k++] = j->found[i];
-	j->n_found = k;
-}
-
-static void on_series(const query_pyro_series_t *ps, void *ctx)
-{
-	rjob_t *j = ctx;
-	size_t cap = (size_t)ps->n_labels + QUERY_PYRO_PSEUDO_LABELS;
-	j->names = xgrow(j->names, &j->cap_names, cap, sizeof *j->names);
-	j->values = xgrow(j->values, &j->cap_values, cap, sizeof *j->values);
-	uint32_t n = query_pyro_labels(ps, j->names, j->values);
-	const sel_t *f = &j->filter;
-	if (j->has_filter &&
-	    ((f->metric.n && !slice_eq(f->metric, ps->id)) || !sel_match_labels(f, j->names, j->values, n)))
-		return;
-	if (j->route == RR_VALUES && !strcmp(j->label, "__name__")) {
-		found_add(j, ps->id);
-		return;
-	}
-	slice_t want = slice_cstr(j->route == RR_RENDER ? j->group_by : j->label);
-	slice_t value = slice_make("", 0);
-	for (uint32_t i = 0; i < n; i++) {
-		if (j->route == RR_NAMES)
-			found_add(j, j->names[i]);
-		else if (slice_eq(j->names[i], want))
-			value = j->values[i];
-	}
-	if (j->route == RR_RENDER || (j->route == RR_VALUES && value.n))
-		found_add(j, value); /* render: a group ("" for the series without the label) */
-}
-
 static void write_strings(rjob_t *j)
 {
 	buf_putc(&j->out, '[');
-	for (size_t i = 0; i < j->n_found; i++) {
+	for (uint32_t i = 0; i < j->n_found; i++) {
 		if (i)
 			buf_putc(&j->out, ',');
 		buf_json_str(&j->out, j->found[i]);
@@ -418,22 +366,18 @@ static int write_groups(rjob_t *j, const rside_t *s, int64_t step, slice_t whole
 	if (!j->group_by)
 		return buf_puts(o, ",\"groups\":null");
 	/* The series of the merge: its id and selector (the name matcher that gave the id left out). */
-	j->filter = s->sel;
-	j->filter.metric = s->id;
-	j->filter.m = arena_alloc(j->arena, (size_t)s->sel.n * sizeof *s->sel.m + 1);
-	j->filter.n = 0;
+	sel_t merged = s->sel;
+	merged.metric = s->id;
+	merged.m = arena_alloc(j->arena, (size_t)s->sel.n * sizeof *s->sel.m + 1);
+	merged.n = 0;
 	for (uint32_t i = 0; i < s->sel.n; i++)
 		if (!slice_eq_cstr(s->sel.m[i].name, "__name__"))
-			j->filter.m[j->filter.n++] = s->sel.m[i];
-	j->has_filter = 1;
-	int rc = query_pyro_series(j->api->store, s->q.project, s->q.from_ns, s->q.until_ns, on_series, j,
-	                           &j->err);
-	j->has_filter = 0; /* j->filter borrows s->sel: not freed through it */
-	if (rc < 0)
+			merged.m[merged.n++] = s->sel.m[i];
+	if (query_pyro_list(j->api->store, s->q.project, s->q.from_ns, s->q.until_ns, &merged,
+	                    slice_cstr(j->group_by), 1, j->arena, &j->found, &j->n_found, &j->err) < 0)
 		return -1;
-	found_distinct(j);
 	if (j->n_found > LIMIT_LABEL_VALUES)
-		return err_set(&j->err, 400, "groupBy=%.64s has %zu values; at most %d: narrow the query",
+		return err_set(&j->err, 400, "groupBy=%.64s has %u values; at most %d: narrow the query",
 		               j->group_by, j->n_found, LIMIT_LABEL_VALUES);
 	int pseudo = !strcmp(j->group_by, "service_name") || !strncmp(j->group_by, "__", 2);
 	query_params_t q = s->q;
@@ -443,7 +387,7 @@ static int write_groups(rjob_t *j, const rside_t *s, int64_t step, slice_t whole
 	q.matchers = m;
 	q.n_matchers++;
 	buf_puts(o, ",\"groups\":{");
-	for (size_t i = 0; i < j->n_found; i++) {
+	for (uint32_t i = 0; i < j->n_found; i++) {
 		buf_puts(o, i ? "," : "");
 		buf_json_str(o, j->found[i].n ? j->found[i] : slice_cstr("*"));
 		buf_putc(o, ':');
@@ -507,9 +451,6 @@ static void render_reply(void *arg)
 			sel_free(&j->side[i].sel);
 	if (j->has_filter)
 		sel_free(&j->filter);
-	free(j->found);
-	free(j->names);
-	free(j->values);
 	buf_free(&j->out);
 	arena_free(j->arena);
 	atomic_fetch_sub(&j->api->_inflight, 1);
@@ -522,12 +463,15 @@ static void render_work(void *arg)
 	if (j->route == RR_RENDER || j->route == RR_DIFF) {
 		j->failed = render(j) < 0;
 	} else {
-		j->failed = query_pyro_series(j->api->store, slice_cstr(j->caller.project), j->from_ns,
-		                              j->until_ns, on_series, j, &j->err) < 0;
-		if (!j->failed) {
-			found_distinct(j);
+		/* label=__name__ lists the profile type ids, as Pyroscope's route does */
+		slice_t label = slice_cstr(j->route == RR_NAMES            ? ""
+		                           : !strcmp(j->label, "__name__") ? "__profile_type__"
+		                                                           : j->label);
+		j->failed = query_pyro_list(j->api->store, slice_cstr(j->caller.project), j->from_ns,
+		                            j->until_ns, j->has_filter ? &j->filter : NULL, label, 0,
+		                            j->arena, &j->found, &j->n_found, &j->err) < 0;
+		if (!j->failed)
 			write_strings(j);
-		}
 	}
 	loop_post(j->api->loop, render_reply, j);
 }

@@ -64,6 +64,16 @@ uint32_t query_pyro_labels(const query_pyro_series_t *s, slice_t *names, slice_t
 int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what, query_params_t *q,
                      err_t *err);
 
+/* The distinct label names (label empty) or values of label of the series
+ * of project with chunks in [from_ns, until_ns) that match sel (NULL: all;
+ * a name before its '{' must be the series' id; its matchers see
+ * query_pyro_labels), sorted in byte order, copied into arena a, as
+ * (*out)[0..*n). Values: non-empty ones, plus "" when with_empty and a
+ * matching series lacks label (or has it empty). 0, or -1 with err (store
+ * errors). */
+int query_pyro_list(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, const sel_t *sel,
+                    slice_t label, int with_empty, arena_t *a, slice_t **out, uint32_t *n, err_t *err);
+
 /* The profile name of a series (see above): its __name__, else Pyroscope's
  * rule on sample_type, else QUERY_PYRO_UNKNOWN_NAME. */
 slice_t query_pyro_name(const store_series_t *s, slice_t sample_type);
