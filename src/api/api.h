@@ -182,6 +182,13 @@ int api_h2_on_headers(h2_req_t *r, void *ctx);
 int api_h2_on_data(h2_req_t *r, void *ctx);
 void api_h2_on_request(h2_req_t *r, void *ctx);
 
+/* Pyroscope's legacy HTTP query API (API: Query: Pyroscope HTTP API;
+ * api/pyroscope_render.c), UI listener only: 1 when path is
+ * /pyroscope/render, render-diff, label-values or labels; the GET request
+ * (ctx: the api_listener_t). */
+int api_is_render_path(slice_t path);
+void api_render_on_request(http_req_t *r, void *ctx);
+
 /* OTLP/HTTP listener (API: Push: OTLP profiles over HTTP). */
 int api_otlp_on_headers(http_req_t *r, void *ctx);
 void api_otlp_on_request(http_req_t *r, void *ctx);

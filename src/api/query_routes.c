@@ -16,16 +16,30 @@
 
 #define UI_MAX_BODY (64u << 10) /* a request body other than a push (the sign-in form) */
 
-enum route { R_SERVICES, R_TYPES, R_FLAME, R_TOP, R_TIMELINE, R_PPROF, R_SPAN, R_USAGE, R_LABELS, R_METRICS, R_TARGETS };
+enum route {
+	R_SERVICES,
+	R_TYPES,
+	R_FLAME,
+	R_TOP,
+	R_TIMELINE,
+	R_PPROF,
+	R_SPAN,
+	R_USAGE,
+	R_LABELS,
+	R_METRICS,
+	R_TARGETS
+};
 
 static const struct {
 	const char *path;
 	enum route route;
 	int needs_service, needs_type;
 } routes[] = {
-    {"/api/services", R_SERVICES, 0, 0}, {"/api/types", R_TYPES, 1, 0},   {"/api/flamegraph", R_FLAME, 1, 1},
-    {"/api/top", R_TOP, 1, 1},           {"/api/timeline", R_TIMELINE, 1, 1}, {"/api/pprof", R_PPROF, 1, 1},
-    {"/api/span", R_SPAN, 0, 0},         {"/api/usage", R_USAGE, 0, 0},       {"/api/labels", R_LABELS, 1, 1},
+    {"/api/services", R_SERVICES, 0, 0}, {"/api/types", R_TYPES, 1, 0},
+    {"/api/flamegraph", R_FLAME, 1, 1},  {"/api/top", R_TOP, 1, 1},
+    {"/api/timeline", R_TIMELINE, 1, 1}, {"/api/pprof", R_PPROF, 1, 1},
+    {"/api/span", R_SPAN, 0, 0},         {"/api/usage", R_USAGE, 0, 0},
+    {"/api/labels", R_LABELS, 1, 1},
 };
 
 typedef struct {
@@ -80,9 +94,11 @@ static void query_reply(void *arg)
 		http_respond(j->req, 200, "text/plain; version=0.0.4", NULL, j->out.p, j->out.n);
 	} else if (j->route == R_PPROF) {
 		http_respond(j->req, 200, "application/octet-stream",
-		             "Content-Disposition: attachment; filename=\"profile.pb.gz\"\r\n", j->out.p, j->out.n);
+		             "Content-Disposition: attachment; filename=\"profile.pb.gz\"\r\n", j->out.p,
+		             j->out.n);
 	} else {
-		http_respond(j->req, 200, "application/json", "Cache-Control: no-store\r\n", j->out.p, j->out.n);
+		http_respond(j->req, 200, "application/json", "Cache-Control: no-store\r\n", j->out.p,
+		             j->out.n);
 	}
 	buf_free(&j->out);
 	arena_free(j->arena);
@@ -125,7 +141,8 @@ static void query_work(void *arg)
 		rc = 0;
 		break;
 	case R_USAGE:
-		rc = j->api->usage ? usage_query(j->api->usage, j->q.project, j->q.from_ns, j->q.until_ns, &j->out, &j->err)
+		rc = j->api->usage ? usage_query(j->api->usage, j->q.project, j->q.from_ns, j->q.until_ns,
+		                                 &j->out, &j->err)
 		                   : buf_puts(&j->out, "{\"days\":[]}");
 		break;
 	}
@@ -144,7 +161,8 @@ static int check_known(const params_t *p, err_t *err)
 			ok |= !strcmp(k, known[n]);
 		if (!ok)
 			return err_set(err, 400,
-			               "unknown parameter %.64s; known: service, type, from, until, limit, step, label.NAME",
+			               "unknown parameter %.64s; known: service, type, from, until, limit, "
+			               "step, label.NAME",
 			               k);
 	}
 	return 0;
@@ -172,8 +190,10 @@ static int parse_span(query_job_t *j, const params_t *p)
 		for (size_t n = 0; n < sizeof known / sizeof *known; n++)
 			ok |= !strcmp(p->items[i].key, known[n]);
 		if (!ok)
-			return err_set(err, 400, "unknown parameter %.64s; known: trace_id, span_id, service, from, until, type",
-			               p->items[i].key);
+			return err_set(
+			    err, 400,
+			    "unknown parameter %.64s; known: trace_id, span_id, service, from, until, type",
+			    p->items[i].key);
 	}
 	j->q.project = slice_cstr(j->caller.project);
 	j->trace_id = slice_cstr(params_get(p, "trace_id"));
@@ -193,7 +213,8 @@ static int parse_span(query_job_t *j, const params_t *p)
 		if (!is_hex(j->trace_id, 32))
 			return err_set(err, 400, "trace_id must be 32 hex digits (a W3C trace id)");
 		if (!is_hex(j->span_id, 16))
-			return err_set(err, 400, "span_id must be 16 hex digits (a W3C span id) when trace_id is given");
+			return err_set(
+			    err, 400, "span_id must be 16 hex digits (a W3C span id) when trace_id is given");
 	}
 	return 0;
 }
@@ -213,7 +234,8 @@ static int parse_query(query_job_t *j, const params_t *p, int needs_service, int
 	if (needs_service && (!service || !*service))
 		return err_set(err, 400, "missing service=NAME (see /api/services)");
 	if (needs_type && (!type || !*type))
-		return err_set(err, 400, "missing type=SAMPLE_TYPE:UNIT, e.g. type=cpu:nanoseconds (see /api/types)");
+		return err_set(err, 400,
+		               "missing type=SAMPLE_TYPE:UNIT, e.g. type=cpu:nanoseconds (see /api/types)");
 	if (needs_type && !strchr(type, ':'))
 		return err_set(err, 400, "type=%.64s must be SAMPLE_TYPE:UNIT, e.g. cpu:nanoseconds", type);
 	j->q.service = slice_cstr(service);
@@ -237,10 +259,12 @@ static int parse_query(query_job_t *j, const params_t *p, int needs_service, int
 	if (step && *step) {
 		int64_t ns;
 		if (time_parse_duration(step, &ns) < 0 || ns < NS_PER_SEC)
-			return err_set(err, 400, "step=%.32s must be a duration of at least 1s (e.g. 10s, 1m)", step);
+			return err_set(err, 400,
+			               "step=%.32s must be a duration of at least 1s (e.g. 10s, 1m)", step);
 		j->step_s = ns / NS_PER_SEC;
 		if ((j->q.until_ns - j->q.from_ns) / ns > 100000)
-			return err_set(err, 400, "step=%.32s gives more than 100000 points over the range", step);
+			return err_set(err, 400, "step=%.32s gives more than 100000 points over the range",
+			               step);
 	}
 	return 0;
 }
@@ -284,7 +308,8 @@ int api_ui_on_headers(http_req_t *r, void *ctx)
 
 static const char login_page[] =
     "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Kiln: sign in</title>"
-    "<style>:root{color-scheme:light dark;font-family:system-ui,sans-serif}body{max-width:30rem;margin:4rem auto}"
+    "<style>:root{color-scheme:light dark;font-family:system-ui,sans-serif}body{max-width:30rem;margin:4rem "
+    "auto}"
     "input{width:100%;padding:.4rem;margin:.4rem 0}</style></head><body><h1>Kiln</h1>"
     "<form method=\"post\" action=\"/login\"><label for=\"key\">Query key</label>"
     "<input id=\"key\" name=\"key\" type=\"password\" autocomplete=\"off\" required autofocus>"
@@ -305,8 +330,10 @@ static void login(api_listener_t *l, http_req_t *r)
 		err_set(&err, 400, "sign in with a form field key=QUERY_KEY");
 	} else if (api_identify(l, &k, NULL, NULL, NULL, KEY_SCOPE_QUERY, &c, &err) == 0) {
 		char hdr[256];
-		snprintf(hdr, sizeof hdr, "Location: /\r\nSet-Cookie: kiln_key=%.100s; HttpOnly; SameSite=Strict; Path=/%s\r\n",
-		         key, l->tls ? "; Secure" : "");
+		snprintf(
+		    hdr, sizeof hdr,
+		    "Location: /\r\nSet-Cookie: kiln_key=%.100s; HttpOnly; SameSite=Strict; Path=/%s\r\n",
+		    key, l->tls ? "; Secure" : "");
 		api_count(l->api, API_LISTENER_UI, 303, r->body.n);
 		http_respond(r, 303, "text/plain", hdr, "signed in\n", 10);
 		arena_free(a);
@@ -327,6 +354,10 @@ void api_ui_on_request(http_req_t *r, void *ctx)
 		api_connect_on_request(r, ctx);
 		return;
 	}
+	if (api_is_render_path(r->path)) {
+		api_render_on_request(r, ctx);
+		return;
+	}
 	api_listener_t *l = ctx;
 	api_ctx_t *api = l->api;
 	if (slice_eq_cstr(r->path, "/healthz")) {
@@ -339,7 +370,8 @@ void api_ui_on_request(http_req_t *r, void *ctx)
 			login(l, r);
 		} else {
 			api_count(api, API_LISTENER_UI, 200, 0);
-			http_respond(r, 200, "text/html; charset=utf-8", NULL, login_page, sizeof login_page - 1);
+			http_respond(r, 200, "text/html; charset=utf-8", NULL, login_page,
+			             sizeof login_page - 1);
 		}
 		return;
 	}
@@ -353,7 +385,8 @@ void api_ui_on_request(http_req_t *r, void *ctx)
 		const ui_asset_t *a = ui_asset_find(is_ui_screen(r->path) ? slice_make("/", 1) : r->path);
 		api_count(api, API_LISTENER_UI, a ? 200 : 404, 0);
 		if (a) {
-			http_respond(r, 200, a->content_type, "Cache-Control: no-cache\r\n", a->data, a->size);
+			http_respond(r, 200, a->content_type, "Cache-Control: no-cache\r\n", a->data,
+			             a->size);
 			return;
 		}
 		err_t err;
@@ -393,8 +426,9 @@ void api_ui_on_request(http_req_t *r, void *ctx)
 	j->route = routes[found].route;
 	params_t p;
 	if (params_parse(r->query, j->arena, &p, &j->err) < 0 ||
-	    (j->route == R_SPAN ? parse_span(j, &p)
-	                        : parse_query(j, &p, routes[found].needs_service, routes[found].needs_type)) < 0) {
+	    (j->route == R_SPAN
+	         ? parse_span(j, &p)
+	         : parse_query(j, &p, routes[found].needs_service, routes[found].needs_type)) < 0) {
 		j->failed = 1;
 		query_reply(j);
 		return;

@@ -1,10 +1,13 @@
 /* Series as Pyroscope's query API names them (query/pyro.h): the series
- * with chunks in a range (from their chunk heads; nothing is decoded) and
- * their profile type ids. */
+ * with chunks in a range (from their chunk heads; nothing is decoded),
+ * their profile type ids and labels, label listings over them, and the
+ * merge query of a profile type id and a selector. */
 #include "query/pyro.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "query/query_int.h"
 #include "wire/sample_type_config.h"
@@ -99,5 +102,135 @@ int query_pyro_series(store_t *s, slice_t project, int64_t from_ns, int64_t unti
 	if (v)
 		store_view_close(v);
 	buf_free(&id);
+	return rc;
+}
+
+uint32_t query_pyro_labels(const query_pyro_series_t *s, slice_t *names, slice_t *values)
+{
+	static const char *const pseudo[QUERY_PYRO_PSEUDO_LABELS] = {
+	    "service_name", "__name__",        "__profile_type__", "__type__",
+	    "__unit__",     "__period_type__", "__period_unit__"};
+	const slice_t own[QUERY_PYRO_PSEUDO_LABELS] = {
+	    s->service, s->name, s->id, s->sample_type, s->sample_unit, s->period_type, s->period_unit};
+	uint32_t n = 0;
+	for (; n < QUERY_PYRO_PSEUDO_LABELS; n++) {
+		names[n] = slice_cstr(pseudo[n]);
+		values[n] = own[n];
+	}
+	for (uint32_t i = 0; i < s->n_labels; i++) {
+		slice_t k = s->labels[i].key;
+		if (slice_eq_cstr(k, "__name__") || slice_eq_cstr(k, "service_name"))
+			continue;
+		names[n] = k;
+		values[n++] = s->labels[i].value;
+	}
+	return n;
+}
+
+int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what, query_params_t *q,
+                     err_t *err)
+{
+	/* NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT: q->type is parts 2 and 3 */
+	size_t colon[4];
+	uint32_t nc = 0;
+	for (size_t i = 0; i < id.n; i++)
+		if (id.p[i] == ':' && nc++ < 4)
+			colon[nc - 1] = i;
+	if (nc != 4 || colon[0] == 0 || colon[1] == colon[0] + 1)
+		return err_set(err, 400,
+		               "%s: the profile type id \"%.*s\" is not "
+		               "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT",
+		               what, (int)(id.n > 128 ? 128 : id.n), (const char *)id.p);
+	q->pyro_id = id;
+	q->type = slice_make(id.p + colon[0] + 1, colon[2] - colon[0] - 1);
+	model_label_t *labels = arena_alloc(a, (size_t)sel->n * sizeof *labels + 1);
+	sel_matcher_t *matchers = arena_alloc(a, (size_t)sel->n * sizeof *matchers + 1);
+	q->n_labels = q->n_matchers = 0;
+	q->service = slice_make("", 0);
+	for (uint32_t i = 0; i < sel->n; i++) {
+		const sel_matcher_t *m = &sel->m[i];
+		int service = slice_eq_cstr(m->name, "service_name");
+		if (m->op == SEL_EQ && slice_eq_cstr(m->name, "__name__") && slice_eq(m->value, id))
+			continue;
+		if (service && m->op != SEL_EQ)
+			return err_set(err, 501, "%s: service_name takes = only (the service to merge)",
+			               what);
+		if (service)
+			q->service = m->value;
+		else if (m->op == SEL_EQ && m->value.n)
+			labels[q->n_labels++] = (model_label_t){.key = m->name, .value = m->value};
+		else
+			matchers[q->n_matchers++] = *m;
+	}
+	q->labels = labels;
+	q->matchers = matchers;
+	if (!q->service.n)
+		return err_set(err, 400, "%s must name the service: {service_name=\"NAME\", …}", what);
+	return 0;
+}
+
+typedef struct {
+	const sel_t *sel;
+	slice_t label;
+	int with_empty;
+	arena_t *a;
+	u64map_t ix;
+	slice_t *found;
+	size_t cap;
+	uint32_t n;
+	slice_t *names, *values; /* one series' labels */
+	size_t cap_names, cap_values;
+} pyro_list_t;
+
+static void list_add(pyro_list_t *l, slice_t s)
+{
+	int inserted;
+	uint32_t k = query_intern(&l->ix, &l->found, &l->cap, &l->n, s, &inserted);
+	if (inserted) /* the series' slices last only for the callback */
+		l->found[k] = arena_slice(l->a, s);
+}
+
+static void list_series(const query_pyro_series_t *ps, void *ctx)
+{
+	pyro_list_t *l = ctx;
+	size_t cap = (size_t)ps->n_labels + QUERY_PYRO_PSEUDO_LABELS;
+	l->names = xgrow(l->names, &l->cap_names, cap, sizeof *l->names);
+	l->values = xgrow(l->values, &l->cap_values, cap, sizeof *l->values);
+	uint32_t n = query_pyro_labels(ps, l->names, l->values);
+	if (l->sel && ((l->sel->metric.n && !slice_eq(l->sel->metric, ps->id)) ||
+	               !sel_match_labels(l->sel, l->names, l->values, n)))
+		return;
+	slice_t value = slice_make("", 0);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!l->label.n)
+			list_add(l, l->names[i]);
+		else if (slice_eq(l->names[i], l->label))
+			value = l->values[i];
+	}
+	if (l->label.n && (value.n || l->with_empty))
+		list_add(l, value);
+}
+
+static int slice_qcmp(const void *a, const void *b)
+{
+	return slice_cmp(*(const slice_t *)a, *(const slice_t *)b);
+}
+
+int query_pyro_list(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, const sel_t *sel,
+                    slice_t label, int with_empty, arena_t *a, slice_t **out, uint32_t *n, err_t *err)
+{
+	pyro_list_t l = {.sel = sel, .label = label, .with_empty = with_empty, .a = a};
+	u64map_init(&l.ix);
+	int rc = query_pyro_series(s, project, from_ns, until_ns, list_series, &l, err);
+	if (l.n > 1)
+		qsort(l.found, l.n, sizeof *l.found, slice_qcmp);
+	*out = arena_alloc(a, (size_t)l.n * sizeof **out + 1);
+	if (l.n)
+		memcpy(*out, l.found, (size_t)l.n * sizeof **out);
+	*n = rc == 0 ? l.n : 0;
+	free(l.found);
+	free(l.names);
+	free(l.values);
+	u64map_free(&l.ix);
 	return rc;
 }
