@@ -153,6 +153,9 @@ void api_call_http(api_call_t *c, http_req_t *r);
 void api_call_h2(api_call_t *c, h2_req_t *r);
 /* First value of a header, or NULL. */
 const slice_t *api_call_header(const api_call_t *c, const char *lowercase_name);
+/* The media type of a Content-Type header (NULL: none), parameters and
+ * spaces left out: "application/json; charset=utf-8" → "application/json". */
+slice_t api_media_type(const slice_t *content_type);
 /* Answers the request and frees it, exactly once, on the loop thread:
  * status, Content-Type (NULL: none), Retry-After when retry_after_s > 0. */
 void api_call_respond(api_call_t *c, int status, const char *content_type, int retry_after_s,

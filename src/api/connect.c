@@ -49,6 +49,17 @@ const slice_t *api_call_header(const api_call_t *c, const char *lowercase_name)
 	return NULL;
 }
 
+slice_t api_media_type(const slice_t *ct)
+{
+	slice_t m = ct ? *ct : (slice_t){NULL, 0};
+	for (size_t i = 0; i < m.n; i++)
+		if (m.p[i] == ';' || m.p[i] == ' ') {
+			m.n = i;
+			break;
+		}
+	return m;
+}
+
 void api_call_respond(api_call_t *c, int status, const char *content_type, int retry_after_s,
                       const void *body, size_t n)
 {
@@ -99,18 +110,6 @@ int api_is_connect_path(slice_t path)
 	return (path.n >= n && memcmp(path.p, PUSH_SERVICE, n) == 0) || api_is_querier_path(path);
 }
 
-/* The media type of a Content-Type, parameters and spaces left out. */
-static slice_t media_type(const slice_t *ct)
-{
-	slice_t m = ct ? *ct : (slice_t){NULL, 0};
-	for (size_t i = 0; i < m.n; i++)
-		if (m.p[i] == ';' || m.p[i] == ' ') {
-			m.n = i;
-			break;
-		}
-	return m;
-}
-
 static int encoding_known(slice_t e)
 {
 	static const char *const known[] = {"identity", "gzip", "x-gzip", "zstd", "deflate"};
@@ -142,7 +141,7 @@ static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *er
 	if (!slice_eq_cstr(c->method, "POST"))
 		return err_set(err, 405, "method %.*s not allowed: Connect unary calls are POST",
 		               (int)(c->method.n > 16 ? 16 : c->method.n), (const char *)c->method.p);
-	slice_t mt = media_type(api_call_header(c, "content-type"));
+	slice_t mt = api_media_type(api_call_header(c, "content-type"));
 	if (!slice_eq_cstr(mt, "application/proto") && !slice_eq_cstr(mt, "application/json"))
 		return err_set(err, 415,
 		               "Content-Type %.*s is not supported: application/proto or application/json",
@@ -224,7 +223,7 @@ static void push_on_request(const api_listener_t *l, api_call_t *c)
 	}
 	pyro_req_init(l, &j->push, &j->pyro);
 	j->pyro.encoding = body_encoding(c);
-	j->pyro.json = slice_eq_cstr(media_type(api_call_header(c, "content-type")), "application/json");
+	j->pyro.json = slice_eq_cstr(api_media_type(api_call_header(c, "content-type")), "application/json");
 	ingest_push_start(&j->push);
 }
 

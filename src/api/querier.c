@@ -476,24 +476,13 @@ static void querier_work(void *arg)
 
 /* ---- the request ---- */
 
-static slice_t media_type(const slice_t *ct)
-{
-	slice_t m = ct ? *ct : (slice_t){NULL, 0};
-	for (size_t i = 0; i < m.n; i++)
-		if (m.p[i] == ';' || m.p[i] == ' ') {
-			m.n = i;
-			break;
-		}
-	return m;
-}
-
 /* Method, route, codec, size, caller: what the headers tell. 0, or -1 + err. */
 static int check_headers(const api_listener_t *l, const api_call_t *c, ingest_caller_t *who, err_t *err)
 {
 	if (!slice_eq_cstr(c->method, "POST"))
 		return err_set(err, 405, "method %.*s not allowed: Connect unary calls are POST",
 		               (int)(c->method.n > 16 ? 16 : c->method.n), (const char *)c->method.p);
-	slice_t mt = media_type(api_call_header(c, "content-type"));
+	slice_t mt = api_media_type(api_call_header(c, "content-type"));
 	if (!slice_eq_cstr(mt, "application/proto") && !slice_eq_cstr(mt, "application/json"))
 		return err_set(err, 415,
 		               "Content-Type %.*s is not supported: application/proto or application/json",
@@ -700,7 +689,7 @@ void api_querier_on_request(const api_listener_t *l, api_call_t *c)
 		return;
 	}
 	j->m = (enum method)method_of(c->path);
-	j->json = slice_eq_cstr(media_type(api_call_header(c, "content-type")), "application/json");
+	j->json = slice_eq_cstr(api_media_type(api_call_header(c, "content-type")), "application/json");
 	int rc = j->json ? pb_json_to_pb(c->body, json_schema[j->m], json_root[j->m], &j->pb, &j->err)
 	                 : buf_append(&j->pb, c->body.p, c->body.n);
 	if (rc < 0 || decode(j, &j->err) < 0) {
