@@ -165,6 +165,13 @@ void api_call_respond(api_call_t *c, int status, const char *content_type, int r
  * call: err as a Connect error ({"code","message"}, application/json, the
  * HTTP status of the code: connect.h), counted for /metrics on l. */
 void api_connect_error(const api_listener_t *l, api_call_t *c, const err_t *err);
+/* The header checks every Connect unary call gets, push and query alike:
+ * POST (405), Content-Type application/proto or application/json (415),
+ * Content-Encoding (or Connect-Content-Encoding) gzip, x-gzip, zstd,
+ * deflate or identity when compressed, else identity only (501),
+ * Connect-Protocol-Version 1 when sent (400), the declared Content-Length
+ * and the body read so far at most max_body bytes (413). 0, or -1 + err. */
+int api_connect_check(const api_call_t *c, int compressed, uint64_t max_body, err_t *err);
 /* 1 when path is a Connect method Kiln routes over HTTP/1.1 (the
  * /push.v1.PusherService/ service: Push, others answered unimplemented; and
  * /querier.v1.QuerierService/ on the UI listener). */

@@ -129,15 +129,8 @@ static slice_t body_encoding(const api_call_t *c)
 	return e ? *e : (slice_t){NULL, 0};
 }
 
-/* What can be refused from the headers alone: the method, the route, the
- * codec, the encoding, the protocol version, a declared oversize body, the
- * caller. 0, or -1 + err. */
-static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *err)
+int api_connect_check(const api_call_t *c, int compressed, uint64_t max_body, err_t *err)
 {
-	if (!slice_eq_cstr(c->path, PUSH_PATH))
-		return err_set(err, 404,
-		               "unknown method %.*s: this server implements push.v1.PusherService/Push",
-		               (int)(c->path.n > 128 ? 128 : c->path.n), (const char *)c->path.p);
 	if (!slice_eq_cstr(c->method, "POST"))
 		return err_set(err, 405, "method %.*s not allowed: Connect unary calls are POST",
 		               (int)(c->method.n > 16 ? 16 : c->method.n), (const char *)c->method.p);
@@ -147,18 +140,38 @@ static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *er
 		               "Content-Type %.*s is not supported: application/proto or application/json",
 		               (int)(mt.n > 64 ? 64 : mt.n), (const char *)mt.p);
 	slice_t enc = body_encoding(c);
-	if (!encoding_known(enc))
+	if (compressed && !encoding_known(enc))
 		return err_set(err, 501,
 		               "Content-Encoding %.*s is not supported: gzip, zstd, deflate or identity",
+		               (int)(enc.n > 32 ? 32 : enc.n), (const char *)enc.p);
+	if (!compressed && enc.n && !slice_eq_cstr(enc, "identity"))
+		return err_set(err, 501, "Content-Encoding %.*s is not supported on queries: identity",
 		               (int)(enc.n > 32 ? 32 : enc.n), (const char *)enc.p);
 	const slice_t *v = api_call_header(c, "connect-protocol-version");
 	if (v && !slice_eq_cstr(*v, "1"))
 		return err_set(err, 400, "Connect-Protocol-Version %.*s is not supported: 1",
 		               (int)(v->n > 16 ? 16 : v->n), (const char *)v->p);
 	uint64_t length = api_length_value(api_call_header(c, "content-length"));
-	if (length > LIMIT_BODY_BYTES)
-		return err_set(err, 413, "request body is %llu bytes; the limit is %u MiB",
-		               (unsigned long long)length, LIMIT_BODY_BYTES >> 20);
+	if (length < c->body.n)
+		length = c->body.n;
+	if (length > max_body)
+		return err_set(err, 413, "request body is %llu bytes; the limit is %llu %s",
+		               (unsigned long long)length,
+		               (unsigned long long)(max_body % (1u << 20) ? max_body >> 10 : max_body >> 20),
+		               max_body % (1u << 20) ? "KiB" : "MiB");
+	return 0;
+}
+
+/* What can be refused from the headers alone: the route, what
+ * api_connect_check refuses, the caller. 0, or -1 + err. */
+static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *err)
+{
+	if (!slice_eq_cstr(c->path, PUSH_PATH))
+		return err_set(err, 404,
+		               "unknown method %.*s: this server implements push.v1.PusherService/Push",
+		               (int)(c->path.n > 128 ? 128 : c->path.n), (const char *)c->path.p);
+	if (api_connect_check(c, 1, LIMIT_BODY_BYTES, err) < 0)
+		return -1;
 	/* The key is checked before the body is read: a refused sender costs no upload. */
 	ingest_caller_t who;
 	return api_identify(l, api_call_header(c, "x-kiln-key"), api_call_header(c, "authorization"), NULL,

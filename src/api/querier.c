@@ -479,21 +479,8 @@ static void querier_work(void *arg)
 /* Method, route, codec, size, caller: what the headers tell. 0, or -1 + err. */
 static int check_headers(const api_listener_t *l, const api_call_t *c, ingest_caller_t *who, err_t *err)
 {
-	if (!slice_eq_cstr(c->method, "POST"))
-		return err_set(err, 405, "method %.*s not allowed: Connect unary calls are POST",
-		               (int)(c->method.n > 16 ? 16 : c->method.n), (const char *)c->method.p);
-	slice_t mt = api_media_type(api_call_header(c, "content-type"));
-	if (!slice_eq_cstr(mt, "application/proto") && !slice_eq_cstr(mt, "application/json"))
-		return err_set(err, 415,
-		               "Content-Type %.*s is not supported: application/proto or application/json",
-		               (int)(mt.n > 64 ? 64 : mt.n), (const char *)mt.p);
-	const slice_t *enc = api_call_header(c, "content-encoding");
-	if (enc && enc->n && !slice_eq_cstr(*enc, "identity"))
-		return err_set(err, 501, "Content-Encoding %.*s is not supported on queries: identity",
-		               (int)(enc->n > 32 ? 32 : enc->n), (const char *)enc->p);
-	if (api_length_value(api_call_header(c, "content-length")) > QUERIER_MAX_BODY ||
-	    c->body.n > QUERIER_MAX_BODY)
-		return err_set(err, 413, "a query request is at most %u KiB", QUERIER_MAX_BODY >> 10);
+	if (api_connect_check(c, 0, QUERIER_MAX_BODY, err) < 0)
+		return -1;
 	if (api_identify(l, api_call_header(c, "x-kiln-key"), api_call_header(c, "authorization"),
 	                 api_call_header(c, "cookie"), api_call_header(c, "x-scope-orgid"), KEY_SCOPE_QUERY,
 	                 who, err) < 0)
