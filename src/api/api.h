@@ -185,6 +185,11 @@ void api_connect_on_request(http_req_t *r, void *ctx);
  * 1: answered) and the call. */
 int api_is_querier_path(slice_t path);
 int api_querier_on_headers(const api_listener_t *l, api_call_t *c);
+/* The querier's decode step alone, without a listener (the fuzz target):
+ * the request body of method (e.g. "SelectSeries"), Connect JSON when json,
+ * decoded and checked as a call would be. 0, or -1 + err (404 for an
+ * unknown method). */
+int api_querier_decode(slice_t method, int json, slice_t body, err_t *err);
 void api_querier_on_request(const api_listener_t *l, api_call_t *c);
 /* HTTP/2 (h2c) on the upload and UI listeners (http_opts_t.h2c): the
  * Connect routes; any other path is answered unimplemented (404). */

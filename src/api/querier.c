@@ -7,8 +7,11 @@
  * runs on a worker (query/pyro.h names the series as Pyroscope does), the
  * answer is sent from the loop thread. Built: ProfileTypes, LabelNames,
  * LabelValues, Series, GetProfileStats, SelectMergeStacktraces (flame graph
- * levels, query/levels.h), SelectMergeProfile (pprof, binary codec only);
- * other methods answer unimplemented. */
+ * levels or tree bytes, query/levels.h), SelectMergeProfile (pprof, binary
+ * codec only), SelectSeries (query_pyro_select_series),
+ * SelectMergeSpanProfile (query_pyro_span_merge); other methods answer
+ * unimplemented. The decode step (querier_decode) runs without a
+ * listener, for the fuzz target. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,8 @@ enum method {
 	M_SERIES,
 	M_STATS,
 	M_MERGE_PROFILE,
+	M_SELECT_SERIES,
+	M_SPAN_PROFILE,
 	M_COUNT
 };
 
@@ -46,14 +51,17 @@ enum method {
 static const struct {
 	const char *name;
 	uint32_t start, end, label, matchers, type_id, selector, max_nodes, format, label_names;
+	uint32_t group_by, step, aggregation, limit, spans;
 } methods[M_COUNT] = {
-    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0, 0, 0, 0, 0, 0},
-    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1, 0, 0, 0, 0, 0},
-    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2, 0, 0, 0, 0, 0},
-    [M_MERGE_STACKS] = {"SelectMergeStacktraces", 3, 4, 0, 0, 1, 2, 5, 6, 0},
-    [M_SERIES] = {"Series", 3, 4, 0, 1, 0, 0, 0, 0, 2},
-    [M_STATS] = {"GetProfileStats", 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    [M_MERGE_PROFILE] = {"SelectMergeProfile", 3, 4, 0, 0, 1, 2, 5, 0, 0},
+    [M_PROFILE_TYPES] = {"ProfileTypes", 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    [M_LABEL_NAMES] = {"LabelNames", 2, 3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    [M_LABEL_VALUES] = {"LabelValues", 3, 4, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    [M_MERGE_STACKS] = {"SelectMergeStacktraces", 3, 4, 0, 0, 1, 2, 5, 6, 0, 0, 0, 0, 0, 0},
+    [M_SERIES] = {"Series", 3, 4, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0},
+    [M_STATS] = {"GetProfileStats", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    [M_MERGE_PROFILE] = {"SelectMergeProfile", 3, 4, 0, 0, 1, 2, 5, 0, 0, 0, 0, 0, 0, 0},
+    [M_SELECT_SERIES] = {"SelectSeries", 3, 4, 0, 0, 1, 2, 0, 0, 0, 5, 6, 7, 9, 0},
+    [M_SPAN_PROFILE] = {"SelectMergeSpanProfile", 4, 5, 0, 0, 1, 2, 6, 0, 0, 0, 0, 0, 0, 3},
 };
 
 PB_JSON_MSG(j_profile_types, {"start", "start", 1, PB_J_I64, PB_J_SINGLE, NULL},
@@ -65,23 +73,43 @@ PB_JSON_MSG(j_label_values, {"name", "name", 1, PB_J_STRING, PB_J_SINGLE, NULL},
             {"matchers", "matchers", 2, PB_J_STRING, PB_J_REPEATED, NULL},
             {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
             {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL});
-/* format is an enum, which Connect JSON writes by name: not read from JSON (API). */
+/* Enums by name or number (protojson). */
+PB_JSON_MSG(e_format, {"PROFILE_FORMAT_UNSPECIFIED", NULL, 0, 0, 0, NULL},
+            {"PROFILE_FORMAT_FLAMEGRAPH", NULL, 1, 0, 0, NULL}, {"PROFILE_FORMAT_TREE", NULL, 2, 0, 0, NULL});
+PB_JSON_MSG(e_aggregation, {"TIME_SERIES_AGGREGATION_TYPE_SUM", NULL, 0, 0, 0, NULL},
+            {"TIME_SERIES_AGGREGATION_TYPE_AVERAGE", NULL, 1, 0, 0, NULL});
 PB_JSON_MSG(j_merge_stacks, {"profileTypeID", "profile_typeID", 1, PB_J_STRING, PB_J_SINGLE, NULL},
             {"labelSelector", "label_selector", 2, PB_J_STRING, PB_J_SINGLE, NULL},
             {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
             {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL},
-            {"maxNodes", "max_nodes", 5, PB_J_I64, PB_J_ONEOF, NULL});
+            {"maxNodes", "max_nodes", 5, PB_J_I64, PB_J_ONEOF, NULL},
+            {"format", "format", 6, PB_J_ENUM, PB_J_SINGLE, &e_format});
+PB_JSON_MSG(j_select_series, {"profileTypeID", "profile_typeID", 1, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"labelSelector", "label_selector", 2, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL},
+            {"groupBy", "group_by", 5, PB_J_STRING, PB_J_REPEATED, NULL},
+            {"step", "step", 6, PB_J_DOUBLE, PB_J_SINGLE, NULL},
+            {"aggregation", "aggregation", 7, PB_J_ENUM, PB_J_ONEOF, &e_aggregation},
+            {"limit", "limit", 9, PB_J_I64, PB_J_ONEOF, NULL});
+PB_JSON_MSG(j_span_profile, {"profileTypeID", "profile_typeID", 1, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"labelSelector", "label_selector", 2, PB_J_STRING, PB_J_SINGLE, NULL},
+            {"spanSelector", "span_selector", 3, PB_J_STRING, PB_J_REPEATED, NULL},
+            {"start", "start", 4, PB_J_I64, PB_J_SINGLE, NULL},
+            {"end", "end", 5, PB_J_I64, PB_J_SINGLE, NULL},
+            {"maxNodes", "max_nodes", 6, PB_J_I64, PB_J_ONEOF, NULL});
 PB_JSON_MSG(j_series, {"matchers", "matchers", 1, PB_J_STRING, PB_J_REPEATED, NULL},
             {"labelNames", "label_names", 2, PB_J_STRING, PB_J_REPEATED, NULL},
             {"start", "start", 3, PB_J_I64, PB_J_SINGLE, NULL},
             {"end", "end", 4, PB_J_I64, PB_J_SINGLE, NULL});
 static const pb_json_msg_t j_stats = {NULL, 0};
 static const pb_json_msg_t *const json_schema[M_COUNT] = {
-    &j_profile_types, &j_label_names, &j_label_values, &j_merge_stacks, &j_series, &j_stats, &j_merge_stacks};
+    &j_profile_types, &j_label_names,  &j_label_values,  &j_merge_stacks, &j_series,
+    &j_stats,         &j_merge_stacks, &j_select_series, &j_span_profile};
 static const char *const json_root[M_COUNT] = {
-    "ProfileTypesRequest",           "LabelNamesRequest", "LabelValuesRequest",
-    "SelectMergeStacktracesRequest", "SeriesRequest",     "GetProfileStatsRequest",
-    "SelectMergeProfileRequest"};
+    "ProfileTypesRequest",           "LabelNamesRequest",   "LabelValuesRequest",
+    "SelectMergeStacktracesRequest", "SeriesRequest",       "GetProfileStatsRequest",
+    "SelectMergeProfileRequest",     "SelectSeriesRequest", "SelectMergeSpanProfileRequest"};
 
 /* A set of distinct strings, copied into an arena. */
 typedef struct {
@@ -105,6 +133,15 @@ typedef struct {
 	slice_t selector;  /* SelectMergeStacktraces: label_selector */
 	slice_t *keep;     /* Series: label_names (n_keep; none: every label) */
 	uint32_t n_keep;
+	int tree;          /* SelectMergeStacktraces: format 2, tree bytes */
+	slice_t *group_by; /* SelectSeries: group_by (n_group_by) */
+	uint32_t n_group_by;
+	double step_s;    /* SelectSeries: step, seconds */
+	int average;      /* SelectSeries: aggregation 1 */
+	int64_t limit;    /* SelectSeries: limit (0: absent) */
+	int64_t start_ms; /* the request's start, as asked (SelectSeries' grid) */
+	slice_t *spans;   /* SelectMergeSpanProfile: span_selector (n_spans) */
+	uint32_t n_spans;
 	int64_t oldest_ns, newest_ns; /* GetProfileStats (oldest 0: none yet) */
 	query_params_t q;             /* SelectMergeStacktraces: the query */
 	sel_t *sel;                   /* the matchers, parsed */
@@ -266,6 +303,24 @@ static void id_parts(slice_t id, slice_t part[5])
 	}
 }
 
+/* The k-th LabelPair{name=1, value=2} of a list (field 1 of its message). */
+static void write_label(qjob_t *j, uint32_t k, slice_t name, slice_t value)
+{
+	buf_t *o = &j->out;
+	if (j->json) {
+		buf_puts(o, k ? ",{\"name\":" : "{\"name\":");
+		buf_json_str(o, name);
+		buf_puts(o, ",\"value\":");
+		buf_json_str(o, value);
+		buf_putc(o, '}');
+		return;
+	}
+	size_t pair = pb_begin(o, 1);
+	pb_put_bytes(o, 1, name);
+	pb_put_bytes(o, 2, value);
+	pb_end(o, pair);
+}
+
 /* SeriesResponse{labels_set=2: [Labels{labels=1: [LabelPair{name=1, value=2}]}]}
  * from the keys of series_key, sorted. */
 static void write_series(qjob_t *j)
@@ -286,18 +341,7 @@ static void write_series(qjob_t *j)
 			    slice_make(name.p + name.n + 1,
 			               strnlen((const char *)name.p + name.n + 1, key.n - at - name.n - 1));
 			at += name.n + value.n + 2;
-			if (j->json) {
-				buf_puts(o, k ? ",{\"name\":" : "{\"name\":");
-				buf_json_str(o, name);
-				buf_puts(o, ",\"value\":");
-				buf_json_str(o, value);
-				buf_putc(o, '}');
-				continue;
-			}
-			size_t pair = pb_begin(o, 1);
-			pb_put_bytes(o, 1, name);
-			pb_put_bytes(o, 2, value);
-			pb_end(o, pair);
+			write_label(j, k, name, value);
 		}
 		if (j->json)
 			buf_puts(o, "]}");
@@ -384,6 +428,8 @@ static void qjob_free(qjob_t *j)
 		sel_free(&j->sel[i]);
 	free(j->sel);
 	free(j->keep);
+	free(j->group_by);
+	free(j->spans);
 	free(j->names);
 	free(j->values);
 	free(j->found.s);
@@ -445,13 +491,108 @@ static void write_flamegraph(qjob_t *j, const query_levels_t *lv)
 	pb_end(o, fg);
 }
 
+/* Standard base64 with padding (protojson's bytes). */
+static void put_base64(buf_t *o, slice_t b)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	for (size_t i = 0; i < b.n; i += 3) {
+		uint32_t v = (uint32_t)b.p[i] << 16 | (i + 1 < b.n ? (uint32_t)b.p[i + 1] << 8 : 0) |
+		             (i + 2 < b.n ? b.p[i + 2] : 0);
+		char q[4] = {a[v >> 18], a[(v >> 12) & 63], i + 1 < b.n ? a[(v >> 6) & 63] : '=',
+		             i + 2 < b.n ? a[v & 63] : '='};
+		buf_append(o, q, 4);
+	}
+}
+
+/* SelectMergeStacktracesResponse{tree=2}: Pyroscope's tree bytes. */
+static int write_tree(qjob_t *j, const model_tree_t *tree)
+{
+	buf_t t;
+	buf_init(&t, SIZE_MAX);
+	int rc = query_tree_bytes(tree, query_max_nodes(j->max_nodes), &t);
+	if (j->json) {
+		buf_puts(&j->out, "{\"tree\":\"");
+		put_base64(&j->out, buf_slice(&t));
+		buf_puts(&j->out, "\"}");
+	} else if (t.n) {
+		pb_put_bytes(&j->out, 2, buf_slice(&t));
+	}
+	buf_free(&t);
+	return rc < 0 ? err_set(&j->err, 413, "the tree is too large: lower max_nodes") : 0;
+}
+
+/* SelectSeriesResponse{series=1: [Series{labels=1, points=2: [Point{value=1, timestamp=2}]}]}. */
+static void write_select_series(qjob_t *j, const query_pyro_ts_t *ts, uint32_t n)
+{
+	buf_t *o = &j->out;
+	if (j->json)
+		buf_puts(o, "{\"series\":[");
+	for (uint32_t i = 0; i < n; i++) {
+		const query_pyro_ts_t *t = &ts[i];
+		size_t mark = 0;
+		if (j->json)
+			buf_puts(o, i ? ",{\"labels\":[" : "{\"labels\":[");
+		else
+			mark = pb_begin(o, 1);
+		for (uint32_t k = 0; k < t->n_labels; k++) {
+			write_label(j, k, t->labels[k].key, t->labels[k].value);
+		}
+		if (j->json)
+			buf_puts(o, "],\"points\":[");
+		for (uint32_t k = 0; k < t->n_points; k++) {
+			if (j->json) {
+				buf_printf(o, "%s{\"value\":%.17g,\"timestamp\":\"%lld\"}", k ? "," : "",
+				           t->value[k], (long long)t->ts_ms[k]);
+				continue;
+			}
+			size_t pt = pb_begin(o, 2);
+			uint64_t bits;
+			memcpy(&bits, &t->value[k], sizeof bits);
+			if (bits)
+				pb_put_fixed64(o, 1, bits);
+			pb_put_int64(o, 2, t->ts_ms[k]);
+			pb_end(o, pt);
+		}
+		if (j->json)
+			buf_puts(o, "]}");
+		else
+			pb_end(o, mark);
+	}
+	if (j->json)
+		buf_puts(o, "]}");
+}
+
+static int select_series(qjob_t *j)
+{
+	query_pyro_select_t r = {
+	    .q = j->q,
+	    .group_by = j->group_by,
+	    .n_group_by = j->n_group_by,
+	    .start_ms = j->start_ms,
+	    .step_ms = (int64_t)(j->step_s * 1000),
+	    .average = j->average,
+	    .limit = j->limit,
+	};
+	query_pyro_ts_t *ts;
+	uint32_t n;
+	if (query_pyro_select_series(j->l->api->store, &r, j->arena, &ts, &n, &j->err) < 0)
+		return -1;
+	write_select_series(j, ts, n);
+	return 0;
+}
+
 static int merge_stacks(qjob_t *j)
 {
 	model_tree_t tree;
-	if (query_merge(j->l->api->store, &j->q, j->arena, &tree, &j->err) < 0)
+	int rc = j->m == M_SPAN_PROFILE ? query_pyro_span_merge(j->l->api->store, &j->q, j->spans, j->n_spans,
+	                                                        j->arena, &tree, &j->err)
+	                                : query_merge(j->l->api->store, &j->q, j->arena, &tree, &j->err);
+	if (rc < 0)
 		return -1;
 	if (j->m == M_MERGE_PROFILE)
 		return pprof_encode(&tree, &j->out, &j->err);
+	if (j->tree)
+		return write_tree(j, &tree);
 	query_levels_t lv;
 	query_levels_single(&tree, query_max_nodes(j->max_nodes), j->arena, &lv);
 	write_flamegraph(j, &lv);
@@ -462,7 +603,9 @@ static void querier_work(void *arg)
 {
 	qjob_t *j = arg;
 	api_ctx_t *api = j->l->api;
-	if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE) {
+	if (j->m == M_SELECT_SERIES) {
+		j->failed = select_series(j) < 0;
+	} else if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE || j->m == M_SPAN_PROFILE) {
 		j->failed = merge_stacks(j) < 0;
 	} else {
 		j->failed = query_pyro_series(api->store, slice_cstr(j->caller.project), j->from_ns,
@@ -559,6 +702,30 @@ static int merge_query(qjob_t *j, const char *msg, err_t *err)
 	return 0;
 }
 
+/* A group_by label name (spans 0) or a span id (spans 1) of the request. */
+static int add_string(qjob_t *j, int spans, slice_t s, const char *msg, err_t *err)
+{
+	slice_t **v = spans ? &j->spans : &j->group_by;
+	uint32_t *n = spans ? &j->n_spans : &j->n_group_by;
+	uint32_t most = spans ? LIMIT_SPAN_SELECTOR : LIMIT_SELECTOR_MATCHERS;
+	if (*n >= most)
+		return err_set(err, 400, "%s: more than %u %s", msg, most,
+		               spans ? "span ids" : "group_by labels");
+	if (spans) {
+		if (!s.n || s.n > LIMIT_SPAN_ID_BYTES)
+			return err_set(err, 400,
+			               "%s: span_selector: a span id is 1 to %d bytes (16 hex digits)", msg,
+			               LIMIT_SPAN_ID_BYTES);
+		for (size_t i = 0; i < s.n; i++)
+			if (s.p[i] < 0x20 || s.p[i] == 0x7f)
+				return err_set(err, 400,
+				               "%s: span_selector: a span id has no control characters", msg);
+	}
+	*v = xrealloc(*v, ((size_t)*n + 1) * sizeof **v);
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
 /* Decodes j->pb (the method's request) into j. 0, or -1 + err. */
 static int decode(qjob_t *j, err_t *err)
 {
@@ -574,25 +741,49 @@ static int decode(qjob_t *j, err_t *err)
 			               (size_t)(r.p - j->pb.p));
 		uint64_t v;
 		slice_t s;
-		if ((f == mf->start || f == mf->end || f == mf->max_nodes || f == mf->format) && wt == 0) {
+		if (f == mf->step && wt == 1) {
+			if (pb_fixed64(&r, &v) < 0)
+				return bad_field(err, msg, f);
+			memcpy(&j->step_s, &v, sizeof j->step_s);
+		} else if ((f == mf->start || f == mf->end || f == mf->max_nodes || f == mf->format ||
+		            f == mf->aggregation || f == mf->limit) &&
+		           wt == 0) {
 			if (pb_varint(&r, &v) < 0)
 				return bad_field(err, msg, f);
-			if (f == mf->format && v == 2)
-				return err_set(err, 501,
-				               "%s: format PROFILE_FORMAT_TREE is not implemented; ask for "
-				               "PROFILE_FORMAT_FLAMEGRAPH",
-				               msg);
-			if (f == mf->start)
+			if (f == mf->format && v > 2)
+				return err_set(
+				    err, 400,
+				    "%s: format %llu is not a ProfileFormat: 1 (PROFILE_FORMAT_FLAMEGRAPH) "
+				    "or 2 (PROFILE_FORMAT_TREE)",
+				    msg, (unsigned long long)v);
+			if (f == mf->aggregation && v > 1)
+				return err_set(
+				    err, 400,
+				    "%s: aggregation %llu is not a TimeSeriesAggregationType: 0 (sum) or 1 "
+				    "(average)",
+				    msg, (unsigned long long)v);
+			if (f == mf->format)
+				j->tree = v == 2;
+			else if (f == mf->aggregation)
+				j->average = v == 1;
+			else if (f == mf->limit)
+				j->limit = (int64_t)v;
+			else if (f == mf->start)
 				start = (int64_t)v;
 			else if (f == mf->end)
 				end = (int64_t)v;
 			else if (f == mf->max_nodes)
 				j->max_nodes = (int64_t)v;
 		} else if ((f == mf->label || f == mf->matchers || f == mf->type_id || f == mf->selector ||
-		            f == mf->label_names) &&
+		            f == mf->label_names || f == mf->group_by || f == mf->spans) &&
 		           wt == 2) {
 			if (pb_bytes(&r, &s) < 0)
 				return bad_field(err, msg, f);
+			if (f == mf->group_by || f == mf->spans) {
+				if (add_string(j, f == mf->spans, s, msg, err) < 0)
+					return -1;
+				continue;
+			}
 			if (f == mf->label_names) {
 				if (j->n_keep >= LIMIT_SELECTOR_MATCHERS)
 					return err_set(err, 400, "%s: more than %d label_names", msg,
@@ -618,7 +809,7 @@ static int decode(qjob_t *j, err_t *err)
 			return bad_field(err, msg, f);
 		}
 	}
-	if (start > end && end)
+	if (start > end && (end || j->m == M_SELECT_SERIES))
 		return err_set(err, 400, "%s: start %lld is after end %lld (Unix milliseconds)", msg,
 		               (long long)start, (long long)end);
 	if (start < 0 || end < 0 || start > INT64_MAX / 1000000 || end > INT64_MAX / 1000000)
@@ -637,15 +828,64 @@ static int decode(qjob_t *j, err_t *err)
 		end++; /* an instant: the millisecond that starts there */
 	j->from_ns = start * 1000000;
 	j->until_ns = end * 1000000;
+	j->start_ms = start;
+	if (j->m == M_SELECT_SERIES && !(j->step_s >= 0.001 && j->step_s <= 100 * 366 * 86400.0))
+		return err_set(err, 400, "%s: step must be from 0.001 (1 ms) to 3162240000 seconds, got %g",
+		               msg, j->step_s);
+	if (j->m == M_SPAN_PROFILE && !j->n_spans)
+		return err_set(err, 400, "%s: span_selector must list at least one span id", msg);
 	if (j->m == M_LABEL_VALUES && !j->label.n)
 		return err_set(err, 400, "%s: name (the label) is required", msg);
 	if (j->m == M_MERGE_PROFILE && j->json)
 		return err_set(
 		    err, 501,
 		    "%s: the JSON codec is not implemented for a pprof Profile; use application/proto", msg);
-	if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE)
+	if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE || j->m == M_SELECT_SERIES ||
+	    j->m == M_SPAN_PROFILE)
 		return merge_query(j, msg, err);
 	return 0;
+}
+
+/* The body of j's method (j->m, j->json set) into j. 0, or -1 + j->err. */
+static int decode_body(qjob_t *j, slice_t body)
+{
+	int rc = j->json ? pb_json_to_pb(body, json_schema[j->m], json_root[j->m], &j->pb, &j->err)
+	                 : buf_append(&j->pb, body.p, body.n);
+	if (rc < 0 || decode(j, &j->err) < 0) {
+		if (!j->err.status)
+			err_set(&j->err, 400, "malformed request");
+		return -1;
+	}
+	return 0;
+}
+
+static qjob_t *qjob_new(void)
+{
+	qjob_t *j = xcalloc(1, sizeof *j);
+	j->arena = arena_new();
+	j->found.arena = j->arena;
+	u64map_init(&j->found.ix);
+	buf_init(&j->pb, QUERIER_MAX_BODY);
+	buf_init(&j->out, SIZE_MAX);
+	return j;
+}
+
+int api_querier_decode(slice_t method, int json, slice_t body, err_t *err)
+{
+	qjob_t *j = qjob_new();
+	int rc = -1;
+	for (int i = 0; i < M_COUNT; i++)
+		if (slice_eq_cstr(method, methods[i].name))
+			j->m = (enum method)i, rc = 0;
+	j->json = json;
+	memcpy(j->caller.project, "default", sizeof "default");
+	if (rc < 0)
+		err_set(err, 404, "no method %.*s", (int)(method.n > 64 ? 64 : method.n),
+		        (const char *)method.p);
+	else if ((rc = decode_body(j, body)) < 0)
+		*err = j->err;
+	qjob_free(j);
+	return rc;
 }
 
 int api_querier_on_headers(const api_listener_t *l, api_call_t *c)
@@ -660,16 +900,11 @@ int api_querier_on_headers(const api_listener_t *l, api_call_t *c)
 
 void api_querier_on_request(const api_listener_t *l, api_call_t *c)
 {
-	qjob_t *j = xcalloc(1, sizeof *j);
+	qjob_t *j = qjob_new();
 	api_ctx_t *api = l->api;
 	atomic_fetch_add(&api->_inflight, 1);
 	j->l = l;
 	j->call = *c;
-	j->arena = arena_new();
-	j->found.arena = j->arena;
-	u64map_init(&j->found.ix);
-	buf_init(&j->pb, QUERIER_MAX_BODY);
-	buf_init(&j->out, SIZE_MAX);
 	if (check_headers(l, c, &j->caller, &j->err) < 0) {
 		j->failed = 1;
 		querier_reply(j);
@@ -677,11 +912,7 @@ void api_querier_on_request(const api_listener_t *l, api_call_t *c)
 	}
 	j->m = (enum method)method_of(c->path);
 	j->json = slice_eq_cstr(api_media_type(api_call_header(c, "content-type")), "application/json");
-	int rc = j->json ? pb_json_to_pb(c->body, json_schema[j->m], json_root[j->m], &j->pb, &j->err)
-	                 : buf_append(&j->pb, c->body.p, c->body.n);
-	if (rc < 0 || decode(j, &j->err) < 0) {
-		if (!j->err.status)
-			err_set(&j->err, 400, "malformed request");
+	if (decode_body(j, c->body) < 0) {
 		j->failed = 1;
 		querier_reply(j);
 		return;

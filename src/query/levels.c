@@ -497,3 +497,81 @@ int query_flamebearer_tail(buf_t *json, const query_levels_t *l)
 	rc |= buf_putc(json, '}');
 	return rc;
 }
+
+/* ---- Pyroscope's tree bytes ---- */
+
+static int put_uvarint(buf_t *out, uint64_t v)
+{
+	uint8_t b[NUM_UVARINT_MAX];
+	return buf_append(out, b, num_uvarint_put(b, v));
+}
+
+/* A node of the tree-bytes walk: node (LV_NONE: a new `other`) and what
+ * `other` adds to its self. */
+typedef struct {
+	uint32_t node;
+	int64_t add;
+} tb_entry_t;
+
+int query_tree_bytes(const model_tree_t *t, int64_t max_nodes, buf_t *out)
+{
+	if (t->n_nodes == 0 || (t->total[0] == 0 && t->self[0] == 0 && t->n_nodes == 1))
+		return 0; /* an empty tree: no bytes, as Pyroscope's */
+	lv_side_t s;
+	side_open(t, &s);
+	uint32_t other = name_find(s.nm.names, s.nm.n_names, "other");
+	lv_tree_t lt = {
+	    .n = s.d.n, .start = s.start, .kids = s.kids, .total = {s.d.total, s.d.total}, .sides = 1};
+	int64_t minv = min_value(&lt, max_nodes);
+	tb_entry_t *stack = xmalloc((2 * (size_t)s.d.n + 2) * sizeof *stack); /* nodes and `other`s */
+	uint32_t *kept = xmalloc(((size_t)s.d.n + 2) * sizeof *kept);
+	size_t depth = 0;
+	int rc = 0;
+	stack[depth++] = (tb_entry_t){0, 0};
+	while (depth && rc == 0) {
+		tb_entry_t e = stack[--depth];
+		slice_t name = e.node == LV_NONE ? slice_cstr("other")
+		               : e.node          ? s.nm.names[s.d.name[e.node]]
+		                                 : slice_make("", 0);
+		int64_t self = e.node == LV_NONE ? e.add : wadd(s.d.self[e.node], e.add);
+		rc |= put_uvarint(out, name.n);
+		rc |= buf_append(out, name.p, name.n);
+		rc |= put_uvarint(out, (uint64_t)self);
+		if (e.node == LV_NONE) {
+			rc |= put_uvarint(out, 0);
+			continue;
+		}
+		/* Kept children in name order; the rest summed into `other`, at its
+		 * place by name (a kept child named "other" takes the sum). */
+		uint32_t n = 0, other_at = UINT32_MAX;
+		int64_t cut = 0;
+		for (uint32_t k = s.start[e.node]; k < s.start[e.node + 1]; k++) {
+			uint32_t c = s.kids[k];
+			if (s.d.total[c] >= minv || s.d.name[c] == other)
+				kept[n++] = c;
+			else
+				cut = wadd(cut, s.d.total[c]);
+		}
+		uint32_t at = n;
+		if (cut > 0) {
+			for (at = 0;
+			     at < n && slice_cmp(s.nm.names[s.d.name[kept[at]]], slice_cstr("other")) < 0;
+			     at++)
+				;
+			if (at < n && s.d.name[kept[at]] == other) {
+				other_at = at;
+			} else {
+				memmove(kept + at + 1, kept + at, (n - at) * sizeof *kept);
+				kept[at] = LV_NONE;
+				n++;
+			}
+		}
+		rc |= put_uvarint(out, n);
+		for (uint32_t i = 0; i < n; i++)
+			stack[depth++] = (tb_entry_t){kept[i], kept[i] == LV_NONE || i == other_at ? cut : 0};
+	}
+	free(kept);
+	free(stack);
+	side_close(&s);
+	return rc < 0 ? -1 : 0;
+}
