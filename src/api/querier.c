@@ -7,8 +7,9 @@
  * runs on a worker (query/pyro.h names the series as Pyroscope does), the
  * answer is sent from the loop thread. Built: ProfileTypes, LabelNames,
  * LabelValues, Series, GetProfileStats, SelectMergeStacktraces (flame graph
- * levels or tree bytes, query/levels.h), SelectMergeProfile (pprof, binary
- * codec only), SelectSeries (query_pyro_select_series),
+ * levels or tree bytes, query/levels.h), SelectMergeProfile (pprof; in JSON
+ * through api/pprof_json.h; max_nodes cuts as the flame graph,
+ * query_tree_cut), SelectSeries (query_pyro_select_series),
  * SelectMergeSpanProfile (query_pyro_span_merge); other methods answer
  * unimplemented. The decode step (querier_decode) runs without a
  * listener, for the fuzz target. */
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/pprof_json.h"
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/hash.h"
@@ -589,8 +591,19 @@ static int merge_stacks(qjob_t *j)
 	                                : query_merge(j->l->api->store, &j->q, j->arena, &tree, &j->err);
 	if (rc < 0)
 		return -1;
-	if (j->m == M_MERGE_PROFILE)
-		return pprof_encode(&tree, &j->out, &j->err);
+	if (j->m == M_MERGE_PROFILE) {
+		model_tree_t cut; /* max_nodes absent: the whole profile */
+		query_tree_cut(&tree, j->max_nodes > 0 ? query_max_nodes(j->max_nodes) : 0, j->arena, &cut);
+		if (!j->json)
+			return pprof_encode(&cut, &j->out, &j->err);
+		buf_t pb;
+		buf_init(&pb, SIZE_MAX);
+		int prc = pprof_encode(&cut, &pb, &j->err);
+		if (prc == 0)
+			prc = api_pprof_json(buf_slice(&pb), &j->out, &j->err);
+		buf_free(&pb);
+		return prc;
+	}
 	if (j->tree)
 		return write_tree(j, &tree);
 	query_levels_t lv;
@@ -836,10 +849,6 @@ static int decode(qjob_t *j, err_t *err)
 		return err_set(err, 400, "%s: span_selector must list at least one span id", msg);
 	if (j->m == M_LABEL_VALUES && !j->label.n)
 		return err_set(err, 400, "%s: name (the label) is required", msg);
-	if (j->m == M_MERGE_PROFILE && j->json)
-		return err_set(
-		    err, 501,
-		    "%s: the JSON codec is not implemented for a pprof Profile; use application/proto", msg);
 	if (j->m == M_MERGE_STACKS || j->m == M_MERGE_PROFILE || j->m == M_SELECT_SERIES ||
 	    j->m == M_SPAN_PROFILE)
 		return merge_query(j, msg, err);

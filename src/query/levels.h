@@ -82,6 +82,15 @@ int query_levels_diff(const model_tree_t *left, const model_tree_t *right, int64
  * bytes. -1 when out is full. */
 int query_tree_bytes(const model_tree_t *t, int64_t max_nodes, buf_t *out);
 
+/* The tree t cut as the FlameGraph of max_nodes is (max_nodes ≤ 0, or a
+ * shown tree not larger: *out = *t, nothing copied): else *out is the tree
+ * as shown (siblings that show one name are one node, with the frame of
+ * one of them), its nodes under the threshold summed per parent into one
+ * child `other` (self = total = their sum; a frame named "other"), so every
+ * total stays exact; in arena a, frames borrowed from t. For
+ * SelectMergeProfile's max_nodes. 0. */
+int query_tree_cut(const model_tree_t *t, int64_t max_nodes, arena_t *a, model_tree_t *out);
+
 /* The flamebearer JSON (Pyroscope's FlamebearerProfile) in two parts around
  * what the route writes (`,"timeline":…,"groups":…,"heatmap":null`):
  *   head: {"version":1,"flamebearer":{"names":[…],"levels":[[…],…],

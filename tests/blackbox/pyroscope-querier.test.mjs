@@ -484,27 +484,52 @@ test('GetProfileStats of a project without data: data_ingested false', async () 
   }
 });
 
-for (const httpVersion of ['1.1', '2']) {
-  test(`SelectMergeProfile HTTP/${httpVersion}: a pprof that go tool pprof reads with the fixture's total and per-function self; JSON unimplemented`, async () => {
-    const c = client(server.uiUrl, { httpVersion });
-    for (const k of [
-      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', type: 'cpu:nanoseconds' },
-      { svc: SVC.node, file: 'nodejs-wall.pb.gz', id: 'wall:wall:microseconds:wall:microseconds', type: 'wall:microseconds' },
-    ]) {
-      const res = await call(c, 'selectMergeProfile', { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, ...range() }, k.id);
+for (const m of MODES) {
+  test(`SelectMergeProfile ${modeName(m)}: a pprof that go tool pprof reads with the fixture's total and per-function self; max_nodes cuts into other with the total kept`, async () => {
+    const c = client(server.uiUrl, m);
+    const pprofOf = async (res) => {
       const file = path.join(mkTemp('querier-pprof'), 'merged.pb');
       fs.writeFileSync(file, toBinary(pprofPb.ProfileSchema, res));
-      const got = (await oracleForFile(file)).types;
+      return (await oracleForFile(file)).types;
+    };
+    for (const k of [
+      { svc: SVC.go, file: 'go-cpu-fib.pb.gz', id: CPU, type: 'cpu:nanoseconds' },
+      { svc: SVC.node, file: 'nodejs-wall.pb.gz', id: 'wall:wall:microseconds:wall:microseconds', type: 'wall:microseconds' },
+    ]) {
+      const req = { profileTypeID: k.id, labelSelector: `{service_name="${k.svc}"}`, ...range() };
+      const got = await pprofOf(await call(c, 'selectMergeProfile', req, k.id));
       const want = (await oracleForFile(fixture(k.file))).types.find((x) => x.typeName === k.type);
       assert.equal(got.length, 1, `${k.id}: one sample type`);
       assert.equal(got[0].typeName, k.type);
       assert.equal(got[0].total, want.total, `${k.id}: total`);
       assert.deepEqual(sortMap(nonZero(got[0].self)), sortMap(nonZero(want.self)), `${k.id}: self`);
+      // max_nodes: the flame graph's cut, as a pprof.
+      const fg = decodeLevels((await call(c, 'selectMergeStacktraces', { ...req, maxNodes: 3n }, k.id)).flamegraph);
+      const cut = await pprofOf(await call(c, 'selectMergeProfile', { ...req, maxNodes: 3n }, k.id));
+      assert.equal(cut[0].total, want.total, `${k.id}: cut total`);
+      assert.deepEqual(sortMap(nonZero(cut[0].self)), sortMap(nonZero(fg.self)), `${k.id}: cut self per function = the cut flame graph's`);
+      if (fg.nodes.length < (await pprofOf(await call(c, 'selectMergeProfile', req, k.id)))[0].self.size) {
+        assert.ok(cut[0].self.has('other'), `${k.id}: other`);
+      }
     }
-    await assert.rejects(client(server.uiUrl, { httpVersion, binary: false }).selectMergeProfile({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', labelSelector: `{service_name="${SVC.go}"}`, ...range() }),
-      (e) => { assert.equal(e.code, Code.Unimplemented, `${e}`); assert.match(e.rawMessage, /JSON codec/); return true; });
   });
 }
+
+test('SelectMergeProfile in JSON: protojson of the Profile (camelCase, int64 as strings)', async () => {
+  const body = JSON.stringify({ profileTypeID: CPU, labelSelector: `{service_name="${SVC.go}"}`, start: String(range().start), end: String(range().end) });
+  const r = await rawCall(server.uiUrl, 'SelectMergeProfile', body, { 'content-type': 'application/json' });
+  assert.equal(r.status, 200);
+  const order = ['sampleType', 'sample', 'mapping', 'location', 'function', 'stringTable', 'dropFrames', 'keepFrames',
+    'timeNanos', 'durationNanos', 'periodType', 'period', 'comment', 'defaultSampleType'];
+  assert.deepEqual(Object.keys(r.json), order.filter((k) => k in r.json), 'keys in field order, no others');
+  assert.ok(['sampleType', 'sample', 'location', 'function', 'stringTable', 'periodType', 'period'].every((k) => k in r.json), Object.keys(r.json).join());
+  const st = r.json.stringTable;
+  assert.deepEqual([st[Number(r.json.sampleType[0].type)], st[Number(r.json.sampleType[0].unit)]], ['cpu', 'nanoseconds']);
+  assert.equal(typeof r.json.period, 'string');
+  const o = (await oracleForFile(fixture('go-cpu-fib.pb.gz'))).types.find((x) => x.typeName === 'cpu:nanoseconds');
+  assert.equal(r.json.sample.reduce((a, s) => a + BigInt(s.value[0]), 0n), BigInt(o.total), 'sample values sum to the total');
+  for (const s of r.json.sample) assert.ok(s.value.every((v) => typeof v === 'string') && (s.locationId ?? []).every((v) => typeof v === 'string'));
+});
 
 // Pyroscope's tree bytes, decoded from the format (pkg/model tree.go
 // MarshalTruncate, as docs/API.md states it): depth first from a virtual

@@ -506,6 +506,33 @@ static void test_tree_bytes_other_child(void **state)
 	expect_tree(t, 6, 2, want, sizeof want);
 }
 
+/* query_tree_cut: the flame graph's cut as a tree. root → main(35/0) →
+ * f(15/5) → g(10/10); main → h(20/20). max_nodes 2: threshold 20, f and
+ * its g become `other` (15) under main; max_nodes 0 or ≥ 4: t itself. */
+static void test_tree_cut(void **state)
+{
+	(void)state;
+	static const tnode_t nodes[] = {
+	    {0, NULL, 0}, {0, "main", 0}, {1, "f", 5}, {2, "g", 10}, {1, "h", 20}};
+	arena_t *a = arena_new();
+	model_tree_t t = mk_tree(a, nodes, 5), c;
+	assert_int_equal(query_tree_cut(&t, 0, a, &c), 0);
+	assert_ptr_equal(c.parent, t.parent);
+	assert_int_equal(query_tree_cut(&t, 4, a, &c), 0);
+	assert_ptr_equal(c.parent, t.parent);
+	assert_int_equal(query_tree_cut(&t, 2, a, &c), 0);
+	char got[256];
+	size_t o = 0;
+	for (uint32_t i = 0; i < c.n_nodes; i++) {
+		slice_t name = i ? c.frames[c.frame[i]].name : slice_cstr("root");
+		o += (size_t)snprintf(got + o, sizeof got - o, "%s%u:%.*s(%lld/%lld)", i ? " " : "",
+		                      i ? c.parent[i] : 0, (int)name.n, (const char *)name.p,
+		                      (long long)c.total[i], (long long)c.self[i]);
+	}
+	assert_string_equal(got, "0:root(35/0) 0:main(35/0) 1:h(20/20) 1:other(15/15)");
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +554,7 @@ int main(void)
 	    cmocka_unit_test(test_flamebearer_diff),
 	    cmocka_unit_test(test_tree_bytes),
 	    cmocka_unit_test(test_tree_bytes_other_child),
+	    cmocka_unit_test(test_tree_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
