@@ -4,9 +4,12 @@
 // codecs, messages generated from proto/querier.proto + proto/types.proto
 // (lib/protogen.mjs). Data: real pprof fixtures pushed through
 // /profiling/upload and Pyroscope's /ingest into a server of this file's own,
-// so every listing is known exactly. Oracles: the fixtures' sample and
-// period types as `go tool pprof -raw` prints them, named by Pyroscope's
-// rule written out here (docs/API.md "Profile names").
+// so every listing is known exactly; the OTLP eBPF fixture and a Connect
+// Push into another. Oracles: the fixtures' sample and period types and
+// values as `go tool pprof -raw` prints them, named by Pyroscope's rule
+// written out here (docs/API.md "Profile names"); /api/flamegraph and
+// /api/span on the same data; tree bytes decoded by a decoder written here
+// from the format.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -21,6 +24,8 @@ import { upload } from './lib/http.mjs';
 import { createKey } from './lib/s6.mjs';
 import { oracleForFile, oracle, pprofRaw } from './lib/pprof.mjs';
 import { readPprofFile, encodePprof } from './lib/otlp-pprof.mjs';
+import { loadFixture, startOtlpServer, sendPb } from './lib/otlp.mjs';
+import { assertAccepted } from './lib/otlp-check.mjs';
 import { flameStats } from './lib/check.mjs';
 import { generateProtos } from './lib/protogen.mjs';
 
@@ -28,6 +33,7 @@ const fixture = (f) => path.join(TESTDATA, 'pprof', f);
 let q; // querier_pb
 let t; // types_pb
 let pprofPb; // pprof_pb (perftools.profiles)
+let pushPb; // push_pb (push.v1)
 let server;
 const SVC = {
   go: uniqueName('q-go'), heap: uniqueName('q-heap'), node: uniqueName('q-node'), py: uniqueName('q-py'),
@@ -115,7 +121,7 @@ let pushedUntilMs; // after the last
 const range = () => ({ start: BigInt(Date.now() - 3600_000), end: BigInt(Date.now() + 600_000) });
 
 before(async () => {
-  [q, t, pprofPb] = await generateProtos('querier', ['proto/querier.proto', 'proto/types.proto', 'proto/pprof.proto']);
+  [q, t, pprofPb, pushPb] = await generateProtos('querier', ['proto/querier.proto', 'proto/types.proto', 'proto/pprof.proto', 'proto/push.proto']);
   server = await startServer();
   pushedFromMs = Date.now() - 1000;
   for (const p of PUSHES) {
@@ -698,3 +704,52 @@ for (const m of MODES) {
     assert.equal(Number((await span([a], { start: 1000n, end: 2000n })).flamegraph.total), 0, 'another range: nothing');
   });
 }
+
+// The other ingest paths: OTLP (the eBPF profiler fixture) and Connect Push
+// (push.v1, a Go CPU profile named by __name__). For every service and
+// profile type they stored, each Select method's total equals
+// /api/flamegraph's over the same range, in every codec and transport.
+test('OTLP and Connect Push data: every Select method equals /api/flamegraph per service and type', async () => {
+  const s = await startOtlpServer();
+  try {
+    const fx = loadFixture(60);
+    assertAccepted(await sendPb(s, fx.pb), 'OTLP fixture', s);
+    const pushSvc = uniqueName('q-connect');
+    const pusher = createClient(pushPb.PusherService, createConnectTransport({ baseUrl: s.uploadUrl, httpVersion: '2' }));
+    await pusher.push(create(pushPb.PushRequestSchema, { series: [{
+      labels: [{ name: 'service_name', value: pushSvc }, { name: '__name__', value: 'process_cpu' }],
+      samples: [{ rawProfile: fs.readFileSync(fixture('go-cpu-two-stacks.pb.gz')), ID: 'a' }],
+    }] }));
+    const now = Math.floor(Date.now() / 1000);
+    const r = { start: BigInt((now - 3600) * 1000), end: BigInt((now + 600) * 1000) };
+    let checked = 0;
+    for (const m of MODES) {
+      const c = client(s.uiUrl, m);
+      const services = (await call(c, 'labelValues', { name: 'service_name', ...r }, modeName(m))).names;
+      assert.ok(services.includes(pushSvc) && services.some((x) => x.startsWith('unknown_service')), `${services}`);
+      for (const svc of services) {
+        const ids = (await call(c, 'series', { matchers: [`{service_name="${svc}"}`], labelNames: ['__profile_type__'], ...r }, modeName(m)))
+          .labelsSet.map((l) => l.labels[0].value);
+        for (const id of ids) {
+          const [, st, su] = id.split(':');
+          const what = `${modeName(m)} ${svc} ${id}`;
+          const api = await fetch(`${s.uiUrl}/api/flamegraph?${new URLSearchParams({ service: svc, type: `${st}:${su}`, from: now - 3600, until: now + 600 })}`).then((x) => x.json());
+          const req = { profileTypeID: id, labelSelector: `{service_name="${svc}"}`, ...r };
+          const fg = (await call(c, 'selectMergeStacktraces', req, what)).flamegraph;
+          assert.equal(Number(fg.total), api.total, `${what}: flame graph`);
+          assert.deepEqual(sortMap(nonZero(decodeLevels(fg).self)), sortMap(nonZero(flameStats(api.root).self)), `${what}: self`);
+          assert.equal(decodeTree((await call(c, 'selectMergeStacktraces', { ...req, format: q.ProfileFormat.TREE }, what)).tree).total, api.total, `${what}: tree`);
+          const series = (await call(c, 'selectSeries', { ...req, step: 10 }, what)).series;
+          assert.equal(series.reduce((a, x) => a + pointsSum(x), 0), api.total, `${what}: series`);
+          const file = path.join(mkTemp('querier-otlp'), 'merged.pb');
+          fs.writeFileSync(file, toBinary(pprofPb.ProfileSchema, await call(c, 'selectMergeProfile', req, what)));
+          assert.equal(Number((await oracleForFile(file)).types[0].total), api.total, `${what}: pprof`);
+          checked++;
+        }
+      }
+    }
+    assert.ok(checked >= 4 * 5, `${checked} (service, type) checks`);
+  } finally {
+    await s.stop();
+  }
+});
