@@ -401,10 +401,10 @@ static int write_tree(qjob_t *j, const model_tree_t *tree)
 	buf_t t;
 	buf_init(&t, SIZE_MAX);
 	int rc = query_tree_bytes(tree, query_max_nodes(j->r.max_nodes), &t);
-	if (j->r.json) {
-		buf_puts(&j->out, "{\"tree\":\"");
+	if (j->r.json) { /* empty bytes left out, as protojson does */
+		buf_puts(&j->out, t.n ? "{\"tree\":\"" : "{}");
 		put_base64(&j->out, buf_slice(&t));
-		buf_puts(&j->out, "\"}");
+		buf_puts(&j->out, t.n ? "\"}" : "");
 	} else if (t.n) {
 		pb_put_bytes(&j->out, 2, buf_slice(&t));
 	}

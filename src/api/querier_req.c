@@ -259,7 +259,7 @@ static int decode(qr_req_t *r, err_t *err)
 			return bad_field(err, msg, f);
 		}
 	}
-	if (start > end && (end || r->m == QR_SELECT_SERIES))
+	if (start > end && end)
 		return err_set(err, 400, "%s: start %lld is after end %lld (Unix milliseconds)", msg,
 		               (long long)start, (long long)end);
 	if (start < 0 || end < 0 || start > INT64_MAX / 1000000 || end > INT64_MAX / 1000000)
