@@ -153,6 +153,9 @@ void api_call_http(api_call_t *c, http_req_t *r);
 void api_call_h2(api_call_t *c, h2_req_t *r);
 /* First value of a header, or NULL. */
 const slice_t *api_call_header(const api_call_t *c, const char *lowercase_name);
+/* The media type of a Content-Type header (NULL: none), parameters and
+ * spaces left out: "application/json; charset=utf-8" → "application/json". */
+slice_t api_media_type(const slice_t *content_type);
 /* Answers the request and frees it, exactly once, on the loop thread:
  * status, Content-Type (NULL: none), Retry-After when retry_after_s > 0. */
 void api_call_respond(api_call_t *c, int status, const char *content_type, int retry_after_s,
@@ -162,6 +165,13 @@ void api_call_respond(api_call_t *c, int status, const char *content_type, int r
  * call: err as a Connect error ({"code","message"}, application/json, the
  * HTTP status of the code: connect.h), counted for /metrics on l. */
 void api_connect_error(const api_listener_t *l, api_call_t *c, const err_t *err);
+/* The header checks every Connect unary call gets, push and query alike:
+ * POST (405), Content-Type application/proto or application/json (415),
+ * Content-Encoding (or Connect-Content-Encoding) gzip, x-gzip, zstd,
+ * deflate or identity when compressed, else identity only (501),
+ * Connect-Protocol-Version 1 when sent (400), the declared Content-Length
+ * and the body read so far at most max_body bytes (413). 0, or -1 + err. */
+int api_connect_check(const api_call_t *c, int compressed, uint64_t max_body, err_t *err);
 /* 1 when path is a Connect method Kiln routes over HTTP/1.1 (the
  * /push.v1.PusherService/ service: Push, others answered unimplemented; and
  * /querier.v1.QuerierService/ on the UI listener). */
@@ -175,6 +185,11 @@ void api_connect_on_request(http_req_t *r, void *ctx);
  * 1: answered) and the call. */
 int api_is_querier_path(slice_t path);
 int api_querier_on_headers(const api_listener_t *l, api_call_t *c);
+/* The querier's decode step alone, without a listener (the fuzz target):
+ * the request body of method (e.g. "SelectSeries"), Connect JSON when json,
+ * decoded and checked as a call would be. 0, or -1 + err (404 for an
+ * unknown method). */
+int api_querier_decode(slice_t method, int json, slice_t body, err_t *err);
 void api_querier_on_request(const api_listener_t *l, api_call_t *c);
 /* HTTP/2 (h2c) on the upload and UI listeners (http_opts_t.h2c): the
  * Connect routes; any other path is answered unimplemented (404). */

@@ -49,6 +49,17 @@ const slice_t *api_call_header(const api_call_t *c, const char *lowercase_name)
 	return NULL;
 }
 
+slice_t api_media_type(const slice_t *ct)
+{
+	slice_t m = ct ? *ct : (slice_t){NULL, 0};
+	for (size_t i = 0; i < m.n; i++)
+		if (m.p[i] == ';' || m.p[i] == ' ') {
+			m.n = i;
+			break;
+		}
+	return m;
+}
+
 void api_call_respond(api_call_t *c, int status, const char *content_type, int retry_after_s,
                       const void *body, size_t n)
 {
@@ -99,18 +110,6 @@ int api_is_connect_path(slice_t path)
 	return (path.n >= n && memcmp(path.p, PUSH_SERVICE, n) == 0) || api_is_querier_path(path);
 }
 
-/* The media type of a Content-Type, parameters and spaces left out. */
-static slice_t media_type(const slice_t *ct)
-{
-	slice_t m = ct ? *ct : (slice_t){NULL, 0};
-	for (size_t i = 0; i < m.n; i++)
-		if (m.p[i] == ';' || m.p[i] == ' ') {
-			m.n = i;
-			break;
-		}
-	return m;
-}
-
 static int encoding_known(slice_t e)
 {
 	static const char *const known[] = {"identity", "gzip", "x-gzip", "zstd", "deflate"};
@@ -130,36 +129,49 @@ static slice_t body_encoding(const api_call_t *c)
 	return e ? *e : (slice_t){NULL, 0};
 }
 
-/* What can be refused from the headers alone: the method, the route, the
- * codec, the encoding, the protocol version, a declared oversize body, the
- * caller. 0, or -1 + err. */
-static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *err)
+int api_connect_check(const api_call_t *c, int compressed, uint64_t max_body, err_t *err)
 {
-	if (!slice_eq_cstr(c->path, PUSH_PATH))
-		return err_set(err, 404,
-		               "unknown method %.*s: this server implements push.v1.PusherService/Push",
-		               (int)(c->path.n > 128 ? 128 : c->path.n), (const char *)c->path.p);
 	if (!slice_eq_cstr(c->method, "POST"))
 		return err_set(err, 405, "method %.*s not allowed: Connect unary calls are POST",
 		               (int)(c->method.n > 16 ? 16 : c->method.n), (const char *)c->method.p);
-	slice_t mt = media_type(api_call_header(c, "content-type"));
+	slice_t mt = api_media_type(api_call_header(c, "content-type"));
 	if (!slice_eq_cstr(mt, "application/proto") && !slice_eq_cstr(mt, "application/json"))
 		return err_set(err, 415,
 		               "Content-Type %.*s is not supported: application/proto or application/json",
 		               (int)(mt.n > 64 ? 64 : mt.n), (const char *)mt.p);
 	slice_t enc = body_encoding(c);
-	if (!encoding_known(enc))
+	if (compressed && !encoding_known(enc))
 		return err_set(err, 501,
 		               "Content-Encoding %.*s is not supported: gzip, zstd, deflate or identity",
+		               (int)(enc.n > 32 ? 32 : enc.n), (const char *)enc.p);
+	if (!compressed && enc.n && !slice_eq_cstr(enc, "identity"))
+		return err_set(err, 501, "Content-Encoding %.*s is not supported on queries: identity",
 		               (int)(enc.n > 32 ? 32 : enc.n), (const char *)enc.p);
 	const slice_t *v = api_call_header(c, "connect-protocol-version");
 	if (v && !slice_eq_cstr(*v, "1"))
 		return err_set(err, 400, "Connect-Protocol-Version %.*s is not supported: 1",
 		               (int)(v->n > 16 ? 16 : v->n), (const char *)v->p);
 	uint64_t length = api_length_value(api_call_header(c, "content-length"));
-	if (length > LIMIT_BODY_BYTES)
-		return err_set(err, 413, "request body is %llu bytes; the limit is %u MiB",
-		               (unsigned long long)length, LIMIT_BODY_BYTES >> 20);
+	if (length < c->body.n)
+		length = c->body.n;
+	if (length > max_body)
+		return err_set(err, 413, "request body is %llu bytes; the limit is %llu %s",
+		               (unsigned long long)length,
+		               (unsigned long long)(max_body % (1u << 20) ? max_body >> 10 : max_body >> 20),
+		               max_body % (1u << 20) ? "KiB" : "MiB");
+	return 0;
+}
+
+/* What can be refused from the headers alone: the route, what
+ * api_connect_check refuses, the caller. 0, or -1 + err. */
+static int check_headers(const api_listener_t *l, const api_call_t *c, err_t *err)
+{
+	if (!slice_eq_cstr(c->path, PUSH_PATH))
+		return err_set(err, 404,
+		               "unknown method %.*s: this server implements push.v1.PusherService/Push",
+		               (int)(c->path.n > 128 ? 128 : c->path.n), (const char *)c->path.p);
+	if (api_connect_check(c, 1, LIMIT_BODY_BYTES, err) < 0)
+		return -1;
 	/* The key is checked before the body is read: a refused sender costs no upload. */
 	ingest_caller_t who;
 	return api_identify(l, api_call_header(c, "x-kiln-key"), api_call_header(c, "authorization"), NULL,
@@ -224,7 +236,7 @@ static void push_on_request(const api_listener_t *l, api_call_t *c)
 	}
 	pyro_req_init(l, &j->push, &j->pyro);
 	j->pyro.encoding = body_encoding(c);
-	j->pyro.json = slice_eq_cstr(media_type(api_call_header(c, "content-type")), "application/json");
+	j->pyro.json = slice_eq_cstr(api_media_type(api_call_header(c, "content-type")), "application/json");
 	ingest_push_start(&j->push);
 }
 

@@ -77,6 +77,7 @@
 	10000 /* its compiled program ({m,n} expanded); a match costs <= 2 per rune each */
 #define LIMIT_SELECTOR_REGEX_DEPTH 64 /* nesting of groups and repetitions in a pattern */
 #define LIMIT_FLAME_NODES 16384       /* max_nodes of a Pyroscope flame graph: default (absent, 0) and most */
+#define LIMIT_SPAN_SELECTOR 1024      /* span ids in one SelectMergeSpanProfile */
 
 /* Config (cli/config.c, cli/store_open.c) */
 #define LIMIT_CONFIG_BYTES (1u << 20) /* a config file; kiln.yaml is a few KiB */

@@ -497,3 +497,145 @@ int query_flamebearer_tail(buf_t *json, const query_levels_t *l)
 	rc |= buf_putc(json, '}');
 	return rc;
 }
+
+/* ---- Pyroscope's tree bytes ---- */
+
+static int put_uvarint(buf_t *out, uint64_t v)
+{
+	uint8_t b[NUM_UVARINT_MAX];
+	return buf_append(out, b, num_uvarint_put(b, v));
+}
+
+/* A node of the tree-bytes walk: node (LV_NONE: a new `other`) and what
+ * `other` adds to its self. */
+typedef struct {
+	uint32_t node;
+	int64_t add;
+} tb_entry_t;
+
+int query_tree_bytes(const model_tree_t *t, int64_t max_nodes, buf_t *out)
+{
+	if (t->n_nodes == 0 || (t->total[0] == 0 && t->self[0] == 0 && t->n_nodes == 1))
+		return 0; /* an empty tree: no bytes, as Pyroscope's */
+	lv_side_t s;
+	side_open(t, &s);
+	uint32_t other = name_find(s.nm.names, s.nm.n_names, "other");
+	lv_tree_t lt = {
+	    .n = s.d.n, .start = s.start, .kids = s.kids, .total = {s.d.total, s.d.total}, .sides = 1};
+	int64_t minv = min_value(&lt, max_nodes);
+	tb_entry_t *stack = xmalloc((2 * (size_t)s.d.n + 2) * sizeof *stack); /* nodes and `other`s */
+	uint32_t *kept = xmalloc(((size_t)s.d.n + 2) * sizeof *kept);
+	size_t depth = 0;
+	int rc = 0;
+	stack[depth++] = (tb_entry_t){0, 0};
+	while (depth && rc == 0) {
+		tb_entry_t e = stack[--depth];
+		slice_t name = e.node == LV_NONE ? slice_cstr("other")
+		               : e.node          ? s.nm.names[s.d.name[e.node]]
+		                                 : slice_make("", 0);
+		int64_t self = e.node == LV_NONE ? e.add : wadd(s.d.self[e.node], e.add);
+		rc |= put_uvarint(out, name.n);
+		rc |= buf_append(out, name.p, name.n);
+		rc |= put_uvarint(out, (uint64_t)self);
+		if (e.node == LV_NONE) {
+			rc |= put_uvarint(out, 0);
+			continue;
+		}
+		/* Kept children in name order; the rest summed into `other`, at its
+		 * place by name (a kept child named "other" takes the sum). */
+		uint32_t n = 0, other_at = UINT32_MAX;
+		int64_t cut = 0;
+		for (uint32_t k = s.start[e.node]; k < s.start[e.node + 1]; k++) {
+			uint32_t c = s.kids[k];
+			if (s.d.total[c] >= minv || s.d.name[c] == other)
+				kept[n++] = c;
+			else
+				cut = wadd(cut, s.d.total[c]);
+		}
+		uint32_t at = n;
+		if (cut > 0) {
+			for (at = 0;
+			     at < n && slice_cmp(s.nm.names[s.d.name[kept[at]]], slice_cstr("other")) < 0;
+			     at++)
+				;
+			if (at < n && s.d.name[kept[at]] == other) {
+				other_at = at;
+			} else {
+				memmove(kept + at + 1, kept + at, (n - at) * sizeof *kept);
+				kept[at] = LV_NONE;
+				n++;
+			}
+		}
+		rc |= put_uvarint(out, n);
+		for (uint32_t i = 0; i < n; i++)
+			stack[depth++] = (tb_entry_t){kept[i], kept[i] == LV_NONE || i == other_at ? cut : 0};
+	}
+	free(kept);
+	free(stack);
+	side_close(&s);
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---- the cut tree (SelectMergeProfile's max_nodes) ---- */
+
+int query_tree_cut(const model_tree_t *t, int64_t max_nodes, arena_t *a, model_tree_t *out)
+{
+	*out = *t;
+	if (t->n_nodes == 0 || max_nodes <= 0)
+		return 0;
+	lv_side_t s;
+	side_open(t, &s);
+	lv_tree_t lt = {
+	    .n = s.d.n, .start = s.start, .kids = s.kids, .total = {s.d.total, s.d.total}, .sides = 1};
+	int64_t minv = min_value(&lt, max_nodes);
+	if (minv == 0) {
+		side_close(&s);
+		return 0;
+	}
+	uint32_t other = name_find(s.nm.names, s.nm.n_names, "other");
+	uint32_t other_frame = s.nm.n_names; /* a frame named "other" (new unless a name is "other") */
+	uint32_t *id = xmalloc((size_t)s.d.n * sizeof *id);
+	int64_t *cut = xcalloc((size_t)s.d.n, sizeof *cut);
+	uint32_t n = 0, n_other = 0;
+	for (uint32_t i = 0; i < s.d.n; i++) {
+		uint32_t p = s.d.parent[i];
+		int keep = i == 0 || (id[p] != LV_NONE && s.d.total[i] >= minv && s.d.name[i] != other);
+		id[i] = keep ? n++ : LV_NONE;
+		if (!keep && id[p] != LV_NONE)
+			cut[p] = wadd(cut[p], s.d.total[i]);
+	}
+	for (uint32_t i = 0; i < s.d.n; i++)
+		n_other += id[i] != LV_NONE && cut[i] != 0;
+	uint32_t nn = n + n_other;
+	out->n_nodes = nn;
+	out->parent = arena_alloc(a, (size_t)nn * sizeof *out->parent);
+	out->frame = arena_alloc(a, (size_t)nn * sizeof *out->frame);
+	out->self = arena_alloc(a, (size_t)nn * sizeof *out->self);
+	out->total = arena_alloc(a, (size_t)nn * sizeof *out->total);
+	out->n_frames = s.nm.n_names + 1;
+	out->frames = arena_alloc(a, (size_t)out->n_frames * sizeof *out->frames);
+	for (uint32_t k = 0; k < s.nm.n_names; k++)
+		out->frames[k] = t->frames[s.nm.frame_of_name[k]];
+	out->frames[other_frame] = (model_frame_t){.name = slice_cstr("other")};
+	if (other != LV_NONE)
+		other_frame = other;
+	for (uint32_t i = 0, k = n; i < s.d.n; i++) {
+		if (id[i] == LV_NONE)
+			continue;
+		uint32_t at = id[i];
+		out->parent[at] = i ? id[s.d.parent[i]] : 0;
+		out->frame[at] = i ? s.d.name[i] : 0;
+		out->self[at] = s.d.self[i];
+		out->total[at] = s.d.total[i];
+		if (cut[i] == 0)
+			continue;
+		out->parent[k] = at;
+		out->frame[k] = other_frame;
+		out->self[k] = out->total[k] = cut[i];
+		k++;
+	}
+	free(cut);
+	free(id);
+	side_close(&s);
+	return 0;
+}

@@ -69,6 +69,28 @@ void query_levels_single(const model_tree_t *t, int64_t max_nodes, arena_t *a, q
 int query_levels_diff(const model_tree_t *left, const model_tree_t *right, int64_t max_nodes, arena_t *a,
                       query_levels_t *out, err_t *err);
 
+/* Pyroscope's tree bytes (pkg/model tree.go, FunctionNameTree's
+ * MarshalTruncate), appended to out: the tree as shown, depth first from a
+ * virtual root (name "", self = the value of empty stacks: 0 in
+ * Pyroscope's, which drops them; its reader ignores it), each node as
+ * uvarint(len name) name uvarint(self) uvarint(number of children), the
+ * children in byte order of names written last to first (a stack). Cut as
+ * the FlameGraph's (threshold of the max_nodes-th largest non-root total;
+ * max_nodes ≤ 0: no cut): a parent's children below it are one child
+ * `other` (self = total = their sum, no children) placed by its name, or
+ * added to the self of a kept child named "other". An empty tree is no
+ * bytes. -1 when out is full. */
+int query_tree_bytes(const model_tree_t *t, int64_t max_nodes, buf_t *out);
+
+/* The tree t cut as the FlameGraph of max_nodes is (max_nodes ≤ 0, or a
+ * shown tree not larger: *out = *t, nothing copied): else *out is the tree
+ * as shown (siblings that show one name are one node, with the frame of
+ * one of them), its nodes under the threshold summed per parent into one
+ * child `other` (self = total = their sum; a frame named "other"), so every
+ * total stays exact; in arena a, frames borrowed from t. For
+ * SelectMergeProfile's max_nodes. 0. */
+int query_tree_cut(const model_tree_t *t, int64_t max_nodes, arena_t *a, model_tree_t *out);
+
 /* The flamebearer JSON (Pyroscope's FlamebearerProfile) in two parts around
  * what the route writes (`,"timeline":…,"groups":…,"heatmap":null`):
  *   head: {"version":1,"flamebearer":{"names":[…],"levels":[[…],…],

@@ -83,4 +83,55 @@ slice_t query_pyro_name(const store_series_t *s, slice_t sample_type);
 struct query_type;
 int query_pyro_is(const store_series_t *s, const struct query_type *t, slice_t id);
 
+/* The value of label name on series s listed under profile type id id, as
+ * the querier names labels: service_name (the service), __profile_type__
+ * (id), __name__, __type__, __unit__, __period_type__, __period_unit__
+ * (id's parts), else the series label of that key; "" when it has none. */
+slice_t query_pyro_label(const store_series_t *s, slice_t id, slice_t name);
+
+/* Label sets compared as Pyroscope's CompareLabelPairs: pair by pair (name,
+ * then value, byte order), a prefix first. */
+int query_pyro_labels_cmp(const model_label_t *a, uint32_t na, const model_label_t *b, uint32_t nb);
+
+/* SelectSeries (API: Query: querier.v1.QuerierService, SelectSeries). */
+typedef struct {
+	query_params_t q;        /* service, type, pyro_id (required), filters, range */
+	const slice_t *group_by; /* label names (query_pyro_label) */
+	uint32_t n_group_by;
+	int64_t start_ms, step_ms; /* the grid: start_ms + k·step_ms, k ≥ 0; step_ms ≥ 1 */
+	int average;               /* 0: a point is the sum of its profiles' totals; 1: their mean */
+	int64_t limit;             /* > 0: only the first limit series */
+} query_pyro_select_t;
+
+/* One series of the answer: its group's labels (those of group_by the
+ * series has, sorted by name) and its points, in time order. */
+typedef struct {
+	model_label_t *labels;
+	uint32_t n_labels;
+	int64_t *ts_ms;
+	double *value;
+	uint32_t n_points;
+	double total; /* the sum of the points' values */
+} query_pyro_ts_t;
+
+/* The series of r: one per distinct tuple of group_by values among the
+ * selected series with profiles in r->q's range (none: one series without
+ * labels). A profile (a stored chunk: one push of one series) at time t
+ * counts on the grid point start_ms + k·step_ms with the least k ≥ 0 that
+ * is at or after t (timeseries.RangeSeries' rule; a profile after the last
+ * point of the range gets the next one, so no profile is left out); only
+ * points with profiles are listed. Values are the chunks' totals, cpu_alias
+ * series scaled by their period, as the flame graph counts them. Ordered by
+ * total descending, ties by labels (query_pyro_labels_cmp; TopSeries).
+ * *out is in arena a. 0, or -1 with err. */
+int query_pyro_select_series(store_t *s, const query_pyro_select_t *r, arena_t *a, query_pyro_ts_t **out,
+                             uint32_t *n_out, err_t *err);
+
+/* SelectMergeSpanProfile: the merged tree (query_merge's shape) of the
+ * samples linked to any of spans[0..n_spans) (span ids as the span index
+ * takes them, any trace) among the series q selects (service, type,
+ * pyro_id, filters) with chunks in q's range. 0, or -1 with err. */
+int query_pyro_span_merge(store_t *s, const query_params_t *q, const slice_t *spans, uint32_t n_spans,
+                          arena_t *a, model_tree_t *tree, err_t *err);
+
 #endif

@@ -246,6 +246,22 @@ static int enc_value(jctx_t *c, const pb_json_field_t *f, json_t *v, unsigned de
 		free(p);
 		break;
 	}
+	case PB_J_ENUM:
+		if (json_is_string(v)) {
+			size_t k = 0;
+			while (k < f->sub->n && strcmp(f->sub->f[k].json, json_string_value(v)) != 0)
+				k++;
+			if (k == f->sub->n)
+				return jfail(c, "unknown enum value name");
+			x = f->sub->f[k].num;
+		} else if (get_int(c, v, PB_J_I32, &x) < 0) {
+			return -1;
+		}
+		if (x || f->card == PB_J_ONEOF) {
+			pb_put_key(out, f->num, PB_VARINT);
+			pb_put_varint(out, x);
+		}
+		break;
 	case PB_J_BOOL:
 		if (!json_is_boolean(v))
 			return jfail(c, "expected true or false");

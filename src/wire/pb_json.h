@@ -28,7 +28,8 @@ enum {
 	PB_J_U32,
 	PB_J_BOOL,
 	PB_J_DOUBLE,
-	PB_J_FIXED64
+	PB_J_FIXED64,
+	PB_J_ENUM /* by name (a field of sub) or number, as protojson reads an enum */
 };
 enum { PB_J_SINGLE = 0, PB_J_REPEATED = 1, PB_J_ONEOF = 2 /* written even when zero */ };
 
@@ -38,7 +39,7 @@ typedef struct {
 	uint32_t num;
 	uint8_t type;
 	uint8_t card;
-	const pb_json_msg_t *sub;
+	const pb_json_msg_t *sub; /* PB_J_MSG: its schema; PB_J_ENUM: its values (json: the name, num) */
 } pb_json_field_t;
 struct pb_json_msg {
 	const pb_json_field_t *f;

@@ -29,7 +29,7 @@ let pb; // the generated module
 let server;
 
 before(async () => {
-  [pb] = await generateProtos('push', ['proto/push.proto']);
+  [pb] = await generateProtos('push', ['proto/push.proto', 'proto/types.proto']);
   for (const f of FIXTURES) oracles.set(f, await oracleForFile(path.join(TESTDATA, 'pprof', f)));
   server = await startServer();
 });

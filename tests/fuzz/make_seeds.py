@@ -591,6 +591,49 @@ def seeds_selector():
     write(t, "seed-many", "{" + ",".join('k%d="v"' % i for i in range(70)) + "}")
     write(t, "seed-regex-only", "(api|web)-\\d+\\x{e9}[\u00e9-\u00eb]")
 
+# ---- querier_request: byte 0 = method (low 4 bits) | 0x10 for JSON; the rest a querier.v1 request ----
+# 0 ProfileTypes, 1 LabelNames, 2 LabelValues, 3 SelectMergeStacktraces, 4 Series,
+# 5 GetProfileStats, 6 SelectMergeProfile, 7 SelectSeries, 8 SelectMergeSpanProfile
+def pb_field(num, value):
+    import struct
+    if isinstance(value, float):
+        return pbv(num << 3 | 1) + struct.pack("<d", value)
+    if isinstance(value, int):
+        return pbv(num << 3) + pbv(value & ((1 << 64) - 1))
+    return pbf(num, value.encode() if isinstance(value, str) else value)
+
+
+def seeds_querier_request():
+    t = "querier_request"
+    sel = '{service_name="app", env=~"prod|dev"}'
+    cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    write(t, "seed-profile-types", b"\x00" + pb_field(1, 1760000000000) + pb_field(2, 1760003600000))
+    write(t, "seed-label-names", b"\x01" + pb_field(1, sel) + pb_field(2, 1) + pb_field(3, 2))
+    write(t, "seed-label-values", b"\x02" + pb_field(1, "service_name") + pb_field(2, "{}"))
+    write(t, "seed-merge-tree", b"\x03" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(5, 3) + pb_field(6, 2))
+    write(t, "seed-merge-bad-format", b"\x03" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(6, 9))
+    write(t, "seed-series", b"\x04" + pb_field(1, sel) + pb_field(2, "service_name"))
+    write(t, "seed-stats", b"\x05")
+    write(t, "seed-merge-profile", b"\x06" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(5, 16384))
+    write(t, "seed-select-series", b"\x07" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(3, 1000) +
+          pb_field(4, 7000) + pb_field(5, "env") + pb_field(6, 15.0) + pb_field(7, 1) + pb_field(9, 2))
+    write(t, "seed-select-series-nan-step", b"\x07" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(6, float("nan")))
+    write(t, "seed-span", b"\x08" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(3, "9a3f0c21d4e5b6a7") +
+          pb_field(3, "00000000000000ff") + pb_field(6, 100))
+    write(t, "seed-truncated", b"\x03" + pb_field(1, cpu)[:-3])
+    write(t, "seed-start-after-end", b"\x07" + pb_field(1, cpu) + pb_field(2, sel) + pb_field(3, 9) + pb_field(4, 1) +
+          pb_field(6, 1.0))
+    write(t, "seed-json-merge", b"\x13" + ('{"profileTypeID":"%s","labelSelector":"{service_name=\\"a\\"}",'
+                                           '"start":"1","end":2,"maxNodes":"5","format":"PROFILE_FORMAT_TREE"}' % cpu).encode())
+    write(t, "seed-json-series", b"\x17" + ('{"profileTypeID":"%s","labelSelector":"{service_name=\\"a\\"}",'
+                                            '"groupBy":["pod"],"step":"Infinity","aggregation":'
+                                            '"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' % cpu).encode())
+    write(t, "seed-json-span", b"\x18" + ('{"profile_typeID":"%s","label_selector":"{service_name=\\"a\\"}",'
+                                          '"spanSelector":["ab","cd"],"max_nodes":1}' % cpu).encode())
+    write(t, "seed-json-bad-enum", b"\x13" + b'{"format":"PROFILE_FORMAT_NOPE"}')
+    write(t, "seed-json-not-object", b"\x10[]")
+
+
 SEEDS = {name[len("seeds_"):]: fn for name, fn in list(globals().items()) if name.startswith("seeds_")}
 
 if __name__ == "__main__":

@@ -448,6 +448,91 @@ static void test_flamebearer_diff(void **state)
 	arena_free(a);
 }
 
+/* ---- tree bytes (query_tree_bytes): Pyroscope's MarshalTruncate layout ---- */
+
+static void expect_tree(const tnode_t *nodes, uint32_t n, int64_t max_nodes, const uint8_t *want,
+                        size_t want_n)
+{
+	arena_t *a = arena_new();
+	model_tree_t t = mk_tree(a, nodes, n);
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	assert_int_equal(query_tree_bytes(&t, max_nodes, &b), 0);
+	if (b.n != want_n || memcmp(b.p, want, want_n) != 0) {
+		char got[512];
+		size_t o = 0;
+		for (size_t i = 0; i < b.n && o + 4 < sizeof got; i++)
+			o += (size_t)snprintf(got + o, sizeof got - o, "%02x ", b.p[i]);
+		fail_msg("tree bytes: %s(%zu bytes, want %zu)", got, b.n, want_n);
+	}
+	buf_free(&b);
+	arena_free(a);
+}
+
+/* root → main(35/0) → f(15/5) → g(10/10); main → h(20/20). Depth first from
+ * the virtual root ("", self 0, 1 child); main has 2 children pushed f, h,
+ * so h is written first, then f and its g. */
+static void test_tree_bytes(void **state)
+{
+	(void)state;
+	static const tnode_t t[] = {{0, NULL, 0}, {0, "main", 0}, {1, "f", 5}, {2, "g", 10}, {1, "h", 20}};
+	static const uint8_t want[] = {0,   0,  1, 4, 'm', 'a', 'i', 'n', 0,   2,  1,
+	                               'h', 20, 0, 1, 'f', 5,   1,   1,   'g', 10, 0};
+	expect_tree(t, 5, 0, want, sizeof want);
+	/* max_nodes 2: totals 35, 20, 15, 10 → threshold 20; f (15) goes into
+	 * `other` (self = total = 15), placed after h by name, so written first. */
+	static const uint8_t cut2[] = {0,   0,   1,   4,   'm', 'a', 'i', 'n', 0,   2,  5,
+	                               'o', 't', 'h', 'e', 'r', 15,  0,   1,   'h', 20, 0};
+	expect_tree(t, 5, 2, cut2, sizeof cut2);
+	/* The value of empty stacks (the root's self) is the virtual root's self. */
+	static const tnode_t r[] = {{0, NULL, 7}, {0, "a", 300}};
+	static const uint8_t rw[] = {0, 7, 1, 1, 'a', 0xac, 0x02, 0};
+	expect_tree(r, 2, 0, rw, sizeof rw);
+	/* An empty tree: no bytes. */
+	static const tnode_t e[] = {{0, NULL, 0}};
+	expect_tree(e, 1, 0, NULL, 0);
+}
+
+/* A kept child named "other" takes the cut sum: main → other(3), x(1), y(2),
+ * z(50); max_nodes 2 → threshold 50: x and y (3) cut, other kept by name,
+ * self 3 + 3; children [other, z] written z first. */
+static void test_tree_bytes_other_child(void **state)
+{
+	(void)state;
+	static const tnode_t t[] = {{0, NULL, 0}, {0, "main", 0}, {1, "other", 3},
+	                            {1, "x", 1},  {1, "z", 50},   {1, "y", 2}};
+	static const uint8_t want[] = {0,   0,  1, 4, 'm', 'a', 'i', 'n', 0,   2, 1,
+	                               'z', 50, 0, 5, 'o', 't', 'h', 'e', 'r', 6, 0};
+	expect_tree(t, 6, 2, want, sizeof want);
+}
+
+/* query_tree_cut: the flame graph's cut as a tree. root → main(35/0) →
+ * f(15/5) → g(10/10); main → h(20/20). max_nodes 2: threshold 20, f and
+ * its g become `other` (15) under main; max_nodes 0 or ≥ 4: t itself. */
+static void test_tree_cut(void **state)
+{
+	(void)state;
+	static const tnode_t nodes[] = {
+	    {0, NULL, 0}, {0, "main", 0}, {1, "f", 5}, {2, "g", 10}, {1, "h", 20}};
+	arena_t *a = arena_new();
+	model_tree_t t = mk_tree(a, nodes, 5), c;
+	assert_int_equal(query_tree_cut(&t, 0, a, &c), 0);
+	assert_ptr_equal(c.parent, t.parent);
+	assert_int_equal(query_tree_cut(&t, 4, a, &c), 0);
+	assert_ptr_equal(c.parent, t.parent);
+	assert_int_equal(query_tree_cut(&t, 2, a, &c), 0);
+	char got[256];
+	size_t o = 0;
+	for (uint32_t i = 0; i < c.n_nodes; i++) {
+		slice_t name = i ? c.frames[c.frame[i]].name : slice_cstr("root");
+		o += (size_t)snprintf(got + o, sizeof got - o, "%s%u:%.*s(%lld/%lld)", i ? " " : "",
+		                      i ? c.parent[i] : 0, (int)name.n, (const char *)name.p,
+		                      (long long)c.total[i], (long long)c.self[i]);
+	}
+	assert_string_equal(got, "0:root(35/0) 0:main(35/0) 1:h(20/20) 1:other(15/15)");
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +552,9 @@ int main(void)
 	    cmocka_unit_test(test_diff_refuses_negative),
 	    cmocka_unit_test(test_flamebearer_single),
 	    cmocka_unit_test(test_flamebearer_diff),
+	    cmocka_unit_test(test_tree_bytes),
+	    cmocka_unit_test(test_tree_bytes_other_child),
+	    cmocka_unit_test(test_tree_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
