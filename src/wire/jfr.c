@@ -130,6 +130,7 @@ typedef struct {
 	arena_t *scratch; /* one chunk's */
 	uint32_t chunk;
 	size_t cstart, cend;
+	size_t meta_at; /* the chunk's metadata event */
 	int compressed;
 
 	slice_t *mstr;
@@ -604,7 +605,7 @@ static int min_size(jf_dec_t *d, uint32_t c, unsigned depth, uint32_t *out)
 		return 0;
 	}
 	if (k->state == 1 || depth > LIMIT_JFR_NESTING)
-		return fail(d, d->cstart, "metadata: type %.*s contains itself (recursion in nested types)",
+		return fail(d, d->meta_at, "metadata: type %.*s contains itself (recursion in nested types)",
 		            (int)(k->name.n > 64 ? 64 : k->name.n), (const char *)k->name.p);
 	k->state = 1;
 	uint64_t sum = 0;
@@ -616,7 +617,7 @@ static int min_size(jf_dec_t *d, uint32_t c, unsigned depth, uint32_t *out)
 		if (!f->array && !f->cp && min_size(d, f->type, depth + 1, &m) < 0)
 			return -1;
 		if (!f->array && !f->cp && m == 0)
-			return fail(d, d->cstart, "metadata: field %.*s of %.*s has a type with no fields",
+			return fail(d, d->meta_at, "metadata: field %.*s of %.*s has a type with no fields",
 			            (int)(f->name.n > 64 ? 64 : f->name.n), (const char *)f->name.p,
 			            (int)(k->name.n > 64 ? 64 : k->name.n), (const char *)k->name.p);
 		sum += m;
@@ -685,8 +686,10 @@ static int finish_metadata(jf_dec_t *d, size_t at)
 static int event_head(jf_dec_t *d, size_t at, uint64_t want, const char *what, size_t *pos, size_t *end)
 {
 	uint64_t size, type;
+	char what_size[40];
+	snprintf(what_size, sizeof what_size, "%s size", what);
 	*pos = at;
-	if (rd_len(d, pos, d->cend, d->cend - at, &size, what) < 0)
+	if (rd_len(d, pos, d->cend, d->cend - at, &size, what_size) < 0)
 		return -1;
 	if (size == 0)
 		return fail(d, at, "%s size is 0", what);
@@ -702,6 +705,7 @@ static int parse_metadata(jf_dec_t *d, size_t at)
 {
 	size_t pos, end;
 	uint64_t v, n;
+	d->meta_at = at;
 	if (event_head(d, at, 0, "metadata event", &pos, &end) < 0)
 		return -1;
 	for (int i = 0; i < 3; i++) /* start time, duration, metadata id */

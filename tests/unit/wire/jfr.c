@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 
+#include "base/arena.h"
 #include "base/buf.h"
 #include "base/limits.h"
 #include "model/model.h"
@@ -285,10 +286,694 @@ static void test_oracles(void **state)
 	assert_int_equal(checked, 23);
 }
 
+/* ---- A small recording written here ------------------------------------------ */
+
+typedef struct {
+	uint8_t *p;
+	size_t n, cap;
+} wb_t;
+
+static void w_bytes(wb_t *w, const void *p, size_t n)
+{
+	if (w->n + n > w->cap) {
+		w->cap = (w->n + n) * 2 + 64;
+		w->p = realloc(w->p, w->cap);
+	}
+	memcpy(w->p + w->n, p, n);
+	w->n += n;
+}
+
+static void w_byte(wb_t *w, uint8_t b)
+{
+	w_bytes(w, &b, 1);
+}
+
+/* A JFR varint (9 bytes at most, the 9th carrying 8 bits). */
+static void w_var(wb_t *w, uint64_t v)
+{
+	for (int i = 0; i < 8 && v >= 0x80; i++, v >>= 7)
+		w_byte(w, (uint8_t)(v | 0x80));
+	w_byte(w, (uint8_t)v);
+}
+
+static void w_be(wb_t *w, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--)
+		w_byte(w, (uint8_t)(v >> (8 * i)));
+}
+
+static void w_str(wb_t *w, const char *s)
+{
+	w_byte(w, 3);
+	w_var(w, strlen(s));
+	w_bytes(w, s, strlen(s));
+}
+
+/* An event: its size (including the size's own varint), then body. */
+static void w_event(wb_t *w, const wb_t *body)
+{
+	size_t n = body->n + 1;
+	while (n - body->n < (n < 0x80 ? 1u : n < 0x4000 ? 2u : 3u))
+		n++;
+	w_var(w, n);
+	w_bytes(w, body->p, body->n);
+}
+
+/* What a test changes in the recording the builder writes. */
+typedef struct {
+	unsigned major;             /* 0 = 2 */
+	int uncompressed;           /* features 0: fixed-width integers */
+	uint64_t stack_id;          /* id of the stack trace in the pool; 0 = 1 */
+	uint64_t event_stack;       /* the id events refer to; 0 = stack_id */
+	uint64_t frame_method_type; /* type id of StackFrame.method; 0 = 23 (jdk.types.Method) */
+	int self_nested;            /* a type with a field of itself */
+	int dup_type;               /* jdk.types.Method defined twice */
+	int dim2;                   /* a field with dimension 2 */
+	int meta_bad_string;        /* an attribute index past the string table */
+	int meta_pooled_string;     /* a metadata string with encoding 2 */
+	int meta_deep;              /* annotations nested 20 deep */
+	int meta_type;              /* type of the metadata event; 0 = 0 */
+	int cp_type;                /* type of the checkpoint event; 0 = 1 */
+	int64_t cp_delta;           /* the checkpoint's delta */
+	uint64_t cp_undefined;      /* a pool of this (undefined) type id */
+	int sym_encoding;           /* encoding of symbol "work"; 0 = 3 */
+	int event_size0;            /* an event of size 0 after the others */
+	int event_past_end;         /* an event whose size runs past the chunk */
+	int event_varint10;         /* an event whose size is 10 bytes of varint */
+	int frames_count_huge;      /* the stack's frame count is 2^40 */
+	int missing_method;         /* the stack's root frame names a method not in the pool */
+	size_t marks[8];            /* out: section starts (see build) */
+} spec_t;
+
+enum { M_EVENTS, M_META, M_META_END, M_CP, M_CP_END };
+
+static void w_int(wb_t *w, const spec_t *sp, uint64_t v, int bytes)
+{
+	if (sp->uncompressed)
+		w_be(w, v, bytes);
+	else
+		w_var(w, v);
+}
+
+/* Metadata strings, indexed in order of first use. */
+static const char *mstrs[64];
+static int n_mstrs;
+static uint64_t si(const char *s)
+{
+	for (int i = 0; i < n_mstrs; i++)
+		if (strcmp(mstrs[i], s) == 0)
+			return (uint64_t)i;
+	mstrs[n_mstrs] = s;
+	return (uint64_t)n_mstrs++;
+}
+
+/* An element with n_attr (name, value) pairs and n_children children. */
+static void w_elem(wb_t *w, const char *name, int n_attr, const char *const *attrs, uint64_t n_children)
+{
+	w_var(w, si(name));
+	w_var(w, (uint64_t)n_attr);
+	for (int i = 0; i < n_attr; i++) {
+		w_var(w, si(attrs[2 * i]));
+		w_var(w, si(attrs[2 * i + 1]));
+	}
+	w_var(w, n_children);
+}
+
+static void w_class(wb_t *w, const char *id, const char *name, int n_fields)
+{
+	w_elem(w, "class", 2, (const char *const[]){"id", id, "name", name}, (uint64_t)n_fields);
+}
+
+static void w_field(wb_t *w, const char *name, const char *cls, int cp, int array)
+{
+	const char *a[8] = {"name", name, "class", cls, "constantPool", "true", "dimension", "1"};
+	if (!cp && array) {
+		a[4] = "dimension";
+		a[5] = "1";
+	}
+	w_elem(w, "field", 2 + (cp ? 1 : 0) + (array ? 1 : 0), a, 0);
+}
+
+/* The recording: ExecutionSample ×2 (RUNNABLE) + ×1 (SLEEPING) on the
+ * stack com/x/App.main → com/x/App.work, one JavaMonitorEnter of 500 ns. */
+static void build(spec_t *sp, wb_t *out)
+{
+	wb_t w = {0}, b = {0};
+	uint64_t stack = sp->stack_id ? sp->stack_id : 1;
+	uint64_t ev_stack = sp->event_stack ? sp->event_stack : stack;
+	w_bytes(&w, "FLR\0", 4);
+	w_be(&w, sp->major ? sp->major : 2, 2);
+	w_be(&w, 0, 2);
+	w_be(&w, 0, 8 * 7); /* size, offsets, times: patched below */
+	w_be(&w, sp->uncompressed ? 0 : 1, 4);
+	sp->marks[M_EVENTS] = w.n;
+	for (int i = 0; i < 4; i++) {
+		b.n = 0;
+		w_var(&b, i < 3 ? 100 : 101);
+		w_int(&b, sp, 1000 + (uint64_t)i, 8); /* startTime */
+		if (i == 3)
+			w_int(&b, sp, 500, 8); /* duration */
+		w_var(&b, ev_stack);
+		if (i < 3)
+			w_var(&b, i < 2 ? 1 : 2); /* state */
+		w_event(&w, &b);
+	}
+	if (sp->event_size0)
+		w_byte(&w, 0);
+	if (sp->event_past_end)
+		w_var(&w, 1000);
+	if (sp->event_varint10)
+		w_bytes(&w, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10);
+
+	/* Metadata. */
+	sp->marks[M_META] = w.n;
+	wb_t m = {0};
+	n_mstrs = 0;
+	w_var(&m, (uint64_t)(sp->meta_type ? sp->meta_type : 0));
+	w_var(&m, 0);
+	w_var(&m, 0);
+	w_var(&m, 1);
+	wb_t tree = {0};
+	int n_classes = 13 + (sp->self_nested ? 1 : 0) + (sp->dup_type ? 1 : 0);
+	char method_type[24];
+	snprintf(method_type, sizeof method_type, "%llu",
+	         (unsigned long long)(sp->frame_method_type ? sp->frame_method_type : 23));
+	w_elem(&tree, "root", 0, NULL, 1);
+	w_elem(&tree, "metadata", 0, NULL, (uint64_t)n_classes);
+	w_class(&tree, "4", "int", 0);
+	w_class(&tree, "5", "long", 0);
+	w_class(&tree, "6", "boolean", 0);
+	w_class(&tree, "20", "java.lang.String", 0);
+	w_class(&tree, "21", "jdk.types.Symbol", 1);
+	w_field(&tree, "string", "20", 0, 0);
+	w_class(&tree, "22", "java.lang.Class", 1);
+	w_field(&tree, "name", "21", 1, 0);
+	w_class(&tree, "23", "jdk.types.Method", 2);
+	w_field(&tree, "type", "22", 1, 0);
+	w_field(&tree, "name", "21", 1, 0);
+	if (sp->dup_type) {
+		w_class(&tree, "23", "jdk.types.Method2", 0);
+	}
+	w_class(&tree, "24", "jdk.types.StackFrame", 3);
+	w_field(&tree, "method", method_type, 1, 0);
+	w_field(&tree, "lineNumber", "4", 0, 0);
+	if (sp->meta_deep) {
+		/* the type field carries an annotation chain 20 deep */
+		w_elem(&tree, "field", 4,
+		       (const char *const[]){"name", "type", "class", "25", "constantPool", "true", "x", "y"},
+		       1);
+		for (int i = 0; i < 20; i++)
+			w_elem(&tree, "annotation", 0, NULL, i < 19 ? 1 : 0);
+	} else {
+		w_field(&tree, "type", "25", 1, 0);
+	}
+	w_class(&tree, "25", "jdk.types.FrameType", 1);
+	w_field(&tree, "description", "20", 0, 0);
+	w_class(&tree, "26", "jdk.types.StackTrace", 2);
+	w_field(&tree, "truncated", "6", 0, 0);
+	if (sp->dim2)
+		w_elem(&tree, "field", 3,
+		       (const char *const[]){"name", "frames", "class", "24", "dimension", "2"}, 0);
+	else
+		w_field(&tree, "frames", "24", 0, 1);
+	w_class(&tree, "27", "jdk.types.ThreadState", 1);
+	w_field(&tree, "name", "20", 0, 0);
+	w_class(&tree, "100", "jdk.ExecutionSample", 3);
+	w_field(&tree, "startTime", "5", 0, 0);
+	w_field(&tree, "stackTrace", "26", 1, 0);
+	w_field(&tree, "state", "27", 1, 0);
+	w_class(&tree, "101", "jdk.JavaMonitorEnter", 3);
+	w_field(&tree, "startTime", "5", 0, 0);
+	w_field(&tree, "duration", "5", 0, 0);
+	w_field(&tree, "stackTrace", "26", 1, 0);
+	if (sp->self_nested) {
+		w_class(&tree, "30", "x.Loop", 1);
+		w_field(&tree, "next", "30", 0, 0);
+	}
+	w_var(&m, (uint64_t)n_mstrs + (sp->meta_bad_string ? 0 : 0));
+	for (int i = 0; i < n_mstrs; i++) {
+		if (sp->meta_pooled_string && i == 1) {
+			w_byte(&m, 2);
+			w_var(&m, 7);
+		} else {
+			w_str(&m, mstrs[i]);
+		}
+	}
+	if (sp->meta_bad_string) { /* the root's name: one past the table */
+		w_var(&m, (uint64_t)n_mstrs);
+		w_bytes(&m, tree.p + 1, tree.n - 1);
+	} else {
+		w_bytes(&m, tree.p, tree.n);
+	}
+	w_event(&w, &m);
+	sp->marks[M_META_END] = w.n;
+
+	/* Checkpoint. */
+	sp->marks[M_CP] = w.n;
+	wb_t c = {0};
+	w_var(&c, (uint64_t)(sp->cp_type ? sp->cp_type : 1));
+	w_var(&c, 0);
+	w_var(&c, 0);
+	w_var(&c, (uint64_t)sp->cp_delta);
+	w_var(&c, 0);
+	w_var(&c, 6 + (sp->cp_undefined ? 1 : 0));
+	w_var(&c, 21); /* symbols */
+	w_var(&c, 3);
+	const char *syms[] = {"com/x/App", "main", "work"};
+	for (int i = 0; i < 3; i++) {
+		w_var(&c, (uint64_t)i + 1);
+		if (i == 2 && sp->sym_encoding) {
+			w_byte(&c, (uint8_t)sp->sym_encoding);
+			w_var(&c, 0);
+		} else {
+			w_str(&c, syms[i]);
+		}
+	}
+	w_var(&c, 22); /* classes */
+	w_var(&c, 1);
+	w_var(&c, 1);
+	w_var(&c, 1);
+	w_var(&c, 23); /* methods */
+	w_var(&c, 2);
+	w_var(&c, 1);
+	w_var(&c, 1);
+	w_var(&c, 2);
+	w_var(&c, 2);
+	w_var(&c, 1);
+	w_var(&c, 3);
+	w_var(&c, 25); /* frame types */
+	w_var(&c, 1);
+	w_var(&c, 1);
+	w_str(&c, "JIT compiled");
+	w_var(&c, 26); /* stack traces: leaf first */
+	w_var(&c, 1);
+	w_var(&c, stack);
+	w_byte(&c, 0);
+	if (sp->frames_count_huge)
+		w_var(&c, 1ull << 40);
+	else
+		w_var(&c, 2);
+	w_var(&c, 2);
+	w_int(&c, sp, 5, 4);
+	w_var(&c, 1);
+	w_var(&c, sp->missing_method ? 9 : 1);
+	w_int(&c, sp, 9, 4);
+	w_var(&c, 1);
+	w_var(&c, 27); /* thread states */
+	w_var(&c, 2);
+	w_var(&c, 1);
+	w_str(&c, "STATE_RUNNABLE");
+	w_var(&c, 2);
+	w_str(&c, "STATE_SLEEPING");
+	if (sp->cp_undefined) {
+		w_var(&c, sp->cp_undefined);
+		w_var(&c, 0);
+	}
+	w_event(&w, &c);
+	sp->marks[M_CP_END] = w.n;
+
+	/* Header: size, constant pool offset, metadata offset. */
+	for (int i = 0; i < 8; i++) {
+		w.p[8 + i] = (uint8_t)((uint64_t)w.n >> (56 - 8 * i));
+		w.p[16 + i] = (uint8_t)((uint64_t)sp->marks[M_CP] >> (56 - 8 * i));
+		w.p[24 + i] = (uint8_t)((uint64_t)sp->marks[M_META] >> (56 - 8 * i));
+	}
+	*out = w;
+	free(b.p);
+	free(m.p);
+	free(tree.p);
+	free(c.p);
+}
+
+static int decode(slice_t data, model_batch_t **bp, err_t *err)
+{
+	*bp = model_batch_new(slice_cstr("test"));
+	return jfr_decode(data, &oracle_opts, *bp, err);
+}
+
+static slice_t profile_name(const model_batch_t *b, const model_profile_t *p)
+{
+	for (uint32_t l = 0; l < p->labels_count; l++)
+		if (slice_eq_cstr(b->series_labels[p->labels_first + l].key, MODEL_PROFILE_NAME_KEY))
+			return b->series_labels[p->labels_first + l].value;
+	return slice_cstr("?");
+}
+
+/* "name(type)=frame[kind];frame[kind]:value,...|..." of every profile, stacks root first. */
+static void render(const model_batch_t *b, char *out, size_t cap)
+{
+	size_t o = 0;
+	out[0] = 0;
+	for (uint32_t i = 0; i < b->n_profiles; i++) {
+		const model_profile_t *p = &b->profiles[i];
+		slice_t name = profile_name(b, p);
+		o += (size_t)snprintf(out + o, cap - o, "%s%.*s(%.*s)=", i ? "|" : "", (int)name.n,
+		                      (const char *)name.p, (int)p->sample_type.n,
+		                      (const char *)p->sample_type.p);
+		for (uint32_t s = 0; s < p->samples_count; s++) {
+			const model_sample_t *m = &b->samples[p->samples_first + s];
+			uint32_t path[64], n = 0;
+			for (uint32_t k = m->node; k != MODEL_NONE && n < 64; k = b->nodes[k].parent)
+				path[n++] = k;
+			o += (size_t)snprintf(out + o, cap - o, "%s", s ? "," : "");
+			while (n-- > 0) {
+				const model_frame_t *f = &b->frames[b->nodes[path[n]].frame];
+				o += (size_t)snprintf(out + o, cap - o, "%.*s[%.*s]%s", (int)f->name.n,
+				                      (const char *)f->name.p, (int)f->kind.n,
+				                      (const char *)f->kind.p, n ? ";" : "");
+			}
+			o += (size_t)snprintf(out + o, cap - o, ":%lld", (long long)m->value);
+		}
+	}
+}
+
+static void test_small(void **state)
+{
+	(void)state;
+	static const char *want = "process_cpu(cpu)=com/x/App.main[jvm];com/x/App.work[jvm]:20000000|"
+	                          "mutex(contentions)=com/x/App.main[jvm];com/x/App.work[jvm]:1|"
+	                          "mutex(delay)=com/x/App.main[jvm];com/x/App.work[jvm]:500";
+	char got[4096];
+	spec_t variants[] = {{0}, {.uncompressed = 1}, {.stack_id = 0xfedcba9876543210ull}, {.stack_id = 0}};
+	for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+		wb_t w;
+		model_batch_t *b;
+		err_t err = {0};
+		build(&variants[v], &w);
+		if (decode(slice_make(w.p, w.n), &b, &err) < 0)
+			fail_msg("variant %zu: %s", v, err.msg);
+		render(b, got, sizeof got);
+		assert_string_equal(got, want);
+		model_batch_free(b);
+		/* Two chunks: every value twice. */
+		wb_t two = {0};
+		w_bytes(&two, w.p, w.n);
+		w_bytes(&two, w.p, w.n);
+		assert_int_equal(decode(slice_make(two.p, two.n), &b, &err), 0);
+		render(b, got, sizeof got);
+		assert_string_equal(got, "process_cpu(cpu)=com/x/App.main[jvm];com/x/App.work[jvm]:40000000|"
+		                         "mutex(contentions)=com/x/App.main[jvm];com/x/App.work[jvm]:2|"
+		                         "mutex(delay)=com/x/App.main[jvm];com/x/App.work[jvm]:1000");
+		model_batch_free(b);
+		free(two.p);
+		free(w.p);
+	}
+	/* A frame whose method is not in the pool is left out, as the reference does. */
+	spec_t sp = {.missing_method = 1};
+	wb_t w;
+	model_batch_t *b;
+	err_t err = {0};
+	build(&sp, &w);
+	assert_int_equal(decode(slice_make(w.p, w.n), &b, &err), 0);
+	render(b, got, sizeof got);
+	assert_string_equal(got, "process_cpu(cpu)=com/x/App.work[jvm]:20000000|mutex(contentions)=com/x/"
+	                         "App.work[jvm]:1|mutex(delay)=com/x/App.work[jvm]:500");
+	model_batch_free(b);
+	free(w.p);
+}
+
+/* ---- Hostile inputs ------------------------------------------------------------ */
+
+enum { X_NONE, X_MAGIC, X_EMPTY, X_HEADER30, X_SIZE0, X_SIZE_PAST, X_CP_PAST, X_CP_LOW, X_META_PAST, X_TAIL };
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static const struct {
+	spec_t spec;
+	int patch;
+	int cut; /* 1 + the mark to cut the file at (the chunk size follows); 0 none */
+	int cut_plus;
+	int status;
+	const char *msg;
+} bad[] = {
+    {{0}, X_MAGIC, 0, 0, 400, "chunk 0 at offset 0: not a JFR chunk: magic 58 4c 52 00, expected 'FLR\\0'"},
+    {{0}, X_EMPTY, 0, 0, 400, "empty body: not a JFR recording"},
+    {{0}, X_HEADER30, 0, 0, 400, "chunk 0 at offset 0: chunk header truncated (30 of 68 bytes)"},
+    {{.major = 1}, 0, 0, 0, 400, "chunk 0 at offset 4: unsupported JFR version 1.0 (Kiln reads 2.x)"},
+    {{0}, X_SIZE0, 0, 0, 400, "chunk 0 at offset 8: chunk size 0 is smaller than its 68-byte header"},
+    {{0},
+     X_SIZE_PAST,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 8: chunk size 998 runs past the end of the file (898 bytes left)"},
+    {{0},
+     X_CP_PAST,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 16: constant pool offset 898 out of range (chunk of 898 bytes)"},
+    {{0},
+     X_CP_LOW,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 16: constant pool offset 10 out of range (chunk of 898 bytes)"},
+    {{0},
+     X_META_PAST,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 24: metadata offset 1099511627776 out of range (chunk of 898 bytes)"},
+    {{0}, X_TAIL, 0, 0, 400, "chunk 1 at offset 898: chunk header truncated (10 of 68 bytes)"},
+    {{0},
+     0,
+     1 + M_EVENTS,
+     0,
+     400,
+     "chunk 0 at offset 16: constant pool offset 787 out of range (chunk of 68 bytes)"},
+    {{0},
+     0,
+     1 + M_META,
+     20,
+     400,
+     "chunk 0 at offset 16: constant pool offset 787 out of range (chunk of 113 bytes)"},
+    {{0},
+     0,
+     1 + M_META_END,
+     0,
+     400,
+     "chunk 0 at offset 16: constant pool offset 787 out of range (chunk of 787 bytes)"},
+    {{0},
+     0,
+     1 + M_CP,
+     10,
+     400,
+     "chunk 0 at offset 787: checkpoint event size 111 is out of range (at most 10)"},
+    {{0},
+     0,
+     1 + M_CP_END,
+     -1,
+     400,
+     "chunk 0 at offset 787: checkpoint event size 111 is out of range (at most 110)"},
+    {{.frame_method_type = 999},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 93: metadata: field method has type 999, which is not defined"},
+    {{.self_nested = 1},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 93: metadata: type x.Loop contains itself (recursion in nested types)"},
+    {{.dup_type = 1}, 0, 0, 0, 400, "chunk 0 at offset 668: metadata: type id 23 defined twice"},
+    {{.dim2 = 1},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 702: metadata: field frames has dimension 2 (only 1 is supported)"},
+    {{.meta_bad_string = 1},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 554: metadata: string index 47 out of range (47 strings)"},
+    {{.meta_pooled_string = 1},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 106: metadata string: a pooled string (encoding 2) where none may be"},
+    {{.meta_deep = 1}, 0, 0, 0, 400, "chunk 0 at offset 733: metadata elements nested deeper than 16"},
+    {{.meta_type = 5}, 0, 0, 0, 400, "chunk 0 at offset 93: metadata event has type 5, expected 0"},
+    {{.cp_type = 3}, 0, 0, 0, 400, "chunk 0 at offset 787: checkpoint event has type 3, expected 1"},
+    {{.cp_delta = 5},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 787: checkpoint delta 5 does not point to an earlier checkpoint in the chunk"},
+    {{.cp_delta = -100000},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 787: checkpoint delta -100000 does not point to an earlier checkpoint in the chunk"},
+    {{.cp_undefined = 777},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 898: constant pool of type 777, which the metadata does not define"},
+    {{.sym_encoding = 9}, 0, 0, 0, 400, "chunk 0 at offset 816: string: unknown string encoding 9"},
+    {{.event_size0 = 1}, 0, 0, 0, 400, "chunk 0 at offset 93: event size is 0"},
+    {{.event_past_end = 1},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 93: event size 1000 is out of range (at most 807)"},
+    {{.event_varint10 = 1}, 0, 0, 0, 400, "chunk 0 at offset 93: event size: varint of 10 or more bytes"},
+    {{.frames_count_huge = 1},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 855: array length 1099511627776 is out of range (at most 48)"},
+    {{.event_stack = 7}, 0, 0, 0, 400, "chunk 0 at offset 68: stack trace id 7 is not in the constant pool"},
+};
+
+static void test_bad(void **state)
+{
+	(void)state;
+	int failed = 0;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		spec_t sp = bad[i].spec;
+		wb_t w;
+		build(&sp, &w);
+		switch (bad[i].patch) {
+		case X_MAGIC:
+			w.p[0] = 'X';
+			break;
+		case X_EMPTY:
+			w.n = 0;
+			break;
+		case X_HEADER30:
+			w.n = 30;
+			break;
+		case X_SIZE0:
+			put_be64(w.p + 8, 0);
+			break;
+		case X_SIZE_PAST:
+			put_be64(w.p + 8, w.n + 100);
+			break;
+		case X_CP_PAST:
+			put_be64(w.p + 16, w.n);
+			break;
+		case X_CP_LOW:
+			put_be64(w.p + 16, 10);
+			break;
+		case X_META_PAST:
+			put_be64(w.p + 24, 1ull << 40);
+			break;
+		case X_TAIL:
+			w_bytes(&w, "FLR\0\0\2\0\0\0\0", 10);
+			break;
+		}
+		if (bad[i].cut) {
+			w.n = (size_t)((int64_t)sp.marks[bad[i].cut - 1] + bad[i].cut_plus);
+			put_be64(w.p + 8, w.n);
+		}
+		model_batch_t *b;
+		err_t err = {0};
+		int rc = decode(slice_make(w.p, w.n), &b, &err);
+		if (rc != -1 || err.status != bad[i].status || strcmp(err.msg, bad[i].msg) != 0) {
+			print_message("case %zu: rc %d status %d \"%s\"\n", i, rc, err.status, err.msg);
+			failed++;
+		}
+		model_batch_free(b);
+		free(w.p);
+	}
+	assert_int_equal(failed, 0);
+}
+
+/* Every prefix of a real recording, its chunk size set to the prefix:
+ * a 400 naming chunk 0 and an offset inside the prefix, never a crash. */
+static void test_cuts(void **state)
+{
+	(void)state;
+	buf_t data;
+	slice_t s = load("nativemem.jfr.gz", &data);
+	uint8_t *p = malloc(s.n);
+	int n = 0;
+	for (size_t cut = 1; cut < s.n; cut += cut < 4096 ? 1 : 13) {
+		memcpy(p, s.p, cut);
+		if (cut >= 16)
+			put_be64(p + 8, cut);
+		model_batch_t *b;
+		err_t err = {0};
+		int rc = decode(slice_make(p, cut), &b, &err);
+		if (rc != -1 || err.status != 400 || strncmp(err.msg, "chunk 0 at offset ", 18) != 0 ||
+		    strtoull(err.msg + 18, NULL, 10) > cut)
+			fail_msg("cut %zu: rc %d %d %s", cut, rc, err.status, err.msg);
+		model_batch_free(b);
+		n++;
+	}
+	assert_true(n > 5000);
+	free(p);
+	buf_free(&data);
+}
+
+static void test_symbols(void **state)
+{
+	(void)state;
+	static const char *const t[][2] = {
+	    {"jdk/internal/reflect/GeneratedMethodAccessor31",
+	     "jdk/internal/reflect/GeneratedMethodAccessor_"},
+	    {"jdk/internal/reflect/GeneratedMethodAccessor", "jdk/internal/reflect/GeneratedMethodAccessor"},
+	    {"jdk/internal/reflect/GeneratedMethodAccessor3x",
+	     "jdk/internal/reflect/GeneratedMethodAccessor3x"},
+	    {"org/example/rideshare/OrderService$$Lambda$669.0x0000000800fd7318",
+	     "org/example/rideshare/OrderService$$Lambda_"},
+	    {"Fib$$Lambda.0x00007ffa600c4da0", "Fib$$Lambda_"},
+	    {"App$$Lambda$13/0x0000000800c03000", "App$$Lambda_"},
+	    {"App$$Lambda123", "App$$Lambda_"},
+	    {"App$$Lambda$12/abc", "App$$Lambda_"},
+	    {"App$$Lambda", "App$$Lambda"},
+	    {"$$Lambda123", "$$Lambda123"},
+	    {"A$$Lambda$1/0x12$$Lambda$2/0x34", "A$$Lambda$1/0x12$$Lambda_"},
+	    {"App$$Lambda$12/0xZZ", "App$$Lambda$12/0xZZ"},
+	    {"libzstd-jni-1.5.1-16931311898282279136.so", "libzstd-jni-_.so"},
+	    {"./tmp/libzstd-jni-1.5.1-16931311898282279136.so (deleted)", "libzstd-jni-_.so"},
+	    {"/tmp/libzstd-jni-1.5-1.so", "/tmp/libzstd-jni-1.5-1.so"},
+	    {"./tmp/libamazonCorrettoCryptoProvider109b39cf33c563eb.so",
+	     "libamazonCorrettoCryptoProvider_.so"},
+	    {"./tmp/amazonCorrettoCryptoProviderNativeLibraries.7382c2f79097f415/libcrypto.so (deleted)",
+	     "libamazonCorrettoCryptoProvider_.so"},
+	    {"libamazonCorrettoCryptoProvider109b39cf33c563e.so",
+	     "libamazonCorrettoCryptoProvider109b39cf33c563e.so"},
+	    {"libasyncProfiler-linux-arm64-17b9a1d8156277a98ccc871afa9a8f69215f92.so",
+	     "libasyncProfiler-_.so"},
+	    {"/tmp/libasyncProfiler-macos-17b9a1d8156277a98ccc871afa9a8f69215f92.so (deleted)",
+	     "libasyncProfiler-_.so"},
+	    {"libasyncProfiler-linux-x64-0000.so", "libasyncProfiler-linux-x64-0000.so"},
+	    {"com/x/Svc$$EnhancerBySpringCGLIB$$a1b2c3", "com/x/Svc$$EnhancerBySpringCGLIB$$_"},
+	    {"$$EnhancerBySpringCGLIB$$a1", "$$EnhancerBySpringCGLIB$$a1"},
+	    {"java/lang/Thread", "java/lang/Thread"},
+	    {"", ""},
+	};
+	arena_t *a = arena_new();
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		slice_t got = jfr_symbol_merge(a, slice_cstr(t[i][0]));
+		char buf[256];
+		snprintf(buf, sizeof buf, "%.*s", (int)got.n, (const char *)got.p);
+		assert_string_equal(buf, t[i][1]);
+	}
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_oracles),
+	    cmocka_unit_test(test_oracles), cmocka_unit_test(test_small),   cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_cuts),    cmocka_unit_test(test_symbols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
