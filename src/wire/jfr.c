@@ -10,6 +10,7 @@
  * linear in the file. Every error names the chunk, the byte offset in the
  * file and the problem. Distinct stacks are merged per kind as they come
  * (model nodes as keys), so a profile holds one row per stack. */
+#include <endian.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ const jfr_kind_t jfr_kinds[JFR_KINDS] = {
 };
 
 #define HEADER_BYTES 68
+#define JF_DENSE_TYPES 1024 /* type ids looked up in an array (writers number types from 0) */
 #define NO_IX UINT32_MAX
 
 /* Primitive kinds of metadata types, by name. */
@@ -86,7 +88,10 @@ typedef struct {
 	uint64_t type_id;
 	uint32_t type; /* class index */
 	uint8_t cp, array;
+	uint8_t skip, width; /* how a value is skipped: SK_*, and SK_FIXED's bytes */
 } jf_field_t;
+
+enum { SK_SLOW, SK_VAR, SK_FIXED };
 
 /* A map from 64-bit ids (0 included) to 32-bit values. */
 typedef struct {
@@ -141,7 +146,8 @@ typedef struct {
 	jf_field_t *fld;
 	uint32_t n_fld;
 	size_t cap_fld;
-	jf_idmap_t cls_ix; /* type id → class index */
+	jf_idmap_t cls_ix;               /* type id → class index */
+	uint32_t ev_cls[JF_DENSE_TYPES]; /* the same for type ids below JF_DENSE_TYPES, NO_IX when none */
 	jf_pool_t *pools;
 	uint32_t n_pools;
 	size_t cap_pools;
@@ -153,6 +159,7 @@ typedef struct {
 	jf_idmap_t ftype_cache;  /* frame type id → index in frame_kinds */
 	jf_idmap_t state_cache;  /* thread state id → resolve_state's answer */
 	slice_t *names;
+	uint32_t (*name_frame)[3]; /* per name and frame kind: its model frame, NO_IX until interned */
 	uint32_t n_names;
 	size_t cap_names;
 	uint32_t frames[LIMIT_STACK_DEPTH]; /* scratch: one stack's method name indexes, leaf first */
@@ -217,7 +224,7 @@ static void idmap_clear(jf_idmap_t *t)
 
 /* A JFR varint: LEB128, at most 9 bytes, the 9th carrying 8 bits (so any
  * 64-bit value fits). what names the value in errors. */
-static int rd_u64(jf_dec_t *d, size_t *pos, size_t end, uint64_t *v, const char *what)
+static int rd_u64_slow(jf_dec_t *d, size_t *pos, size_t end, uint64_t *v, const char *what)
 {
 	const uint8_t *p = d->data.p;
 	size_t q = *pos;
@@ -239,10 +246,19 @@ static int rd_u64(jf_dec_t *d, size_t *pos, size_t end, uint64_t *v, const char 
 	return 0;
 }
 
+static inline int rd_u64(jf_dec_t *d, size_t *pos, size_t end, uint64_t *v, const char *what)
+{
+	if (*pos < end && d->data.p[*pos] < 0x80) { /* most ids and values fit one byte */
+		*v = d->data.p[(*pos)++];
+		return 0;
+	}
+	return rd_u64_slow(d, pos, end, v, what);
+}
+
 /* A size, count, index or offset: a varint that ends within 9 bytes
  * (a 9th byte with its high bit set is the start of a 10-byte varint,
  * which no writer produces for these) and is at most max. */
-static int rd_len(jf_dec_t *d, size_t *pos, size_t end, uint64_t max, uint64_t *v, const char *what)
+static inline int rd_len(jf_dec_t *d, size_t *pos, size_t end, uint64_t max, uint64_t *v, const char *what)
 {
 	size_t start = *pos;
 	if (rd_u64(d, pos, end, v, what) < 0)
@@ -376,6 +392,32 @@ static int rd_string(jf_dec_t *d, size_t *pos, size_t end, slice_t *out, int poo
 
 /* ---- Values by metadata type --------------------------------------------- */
 
+/* Skips a value of a SK_VAR or SK_FIXED field. */
+static inline int skip_simple(jf_dec_t *d, const jf_field_t *f, size_t *pos, size_t end)
+{
+	uint64_t v;
+	if (f->skip == SK_FIXED)
+		return rd_fixed(d, pos, end, f->width, &v, "value");
+	const uint8_t *p = d->data.p;
+	size_t q = *pos;
+	if (end - q >= 8) { /* the first byte without its high bit ends it (or the 9th) */
+		uint64_t w;
+		memcpy(&w, p + q, 8);
+		w = le64toh(~w) & 0x8080808080808080ull;
+		*pos = q + (w ? (size_t)__builtin_ctzll(w) / 8 + 1 : 9);
+		return *pos <= end ? 0
+		                   : fail(d, q, "%s: varint truncated", f->cp ? "constant pool id" : "value");
+	}
+	for (unsigned i = 0; i < 9; i++) {
+		if (q >= end)
+			return fail(d, *pos, "%s: varint truncated", f->cp ? "constant pool id" : "value");
+		if (!(p[q++] & 0x80))
+			break;
+	}
+	*pos = q;
+	return 0;
+}
+
 static int skip_value(jf_dec_t *d, const jf_field_t *f, size_t *pos, size_t end, unsigned depth);
 
 /* Skips one value of class c (not an array, not a pool reference). */
@@ -389,15 +431,20 @@ static int skip_object(jf_dec_t *d, uint32_t c, size_t *pos, size_t end, unsigne
 		return rd_int(d, k->prim, pos, end, &v, "value");
 	if (depth >= LIMIT_JFR_NESTING)
 		return fail(d, *pos, "values nested deeper than %u", LIMIT_JFR_NESTING);
-	for (uint32_t i = 0; i < k->n; i++)
-		if (skip_value(d, &d->fld[k->first + i], pos, end, depth + 1) < 0)
+	for (uint32_t i = 0; i < k->n; i++) {
+		const jf_field_t *f = &d->fld[k->first + i];
+		if ((f->skip != SK_SLOW ? skip_simple(d, f, pos, end)
+		                        : skip_value(d, f, pos, end, depth + 1)) < 0)
 			return -1;
+	}
 	return 0;
 }
 
 static int skip_value(jf_dec_t *d, const jf_field_t *f, size_t *pos, size_t end, unsigned depth)
 {
 	uint64_t n = 1, v;
+	if (f->skip != SK_SLOW) /* the common case: a pool reference or an integer */
+		return skip_simple(d, f, pos, end);
 	if (f->array && rd_len(d, pos, end, end - *pos, &n, "array length") < 0)
 		return -1;
 	for (uint64_t i = 0; i < n; i++) {
@@ -546,9 +593,11 @@ static int parse_class(jf_dec_t *d, size_t *pos, size_t end, const jf_elem_t *ce
 			if (d->n_fld >= LIMIT_JFR_FIELDS)
 				return fail413(d, fat, "metadata: more than %u fields", LIMIT_JFR_FIELDS);
 			d->fld = xgrow(d->fld, &d->cap_fld, d->n_fld + 1, sizeof *d->fld);
-			d->fld[d->n_fld++] = (jf_field_t){
-			    fname, type, NO_IX, slice_eq_cstr(elem_attr(d, &fe, "constantPool"), "true"),
-			    dim.n != 0};
+			d->fld[d->n_fld++] =
+			    (jf_field_t){fname,      type,
+			                 NO_IX,      slice_eq_cstr(elem_attr(d, &fe, "constantPool"), "true"),
+			                 dim.n != 0, SK_SLOW,
+			                 0};
 			d->cls[d->n_cls - 1].n++;
 		}
 		if (skip_children(d, pos, end, fe.n_children, 3) < 0)
@@ -655,6 +704,15 @@ static int finish_metadata(jf_dec_t *d, size_t at)
 		k->prim = prim_of(k->name);
 		k->ev = ev_of(k->name);
 	}
+	for (uint32_t i = 0; i < d->n_fld; i++) {
+		jf_field_t *f = &d->fld[i];
+		uint8_t prim = d->cls[f->type].prim;
+		f->skip = SK_SLOW;
+		if (f->array || (!f->cp && (prim == P_NONE || prim == P_STRING)))
+			continue;
+		f->skip = f->cp || (d->compressed && prim_varint[prim]) ? SK_VAR : SK_FIXED;
+		f->width = f->skip == SK_FIXED ? prim_bytes[prim] : 0;
+	}
 	for (uint32_t i = 0; i < d->n_cls; i++) {
 		uint32_t m;
 		if (min_size(d, i, 0, &m) < 0)
@@ -670,6 +728,10 @@ static int finish_metadata(jf_dec_t *d, size_t at)
 			k->f_val2 = field_ix(d, i, "value");
 		}
 	}
+	memset(d->ev_cls, 0xff, sizeof d->ev_cls);
+	for (uint32_t i = 0; i < d->n_cls; i++)
+		if (d->cls[i].id < JF_DENSE_TYPES)
+			d->ev_cls[d->cls[i].id] = i;
 	d->t_string = class_named(d, "java.lang.String");
 	d->t_state = class_named(d, "jdk.types.ThreadState");
 	d->t_stack = class_named(d, "jdk.types.StackTrace");
@@ -804,7 +866,7 @@ static int parse_checkpoint(jf_dec_t *d, size_t at, int64_t *delta, uint64_t *en
 			k->pool = d->n_pools++;
 		}
 		jf_pool_t *pl = &d->pools[k->pool];
-		jf_field_t self = {k->name, k->id, c, 0, 0};
+		jf_field_t self = {k->name, k->id, c, 0, 0, SK_SLOW, 0};
 		for (uint64_t j = 0; j < count; j++) {
 			uint64_t id;
 			if (++*entries > LIMIT_JFR_POOL_ENTRIES)
@@ -812,6 +874,11 @@ static int parse_checkpoint(jf_dec_t *d, size_t at, int64_t *delta, uint64_t *en
 				               LIMIT_JFR_POOL_ENTRIES);
 			if (rd_u64(d, &pos, end, &id, "constant pool id") < 0)
 				return -1;
+			if (j == 0) { /* room for the count announced, within what the bytes left can hold */
+				uint64_t room = count < (1u << 16) ? count : (1u << 16);
+				pl->off = xgrow(pl->off, &pl->cap, pl->n + room, sizeof *pl->off);
+				u64map_reserve(&pl->ix.m, pl->ix.m.len + room);
+			}
 			pl->off = xgrow(pl->off, &pl->cap, pl->n + 1, sizeof *pl->off);
 			pl->off[pl->n] = pos;
 			idmap_put(&pl->ix, id, pl->n);
@@ -924,8 +991,12 @@ static int resolve_method(jf_dec_t *d, uint64_t id, uint32_t *out)
 	memcpy(s, cname.p, cname.n);
 	s[cname.n] = '.';
 	memcpy(s + cname.n + 1, mname.p, mname.n);
-	d->names = xgrow(d->names, &d->cap_names, d->n_names + 1, sizeof *d->names);
+	if (d->n_names == d->cap_names) {
+		d->names = xgrow(d->names, &d->cap_names, d->n_names + 1, sizeof *d->names);
+		d->name_frame = xrealloc(d->name_frame, d->cap_names * sizeof *d->name_frame);
+	}
 	d->names[d->n_names] = slice_make(s, n > LIMIT_STRING_BYTES ? LIMIT_STRING_BYTES : n);
+	memset(d->name_frame[d->n_names], 0xff, sizeof d->name_frame[0]);
 	*out = d->n_names++;
 done:
 	idmap_put(&d->method_cache, id, *out);
@@ -1003,10 +1074,14 @@ static int resolve_stack(jf_dec_t *d, uint64_t id, size_t at, uint32_t *node)
 	}
 	uint32_t parent = MODEL_NONE;
 	for (uint32_t i = n; i-- > 0;) {
-		model_frame_t f = {0};
-		f.name = d->names[d->frames[i]];
-		f.kind = slice_cstr(frame_kinds[d->kinds[i]]);
-		parent = model_node_intern(d->b, parent, model_frame_intern(d->b, &f));
+		uint32_t *fr = &d->name_frame[d->frames[i]][d->kinds[i]];
+		if (*fr == NO_IX) {
+			model_frame_t f = {0};
+			f.name = d->names[d->frames[i]];
+			f.kind = slice_cstr(frame_kinds[d->kinds[i]]);
+			*fr = model_frame_intern(d->b, &f);
+		}
+		parent = model_node_intern(d->b, parent, *fr);
 	}
 	d->frames_total += n;
 	if (d->frames_total > LIMIT_REQUEST_FRAMES)
@@ -1121,7 +1196,8 @@ static int parse_event(jf_dec_t *d, const jf_class_t *k, size_t at, size_t pos, 
 		           !f->array) {
 			if (rd_string(d, &pos, end, i == k->f_name ? &sname : &svalue, 1, "setting") < 0)
 				return -1;
-		} else if (skip_value(d, f, &pos, end, 1) < 0) {
+		} else if ((f->skip != SK_SLOW ? skip_simple(d, f, &pos, end)
+		                               : skip_value(d, f, &pos, end, 1)) < 0) {
 			return -1;
 		}
 	}
@@ -1169,7 +1245,11 @@ static int parse_events(jf_dec_t *d)
 		size_t end = at + (size_t)size;
 		if (rd_u64(d, &pos, end, &type, "event type") < 0)
 			return -1;
-		if (type > 1 && idmap_get(&d->cls_ix, type, &c) && d->cls[c].ev != EV_NONE &&
+		if (type < JF_DENSE_TYPES)
+			c = d->ev_cls[type];
+		else if (!idmap_get(&d->cls_ix, type, &c))
+			c = NO_IX;
+		if (type > 1 && c != NO_IX && d->cls[c].ev != EV_NONE &&
 		    parse_event(d, &d->cls[c], at, pos, end) < 0)
 			return -1;
 		pos = end;
@@ -1315,6 +1395,7 @@ out:
 	free(d->cls);
 	free(d->fld);
 	free(d->names);
+	free(d->name_frame);
 	u64map_free(&d->cls_ix.m);
 	u64map_free(&d->stack_cache.m);
 	u64map_free(&d->method_cache.m);

@@ -647,6 +647,21 @@ static void render(const model_batch_t *b, char *out, size_t cap)
 	}
 }
 
+/* With KILN_JFR_SEEDS=DIR, the recordings built here are written there
+ * (the hand-made seeds of tests/fuzz/corpus/jfr). */
+static void dump_seed(const wb_t *w, const char *what, size_t v)
+{
+	const char *dir = getenv("KILN_JFR_SEEDS");
+	if (!dir)
+		return;
+	char path[512];
+	snprintf(path, sizeof path, "%s/seed-%s-%zu.jfr", dir, what, v);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(w->p, 1, w->n, f), w->n);
+	fclose(f);
+}
+
 static void test_small(void **state)
 {
 	(void)state;
@@ -662,6 +677,7 @@ static void test_small(void **state)
 		build(&variants[v], &w);
 		if (decode(slice_make(w.p, w.n), &b, &err) < 0)
 			fail_msg("variant %zu: %s", v, err.msg);
+		dump_seed(&w, "small", v);
 		render(b, got, sizeof got);
 		assert_string_equal(got, want);
 		model_batch_free(b);
