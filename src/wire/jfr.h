@@ -47,7 +47,7 @@ typedef struct {
 	slice_t service;             /* service.name of every profile */
 	const model_label_t *labels; /* series labels of every profile (without __name__: the kind adds it) */
 	uint32_t n_labels;
-	int64_t from_ns, until_ns; /* the profiles' time range (the request's from/until); until > from */
+	int64_t from_ns, until_ns; /* the profiles' time range (the request's from/until); until >= from */
 	int64_t sample_rate;       /* Hz of cpu and wall samples; 0 = 100 (the agent's default) */
 	uint32_t max_rows;         /* distinct stacks per profile; 0 = LIMIT_SAMPLE_ROWS */
 } jfr_decode_opts_t;
