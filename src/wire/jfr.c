@@ -158,6 +158,12 @@ typedef struct {
 	jf_idmap_t method_cache; /* method id → index in names (NO_IX: not resolvable) */
 	jf_idmap_t ftype_cache;  /* frame type id → index in frame_kinds */
 	jf_idmap_t state_cache;  /* thread state id → resolve_state's answer */
+	jf_idmap_t sym_cache;    /* symbol id → index in strs: its string, renamed */
+	jf_idmap_t cls_cache;    /* class id → index in strs: its name (NO_IX: not in the pool) */
+	jf_idmap_t str_cache;    /* java.lang.String pool id → index in strs */
+	slice_t *strs;
+	uint32_t n_strs;
+	size_t cap_strs;
 	slice_t *names;
 	uint32_t (*name_frame)[3]; /* per name and frame kind: its model frame, NO_IX until interned */
 	uint32_t n_names;
@@ -318,6 +324,14 @@ static void put_utf8(uint8_t *out, size_t *n, uint64_t c)
 
 static int pool_find(const jf_dec_t *d, uint32_t cls, uint64_t id, size_t *off);
 
+/* Keeps s in d->strs (for the string caches): its index. */
+static uint32_t keep_str(jf_dec_t *d, slice_t s)
+{
+	d->strs = xgrow(d->strs, &d->cap_strs, d->n_strs + 1, sizeof *d->strs);
+	d->strs[d->n_strs] = s;
+	return d->n_strs++;
+}
+
 /* A string value: encoding byte 0 (null) or 1 (empty), 2 (an id in the
  * java.lang.String pool; pooled = 0 inside that pool), 3 (UTF-8), 4 (char
  * array) or 5 (Latin-1). out NULL: only skipped. Char arrays and Latin-1
@@ -343,10 +357,18 @@ static int rd_string(jf_dec_t *d, size_t *pos, size_t end, slice_t *out, int poo
 			return -1;
 		if (!out)
 			return 0;
+		uint32_t ix;
+		if (idmap_get(&d->str_cache, id, &ix)) { /* each pooled string converted once */
+			*out = d->strs[ix];
+			return 0;
+		}
 		if (d->t_string == NO_IX || !pool_find(d, d->t_string, id, &off))
 			return fail(d, start, "%s: string id %" PRIu64 " is not in the string pool", what,
 			            id);
-		return rd_string(d, &off, d->cend, out, 0, what);
+		if (rd_string(d, &off, d->cend, out, 0, what) < 0)
+			return -1;
+		idmap_put(&d->str_cache, id, keep_str(d, *out));
+		return 0;
 	}
 	case 3:
 	case 5:
@@ -653,7 +675,11 @@ static int min_size(jf_dec_t *d, uint32_t c, unsigned depth, uint32_t *out)
 		*out = k->minsize;
 		return 0;
 	}
-	if (k->state == 1 || depth > LIMIT_JFR_NESTING)
+	if (depth > LIMIT_JFR_NESTING)
+		return fail(d, d->meta_at, "metadata: type %.*s nests types more than %u deep",
+		            (int)(k->name.n > 64 ? 64 : k->name.n), (const char *)k->name.p,
+		            LIMIT_JFR_NESTING);
+	if (k->state == 1)
 		return fail(d, d->meta_at, "metadata: type %.*s contains itself (recursion in nested types)",
 		            (int)(k->name.n > 64 ? 64 : k->name.n), (const char *)k->name.p);
 	k->state = 1;
@@ -920,6 +946,11 @@ static int parse_pools(jf_dec_t *d, size_t pos)
 static int symbol_string(jf_dec_t *d, uint64_t id, slice_t *out)
 {
 	size_t pos;
+	uint32_t ix;
+	if (idmap_get(&d->sym_cache, id, &ix)) { /* each symbol read and renamed once */
+		*out = d->strs[ix];
+		return 0;
+	}
 	*out = slice_make("", 0);
 	if (d->t_symbol == NO_IX || !pool_find(d, d->t_symbol, id, &pos))
 		return 0;
@@ -931,6 +962,7 @@ static int symbol_string(jf_dec_t *d, uint64_t id, slice_t *out)
 	    rd_string(d, &pos, d->cend, out, 1, "symbol") < 0)
 		return -1;
 	*out = jfr_symbol_merge(d->scratch, *out);
+	idmap_put(&d->sym_cache, id, keep_str(d, *out));
 	return 0;
 }
 
@@ -977,20 +1009,34 @@ static int resolve_method(jf_dec_t *d, uint64_t id, uint32_t *out)
 	if (read_refs(d, d->t_method, &pos, method_refs, (const uint32_t[2]){d->t_class, d->t_symbol}, m,
 	              &has_m) < 0)
 		return -1;
-	if (!(has_m & 1) || d->t_class == NO_IX || !pool_find(d, d->t_class, m[0], &pos))
-		goto done;
-	if (read_refs(d, d->t_class, &pos, class_refs, (const uint32_t[2]){d->t_symbol, NO_IX}, c, &has_c) <
-	    0)
-		return -1;
+	uint32_t cix;
 	slice_t cname = slice_make("", 0), mname = slice_make("", 0);
-	if (((has_c & 1) && symbol_string(d, c[0], &cname) < 0) ||
-	    ((has_m & 2) && symbol_string(d, m[1], &mname) < 0))
+	if (!(has_m & 1))
+		goto done;
+	if (!idmap_get(&d->cls_cache, m[0], &cix)) { /* each class read once */
+		cix = NO_IX;
+		if (d->t_class != NO_IX && pool_find(d, d->t_class, m[0], &pos)) {
+			if (read_refs(d, d->t_class, &pos, class_refs,
+			              (const uint32_t[2]){d->t_symbol, NO_IX}, c, &has_c) < 0 ||
+			    ((has_c & 1) && symbol_string(d, c[0], &cname) < 0))
+				return -1;
+			cix = keep_str(d, cname);
+		}
+		idmap_put(&d->cls_cache, m[0], cix);
+	}
+	if (cix == NO_IX)
+		goto done;
+	cname = d->strs[cix];
+	if ((has_m & 2) && symbol_string(d, m[1], &mname) < 0)
 		return -1;
-	size_t n = cname.n + 1 + mname.n;
+	/* Class.method, cut at LIMIT_STRING_BYTES (so a long symbol costs its length once) */
+	size_t cn = cname.n < LIMIT_STRING_BYTES ? cname.n : LIMIT_STRING_BYTES;
+	size_t mn = mname.n < LIMIT_STRING_BYTES - cn ? mname.n : LIMIT_STRING_BYTES - cn;
+	size_t n = cn + 1 + mn;
 	uint8_t *s = arena_alloc(d->scratch, n);
-	memcpy(s, cname.p, cname.n);
-	s[cname.n] = '.';
-	memcpy(s + cname.n + 1, mname.p, mname.n);
+	memcpy(s, cname.p, cn);
+	s[cn] = '.';
+	memcpy(s + cn + 1, mname.p, mn);
 	if (d->n_names == d->cap_names) {
 		d->names = xgrow(d->names, &d->cap_names, d->n_names + 1, sizeof *d->names);
 		d->name_frame = xrealloc(d->name_frame, d->cap_names * sizeof *d->name_frame);
@@ -1280,6 +1326,10 @@ static void chunk_reset(jf_dec_t *d)
 	idmap_clear(&d->method_cache);
 	idmap_clear(&d->ftype_cache);
 	idmap_clear(&d->state_cache);
+	idmap_clear(&d->sym_cache);
+	idmap_clear(&d->cls_cache);
+	idmap_clear(&d->str_cache);
+	d->n_strs = 0;
 	if (d->scratch)
 		arena_free(d->scratch);
 	d->scratch = arena_new();
@@ -1372,6 +1422,9 @@ int jfr_decode(slice_t data, const jfr_decode_opts_t *opts, model_batch_t *b, er
 	u64map_init(&d->method_cache.m);
 	u64map_init(&d->ftype_cache.m);
 	u64map_init(&d->state_cache.m);
+	u64map_init(&d->sym_cache.m);
+	u64map_init(&d->cls_cache.m);
+	u64map_init(&d->str_cache.m);
 	for (int k = 0; k < JFR_KINDS; k++)
 		u64map_init(&d->rows[k].ix);
 	int rc = -1;
@@ -1401,6 +1454,10 @@ out:
 	u64map_free(&d->method_cache.m);
 	u64map_free(&d->ftype_cache.m);
 	u64map_free(&d->state_cache.m);
+	u64map_free(&d->sym_cache.m);
+	u64map_free(&d->cls_cache.m);
+	u64map_free(&d->str_cache.m);
+	free(d->strs);
 	for (int k = 0; k < JFR_KINDS; k++) {
 		u64map_free(&d->rows[k].ix);
 		free(d->rows[k].node);

@@ -66,17 +66,18 @@ static slice_t concat(arena_t *a, slice_t head, const char *tail)
 	return slice_make(s, head.n + k);
 }
 
-/* The last occurrence of lit at or after position 1 whose rest satisfies
- * ok (the greedy `^(.+LIT)(REST)$`): its end, or 0. */
+/* The greedy `^(.+LIT)(REST)$`: its group 1's end, or 0. Only the last
+ * occurrence of lit can start group 1: for an earlier one the rest would
+ * hold the later "$$", which neither rest allows but `.*` (which takes the
+ * last occurrence anyway). Linear in s. */
 static size_t last_match(slice_t s, const char *lit, int (*ok)(sym_cur_t *))
 {
 	size_t k = strlen(lit);
-	for (size_t i = s.n >= k ? s.n - k : 0; i >= 1 && s.n >= k; i--) {
+	for (size_t i = s.n >= k ? s.n - k + 1 : 0; i-- > 1;) {
 		if (memcmp(s.p + i, lit, k) != 0)
 			continue;
 		sym_cur_t c = {s.p, s.n, i + k};
-		if (ok(&c))
-			return i + k;
+		return ok(&c) ? i + k : 0;
 	}
 	return 0;
 }

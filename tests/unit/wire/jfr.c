@@ -982,6 +982,17 @@ static void test_symbols(void **state)
 		snprintf(buf, sizeof buf, "%.*s", (int)got.n, (const char *)got.p);
 		assert_string_equal(buf, t[i][1]);
 	}
+	/* Linear in the symbol: 2^20 occurrences of $$Lambda, the last one renamed. */
+	size_t reps = 1u << 20, n = reps * 8 + 8;
+	char *big = malloc(n + 1);
+	for (size_t i = 0; i < reps; i++)
+		memcpy(big + 8 * i, "$$Lambda", 8);
+	memcpy(big + reps * 8, "$12/0x1f", 9);
+	slice_t got = jfr_symbol_merge(a, slice_make(big, n));
+	assert_int_equal(got.n, n - 7);
+	assert_memory_equal(got.p, big, n - 8);
+	assert_int_equal(got.p[n - 8], '_');
+	free(big);
 	arena_free(a);
 }
 
