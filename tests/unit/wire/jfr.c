@@ -424,7 +424,8 @@ static void build(spec_t *sp, wb_t *out)
 	w_bytes(&w, "FLR\0", 4);
 	w_be(&w, sp->major ? sp->major : 2, 2);
 	w_be(&w, 0, 2);
-	w_be(&w, 0, 8 * 7); /* size, offsets, times: patched below */
+	for (int i = 0; i < 7; i++)
+		w_be(&w, 0, 8); /* size, offsets, times: patched below */
 	w_be(&w, sp->uncompressed ? 0 : 1, 4);
 	sp->marks[M_EVENTS] = w.n;
 	for (int i = 0; i < 4; i++) {
