@@ -130,7 +130,7 @@ test('format=jfr: the agent\'s multipart (jfr + labels) and a raw octet-stream b
   }
 });
 
-test('format=jfr refusals: the decoder\'s message as a 400, nothing stored', async () => {
+test('format=jfr refusals: the decoder\'s message as a 400 (gzip bombs 413), the server up, nothing stored', async () => {
   const from = nowS() - 300;
   const good = zlib.gunzipSync(read('nativemem.jfr.gz'));
   const bad = Buffer.from(good);
@@ -145,16 +145,21 @@ test('format=jfr refusals: the decoder\'s message as a 400, nothing stored', asy
       `chunk 0 at offset 8: chunk size ${good.length + 1000} runs past the end of the file (${good.length} bytes left)`],
     ['empty', octet(Buffer.alloc(0)), {}, 'empty recording: format=jfr takes a JFR recording, raw or gzip, as the body or as multipart part jfr'],
     ['sampleRate', octet(good), { sampleRate: '0' }, 'sampleRate=0 is not a positive integer up to 1000000000 (Hz)'],
+    ['gzip bomb', octet(zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'decompressed body exceeds the 32 MiB limit', 413],
+    ['gzip bomb in part jfr', agentForm(zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'decompressed body exceeds the 32 MiB limit', 413],
   ];
   const tried = [];
-  for (const [what, body, extra, message] of cases) {
+  for (const [what, body, extra, message, status = 400] of cases) {
     const svc = uniqueName('jfr-bad');
     tried.push(svc);
     const r = await ingest(svc, body, from, extra);
-    assert.equal(r.status, 400, `${what}: ${r.text}`);
-    assert.equal(r.json.code, 'invalid_argument', what);
+    assert.equal(r.status, status, `${what}: ${r.text}`);
+    assert.equal(r.json.code, status === 400 ? 'invalid_argument' : 'resource_exhausted', what);
     assert.equal(r.json.message, message, what);
   }
   const names = new Set((await services(server)).map((s) => s.name));
   for (const s of tried) assert.ok(!names.has(s), `refused push stored as ${s}`);
+  // The server still takes a good recording after all that.
+  const ok = await ingest(uniqueName('jfr-after'), octet(good), from);
+  assert.equal(ok.status, 200, ok.text);
 });
