@@ -10,7 +10,9 @@
  * {"code":"...","message":"..."}. A multipart/form-data body (the Go SDK's:
  * parts profile, sample_type_config, prev_profile) has its own decoder
  * (api/pyroscope_multipart.c), folded text (groups, lines) its own
- * (ingest/folded_push.c); JFR, trie, tree and speedscope are refused with 415. */
+ * (ingest/folded_push.c), and so does JFR (format=jfr: the body or its
+ * multipart part jfr, ingest/jfr_push.c); trie, tree and speedscope are
+ * refused with 415. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "base/arena.h"
 #include "base/timeutil.h"
 #include "ingest/folded_push.h"
+#include "ingest/jfr_push.h"
 #include "wire/folded.h"
 #include "wire/multipart.h"
 #include "wire/pyroscope.h"
@@ -30,6 +33,7 @@ typedef struct {
 	ingest_push_t push; /* first: the job's callbacks get &push */
 	ingest_pprof_push_t pprof;
 	ingest_folded_push_t folded; /* folded text: its decoder's state, over pprof */
+	ingest_jfr_push_t jfr;       /* format=jfr: its decoder's state, over pprof */
 	const api_listener_t *l;
 	http_req_t *req;
 	arena_t *arena;
@@ -119,12 +123,8 @@ static int pyro_format_refused(const char *format, const slice_t *ct, err_t *err
 		    "pprof and folded text (format=pprof, groups or lines)",
 		    trie ? "binary/octet-stream+trie" : "binary/octet-stream+tree", trie ? "trie" : "tree");
 	if (!format || !*format || strcmp(format, "pprof") == 0 || strcmp(format, "groups") == 0 ||
-	    strcmp(format, "lines") == 0)
+	    strcmp(format, "lines") == 0 || strcmp(format, "jfr") == 0)
 		return 0;
-	if (strcmp(format, "jfr") == 0)
-		return err_set(err, 415,
-		               "format=jfr is not supported yet: JFR (the Java agent's default) has its own "
-		               "issue; send pprof (format=pprof) or folded text (format=groups or lines)");
 	if (strcmp(format, "trie") == 0 || strcmp(format, "tree") == 0 || strcmp(format, "speedscope") == 0)
 		return err_set(err, 415,
 		               "format=%s is not supported: Kiln's /ingest takes pprof and folded text "
@@ -149,11 +149,19 @@ static int check_format(const params_t *p, http_req_t *r, err_t *err)
 
 /* Folded text (format=groups or lines, or no format: decided on the body)
  * goes to the folded decoder, with the query's units, aggregationType and
- * sampleRate (they live in the job's arena); format=pprof stays pprof. */
+ * sampleRate (they live in the job's arena); format=pprof stays pprof;
+ * format=jfr goes to the JFR decoder, multipart or not. */
 static void pick_decoder(pyro_job_t *j, const params_t *p)
 {
 	const char *format = params_get(p, "format");
 	const slice_t *ct = http_header(j->req, "content-type");
+	if (format && strcmp(format, "jfr") == 0) {
+		j->jfr =
+		    (ingest_jfr_push_t){&j->pprof, ct ? *ct : slice_make("", 0), params_get(p, "sampleRate")};
+		j->push.ctx = &j->jfr;
+		j->push.decode = ingest_jfr_decode;
+		return;
+	}
 	if ((format && strcmp(format, "pprof") == 0) ||
 	    (ct && ct->n >= 10 && strncasecmp((const char *)ct->p, "multipart/", 10) == 0))
 		return;
@@ -232,7 +240,7 @@ void api_pyroscope_on_request(http_req_t *r, void *ctx)
 		return;
 	}
 	const slice_t *ct = http_header(r, "content-type");
-	if (ct && multipart_is(*ct)) {
+	if (ct && multipart_is(*ct) && j->push.decode != ingest_jfr_decode) {
 		j->multipart = (api_pyro_multipart_t){&j->pprof, *ct, l->api->pyro_deltas};
 		j->push.ctx = &j->multipart;
 		j->push.decode = api_pyro_multipart_decode;

@@ -57,6 +57,14 @@
 #define LIMIT_LABELS 64u         /* labels on one sample or one upload */
 #define LIMIT_STRING_BYTES 4096u /* one label key/value or frame name as stored */
 #define LIMIT_OTLP_NESTING 32u   /* nesting of OTLP AnyValue (arrays, key-value lists) */
+#define LIMIT_JFR_CHUNKS 4096u          /* chunks in one JFR recording */
+#define LIMIT_JFR_TYPES 8192u           /* types in one chunk's JFR metadata */
+#define LIMIT_JFR_FIELDS 65536u         /* fields of all those types */
+#define LIMIT_JFR_META_STRINGS 65536u   /* strings of one JFR metadata event */
+#define LIMIT_JFR_META_DEPTH 16u        /* nesting of JFR metadata elements (root, metadata, class, field, ...) */
+#define LIMIT_JFR_NESTING 16u           /* nesting of JFR values (a type's fields of other types) */
+#define LIMIT_JFR_CHECKPOINTS 65536u    /* checkpoint (constant pool) events of one JFR chunk */
+#define LIMIT_JFR_POOL_ENTRIES (4u << 20) /* constant pool entries of one JFR chunk */
 
 /* Per-key state (ingest/) */
 #define LIMIT_SAMPLES_PER_SECOND 20000.0 /* samples per second per key (limits.samplesPerSecond) */

@@ -29,6 +29,19 @@ static inline int64_t num_sat_mul(int64_t a, int64_t b)
 	return r;
 }
 
+/* A bijective mix of a 64-bit id (splitmix64's finalizer; 0 -> 0 only), so
+ * ids chosen by a sender (pprof, JFR) do not pile into one probe run of a
+ * u64map. Not a stored identity. */
+static inline uint64_t num_mix64(uint64_t id)
+{
+	id ^= id >> 30;
+	id *= 0xbf58476d1ce4e5b9ull;
+	id ^= id >> 27;
+	id *= 0x94d049bb133111ebull;
+	id ^= id >> 31;
+	return id;
+}
+
 /* Bytes of the longest varint: ceil(64 / 7). */
 #define NUM_UVARINT_MAX 10
 

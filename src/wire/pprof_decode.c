@@ -13,6 +13,7 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/limits.h"
+#include "base/num.h"
 #include "base/u64map.h"
 #include "wire/numtext.h"
 #include "wire/pb.h"
@@ -105,12 +106,7 @@ static int read_repeated(pp_dec_t *d, pb_reader_t *r, int wt, uint32_t *k, varin
  * (ids are never 0). */
 static inline uint64_t id_key(uint64_t id)
 {
-	id ^= id >> 30;
-	id *= 0xbf58476d1ce4e5b9ull;
-	id ^= id >> 27;
-	id *= 0x94d049bb133111ebull;
-	id ^= id >> 31;
-	return id;
+	return num_mix64(id);
 }
 
 static void *scratch_array(pp_dec_t *d, size_t n, size_t elem);

@@ -335,10 +335,11 @@ test('bad multipart bodies on both listeners: exact status and Pyroscope body, n
   for (const s of tried) assert.ok(!names.has(s), `refused push stored as ${s}`);
 });
 
-test('format=jfr with a multipart body stays refused with 415 (the JFR issue)', async () => {
+test('format=jfr with a multipart body goes to the JFR decoder (part jfr; tests/blackbox/pyroscope-jfr.test.mjs)', async () => {
   const svc = uniqueName('mp-jfr');
   const r = await ingest(server.uploadUrl, svc, form([['jfr', 'x'], ['labels', 'y']]), { extra: { format: 'jfr' } });
-  assert.equal(r.status, 415, r.text);
-  assert.equal(r.json.code, 'unimplemented');
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.code, 'invalid_argument');
+  assert.equal(r.json.message, 'chunk 0 at offset 0: chunk header truncated (1 of 68 bytes)');
   assert.ok(!(await services(server)).some((s) => s.name === svc));
 });

@@ -1,0 +1,165 @@
+// Pyroscope's JFR push on POST /ingest?format=jfr (API: Push: POST /ingest
+// (Pyroscope), JFR) to a real kiln: recordings from tests/data/jfr sent as
+// the Java agent sends them (multipart parts jfr + labels, OkHttp's part
+// headers) and as an application/octet-stream body, gzipped or not. Oracle:
+// grafana/jfr-parser's own output for each recording (its collapsed text in
+// tests/data/jfr): per profile name and sample type, /api/flamegraph's total
+// and the top-20 self values per function equal the oracle's. Refusals carry
+// the decoder's message, and nothing is stored.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { uniqueName, nowS, TESTDATA } from './lib/env.mjs';
+import { startServer, tail } from './lib/server.mjs';
+import { getJson, services } from './lib/http.mjs';
+
+let server;
+before(async () => { server = await startServer(); });
+after(async () => { if (server) await server.stop(); });
+
+const DIR = path.join(TESTDATA, 'jfr');
+const read = (f) => fs.readFileSync(path.join(DIR, f));
+
+// The multipart body the Java agent's OkHttp client builds: parts jfr and labels.
+function agentForm(jfr, labels) {
+  const boundary = crypto.randomUUID();
+  const part = (name, data) => Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}"\r\n` +
+      `Content-Type: application/octet-stream\r\nContent-Length: ${data.length}\r\n\r\n`),
+    data, Buffer.from('\r\n')]);
+  const parts = [part('jfr', jfr)];
+  if (labels) parts.push(part('labels', labels));
+  return { body: Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+async function ingest(name, { body, contentType }, from, extra = {}) {
+  const q = new URLSearchParams({
+    name, units: '', aggregationType: '', sampleRate: '100', from: String(from), until: String(from + 10),
+    spyName: 'javaspy', format: 'jfr', ...extra,
+  });
+  const res = await fetch(`${server.uploadUrl}/ingest?${q}`, {
+    method: 'POST', body, headers: { 'content-type': contentType }, signal: AbortSignal.timeout(60000),
+  });
+  const text = Buffer.from(await res.arrayBuffer()).toString('utf8');
+  let json;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, text, json };
+}
+
+// The oracle files of a recording: [{name, types: [{type, unit, total, self: Map}]}].
+function oracles(rec) {
+  const names = ['process_cpu', 'memory', 'mutex', 'block', 'wall'];
+  const out = [];
+  for (const f of fs.readdirSync(DIR)) {
+    const m = f.match(/^(.*)_(\d)_(.*)_expected_collapsed\.txt\.gz$/);
+    if (!m || m[1] !== rec) continue;
+    const name = names.find((n) => m[3].startsWith(`${n}_`));
+    const types = m[3].slice(name.length + 1).split('+').map((t) => {
+      const [type, unit] = t.split('__');
+      return { type, unit, total: 0, self: new Map() };
+    });
+    for (const line of zlib.gunzipSync(read(f)).toString('utf8').split('\n')) {
+      if (!line) continue;
+      const br = line.lastIndexOf(' [');
+      const values = line.slice(br + 2, -1).split(' ').map(Number);
+      const stack = line.slice(0, br);
+      // Frames end in ":LINE"; a ';' after one separates frames (names may hold ';').
+      const cut = [...stack.matchAll(/:\d+;/g)].pop();
+      const leaf = cut ? stack.slice(cut.index + cut[0].length) : stack;
+      const fn = leaf.replace(/:\d+$/, '');
+      types.forEach((t, i) => {
+        t.total += values[i];
+        t.self.set(fn, (t.self.get(fn) ?? 0) + values[i]);
+      });
+    }
+    out.push({ name, types });
+  }
+  return out;
+}
+
+// /api/flamegraph's self per function name (summed over the tree).
+function selfByName(root) {
+  const out = new Map();
+  const walk = (n) => {
+    for (const c of n.children ?? []) {
+      if (c.self) out.set(c.name, (out.get(c.name) ?? 0) + c.self);
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+const top20 = (m) => [...m].filter(([, v]) => v !== 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 20);
+
+async function checkOracles(svc, rec, from) {
+  const want = oracles(rec);
+  assert.ok(want.length > 0, rec);
+  let checked = 0;
+  for (const { name, types } of want) {
+    for (const t of types) {
+      const what = `${rec} ${name}:${t.type}`;
+      const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: `${name}:${t.type}:${t.unit}`, from: from - 60, until: from + 60 });
+      assert.equal(fg.total, t.total, `${what}: total`);
+      const got = selfByName(fg.root);
+      for (const [fn, v] of top20(t.self)) assert.equal(got.get(fn), v, `${what}: self of ${fn}`);
+      assert.deepEqual(top20(got).map(([, v]) => v), top20(t.self).map(([, v]) => v), `${what}: top-20 self values`);
+      checked++;
+    }
+  }
+  return checked;
+}
+
+test('format=jfr: the agent\'s multipart (jfr + labels) and a raw octet-stream body convert exactly as grafana/jfr-parser does', async () => {
+  const from = nowS() - 300;
+  const cases = [
+    ['dump1', 'multipart, labels part, jfr gzipped', agentForm(read('dump1.jfr.gz'), read('dump1.labels.pb.gz')), 1],
+    ['cortex-dev-01__kafka-0__cpu_lock_alloc__0', 'octet-stream, raw',
+      { body: zlib.gunzipSync(read('cortex-dev-01__kafka-0__cpu_lock_alloc__0.jfr.gz')), contentType: 'application/octet-stream' }, 3],
+    ['example', 'multipart without labels, jfr raw', agentForm(zlib.gunzipSync(read('example.jfr.gz'))), 7],
+  ];
+  for (const [rec, what, body, types] of cases) {
+    const svc = uniqueName('jfr');
+    const r = await ingest(`${svc}{env=test}`, body, from);
+    assert.equal(r.status, 200, `${what}: ${r.text}\n${tail(server.stderr())}`);
+    assert.equal(r.text, '');
+    assert.equal(await checkOracles(svc, rec, from), types, `${what}: sample types checked`);
+  }
+});
+
+test('format=jfr refusals: the decoder\'s message as a 400 (gzip bombs 413), the server up, nothing stored', async () => {
+  const from = nowS() - 300;
+  const good = zlib.gunzipSync(read('nativemem.jfr.gz'));
+  const bad = Buffer.from(good);
+  bad.writeBigUInt64BE(BigInt(good.length + 1000), 8);
+  const renamed = agentForm(good);
+  renamed.body = Buffer.from(renamed.body.toString('latin1').replace('name="jfr"', 'name="profile"'), 'latin1');
+  const octet = (body) => ({ body, contentType: 'application/octet-stream' });
+  const cases = [
+    ['not JFR', agentForm(Buffer.from('x')), {}, 'chunk 0 at offset 0: chunk header truncated (1 of 68 bytes)'],
+    ['no jfr part', renamed, {}, 'multipart: no part named jfr: format=jfr takes the recording as part jfr (and its labels as part labels), as the Java agent sends them'],
+    ['chunk size past the end', octet(bad), {},
+      `chunk 0 at offset 8: chunk size ${good.length + 1000} runs past the end of the file (${good.length} bytes left)`],
+    ['empty', octet(Buffer.alloc(0)), {}, 'empty recording: format=jfr takes a JFR recording, raw or gzip, as the body or as multipart part jfr'],
+    ['sampleRate', octet(good), { sampleRate: '0' }, 'sampleRate=0 is not a positive integer up to 1000000000 (Hz)'],
+    ['gzip bomb', octet(zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'decompressed body exceeds the 32 MiB limit', 413],
+    ['gzip bomb in part jfr', agentForm(zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'decompressed body exceeds the 32 MiB limit', 413],
+  ];
+  const tried = [];
+  for (const [what, body, extra, message, status = 400] of cases) {
+    const svc = uniqueName('jfr-bad');
+    tried.push(svc);
+    const r = await ingest(svc, body, from, extra);
+    assert.equal(r.status, status, `${what}: ${r.text}`);
+    assert.equal(r.json.code, status === 400 ? 'invalid_argument' : 'resource_exhausted', what);
+    assert.equal(r.json.message, message, what);
+  }
+  const names = new Set((await services(server)).map((s) => s.name));
+  for (const s of tried) assert.ok(!names.has(s), `refused push stored as ${s}`);
+  // The server still takes a good recording after all that.
+  const ok = await ingest(uniqueName('jfr-after'), octet(good), from);
+  assert.equal(ok.status, 200, ok.text);
+});
