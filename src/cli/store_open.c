@@ -1,6 +1,7 @@
 /* Opening the store a config names, for kiln serve and the operator
  * commands (kiln keys, kiln usage) alike. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +40,25 @@ static char *read_secret(const char *path, err_t *err)
 	return xstrdup(buf);
 }
 
-/* Test-only (KILN_TEST_HOLD_WRITER=PATH, OPS: Storage): the writer waits
- * before each group while PATH exists, so a black-box test can fill the
- * queue of a running server deterministically. */
+/* Test-only (KILN_TEST_HOLD_WRITER=PATH, OPS: Storage): before each group
+ * of batches the writer waits while PATH exists, with PATH.held existing
+ * meanwhile, so a black-box test can fill the queue of a running server
+ * deterministically. */
 static void hold_while_exists(void *arg, size_t n)
 {
 	(void)n;
+	const char *path = arg;
+	if (access(path, F_OK) != 0)
+		return;
+	char held[4096];
+	snprintf(held, sizeof held, "%s.held", path);
+	int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
 	struct timespec ms10 = {0, 10 * 1000000L};
-	while (access((const char *)arg, F_OK) == 0)
+	while (access(path, F_OK) == 0)
 		nanosleep(&ms10, NULL);
+	unlink(held);
 }
 
 store_t *cli_store_open(const config_t *cfg, int keys_usage_only, err_t *err)

@@ -147,8 +147,9 @@ typedef struct {
 	 * (store_job_finish). A sweep comes as a group of one. */
 	void (*run)(void *ctx, store_job_t **jobs, size_t n);
 	void *ctx;
-	/* Test-only (store_config_t.hold): called on the writer thread with a
-	 * group's size after it is taken and before run; may block. */
+	/* Test-only (store_config_t.hold): called on the writer thread with the
+	 * size of a group of batches (not a sweep) after it is taken and before
+	 * run; may block. */
 	void (*hold)(void *arg, size_t n);
 	void *hold_arg;
 } store_writeq_config_t;

@@ -39,8 +39,9 @@ typedef struct {
 	 * refuses at once with the busy error (store_busy). */
 	uint32_t queue_batches, queue_mib;
 	/* Test-only (the env hook of cli/store_open.c): called on the writer
-	 * thread with a group's size after the group is taken and before it is
-	 * written; may block, which holds the writer. NULL: none. */
+	 * thread with the size of a group of batches (a retention sweep is not
+	 * held) after the group is taken and before it is written; may block,
+	 * which holds the writer. NULL: none. */
 	void (*hold)(void *arg, size_t n);
 	void *hold_arg;
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */

@@ -204,7 +204,7 @@ static void *queue_main(void *arg)
 				bytes += jobs[i]->bytes;
 			}
 		pthread_mutex_unlock(&q->mu);
-		if (q->cfg.hold)
+		if (q->cfg.hold && batches)
 			q->cfg.hold(q->cfg.hold_arg, n);
 		q->cfg.run(q->cfg.ctx, jobs, n); /* frees the jobs */
 		pthread_mutex_lock(&q->mu);
