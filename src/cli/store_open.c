@@ -40,7 +40,7 @@ static char *read_secret(const char *path, err_t *err)
 	return xstrdup(buf);
 }
 
-/* Test-only (KILN_TEST_HOLD_WRITER=PATH, OPS: Storage): before each group
+/* Test-only (KILN_TEST_HOLD_WRITER=PATH, OPS: The write queue): before each group
  * of batches the writer waits while PATH exists, with PATH.held existing
  * meanwhile, so a black-box test can fill the queue of a running server
  * deterministically. */

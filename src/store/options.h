@@ -18,7 +18,7 @@ typedef struct {
 	int replicated;
 	int max_answer_mib; /* maxAnswerMiB: ceiling on one ClickHouse answer (0: LIMIT_CH_ANSWER_BYTES) */
 	/* queueBatches, queueMiB: caps on the batches waiting for the writer, either engine
-	 * (0: LIMIT_STORE_QUEUE_BATCHES, LIMIT_STORE_QUEUE_BYTES; OPS: Storage) */
+	 * (0: LIMIT_STORE_QUEUE_BATCHES, LIMIT_STORE_QUEUE_BYTES; OPS: The write queue) */
 	int queue_batches, queue_mib;
 } store_options_t;
 

@@ -28,8 +28,8 @@ typedef struct {
 	/* clickhouse: MiB one answer may hold (0: LIMIT_CH_ANSWER_BYTES); past it a read fails with a
 	 * 503 that names store.maxAnswerMiB. */
 	uint32_t ch_max_answer_mib;
-	/* The writer takes what is queued as soon as it is free (STORE: No idle
-	 * wait). 0 or -1 (default): no window; > 0: a group gathers this long
+	/* The writer takes what is queued as soon as it is free (STORE:
+	 * Writing). 0 or -1 (default): no window; > 0: a group gathers this long
 	 * after its first batch, as before issue 15 (benchmarks only). */
 	int commit_interval_ms;
 	int max_batches_per_commit; /* default LIMIT_STORE_GROUP_BATCHES (256) */

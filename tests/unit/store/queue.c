@@ -1,5 +1,5 @@
 /* Tests of the write queue both engines share (store/write_queue.c, STORE:
- * No idle wait, STORE: Memory and disk bounds), on the embedded engine: a
+ * Writing, OPS: The write queue), on the embedded engine: a
  * writer held by the test hook (store_config_t.hold) lets the test fill the
  * queue deterministically. Submits past the batch cap and past the byte cap
  * are refused at once with the busy error and store nothing; every accepted
