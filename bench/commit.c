@@ -1,8 +1,9 @@
 /* Group commit alone: THREADS threads each decode a pprof and store it with
  * store_write_sync (durable, fsync on) in a loop, like the HTTP server's
- * upload path without the network. The writer has no window (STORE: No idle
- * wait); WINDOW_MS > 0 brings back the window the writer had before issue 15
- * (2 ms embedded, 5 ms ClickHouse), to see what it cost.
+ * upload path without the network. The embedded writer has no window
+ * (STORE: Writing); WINDOW_MS > 0 brings back the 2 ms window it had before
+ * issue 15, to see what it cost. ClickHouse: WINDOW_MS 0 is its 5 ms
+ * window, -1 none, > 0 that window.
  *
  *   commit FILE.pb[.gz] THREADS SECONDS WINDOW_MS DATA_DIR   (WINDOW_MS 0 or -1 = none)
  *   commit FILE.pb[.gz] THREADS SECONDS WINDOW_MS http://HOST:PORT/DATABASE

@@ -28,9 +28,10 @@ typedef struct {
 	/* clickhouse: MiB one answer may hold (0: LIMIT_CH_ANSWER_BYTES); past it a read fails with a
 	 * 503 that names store.maxAnswerMiB. */
 	uint32_t ch_max_answer_mib;
-	/* The writer takes what is queued as soon as it is free (STORE:
-	 * Writing). 0 or -1 (default): no window; > 0: a group gathers this long
-	 * after its first batch, as before issue 15 (benchmarks only). */
+	/* The embedded writer takes what is queued as soon as it is free (STORE:
+	 * Writing): 0 (default) or -1, no window; > 0, a group gathers this long
+	 * after its first batch, as before issue 15 (benchmarks only). ClickHouse
+	 * (STORE: store/clickhouse, Writing): 0 is its 5 ms window, -1 none. */
 	int commit_interval_ms;
 	int max_batches_per_commit; /* default LIMIT_STORE_GROUP_BATCHES (256) */
 	/* Caps on the batches queued or being written: their number (0:

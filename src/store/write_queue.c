@@ -3,7 +3,7 @@
  * the engine. No idle wait (STORE: Writing): as soon as the writer is
  * free it takes everything queued, up to max_jobs jobs, max_rows samples and
  * max_bytes of batch memory; what arrives while a group is written forms
- * the next one. A retention sweep (a job without a batch) is always a group
+ * the next one (an engine may ask for a window instead: ClickHouse). A retention sweep (a job without a batch) is always a group
  * of its own. What waits is capped (cap_jobs batches, cap_bytes of their
  * memory, OPS: The write queue): past either a push is refused at
  * once with the busy error, so a slow store holds bounded memory and
