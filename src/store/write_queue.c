@@ -1,13 +1,14 @@
 /* The write queue both engines' writers share (store/engine.h): callers
  * push jobs, one writer thread takes them in groups and hands each group to
- * the engine. No idle wait (STORE: Writing): as soon as the writer is
- * free it takes everything queued, up to max_jobs jobs, max_rows samples and
+ * the engine. No idle wait (STORE: Writing): as soon as the writer is free
+ * it takes everything queued, up to max_jobs jobs, max_rows samples and
  * max_bytes of batch memory; what arrives while a group is written forms
- * the next one (an engine may ask for a window instead: ClickHouse). A retention sweep (a job without a batch) is always a group
- * of its own. What waits is capped (cap_jobs batches, cap_bytes of their
- * memory, OPS: The write queue): past either a push is refused at
- * once with the busy error, so a slow store holds bounded memory and
- * nothing queued is touched. */
+ * the next one (an engine may ask for a window instead: ClickHouse). A
+ * retention sweep (a job without a batch) is always a group of its own.
+ * What waits is capped (cap_jobs batches, cap_bytes of their memory, OPS:
+ * The write queue): past either a push is refused at once with the busy
+ * error, so a slow store holds bounded memory and nothing queued is
+ * touched. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,9 +170,9 @@ static size_t take_group(store_writeq_t *q, store_job_t **jobs)
 	return n;
 }
 
-/* Only with a window configured (benchmarks): let concurrent writers join
- * the group for window_ms after its first job (the behaviour before the
- * queue had no idle wait). */
+/* Only with a window configured (ClickHouse; the embedded engine in
+ * bench/commit.c): let concurrent writers join the group for window_ms
+ * after its first job. */
 static void gather(store_writeq_t *q)
 {
 	struct timespec until;
