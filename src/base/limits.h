@@ -133,6 +133,15 @@
 #define LIMIT_CH_ANSWER_BYTES (256u << 20) /* one answer read from ClickHouse (store.maxAnswerMiB) */
 #define LIMIT_CH_ANSWER_MIB_MIN 1          /*   its range in the config, in MiB */
 #define LIMIT_CH_ANSWER_MIB_MAX 65536
+#define LIMIT_STORE_QUEUE_BATCHES 10000u /* batches queued for the writer (store.queueBatches) */
+#define LIMIT_STORE_QUEUE_BATCHES_MIN 1  /*   its range in the config */
+#define LIMIT_STORE_QUEUE_BATCHES_MAX 100000
+#define LIMIT_STORE_QUEUE_BYTES (256u << 20) /* their memory (store.queueMiB); past either: 503 busy */
+#define LIMIT_STORE_QUEUE_MIB_MIN 1          /*   its range in the config, in MiB */
+#define LIMIT_STORE_QUEUE_MIB_MAX 65536
+#define LIMIT_STORE_GROUP_BATCHES 256       /* batches in one commit group */
+#define LIMIT_STORE_GROUP_BYTES (16u << 20) /* their memory (a larger batch goes alone) */
+#define LIMIT_PUSH_JOBS 10000u              /* push jobs waiting for a worker; past it: 503 busy */
 
 /* clang-format on */
 

@@ -240,6 +240,23 @@ static int load_kubernetes(struct fy_node *root, k8s_options_t *k, err_t *err)
 	return 0;
 }
 
+/* A whole number of unit at path from min to max into *out (untouched when
+ * absent): 0, or -1 with a 400. */
+static int read_whole(struct fy_node *root, const char *path, int min, int max, const char *unit, int *out,
+                      err_t *err)
+{
+	double d;
+	int rc = read_number(root, path, min, max, &d, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 1) {
+		if (d != (double)(int)d)
+			return err_set(err, 400, "config %s must be a whole number of %s", path, unit);
+		*out = (int)d;
+	}
+	return 0;
+}
+
 /* A misspelt key must not be silently ignored (a typo in store.passwordFile
  * would only show up later as a login failure): every key of the mapping at
  * path must be one of known (NULL-terminated). 0, or -1 with a 400 naming it. */
@@ -274,7 +291,8 @@ static int known_keys(struct fy_node *root, const char *path, const char *const 
 static int load_store(struct fy_node *root, config_t *c, err_t *err)
 {
 	static const char *const keys[] = {"engine", "url", "database", "user", "password", "passwordFile",
-	                                   "cluster", "replicated", "maxAnswerMiB", NULL};
+	                                   "cluster", "replicated", "maxAnswerMiB", "queueBatches", "queueMiB",
+	                                   NULL};
 	if (known_keys(root, "/store", keys, err) < 0)
 		return -1;
 	struct fy_node *n = fy_node_by_path(root, "/store", (size_t)-1, FYNWF_DONT_FOLLOW);
@@ -292,16 +310,13 @@ static int load_store(struct fy_node *root, config_t *c, err_t *err)
 	    read_string(root, "/store/cluster", &c->store.cluster, err) < 0 ||
 	    read_bool(root, "/store/replicated", &c->store.replicated, err) < 0)
 		return -1;
-	double mib;
-	int rc = read_number(root, "/store/maxAnswerMiB", LIMIT_CH_ANSWER_MIB_MIN, LIMIT_CH_ANSWER_MIB_MAX,
-	                     &mib, err);
-	if (rc < 0)
+	if (read_whole(root, "/store/maxAnswerMiB", LIMIT_CH_ANSWER_MIB_MIN, LIMIT_CH_ANSWER_MIB_MAX, "MiB",
+	               &c->store.max_answer_mib, err) < 0 ||
+	    read_whole(root, "/store/queueBatches", LIMIT_STORE_QUEUE_BATCHES_MIN, LIMIT_STORE_QUEUE_BATCHES_MAX,
+	               "batches", &c->store.queue_batches, err) < 0 ||
+	    read_whole(root, "/store/queueMiB", LIMIT_STORE_QUEUE_MIB_MIN, LIMIT_STORE_QUEUE_MIB_MAX, "MiB",
+	               &c->store.queue_mib, err) < 0)
 		return -1;
-	if (rc == 1) {
-		if (mib != (double)(int)mib)
-			return err_set(err, 400, "config /store/maxAnswerMiB must be a whole number of MiB");
-		c->store.max_answer_mib = (int)mib;
-	}
 	return 0;
 }
 

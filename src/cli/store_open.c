@@ -1,9 +1,12 @@
 /* Opening the store a config names, for kiln serve and the operator
  * commands (kiln keys, kiln usage) alike. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/limits.h"
@@ -37,11 +40,39 @@ static char *read_secret(const char *path, err_t *err)
 	return xstrdup(buf);
 }
 
+/* Test-only (KILN_TEST_HOLD_WRITER=PATH, OPS: The write queue): before each group
+ * of batches the writer waits while PATH exists, with PATH.held existing
+ * meanwhile, so a black-box test can fill the queue of a running server
+ * deterministically. */
+static void hold_while_exists(void *arg, size_t n)
+{
+	(void)n;
+	const char *path = arg;
+	if (access(path, F_OK) != 0)
+		return;
+	char held[4096];
+	snprintf(held, sizeof held, "%s.held", path);
+	int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+	struct timespec ms10 = {0, 10 * 1000000L};
+	while (access(path, F_OK) == 0)
+		nanosleep(&ms10, NULL);
+	unlink(held);
+}
+
 store_t *cli_store_open(const config_t *cfg, int keys_usage_only, err_t *err)
 {
 	store_config_t sc = {.dir = cfg->data_dir,
 	                     .retention_days = store_retention_days(&cfg->retention, ""),
-	                     .keys_usage_only = keys_usage_only};
+	                     .keys_usage_only = keys_usage_only,
+	                     .queue_batches = (uint32_t)cfg->store.queue_batches,
+	                     .queue_mib = (uint32_t)cfg->store.queue_mib};
+	const char *hold = getenv("KILN_TEST_HOLD_WRITER");
+	if (hold && *hold) {
+		sc.hold = hold_while_exists;
+		sc.hold_arg = (void *)hold;
+	}
 	char *password = NULL;
 	if (!strcmp(cfg->store.engine, "clickhouse")) {
 		sc.engine = STORE_ENGINE_CLICKHOUSE;

@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 
+#include "base/limits.h"
 #include "base/timeutil.h"
 
 void ingest_account_reason(const ingest_push_env_t *env, const ingest_caller_t *c, uint64_t accepted,
@@ -115,7 +116,14 @@ void ingest_push_start(ingest_push_t *p)
 {
 	if (p->env.inflight)
 		atomic_fetch_add(p->env.inflight, 1);
-	pool_submit(p->env.pool, push_work, p);
+	if (pool_try_submit(p->env.pool, push_work, p, LIMIT_PUSH_JOBS) == 0)
+		return;
+	if (p->env.inflight)
+		atomic_fetch_sub(p->env.inflight, 1);
+	err_t err = {0};
+	err_set(&err, 503, "busy: %u pushes are waiting to be decoded; retry later", LIMIT_PUSH_JOBS);
+	err.retry_after = 1;
+	ingest_push_refuse(p, &err);
 }
 
 void ingest_push_refuse(ingest_push_t *p, const err_t *err)

@@ -20,6 +20,7 @@ struct pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct job *head, *tail; /* guarded by mu */
+	size_t queued;           /* jobs waiting for a worker; guarded by mu */
 	int closing;             /* guarded by mu */
 	int n;
 	pthread_t *threads;
@@ -37,6 +38,7 @@ static void *worker(void *arg)
 			p->head = j->next;
 			if (!p->head)
 				p->tail = NULL;
+			p->queued--;
 		}
 		pthread_mutex_unlock(&p->mu);
 		if (!j)
@@ -66,20 +68,32 @@ pool_t *pool_new(int nthreads)
 	return p;
 }
 
-void pool_submit(pool_t *p, void (*fn)(void *), void *arg)
+int pool_try_submit(pool_t *p, void (*fn)(void *), void *arg, size_t max_queued)
 {
 	struct job *j = xmalloc(sizeof *j);
 	j->fn = fn;
 	j->arg = arg;
 	j->next = NULL;
 	pthread_mutex_lock(&p->mu);
+	if (max_queued && p->queued >= max_queued) {
+		pthread_mutex_unlock(&p->mu);
+		free(j);
+		return -1;
+	}
 	if (p->tail)
 		p->tail->next = j;
 	else
 		p->head = j;
 	p->tail = j;
+	p->queued++;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+void pool_submit(pool_t *p, void (*fn)(void *), void *arg)
+{
+	pool_try_submit(p, fn, arg, 0);
 }
 
 int pool_size(const pool_t *p)

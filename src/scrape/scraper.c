@@ -210,7 +210,10 @@ static void job_pushed(ingest_push_t *p, const err_t *err)
 {
 	scrape_job_t *j = (scrape_job_t *)p;
 	j->result = j->sp.result;
-	if (err && j->result == SCRAPE_OK)
+	if (err && j->result == SCRAPE_OK && store_busy(err)) {
+		j->result = SCRAPE_STORE_BUSY; /* skipped: the next interval scrapes again */
+		snprintf(j->detail, sizeof j->detail, "%.300s", err->msg);
+	} else if (err && j->result == SCRAPE_OK)
 		log_warn("scraped profile not stored", "status=%d error=\"%s\"", err->status, err->msg);
 	else if (err)
 		snprintf(j->detail, sizeof j->detail, "%.300s", err->msg);

@@ -39,6 +39,7 @@ enum scrape_result {
 	SCRAPE_VALIDATION_ERROR,
 	SCRAPE_TOO_LARGE,
 	SCRAPE_SKIPPED_CONCURRENCY,
+	SCRAPE_STORE_BUSY, /* fetched, but the store's queue was full (store_busy): not stored, not retried */
 	SCRAPE_RESULTS
 };
 /* "ok", "connection_error", ...; "unknown" out of range. */

@@ -16,6 +16,7 @@
 static const char *const result_names[SCRAPE_RESULTS] = {
     "ok",       "connection_error", "timeout",          "http_4xx",  "http_3xx",
     "http_5xx", "target_busy",      "validation_error", "too_large", "skipped_concurrency",
+    "store_busy",
 };
 
 const char *scrape_result_name(int result)

@@ -15,7 +15,7 @@
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
-#define CH_GROUP_WINDOW_MS 5 /* gather writes this long after the first */
+#define CH_GROUP_WINDOW_MS 5 /* a group gathers this long after its first write (below) */
 #define CH_GROUP_MAX_ROWS (4u << 20)
 
 static void run_group(void *ctx, store_job_t **jobs, size_t n);
@@ -93,13 +93,24 @@ store_t *ch_open(const store_config_t *cfg, err_t *err)
 	err_t e = {0};
 	if (ch_schema(s, s->wconn, &e) < 0)
 		log_warn("clickhouse not ready", "url=%s error=\"%s\"", s->url, e.msg);
-	/* Let a group gather: ClickHouse prefers fewer, larger inserts. */
+	/* Unlike the embedded engine, a window: an INSERT costs ClickHouse about
+	 * as much for 1 write as for 16, and without a window the writer takes
+	 * the first write back from a client alone while the others are still
+	 * being decoded (16 writers: 180-340 uploads/s without, 330-510 with 5 ms;
+	 * docs/PERFORMANCE.md, Write queue without window). -1: none. */
 	store_writeq_config_t qc = {
-	    .window_ms = CH_GROUP_WINDOW_MS,
-	    .max_jobs = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256,
+	    .window_ms = cfg->commit_interval_ms > 0    ? cfg->commit_interval_ms
+	                 : cfg->commit_interval_ms == 0 ? CH_GROUP_WINDOW_MS
+	                                                : 0,
+	    .max_jobs =
+	        cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : LIMIT_STORE_GROUP_BATCHES,
 	    .max_rows = CH_GROUP_MAX_ROWS,
+	    .cap_jobs = cfg->queue_batches,
+	    .cap_bytes = (uint64_t)cfg->queue_mib << 20,
 	    .run = run_group,
 	    .ctx = s,
+	    .hold = cfg->hold,
+	    .hold_arg = cfg->hold_arg,
 	};
 	if (store_writeq_start(&s->q, &qc, err) < 0) {
 		ch_close((store_t *)s);

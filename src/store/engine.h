@@ -126,19 +126,32 @@ typedef struct store_job {
 	model_batch_t *b; /* NULL: a retention sweep */
 	store_done_fn done;
 	void *ctx;
+	size_t bytes; /* b's memory, counted against the queue's byte cap (set by store_writeq_push) */
 } store_job_t;
 
 /* Frees j's batch, calls j->done(j->ctx, err) and frees the engine's job. */
 void store_job_finish(store_job_t *j, const err_t *err);
 
 typedef struct {
-	int window_ms;     /* how long a group gathers after its first job (0: not at all) */
-	int max_jobs;      /* jobs per group */
-	uint64_t max_rows; /* samples per group: taking stops once reached (0: no limit) */
+	/* How long a group gathers after its first job; 0: not at all (the
+	 * embedded engine: the writer takes what is queued as soon as it is
+	 * free). ClickHouse: 5 ms (clickhouse_writer.c says why). */
+	int window_ms;
+	int max_jobs;       /* jobs per group */
+	uint64_t max_rows;  /* samples per group: taking stops once reached (0: no limit) */
+	uint64_t max_bytes; /* batch memory per group: taking stops once reached (0:
+	                       LIMIT_STORE_GROUP_BYTES); a larger batch goes alone */
+	uint32_t cap_jobs;  /* batches queued or being written at most (0: LIMIT_STORE_QUEUE_BATCHES) */
+	uint64_t cap_bytes; /* their memory at most (0: LIMIT_STORE_QUEUE_BYTES) */
 	/* Writes jobs[0..n) on the writer thread and finishes every one of them
 	 * (store_job_finish). A sweep comes as a group of one. */
 	void (*run)(void *ctx, store_job_t **jobs, size_t n);
 	void *ctx;
+	/* Test-only (store_config_t.hold): called on the writer thread with the
+	 * size of a group of batches (not a sweep) after it is taken and before
+	 * run; may block. */
+	void (*hold)(void *arg, size_t n);
+	void *hold_arg;
 } store_writeq_config_t;
 
 typedef struct {
@@ -146,14 +159,19 @@ typedef struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	store_job_t *head, *tail;
-	uint32_t queued;     /* queued + being written */
-	int closing, joined; /* joined: the writer thread has been joined (or never ran) */
+	uint32_t queued;       /* batches queued + being written (what the caps count) */
+	uint32_t depth;        /* jobs queued + being written, sweeps included (store_queue_depth) */
+	uint64_t queued_bytes; /* their memory */
+	int closing, joined;   /* joined: the writer thread has been joined (or never ran) */
 	pthread_t thread;
 } store_writeq_t;
 
 /* Starts the writer thread. On failure q still needs store_writeq_destroy. */
 int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_t *err);
-/* Queues j; once draining has begun, finishes it at once with a 503. */
+/* Queues j. Finishes it at once on the caller's thread with a 503 once
+ * draining has begun, and with the busy error (store_busy) when j's batch
+ * would take the queue past cap_jobs or cap_bytes; a sweep (no batch) is
+ * never refused for the caps. */
 void store_writeq_push(store_writeq_t *q, store_job_t *j);
 uint32_t store_writeq_depth(store_writeq_t *q);
 /* Refuses new jobs, lets the writer finish every queued one and joins it. */

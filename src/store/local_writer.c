@@ -1,7 +1,7 @@
 /* store/local lifecycle and the writer thread: the submit queue, group commit
- * (everything queued, up to max_batches_per_commit, in one transaction per
- * partition), and the done callbacks after the data is durable. Knows nothing
- * of the file format (local_partition.c, local_chunk.c) or of reading. */
+ * (everything queued when the writer is free, up to max_batches_per_commit,
+ * in one transaction per partition), and the done callbacks after the data
+ * is durable. Knows nothing of the file format (local_partition.c, local_chunk.c) or of reading. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -119,12 +119,15 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	s->sc.zc = xcheck(ZSTD_createCCtx());
 	local_damage_init(s);
 	store_writeq_config_t qc = {
-	    .window_ms = cfg->commit_interval_ms == 0  ? 2
-	                 : cfg->commit_interval_ms < 0 ? 0
-	                                               : cfg->commit_interval_ms,
-	    .max_jobs = cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : 256,
+	    .window_ms = cfg->commit_interval_ms > 0 ? cfg->commit_interval_ms : 0,
+	    .max_jobs =
+	        cfg->max_batches_per_commit > 0 ? cfg->max_batches_per_commit : LIMIT_STORE_GROUP_BATCHES,
+	    .cap_jobs = cfg->queue_batches,
+	    .cap_bytes = (uint64_t)cfg->queue_mib << 20,
 	    .run = run_group,
 	    .ctx = s,
+	    .hold = cfg->hold,
+	    .hold_arg = cfg->hold_arg,
 	};
 	int rc = local_shared_open(s, err);
 	if (rc == 0 && !cfg->keys_usage_only) {

@@ -17,6 +17,9 @@ typedef struct {
 	char *password_file; /* passwordFile: read at start (a mounted Secret) */
 	int replicated;
 	int max_answer_mib; /* maxAnswerMiB: ceiling on one ClickHouse answer (0: LIMIT_CH_ANSWER_BYTES) */
+	/* queueBatches, queueMiB: caps on the batches waiting for the writer, either engine
+	 * (0: LIMIT_STORE_QUEUE_BATCHES, LIMIT_STORE_QUEUE_BYTES; OPS: The write queue) */
+	int queue_batches, queue_mib;
 } store_options_t;
 
 /* retention: days for every project, the cap, and per-project days. */

@@ -28,8 +28,23 @@ typedef struct {
 	/* clickhouse: MiB one answer may hold (0: LIMIT_CH_ANSWER_BYTES); past it a read fails with a
 	 * 503 that names store.maxAnswerMiB. */
 	uint32_t ch_max_answer_mib;
-	int commit_interval_ms;   /* group commit window; default 2 */
-	int max_batches_per_commit; /* default 256 */
+	/* The embedded writer takes what is queued as soon as it is free (STORE:
+	 * Writing): 0 (default) or -1, no window; > 0, a group gathers this long
+	 * after its first batch, as before issue 15 (benchmarks only). ClickHouse
+	 * (STORE: store/clickhouse, Writing): 0 is its 5 ms window, -1 none. */
+	int commit_interval_ms;
+	int max_batches_per_commit; /* default LIMIT_STORE_GROUP_BATCHES (256) */
+	/* Caps on the batches queued or being written: their number (0:
+	 * LIMIT_STORE_QUEUE_BATCHES, store.queueBatches) and their memory in MiB
+	 * (0: LIMIT_STORE_QUEUE_BYTES, store.queueMiB). Past either, store_submit
+	 * refuses at once with the busy error (store_busy). */
+	uint32_t queue_batches, queue_mib;
+	/* Test-only (the env hook of cli/store_open.c): called on the writer
+	 * thread with the size of a group of batches (a retention sweep is not
+	 * held) after the group is taken and before it is written; may block,
+	 * which holds the writer. NULL: none. */
+	void (*hold)(void *arg, size_t n);
+	void *hold_arg;
 	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
 	int retention_days;       /* retention of projects without store_set_retention; 0 (default):
 	                             none, views are not clamped (tools, tests); the server passes the
@@ -50,13 +65,21 @@ void store_drain(store_t *s);
 
 /* Called on the writer thread once the batch is durable (err == NULL) or
  * refused (err set: 503 when the disk is full or the store shuts down, 500 on
- * a bug). Must not block; typically posts to the event loop. */
+ * a bug); on the caller's thread, from store_submit itself, when the store
+ * refuses at once (shutting down; busy, below). Must not block; typically
+ * posts to the event loop. */
 typedef void (*store_done_fn)(void *ctx, const err_t *err);
 
 /* Queues b for writing; takes ownership of b (freed by the store). Each
  * profile goes to the partition of (b->project, UTC day of its time_ns).
- * All of one batch commits in one transaction per partition. */
+ * All of one batch commits in one transaction per partition. When the
+ * batches queued or being written already reach a cap (queue_batches,
+ * queue_mib of store_config_t), b is refused at once: done runs before
+ * store_submit returns with the busy error (503, retry_after 1, nothing of b
+ * stored, nothing queued touched). */
 void store_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
+/* 1 when err is that busy refusal (API: Push errors; the scraper's store_busy). */
+int store_busy(const err_t *err);
 /* store_submit + wait. For the CLI, tests and benchmarks. 0 or -1 with err. */
 int store_write_sync(store_t *s, model_batch_t *b, err_t *err);
 

@@ -1,15 +1,43 @@
 /* The write queue both engines' writers share (store/engine.h): callers
  * push jobs, one writer thread takes them in groups and hands each group to
- * the engine. A group gathers for the engine's window, holds at most
- * max_jobs jobs and max_rows samples, and a retention sweep (a job without
- * a batch) is always a group of its own. */
+ * the engine. No idle wait (STORE: Writing): as soon as the writer is free
+ * it takes everything queued, up to max_jobs jobs, max_rows samples and
+ * max_bytes of batch memory; what arrives while a group is written forms
+ * the next one (an engine may ask for a window instead: ClickHouse). A
+ * retention sweep (a job without a batch) is always a group of its own.
+ * What waits is capped (cap_jobs batches, cap_bytes of their memory, OPS:
+ * The write queue): past either a push is refused at once with the busy
+ * error, so a slow store holds bounded memory and nothing queued is
+ * touched. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/arena.h"
 #include "store/engine.h"
+
+#define BUSY_PREFIX "store: busy"
+
+int store_busy(const err_t *err)
+{
+	return err && err->status == 503 && !strncmp(err->msg, BUSY_PREFIX, sizeof BUSY_PREFIX - 1);
+}
+
+/* The memory b holds: its arena and its growable arrays and index maps. */
+static size_t batch_bytes(const model_batch_t *b)
+{
+	size_t n = sizeof *b + arena_used(b->arena);
+	n += b->cap_frames * sizeof *b->frames + b->cap_nodes * sizeof *b->nodes;
+	n += (b->cap_attr_labels + b->cap_series_labels) * sizeof *b->attr_labels;
+	n += b->cap_attrsets * sizeof *b->attrsets + b->cap_samples * sizeof *b->samples;
+	n += b->cap_profiles * sizeof *b->profiles;
+	const u64map_t *maps[] = {&b->_frame_ix, &b->_node_ix, &b->_attrset_ix};
+	for (size_t k = 0; k < 3; k++)
+		n += maps[k]->cap * (sizeof(uint64_t) + sizeof(uint32_t));
+	return n;
+}
 
 void store_job_finish(store_job_t *j, const err_t *err)
 {
@@ -29,6 +57,12 @@ int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_
 		q->cfg.max_jobs = 1;
 	if (q->cfg.max_rows == 0)
 		q->cfg.max_rows = UINT64_MAX;
+	if (q->cfg.max_bytes == 0)
+		q->cfg.max_bytes = LIMIT_STORE_GROUP_BYTES;
+	if (q->cfg.cap_jobs == 0)
+		q->cfg.cap_jobs = LIMIT_STORE_QUEUE_BATCHES;
+	if (q->cfg.cap_bytes == 0)
+		q->cfg.cap_bytes = LIMIT_STORE_QUEUE_BYTES;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	int rc = pthread_create(&q->thread, NULL, queue_main, q);
@@ -42,12 +76,26 @@ int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_
 void store_writeq_push(store_writeq_t *q, store_job_t *j)
 {
 	j->next = NULL;
+	j->bytes = j->b ? batch_bytes(j->b) : 0;
+	err_t e = {0};
 	pthread_mutex_lock(&q->mu);
 	if (q->closing) {
-		pthread_mutex_unlock(&q->mu);
-		err_t e = {0};
 		err_set(&e, 503, "store: shutting down");
 		e.retry_after = 5;
+	} else if (j->b && q->queued &&
+	           (q->queued + 1 > q->cfg.cap_jobs || q->queued_bytes + j->bytes > q->cfg.cap_bytes)) {
+		/* Only a non-empty queue refuses: one batch larger than the byte
+		 * cap alone still goes in, rather than being refused forever. */
+		err_set(&e, 503,
+		        BUSY_PREFIX
+		        ": %u batches (%llu MiB) are waiting to be written, the most allowed is %u "
+		        "(store.queueBatches) and %llu MiB (store.queueMiB); retry later",
+		        q->queued, (unsigned long long)(q->queued_bytes >> 20), q->cfg.cap_jobs,
+		        (unsigned long long)(q->cfg.cap_bytes >> 20));
+		e.retry_after = 1;
+	}
+	if (e.status) {
+		pthread_mutex_unlock(&q->mu);
 		store_job_finish(j, &e);
 		return;
 	}
@@ -56,7 +104,11 @@ void store_writeq_push(store_writeq_t *q, store_job_t *j)
 	else
 		q->head = j;
 	q->tail = j;
-	q->queued++;
+	q->depth++;
+	if (j->b) {
+		q->queued++;
+		q->queued_bytes += j->bytes;
+	}
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 }
@@ -64,7 +116,7 @@ void store_writeq_push(store_writeq_t *q, store_job_t *j)
 uint32_t store_writeq_depth(store_writeq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
-	uint32_t n = q->queued;
+	uint32_t n = q->depth;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
@@ -95,7 +147,8 @@ static void deadline_in(struct timespec *ts, int ms)
 	ts->tv_nsec %= 1000000000L;
 }
 
-/* Takes the next group into jobs (q->mu held, q->head set). */
+/* Takes the next group into jobs (q->mu held, q->head set): a sweep alone,
+ * else batches until one of the group's caps is reached (at least one). */
 static size_t take_group(store_writeq_t *q, store_job_t **jobs)
 {
 	size_t n = 0;
@@ -103,9 +156,11 @@ static size_t take_group(store_writeq_t *q, store_job_t **jobs)
 		jobs[n++] = q->head;
 		q->head = q->head->next;
 	} else {
-		uint64_t rows = 0;
-		while (q->head && q->head->b && n < (size_t)q->cfg.max_jobs && rows < q->cfg.max_rows) {
+		uint64_t rows = 0, bytes = 0;
+		while (q->head && q->head->b && n < (size_t)q->cfg.max_jobs && rows < q->cfg.max_rows &&
+		       (n == 0 || bytes + q->head->bytes <= q->cfg.max_bytes)) {
 			rows += q->head->b->n_samples;
+			bytes += q->head->bytes;
 			jobs[n++] = q->head;
 			q->head = q->head->next;
 		}
@@ -115,6 +170,20 @@ static size_t take_group(store_writeq_t *q, store_job_t **jobs)
 	return n;
 }
 
+/* Only with a window configured (ClickHouse; the embedded engine in
+ * bench/commit.c): let concurrent writers join the group for window_ms
+ * after its first job. */
+static void gather(store_writeq_t *q)
+{
+	struct timespec until;
+	deadline_in(&until, q->cfg.window_ms);
+	while (!q->closing && q->depth < (uint32_t)q->cfg.max_jobs &&
+	       pthread_cond_timedwait(&q->cv, &q->mu, &until) != ETIMEDOUT)
+		;
+}
+
+/* The leader: waits only while nothing is queued, then writes everything
+ * queued, group by group; jobs pushed meanwhile are the followers. */
 static void *queue_main(void *arg)
 {
 	store_writeq_t *q = arg;
@@ -125,19 +194,24 @@ static void *queue_main(void *arg)
 			pthread_cond_wait(&q->cv, &q->mu);
 		if (!q->head)
 			break;
-		/* Give concurrent writers the window to join this group. */
-		if (q->head->b && q->cfg.window_ms > 0 && !q->closing) {
-			struct timespec until;
-			deadline_in(&until, q->cfg.window_ms);
-			while (!q->closing && q->queued < (uint32_t)q->cfg.max_jobs &&
-			       pthread_cond_timedwait(&q->cv, &q->mu, &until) != ETIMEDOUT)
-				;
-		}
+		if (q->head->b && q->cfg.window_ms > 0 && !q->closing)
+			gather(q);
 		size_t n = take_group(q, jobs);
+		uint32_t batches = 0;
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < n; i++)
+			if (jobs[i]->b) {
+				batches++;
+				bytes += jobs[i]->bytes;
+			}
 		pthread_mutex_unlock(&q->mu);
-		q->cfg.run(q->cfg.ctx, jobs, n);
+		if (q->cfg.hold && batches)
+			q->cfg.hold(q->cfg.hold_arg, n);
+		q->cfg.run(q->cfg.ctx, jobs, n); /* frees the jobs */
 		pthread_mutex_lock(&q->mu);
-		q->queued -= (uint32_t)n;
+		q->depth -= (uint32_t)n;
+		q->queued -= batches;
+		q->queued_bytes -= bytes;
 	}
 	pthread_mutex_unlock(&q->mu);
 	free(jobs);

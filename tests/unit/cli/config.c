@@ -157,7 +157,15 @@ static void test_store_and_unknown_keys(void **state)
 	config_defaults(&c);
 	assert_int_equal(config_load_yaml(&c, mib, sizeof mib - 1, &e), 0);
 	assert_int_equal(c.store.max_answer_mib, 1);
+	assert_int_equal(c.store.queue_batches, 0); /* unset: LIMIT_STORE_QUEUE_BATCHES */
+	assert_int_equal(c.store.queue_mib, 0);     /* unset: LIMIT_STORE_QUEUE_BYTES */
 	assert_int_equal(config_validate(&c, &e), 0);
+	config_free(&c);
+	static const char queue[] = "store: {queueBatches: 1, queueMiB: 3}\n";
+	config_defaults(&c);
+	assert_int_equal(config_load_yaml(&c, queue, sizeof queue - 1, &e), 0);
+	assert_int_equal(c.store.queue_batches, 1);
+	assert_int_equal(c.store.queue_mib, 3);
 	config_free(&c);
 
 	static const struct {
@@ -165,7 +173,11 @@ static void test_store_and_unknown_keys(void **state)
 	} bad[] = {
 	    {"store: {engine: clickhouse, pasword_file: x}",
 	     "config store.pasword_file is not a setting; known: engine, url, database, user, password, "
-	     "passwordFile, cluster, replicated, maxAnswerMiB"},
+	     "passwordFile, cluster, replicated, maxAnswerMiB, queueBatches, queueMiB"},
+	    {"store: {queueBatches: 0}", "config /store/queueBatches must be a number from 1 to 100000"},
+	    {"store: {queueBatches: 2.5}", "config /store/queueBatches must be a whole number of batches"},
+	    {"store: {queueMiB: 65537}", "config /store/queueMiB must be a number from 1 to 65536"},
+	    {"store: {queueMiB: 0.5}", "config /store/queueMiB must be a number from 1 to 65536"},
 	    {"store: {maxAnswerMiB: 0}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
 	    {"store: {maxAnswerMiB: 65537}", "config /store/maxAnswerMiB must be a number from 1 to 65536"},
 	    {"store: {maxAnswerMiB: 1.5}", "config /store/maxAnswerMiB must be a whole number of MiB"},

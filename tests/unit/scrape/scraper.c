@@ -132,6 +132,7 @@ static void test_result_names(void **state)
 	assert_string_equal(scrape_result_name(SCRAPE_HTTP_3XX), "http_3xx");
 	assert_string_equal(scrape_result_name(SCRAPE_TARGET_BUSY), "target_busy");
 	assert_string_equal(scrape_result_name(SCRAPE_SKIPPED_CONCURRENCY), "skipped_concurrency");
+	assert_string_equal(scrape_result_name(SCRAPE_STORE_BUSY), "store_busy");
 	assert_string_equal(scrape_result_name(SCRAPE_RESULTS), "unknown");
 }
 
