@@ -11,6 +11,7 @@
  * attime.Parse reads them, but strictly: what it would silently read as
  * "now" is a 400 here. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,8 +231,10 @@ static int parse_side(rjob_t *j, const params_t *p, rside_t *s, const char *qn, 
 		               "/pyroscope/label-values?label=__name__)",
 		               qn);
 	s->q.project = slice_cstr(j->caller.project);
+	char id_what[64];
+	snprintf(id_what, sizeof id_what, "%s: the profile type id", qn);
 	if (parse_range(p, fn, un, &s->q.from_ns, &s->q.until_ns, err) < 0 ||
-	    query_pyro_query(s->id, &s->sel, j->arena, qn, &s->q, err) < 0)
+	    query_pyro_query(s->id, &s->sel, id_what, qn, j->arena, &s->q, err) < 0)
 		return -1;
 	const uint8_t *colon = memchr(s->q.type.p, ':', s->q.type.n);
 	s->sample_type = slice_make(s->q.type.p, (size_t)(colon - s->q.type.p));
@@ -373,7 +376,7 @@ static int write_groups(rjob_t *j, const rside_t *s, int64_t step, slice_t whole
 	for (uint32_t i = 0; i < s->sel.n; i++)
 		if (!slice_eq_cstr(s->sel.m[i].name, "__name__"))
 			merged.m[merged.n++] = s->sel.m[i];
-	if (query_pyro_list(j->api->store, s->q.project, s->q.from_ns, s->q.until_ns, &merged,
+	if (query_pyro_list(j->api->store, s->q.project, s->q.from_ns, s->q.until_ns, &merged, 1,
 	                    slice_cstr(j->group_by), 1, j->arena, &j->found, &j->n_found, &j->err) < 0)
 		return -1;
 	if (j->n_found > LIMIT_LABEL_VALUES)
@@ -467,9 +470,10 @@ static void render_work(void *arg)
 		slice_t label = slice_cstr(j->route == RR_NAMES            ? ""
 		                           : !strcmp(j->label, "__name__") ? "__profile_type__"
 		                                                           : j->label);
-		j->failed = query_pyro_list(j->api->store, slice_cstr(j->caller.project), j->from_ns,
-		                            j->until_ns, j->has_filter ? &j->filter : NULL, label, 0,
-		                            j->arena, &j->found, &j->n_found, &j->err) < 0;
+		j->failed =
+		    query_pyro_list(j->api->store, slice_cstr(j->caller.project), j->from_ns, j->until_ns,
+		                    j->has_filter ? &j->filter : NULL, (uint32_t)j->has_filter, label, 0,
+		                    j->arena, &j->found, &j->n_found, &j->err) < 0;
 		if (!j->failed)
 			write_strings(j);
 	}

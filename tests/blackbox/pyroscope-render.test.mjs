@@ -325,7 +325,7 @@ test('bad input: exact status and message, naming the parameter', async () => {
     ['/pyroscope/render', { query: `{service_name="${SVC.go}"}` }, 400, 'query must start with a profile type id NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT (see /pyroscope/label-values?label=__name__)'],
     ['/pyroscope/render', { query: 'cpu:nanoseconds{service_name="a"}' }, 400, 'query: the profile type id "cpu:nanoseconds" is not NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT'],
     ['/pyroscope/render', { query: CPU }, 400, 'query must name the service: {service_name="NAME", …}'],
-    ['/pyroscope/render', { query: `${CPU}{service_name=~"a.*"}` }, 501, 'query: service_name takes = only (the service to merge)'],
+    ['/pyroscope/render', { query: `${CPU}{service_name=~"a.*"}` }, 501, 'query: service_name takes = only (the service to merge), not =~'],
     ['/pyroscope/render', { query: `${CPU}{service_name="a" env="b"}` }, 400, 'query: selector: at 61: expected "," or "}"'],
     ['/pyroscope/render', { query: `${CPU}{a=~"("}` }, 400, 'query: selector: at 47: regex: at 0: missing closing )'],
     ['/pyroscope/render', { query: `${CPU}{a="${'x'.repeat(16400)}"}` }, 400, 'query: selector: at 16384: longer than 16384 bytes'],
