@@ -50,6 +50,7 @@ typedef struct {
 	enum rroute route;
 	rside_t side[2];
 	int64_t max_nodes;
+	int avg;              /* render: aggregation=avg */
 	const char *group_by; /* render: the first groupBy (NULL: none) */
 	const char *label;    /* label-values: label= */
 	sel_t filter;         /* label listings: query= (parsed when has_filter) */
@@ -270,6 +271,7 @@ static int parse_render(rjob_t *j, const params_t *p)
 	const char *agg = params_get(p, "aggregation"), *format = params_get(p, "format");
 	if (agg && strcmp(agg, "sum") && strcmp(agg, "avg"))
 		return err_set(err, 400, "aggregation=%.32s must be sum or avg", agg);
+	j->avg = agg && !strcmp(agg, "avg");
 	if (format && *format && strcmp(format, "json"))
 		return err_set(err, 400, "format=%.32s is not supported: json (the default)", format);
 	j->group_by = params_get(p, "groupBy");
@@ -330,10 +332,40 @@ static int64_t pyro_step(int64_t from_ns, int64_t until_ns)
 	return 31536000;
 }
 
+/* The timeline of aggregation=avg: per step of query_timeline's, the mean
+ * of the totals of q's profiles in it (SelectSeries' average, on the steps
+ * that hold them), truncated to an integer as Pyroscope's timeline does. */
+static int write_timeline_avg(rjob_t *j, const query_params_t *q, int64_t step, buf_t *out)
+{
+	int64_t start = q->from_ns / NS_PER_SEC / step * step;
+	int64_t n = ((q->until_ns - 1) / NS_PER_SEC + 1 - start + step - 1) / step;
+	if (n > LIMIT_TIMELINE_POINTS)
+		return err_set(&j->err, 400, "step %llds gives %lld points; at most %d are allowed",
+		               (long long)step, (long long)n, LIMIT_TIMELINE_POINTS);
+	query_pyro_select_t r = {
+	    .q = *q, .start_ms = start * 1000, .step_ms = step * 1000, .average = 1, .in_step = 1};
+	query_pyro_ts_t *ts;
+	uint32_t n_ts, p = 0;
+	if (query_pyro_select_series(j->api->store, &r, j->arena, &ts, &n_ts, &j->err) < 0)
+		return -1;
+	buf_printf(out, "{\"startTime\":%lld,\"samples\":[", (long long)start);
+	for (int64_t k = 0; k < n; k++) { /* no group_by: at most one series */
+		double v = 0;
+		if (n_ts && p < ts[0].n_points && ts[0].ts_ms[p] == r.start_ms + k * r.step_ms)
+			v = ts[0].value[p++];
+		buf_printf(out, k ? ",%lld" : "%lld", (long long)v);
+	}
+	buf_printf(out, "],\"durationDelta\":%lld,\"watermarks\":null}", (long long)step);
+	return 0;
+}
+
 /* {"startTime":S,"samples":[…],"durationDelta":STEP,"watermarks":null}: q's
- * totals per step (query_timeline's buckets). */
+ * totals per step (query_timeline's buckets), or with aggregation=avg their
+ * means (write_timeline_avg). */
 static int write_timeline(rjob_t *j, const query_params_t *q, int64_t step, buf_t *out)
 {
+	if (j->avg)
+		return write_timeline_avg(j, q, step, out);
 	buf_t tl;
 	buf_init(&tl, SIZE_MAX);
 	int rc = query_timeline(j->api->store, q, step, &tl, &j->err);

@@ -114,7 +114,10 @@ typedef struct {
 	uint32_t n_group_by;
 	int64_t start_ms, step_ms; /* the grid: start_ms + k·step_ms, k ≥ 0; step_ms ≥ 1 */
 	int average;               /* 0: a point is the sum of its profiles' totals; 1: their mean */
-	int64_t limit;             /* > 0: only the first limit series */
+	int in_step;   /* 0: a profile counts on the first grid point at or after it (SelectSeries);
+	                * 1: on the last at or before it, the step that holds it (query_timeline's
+	                * buckets: /pyroscope/render's timeline) */
+	int64_t limit; /* > 0: only the first limit series */
 } query_pyro_select_t;
 
 /* One series of the answer: its group's labels (those of group_by the
@@ -133,7 +136,8 @@ typedef struct {
  * labels). A profile (a stored chunk: one push of one series) at time t
  * counts on the grid point start_ms + k·step_ms with the least k ≥ 0 that
  * is at or after t (timeseries.RangeSeries' rule; a profile after the last
- * point of the range gets the next one, so no profile is left out); only
+ * point of the range gets the next one, so no profile is left out), or
+ * with r->in_step the greatest k ≥ 0 at or before t; only
  * points with profiles are listed. Values are the chunks' totals, cpu_alias
  * series scaled by their period, as the flame graph counts them. Ordered by
  * total descending, ties by labels (query_pyro_labels_cmp; TopSeries).
