@@ -4,7 +4,8 @@
  * NAME being the series' profile name (its __name__ label) or, for a series
  * without one, the name Pyroscope's ingest would give it (API: Profile
  * names: pyro_stc_profile_name over the series' sample type, "unknown" when
- * that gives none). The querier routes list and filter with it; the id of a
+ * that gives none). Both Pyroscope query routes (api/querier.c,
+ * api/pyroscope_render.c) list, filter and translate queries with it; the id of a
  * series depends on the series alone, so an id given back selects exactly
  * the series it was listed for. */
 #ifndef KILN_QUERY_PYRO_H
