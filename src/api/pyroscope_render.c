@@ -11,6 +11,7 @@
  * attime.Parse reads them, but strictly: what it would silently read as
  * "now" is a 400 here. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ typedef struct {
 	enum rroute route;
 	rside_t side[2];
 	int64_t max_nodes;
+	int avg;              /* render: aggregation=avg */
 	const char *group_by; /* render: the first groupBy (NULL: none) */
 	const char *label;    /* label-values: label= */
 	sel_t filter;         /* label listings: query= (parsed when has_filter) */
@@ -230,8 +232,10 @@ static int parse_side(rjob_t *j, const params_t *p, rside_t *s, const char *qn, 
 		               "/pyroscope/label-values?label=__name__)",
 		               qn);
 	s->q.project = slice_cstr(j->caller.project);
+	char id_what[64];
+	snprintf(id_what, sizeof id_what, "%s: the profile type id", qn);
 	if (parse_range(p, fn, un, &s->q.from_ns, &s->q.until_ns, err) < 0 ||
-	    query_pyro_query(s->id, &s->sel, j->arena, qn, &s->q, err) < 0)
+	    query_pyro_query(s->id, &s->sel, id_what, qn, j->arena, &s->q, err) < 0)
 		return -1;
 	const uint8_t *colon = memchr(s->q.type.p, ':', s->q.type.n);
 	s->sample_type = slice_make(s->q.type.p, (size_t)(colon - s->q.type.p));
@@ -267,6 +271,7 @@ static int parse_render(rjob_t *j, const params_t *p)
 	const char *agg = params_get(p, "aggregation"), *format = params_get(p, "format");
 	if (agg && strcmp(agg, "sum") && strcmp(agg, "avg"))
 		return err_set(err, 400, "aggregation=%.32s must be sum or avg", agg);
+	j->avg = agg && !strcmp(agg, "avg");
 	if (format && *format && strcmp(format, "json"))
 		return err_set(err, 400, "format=%.32s is not supported: json (the default)", format);
 	j->group_by = params_get(p, "groupBy");
@@ -327,10 +332,40 @@ static int64_t pyro_step(int64_t from_ns, int64_t until_ns)
 	return 31536000;
 }
 
+/* The timeline of aggregation=avg: per step of query_timeline's, the mean
+ * of the totals of q's profiles in it (SelectSeries' average, on the steps
+ * that hold them), truncated to an integer as Pyroscope's timeline does. */
+static int write_timeline_avg(rjob_t *j, const query_params_t *q, int64_t step, buf_t *out)
+{
+	int64_t start = q->from_ns / NS_PER_SEC / step * step;
+	int64_t n = ((q->until_ns - 1) / NS_PER_SEC + 1 - start + step - 1) / step;
+	if (n > LIMIT_TIMELINE_POINTS)
+		return err_set(&j->err, 400, "step %llds gives %lld points; at most %d are allowed",
+		               (long long)step, (long long)n, LIMIT_TIMELINE_POINTS);
+	query_pyro_select_t r = {
+	    .q = *q, .start_ms = start * 1000, .step_ms = step * 1000, .average = 1, .in_step = 1};
+	query_pyro_ts_t *ts;
+	uint32_t n_ts, p = 0;
+	if (query_pyro_select_series(j->api->store, &r, j->arena, &ts, &n_ts, &j->err) < 0)
+		return -1;
+	buf_printf(out, "{\"startTime\":%lld,\"samples\":[", (long long)start);
+	for (int64_t k = 0; k < n; k++) { /* no group_by: at most one series */
+		double v = 0;
+		if (n_ts && p < ts[0].n_points && ts[0].ts_ms[p] == r.start_ms + k * r.step_ms)
+			v = ts[0].value[p++];
+		buf_printf(out, k ? ",%lld" : "%lld", (long long)v);
+	}
+	buf_printf(out, "],\"durationDelta\":%lld,\"watermarks\":null}", (long long)step);
+	return 0;
+}
+
 /* {"startTime":S,"samples":[…],"durationDelta":STEP,"watermarks":null}: q's
- * totals per step (query_timeline's buckets). */
+ * totals per step (query_timeline's buckets), or with aggregation=avg their
+ * means (write_timeline_avg). */
 static int write_timeline(rjob_t *j, const query_params_t *q, int64_t step, buf_t *out)
 {
+	if (j->avg)
+		return write_timeline_avg(j, q, step, out);
 	buf_t tl;
 	buf_init(&tl, SIZE_MAX);
 	int rc = query_timeline(j->api->store, q, step, &tl, &j->err);
@@ -373,7 +408,7 @@ static int write_groups(rjob_t *j, const rside_t *s, int64_t step, slice_t whole
 	for (uint32_t i = 0; i < s->sel.n; i++)
 		if (!slice_eq_cstr(s->sel.m[i].name, "__name__"))
 			merged.m[merged.n++] = s->sel.m[i];
-	if (query_pyro_list(j->api->store, s->q.project, s->q.from_ns, s->q.until_ns, &merged,
+	if (query_pyro_list(j->api->store, s->q.project, s->q.from_ns, s->q.until_ns, &merged, 1,
 	                    slice_cstr(j->group_by), 1, j->arena, &j->found, &j->n_found, &j->err) < 0)
 		return -1;
 	if (j->n_found > LIMIT_LABEL_VALUES)
@@ -467,9 +502,10 @@ static void render_work(void *arg)
 		slice_t label = slice_cstr(j->route == RR_NAMES            ? ""
 		                           : !strcmp(j->label, "__name__") ? "__profile_type__"
 		                                                           : j->label);
-		j->failed = query_pyro_list(j->api->store, slice_cstr(j->caller.project), j->from_ns,
-		                            j->until_ns, j->has_filter ? &j->filter : NULL, label, 0,
-		                            j->arena, &j->found, &j->n_found, &j->err) < 0;
+		j->failed =
+		    query_pyro_list(j->api->store, slice_cstr(j->caller.project), j->from_ns, j->until_ns,
+		                    j->has_filter ? &j->filter : NULL, (uint32_t)j->has_filter, label, 0,
+		                    j->arena, &j->found, &j->n_found, &j->err) < 0;
 		if (!j->failed)
 			write_strings(j);
 	}

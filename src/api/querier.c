@@ -48,7 +48,9 @@ typedef struct {
 	qr_req_t r;                   /* the request, decoded (api/querier_int.h) */
 	int64_t oldest_ns, newest_ns; /* GetProfileStats (oldest 0: none yet) */
 	arena_t *arena;
-	strset_t found;          /* ProfileTypes: ids; LabelNames: names; LabelValues: values */
+	strset_t found;  /* ProfileTypes: ids; Series: label sets (series_key) */
+	slice_t *listed; /* LabelNames: names; LabelValues: values (query_pyro_list, in arena) */
+	uint32_t n_listed;
 	slice_t *names, *values; /* one series' labels as the matchers see them */
 	size_t cap_names, cap_values;
 	err_t err;
@@ -95,31 +97,6 @@ static int slice_qcmp(const void *a, const void *b)
 }
 
 /* ---- the work ---- */
-
-/* The labels of series ps as Pyroscope shows them, into j->names/values; their count. */
-static uint32_t series_labels(qjob_t *j, const query_pyro_series_t *ps)
-{
-	j->names = xgrow(j->names, &j->cap_names, (size_t)ps->n_labels + 8, sizeof *j->names);
-	j->values = xgrow(j->values, &j->cap_values, (size_t)ps->n_labels + 8, sizeof *j->values);
-	uint32_t n = 0;
-#define LABEL(k, v) (j->names[n] = slice_cstr(k), j->values[n++] = (v))
-	LABEL("service_name", ps->service);
-	LABEL("__name__", ps->name);
-	LABEL("__profile_type__", ps->id);
-	LABEL("__type__", ps->sample_type);
-	LABEL("__unit__", ps->sample_unit);
-	LABEL("__period_type__", ps->period_type);
-	LABEL("__period_unit__", ps->period_unit);
-#undef LABEL
-	for (uint32_t i = 0; i < ps->n_labels; i++) {
-		slice_t k = ps->labels[i].key;
-		if (slice_eq_cstr(k, "__name__") || slice_eq_cstr(k, "service_name"))
-			continue;
-		j->names[n] = k;
-		j->values[n++] = ps->labels[i].value;
-	}
-	return n;
-}
 
 /* Series: the label set of j->names/values[0..n) (those of label_names
  * when given), sorted by name, as one string "name\0value\0…" added to
@@ -168,23 +145,13 @@ static void on_series(const query_pyro_series_t *ps, void *ctx)
 			j->newest_ns = ps->last_ns;
 		return;
 	}
-	uint32_t n = series_labels(j, ps);
-	int match = j->r.n_sel == 0;
-	for (uint32_t i = 0; i < j->r.n_sel && !match; i++)
-		match = (!j->r.sel[i].metric.n || slice_eq(j->r.sel[i].metric, ps->id)) &&
-		        sel_match_labels(&j->r.sel[i], j->names, j->values, n);
-	if (!match)
-		return;
-	if (j->r.m == QR_SERIES) {
+	/* QR_SERIES */
+	size_t cap = (size_t)ps->n_labels + QUERY_PYRO_PSEUDO_LABELS;
+	j->names = xgrow(j->names, &j->cap_names, cap, sizeof *j->names);
+	j->values = xgrow(j->values, &j->cap_values, cap, sizeof *j->values);
+	uint32_t n = query_pyro_labels(ps, j->names, j->values);
+	if (query_pyro_match(j->r.sel, j->r.n_sel, ps, j->names, j->values, n))
 		series_key(j, n);
-		return;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (j->r.m == QR_LABEL_NAMES)
-			strset_add(&j->found, j->names[i]);
-		else if (slice_eq(j->names[i], j->r.label) && j->values[i].n)
-			strset_add(&j->found, j->values[i]);
-	}
 }
 
 /* The five parts of a profile type id (it has exactly four ':'). */
@@ -306,14 +273,14 @@ static void write_answer(qjob_t *j)
 	}
 	if (j->r.json)
 		buf_puts(o, "{\"names\":[");
-	for (uint32_t i = 0; i < f->n; i++) {
+	for (uint32_t i = 0; i < j->n_listed; i++) {
 		if (!j->r.json) {
-			pb_put_bytes(o, 1, f->s[i]);
+			pb_put_bytes(o, 1, j->listed[i]);
 			continue;
 		}
 		if (i)
 			buf_putc(o, ',');
-		buf_json_str(o, f->s[i]);
+		buf_json_str(o, j->listed[i]);
 	}
 	if (j->r.json)
 		buf_puts(o, "]}");
@@ -510,6 +477,13 @@ static void querier_work(void *arg)
 		j->failed = select_series(j) < 0;
 	} else if (j->r.m == QR_MERGE_STACKS || j->r.m == QR_MERGE_PROFILE || j->r.m == QR_SPAN_PROFILE) {
 		j->failed = merge_stacks(j) < 0;
+	} else if (j->r.m == QR_LABEL_NAMES || j->r.m == QR_LABEL_VALUES) {
+		j->failed = query_pyro_list(api->store, slice_cstr(j->caller.project), j->r.from_ns,
+		                            j->r.until_ns, j->r.sel, j->r.n_sel,
+		                            j->r.m == QR_LABEL_VALUES ? j->r.label : slice_make("", 0), 0,
+		                            j->arena, &j->listed, &j->n_listed, &j->err) < 0;
+		if (!j->failed)
+			write_answer(j);
 	} else {
 		j->failed = query_pyro_series(api->store, slice_cstr(j->caller.project), j->r.from_ns,
 		                              j->r.until_ns, on_series, j, &j->err) < 0;

@@ -3,6 +3,7 @@
  * the checks (times, selectors, enums, bounds) and the query a Select
  * method makes. No listener, store or loop: the fuzz target calls it
  * through api_querier_decode. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
+#include "query/pyro.h"
 #include "wire/pb.h"
 #include "wire/pb_json.h"
 
@@ -93,63 +95,19 @@ static int bad_field(err_t *err, const char *msg_name, uint32_t field)
 	return err_set(err, 400, "%s: field %u: malformed protobuf", msg_name, field);
 }
 
-/* The query of SelectMergeStacktraces/Profile from its type id and
- * label_selector: service_name="S" is the service (other operators on it:
- * 501, unimplemented), other `=` matchers filter on series labels or sample
- * attributes as /api's label.K=V, `!=`, `=~`, `!~` on series labels
- * (query_params_t.matchers). */
+/* The query of a Select method from its profile_typeID and label_selector,
+ * as /pyroscope/render's (query_pyro_query). */
 static int merge_query(qr_req_t *r, const char *msg, err_t *err)
 {
 	r->q = (query_params_t){.project = r->project, .from_ns = r->from_ns, .until_ns = r->until_ns};
-	slice_t id = r->type_id;
-	uint32_t colons = 0;
-	size_t type_at = 0, type_end = 0;
-	for (size_t i = 0; i < id.n; i++) {
-		if (id.p[i] != ':')
-			continue;
-		if (++colons == 1)
-			type_at = i + 1;
-		else if (colons == 3)
-			type_end = i;
-	}
-	if (colons != 4 || type_at < 2)
-		return err_set(
-		    err, 400,
-		    "%s: profile_typeID \"%.*s\" is not NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT "
-		    "(see ProfileTypes)",
-		    msg, (int)(id.n > 128 ? 128 : id.n), (const char *)id.p);
-	r->q.pyro_id = id;
-	r->q.type = slice_make(id.p + type_at, type_end - type_at);
 	r->sel = xcalloc(1, sizeof *r->sel);
 	if (sel_parse(r->selector, &r->sel[0], err) < 0)
 		return -1;
 	r->n_sel = 1;
-	const sel_t *sel = &r->sel[0];
-	model_label_t *labels = arena_alloc(r->arena, (size_t)sel->n * sizeof *labels + 1);
-	sel_matcher_t *matchers = arena_alloc(r->arena, (size_t)sel->n * sizeof *matchers + 1);
-	for (uint32_t i = 0; i < sel->n; i++) {
-		const sel_matcher_t *m = &sel->m[i];
-		if (m->op != SEL_EQ && !slice_eq_cstr(m->name, "service_name")) {
-			/* a copy shares the compiled regex, which outlives the query */
-			matchers[r->q.n_matchers++] = *m;
-			continue;
-		}
-		static const char *const op_name[] = {"=", "!=", "=~", "!~"};
-		if (m->op != SEL_EQ)
-			return err_set(
-			    err, 501, "%s: label_selector: service_name takes = only, not %s (on %.*s)", msg,
-			    op_name[m->op], (int)(m->name.n > 64 ? 64 : m->name.n), (const char *)m->name.p);
-		if (slice_eq_cstr(m->name, "service_name"))
-			r->q.service = m->value;
-		else
-			labels[r->q.n_labels++] = (model_label_t){.key = m->name, .value = m->value};
-	}
-	r->q.labels = labels;
-	r->q.matchers = matchers;
-	if (!r->q.service.n)
-		return err_set(err, 400,
-		               "%s: label_selector must name the service: {service_name=\"NAME\", …}", msg);
-	return 0;
+	char id_what[96], sel_what[96];
+	snprintf(id_what, sizeof id_what, "%s: profile_typeID", msg);
+	snprintf(sel_what, sizeof sel_what, "%s: label_selector", msg);
+	return query_pyro_query(r->type_id, &r->sel[0], id_what, sel_what, r->arena, &r->q, err);
 }
 
 /* A group_by label name (spans 0) or a span id (spans 1) of the request. */

@@ -127,8 +127,18 @@ uint32_t query_pyro_labels(const query_pyro_series_t *s, slice_t *names, slice_t
 	return n;
 }
 
-int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what, query_params_t *q,
-                     err_t *err)
+int query_pyro_match(const sel_t *sel, uint32_t n_sel, const query_pyro_series_t *s, const slice_t *names,
+                     const slice_t *values, uint32_t n)
+{
+	for (uint32_t i = 0; i < n_sel; i++)
+		if ((!sel[i].metric.n || slice_eq(sel[i].metric, s->id)) &&
+		    sel_match_labels(&sel[i], names, values, n))
+			return 1;
+	return n_sel == 0;
+}
+
+int query_pyro_query(slice_t id, const sel_t *sel, const char *id_what, const char *sel_what, arena_t *a,
+                     query_params_t *q, err_t *err)
 {
 	/* NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT: q->type is parts 2 and 3 */
 	size_t colon[4];
@@ -138,9 +148,8 @@ int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what,
 			colon[nc - 1] = i;
 	if (nc != 4 || colon[0] == 0 || colon[1] == colon[0] + 1)
 		return err_set(err, 400,
-		               "%s: the profile type id \"%.*s\" is not "
-		               "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT",
-		               what, (int)(id.n > 128 ? 128 : id.n), (const char *)id.p);
+		               "%s \"%.*s\" is not NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT",
+		               id_what, (int)(id.n > 128 ? 128 : id.n), (const char *)id.p);
 	q->pyro_id = id;
 	q->type = slice_make(id.p + colon[0] + 1, colon[2] - colon[0] - 1);
 	model_label_t *labels = arena_alloc(a, (size_t)sel->n * sizeof *labels + 1);
@@ -148,29 +157,32 @@ int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what,
 	q->n_labels = q->n_matchers = 0;
 	q->service = slice_make("", 0);
 	for (uint32_t i = 0; i < sel->n; i++) {
+		static const char *const op_name[] = {"=", "!=", "=~", "!~"};
 		const sel_matcher_t *m = &sel->m[i];
 		int service = slice_eq_cstr(m->name, "service_name");
 		if (m->op == SEL_EQ && slice_eq_cstr(m->name, "__name__") && slice_eq(m->value, id))
 			continue;
 		if (service && m->op != SEL_EQ)
-			return err_set(err, 501, "%s: service_name takes = only (the service to merge)",
-			               what);
+			return err_set(err, 501,
+			               "%s: service_name takes = only (the service to merge), not %s",
+			               sel_what, op_name[m->op]);
 		if (service)
 			q->service = m->value;
 		else if (m->op == SEL_EQ && m->value.n)
 			labels[q->n_labels++] = (model_label_t){.key = m->name, .value = m->value};
-		else
+		else /* a copy shares the compiled regex, which outlives the query */
 			matchers[q->n_matchers++] = *m;
 	}
 	q->labels = labels;
 	q->matchers = matchers;
 	if (!q->service.n)
-		return err_set(err, 400, "%s must name the service: {service_name=\"NAME\", …}", what);
+		return err_set(err, 400, "%s must name the service: {service_name=\"NAME\", …}", sel_what);
 	return 0;
 }
 
 typedef struct {
 	const sel_t *sel;
+	uint32_t n_sel;
 	slice_t label;
 	int with_empty;
 	arena_t *a;
@@ -197,8 +209,7 @@ static void list_series(const query_pyro_series_t *ps, void *ctx)
 	l->names = xgrow(l->names, &l->cap_names, cap, sizeof *l->names);
 	l->values = xgrow(l->values, &l->cap_values, cap, sizeof *l->values);
 	uint32_t n = query_pyro_labels(ps, l->names, l->values);
-	if (l->sel && ((l->sel->metric.n && !slice_eq(l->sel->metric, ps->id)) ||
-	               !sel_match_labels(l->sel, l->names, l->values, n)))
+	if (!query_pyro_match(l->sel, l->n_sel, ps, l->names, l->values, n))
 		return;
 	slice_t value = slice_make("", 0);
 	for (uint32_t i = 0; i < n; i++) {
@@ -217,9 +228,10 @@ static int slice_qcmp(const void *a, const void *b)
 }
 
 int query_pyro_list(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, const sel_t *sel,
-                    slice_t label, int with_empty, arena_t *a, slice_t **out, uint32_t *n, err_t *err)
+                    uint32_t n_sel, slice_t label, int with_empty, arena_t *a, slice_t **out, uint32_t *n,
+                    err_t *err)
 {
-	pyro_list_t l = {.sel = sel, .label = label, .with_empty = with_empty, .a = a};
+	pyro_list_t l = {.sel = sel, .n_sel = n_sel, .label = label, .with_empty = with_empty, .a = a};
 	u64map_init(&l.ix);
 	int rc = query_pyro_series(s, project, from_ns, until_ns, list_series, &l, err);
 	if (l.n > 1)

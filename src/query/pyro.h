@@ -4,7 +4,8 @@
  * NAME being the series' profile name (its __name__ label) or, for a series
  * without one, the name Pyroscope's ingest would give it (API: Profile
  * names: pyro_stc_profile_name over the series' sample type, "unknown" when
- * that gives none). The querier routes list and filter with it; the id of a
+ * that gives none). Both Pyroscope query routes (api/querier.c,
+ * api/pyroscope_render.c) list, filter and translate queries with it; the id of a
  * series depends on the series alone, so an id given back selects exactly
  * the series it was listed for. */
 #ifndef KILN_QUERY_PYRO_H
@@ -53,26 +54,40 @@ int query_pyro_series(store_t *s, slice_t project, int64_t from_ns, int64_t unti
  * values have room for s->n_labels + QUERY_PYRO_PSEUDO_LABELS; the count. */
 uint32_t query_pyro_labels(const query_pyro_series_t *s, slice_t *names, slice_t *values);
 
-/* Fills q's series choice for a Pyroscope merge of profile type id and
- * selector sel (q's project and range are the caller's): q->pyro_id and
- * q->type from id (exactly four ':'), q->service from the required
- * service_name="S" (other operators on it: 501), other `=` matchers as
- * q->labels (series label, else sample attribute, as /api's label.K=V),
- * `!=`, `=~`, `!~` and `k=""` as q->matchers (series labels; absent is "") (sharing sel's compiled regexes:
- * sel must outlive q); a `__name__` matcher equal to id is the id itself. Arrays in arena a. what names the
- * request's part in messages ("query", "label_selector"). 0, or -1 with a 400 (501) in err. */
-int query_pyro_query(slice_t id, const sel_t *sel, arena_t *a, const char *what, query_params_t *q,
-                     err_t *err);
+/* 1 when series s, whose labels (query_pyro_labels) are names/values[0..n),
+ * matches any of the selectors sel[0..n_sel) (none: 1). A selector matches
+ * when its name before '{', if any, is s's profile type id and every
+ * matcher holds (a label s lacks is "", as in Prometheus: {k=""} selects
+ * the series without k). */
+int query_pyro_match(const sel_t *sel, uint32_t n_sel, const query_pyro_series_t *s, const slice_t *names,
+                     const slice_t *values, uint32_t n);
+
+/* The one translation of a Pyroscope query (API: Query:
+ * querier.v1.QuerierService; the querier's Select methods and /pyroscope/render
+ * both call it): fills q's series choice for a merge of profile type id id
+ * and selector sel (q's project and range are the caller's): q->pyro_id and
+ * q->type from id (exactly four ':', NAME and SAMPLE_TYPE not empty),
+ * q->service from the required service_name="S" (other operators on it:
+ * 501), other `=` matchers with a value as q->labels (series label, else
+ * sample attribute, as /api's label.K=V), `!=`, `=~`, `!~` and `k=""` as
+ * q->matchers (series labels, a label the series lacks being "": `k=""`
+ * selects the series without k), sharing sel's compiled regexes (sel must
+ * outlive q); a `__name__` matcher equal to id is the id itself (sel's name
+ * before '{' is the caller's to read). Arrays in arena a. Messages name the
+ * request's parts: id_what the id (e.g. "query: the profile type id"),
+ * sel_what the selector (e.g. "query"). 0, or -1 with a 400 (501) in err. */
+int query_pyro_query(slice_t id, const sel_t *sel, const char *id_what, const char *sel_what, arena_t *a,
+                     query_params_t *q, err_t *err);
 
 /* The distinct label names (label empty) or values of label of the series
- * of project with chunks in [from_ns, until_ns) that match sel (NULL: all;
- * a name before its '{' must be the series' id; its matchers see
- * query_pyro_labels), sorted in byte order, copied into arena a, as
- * (*out)[0..*n). Values: non-empty ones, plus "" when with_empty and a
- * matching series lacks label (or has it empty). 0, or -1 with err (store
- * errors). */
+ * of project with chunks in [from_ns, until_ns) that match any of the
+ * selectors sel[0..n_sel) (query_pyro_match; none: all), sorted in byte
+ * order, copied into arena a, as (*out)[0..*n). Values: non-empty ones,
+ * plus "" when with_empty and a matching series lacks label (or has it
+ * empty). 0, or -1 with err (store errors). */
 int query_pyro_list(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns, const sel_t *sel,
-                    slice_t label, int with_empty, arena_t *a, slice_t **out, uint32_t *n, err_t *err);
+                    uint32_t n_sel, slice_t label, int with_empty, arena_t *a, slice_t **out, uint32_t *n,
+                    err_t *err);
 
 /* The profile name of a series (see above): its __name__, else Pyroscope's
  * rule on sample_type, else QUERY_PYRO_UNKNOWN_NAME. */
@@ -100,7 +115,10 @@ typedef struct {
 	uint32_t n_group_by;
 	int64_t start_ms, step_ms; /* the grid: start_ms + k·step_ms, k ≥ 0; step_ms ≥ 1 */
 	int average;               /* 0: a point is the sum of its profiles' totals; 1: their mean */
-	int64_t limit;             /* > 0: only the first limit series */
+	int in_step;   /* 0: a profile counts on the first grid point at or after it (SelectSeries);
+	                * 1: on the last at or before it, the step that holds it (query_timeline's
+	                * buckets: /pyroscope/render's timeline) */
+	int64_t limit; /* > 0: only the first limit series */
 } query_pyro_select_t;
 
 /* One series of the answer: its group's labels (those of group_by the
@@ -119,7 +137,8 @@ typedef struct {
  * labels). A profile (a stored chunk: one push of one series) at time t
  * counts on the grid point start_ms + k·step_ms with the least k ≥ 0 that
  * is at or after t (timeseries.RangeSeries' rule; a profile after the last
- * point of the range gets the next one, so no profile is left out); only
+ * point of the range gets the next one, so no profile is left out), or
+ * with r->in_step the greatest k ≥ 0 at or before t; only
  * points with profiles are listed. Values are the chunks' totals, cpu_alias
  * series scaled by their period, as the flame graph counts them. Ordered by
  * total descending, ties by labels (query_pyro_labels_cmp; TopSeries).

@@ -134,14 +134,15 @@ static int series_cmp(const void *a, const void *b)
 	return query_pyro_labels_cmp(x->labels, x->n_labels, y->labels, y->n_labels);
 }
 
-/* The grid point of a profile at t_ns: the first start + k·step at or after it (k ≥ 0). */
+/* The grid point of a profile at t_ns: the first start + k·step at or after
+ * it, or with in_step the last at or before it (k ≥ 0). */
 static int64_t grid_k(const query_pyro_select_t *r, int64_t t_ns)
 {
 	int64_t ms = t_ns / 1000000 - (t_ns % 1000000 < 0);
 	int64_t d = ms - r->start_ms;
 	if (d <= 0)
 		return 0;
-	return (d + r->step_ms - 1) / r->step_ms;
+	return (d + (r->in_step ? 0 : r->step_ms - 1)) / r->step_ms;
 }
 
 int query_pyro_select_series(store_t *s, const query_pyro_select_t *r, arena_t *a, query_pyro_ts_t **out,
@@ -176,6 +177,8 @@ int query_pyro_select_series(store_t *s, const query_pyro_select_t *r, arena_t *
 			rc = query_chunk_value(v, &qp, h, &value, err);
 			if (rc < 0)
 				break;
+			if (sel->attr_mask && !value)
+				continue; /* no sample has the filtered attributes: not a profile of the query */
 			recs = xgrow(recs, &cap_recs, n_recs + 1, sizeof *recs);
 			recs[n_recs++] = (ps_rec_t){group[sel - qp.sel], grid_k(r, h->t_ns),
 			                            num_sat_mul(value, sel->scale)};

@@ -257,8 +257,8 @@ test('bad input: unknown method, malformed proto and JSON, bad selector, start >
       (e) => { assert.equal(e.code, Code.InvalidArgument); assert.match(e.rawMessage, /name/); return true; });
     const merge = (req) => c.selectMergeStacktraces({ profileTypeID: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', ...range(), ...req });
     for (const [req, code, re] of [
-      [{ labelSelector: `{service_name=~"${SVC.go}"}` }, Code.Unimplemented, /service_name takes = only, not =~ \(on service_name\)/],
-      [{ labelSelector: `{service_name!="${SVC.go}"}` }, Code.Unimplemented, /service_name takes = only, not != \(on service_name\)/],
+      [{ labelSelector: `{service_name=~"${SVC.go}"}` }, Code.Unimplemented, /^SelectMergeStacktracesRequest: label_selector: service_name takes = only \(the service to merge\), not =~$/],
+      [{ labelSelector: `{service_name!="${SVC.go}"}` }, Code.Unimplemented, /^SelectMergeStacktracesRequest: label_selector: service_name takes = only \(the service to merge\), not !=$/],
       [{ labelSelector: '{env="prod"}' }, Code.InvalidArgument, /must name the service/],
       [{ labelSelector: '{service_name="x" env="y"}' }, Code.InvalidArgument, /selector: at 18:/],
       [{ labelSelector: `{service_name="${SVC.go}"}`, profileTypeID: 'cpu:nanoseconds' }, Code.InvalidArgument, /profile_typeID "cpu:nanoseconds" is not NAME:/],
@@ -436,9 +436,10 @@ for (const m of MODES) {
     assert.ok(all > 0);
     assert.equal(Number((await go(`{service_name="${SVC.go}", env="prod", "k8s.namespace.name"="shop"}`)).flamegraph.total), all);
     assert.equal(Number((await go(`{service_name="${SVC.go}", env="dev"}`)).flamegraph.total), 0);
-    // !=, =~, !~ on series labels; an absent label matches as "".
+    // !=, =~, !~ and k="" on series labels; an absent label matches as "" (as in
+    // Prometheus and /pyroscope/render: region="" selects the series without region).
     for (const [sel, want] of [
-      ['env!="dev"', all], ['env!="prod"', 0], ['env=~"pr.*"', all], ['env=~"p"', 0], ['env!~"p.*"', 0], ['env!~"d.*"', all],
+      ['env=""', 0], ['region=""', all], ['region="", env="prod"', all], ['env!="dev"', all], ['env!="prod"', 0], ['env=~"pr.*"', all], ['env=~"p"', 0], ['env!~"p.*"', 0], ['env!~"d.*"', all],
       ['"k8s.namespace.name"=~"sh.p", env!~""', all], ['region!="eu-1"', all], ['region=~"eu.*"', 0], ['region=~""', all],
     ]) {
       assert.equal(Number((await go(`{service_name="${SVC.go}", ${sel}}`)).flamegraph.total), want, sel);

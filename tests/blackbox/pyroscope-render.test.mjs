@@ -23,18 +23,27 @@ import { readPprofFile, pprofToOtlp } from './lib/otlp-pprof.mjs';
 
 const fixture = (f) => path.join(TESTDATA, 'pprof', f);
 const SVC = { go: uniqueName('r-go'), otlp: uniqueName('r-otlp'), heap: uniqueName('r-heap'), node: uniqueName('r-node'), grp: uniqueName('r-grp') };
+const AVG = uniqueName('r-avg'); // the aggregation test's service, outside the other tests' ranges
 const CPU = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
 const SAMPLES = 'process_cpu:samples:count:cpu:nanoseconds';
 let server;
 let oracles; // file → oracleForFile
 let pushedAt; // unix seconds of the pushes
+let avgAt; // AVG's profiles: avgAt + 1, + 3, + 20 (three days back, a multiple of 15 s)
 
 before(async () => {
   server = await startOtlpServer();
   oracles = new Map();
-  for (const f of ['go-cpu-fib.pb.gz', 'go-heap-delta.pb.gz', 'nodejs-wall.pb.gz']) oracles.set(f, await oracleForFile(fixture(f)));
+  for (const f of ['go-cpu-fib.pb.gz', 'go-heap-delta.pb.gz', 'nodejs-wall.pb.gz', 'go-cpu-two-stacks.pb.gz']) oracles.set(f, await oracleForFile(fixture(f)));
   pushedAt = Math.floor(Date.now() / 1000);
+  avgAt = Math.floor((pushedAt - 3 * 86400) / 15) * 15;
   const cpu = fs.readFileSync(fixture('go-cpu-fib.pb.gz'));
+  const two = fs.readFileSync(fixture('go-cpu-two-stacks.pb.gz'));
+  // aggregation: two profiles in one 15 s step, one in the next; outside every other test's range
+  for (const [body, at, params] of [[cpu, 1, { 'label.env': 'prod' }], [two, 3, {}], [cpu, 20, { 'label.env': 'prod' }]]) {
+    const r = await upload(server, body, { serviceName: AVG, from: String(avgAt + at), ...params });
+    assert.equal(r.status, 200, r.text);
+  }
   const pushes = [
     upload(server, cpu, { serviceName: SVC.go, namespace: 'shop', 'label.env': 'prod' }),
     upload(server, fs.readFileSync(fixture('go-heap-delta.pb.gz')), { serviceName: SVC.heap, 'label.env': 'dev' }),
@@ -235,6 +244,35 @@ test('render: groupBy gives one timeline per value, "*" for the series without t
   assert.deepEqual(bySvc.groups, { [SVC.grp]: bySvc.timeline });
 });
 
+test('render: aggregation=avg gives the mean of the profiles in each step, sum (the default) their sum; groups alike', async () => {
+  const tot = (f) => Number(oracles.get(f).types.find((x) => x.typeName === 'cpu:nanoseconds').total);
+  const fib = tot('go-cpu-fib.pb.gz');
+  const two = tot('go-cpu-two-stacks.pb.gz');
+  assert.notEqual(fib, two);
+  // 3600 s → Pyroscope's step 15 s, 240 steps from avgAt - 1800; the profiles at +1 and +3 are in step 120, +20 in 121
+  const range = { from: String(avgAt - 1800), until: String(avgAt + 1800) };
+  const timeline = (at120, at121) => {
+    const samples = new Array(240).fill(0);
+    samples[120] = at120;
+    samples[121] = at121;
+    return { startTime: avgAt - 1800, samples, durationDelta: 15, watermarks: null };
+  };
+  const query = `${CPU}{service_name="${AVG}"}`;
+  for (const [agg, want] of [[undefined, timeline(fib + two, fib)], ['sum', timeline(fib + two, fib)], ['avg', timeline(Math.trunc((fib + two) / 2), fib)]]) {
+    const fb = await ok('/pyroscope/render', { query, ...range, ...(agg ? { aggregation: agg } : {}) });
+    assert.equal(fb.flamebearer.numTicks, 2 * fib + two, `${agg}: the flame graph does not change`);
+    assert.deepEqual(fb.timeline, want, `aggregation=${agg}`);
+    // env=prod holds the two fib profiles, one per step; "*" the other
+    const g = await ok('/pyroscope/render', { query, ...range, groupBy: 'env', ...(agg ? { aggregation: agg } : {}) });
+    assert.deepEqual(g.timeline, want, `aggregation=${agg}, groupBy`);
+    assert.deepEqual(g.groups, { prod: timeline(fib, fib), '*': timeline(two, 0) }, `aggregation=${agg}: groups`);
+  }
+  // avg with a filter: only the env=prod profiles, one per step (the profile without
+  // env, filtered by sample attribute, has no matching sample and does not count)
+  const prod = await ok('/pyroscope/render', { query: `${CPU}{service_name="${AVG}", env="prod"}`, ...range, aggregation: 'avg' });
+  assert.deepEqual(prod.timeline, timeline(fib, fib));
+});
+
 test('render: from/until as now-1h, Unix seconds, milliseconds and microseconds select alike', async () => {
   const total = Number(oracles.get('go-cpu-fib.pb.gz').types.find((x) => x.typeName === 'cpu:nanoseconds').total);
   const query = `${CPU}{service_name="${SVC.go}"}`;
@@ -325,7 +363,7 @@ test('bad input: exact status and message, naming the parameter', async () => {
     ['/pyroscope/render', { query: `{service_name="${SVC.go}"}` }, 400, 'query must start with a profile type id NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT (see /pyroscope/label-values?label=__name__)'],
     ['/pyroscope/render', { query: 'cpu:nanoseconds{service_name="a"}' }, 400, 'query: the profile type id "cpu:nanoseconds" is not NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT'],
     ['/pyroscope/render', { query: CPU }, 400, 'query must name the service: {service_name="NAME", …}'],
-    ['/pyroscope/render', { query: `${CPU}{service_name=~"a.*"}` }, 501, 'query: service_name takes = only (the service to merge)'],
+    ['/pyroscope/render', { query: `${CPU}{service_name=~"a.*"}` }, 501, 'query: service_name takes = only (the service to merge), not =~'],
     ['/pyroscope/render', { query: `${CPU}{service_name="a" env="b"}` }, 400, 'query: selector: at 61: expected "," or "}"'],
     ['/pyroscope/render', { query: `${CPU}{a=~"("}` }, 400, 'query: selector: at 47: regex: at 0: missing closing )'],
     ['/pyroscope/render', { query: `${CPU}{a="${'x'.repeat(16400)}"}` }, 400, 'query: selector: at 16384: longer than 16384 bytes'],

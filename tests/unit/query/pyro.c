@@ -1,7 +1,10 @@
 /* Tests of src/query/pyro.c (API: Query: querier.v1.QuerierService): the
  * profile name of a series without __name__ (Pyroscope's rule on its sample
- * type) and which series a Pyroscope profile type id selects. */
-#include "testutil.h"
+ * type), which series a Pyroscope profile type id selects, and the one
+ * translation of (id, selector) into a query that the querier and
+ * /pyroscope/render share (query_pyro_query), with `k=""` selecting the
+ * series without k as in Prometheus. */
+#include "fixture.h"
 
 #include <string.h>
 
@@ -76,11 +79,125 @@ static void test_is(void **state)
 	assert_false(is(&block, "delay:nanoseconds", "mutex:delay:nanoseconds:contentions:count"));
 }
 
+#define CPU_ID "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+/* query_pyro_query of id and selector text into *q (sel and a kept for q). */
+static int translate(const char *id, const char *text, sel_t *sel, arena_t *a, query_params_t *q, err_t *err)
+{
+	memset(q, 0, sizeof *q);
+	err_t perr = {0};
+	if (sel_parse(slice_cstr(text), sel, &perr) < 0)
+		fail_msg("sel_parse %s: %s", text, perr.msg);
+	return query_pyro_query(slice_cstr(id), sel, "query: the profile type id", "query", a, q, err);
+}
+
+static void test_query(void **state)
+{
+	(void)state;
+	arena_t *a = arena_new();
+	sel_t sel;
+	query_params_t q;
+	err_t err = {0};
+	assert_int_equal(translate(CPU_ID,
+	                           "{__name__=\"" CPU_ID "\", service_name=\"api\", env=\"prod\", "
+	                           "region=\"\", pod!=\"x\", zone=~\"e.*\"}",
+	                           &sel, a, &q, &err),
+	                 0);
+	assert_true(slice_eq_cstr(q.pyro_id, CPU_ID));
+	assert_true(slice_eq_cstr(q.type, "cpu:nanoseconds"));
+	assert_true(slice_eq_cstr(q.service, "api"));
+	/* `=` with a value: series label or sample attribute */
+	assert_int_equal(q.n_labels, 1);
+	assert_true(slice_eq_cstr(q.labels[0].key, "env") && slice_eq_cstr(q.labels[0].value, "prod"));
+	/* k="" and the other operators: series labels, absent = "" */
+	assert_int_equal(q.n_matchers, 3);
+	assert_true(slice_eq_cstr(q.matchers[0].name, "region") && q.matchers[0].op == SEL_EQ &&
+	            q.matchers[0].value.n == 0);
+	assert_true(slice_eq_cstr(q.matchers[1].name, "pod") && q.matchers[1].op == SEL_NE);
+	assert_true(slice_eq_cstr(q.matchers[2].name, "zone") && q.matchers[2].op == SEL_RE);
+	sel_free(&sel);
+
+	static const struct {
+		const char *id, *sel;
+		int status;
+		const char *msg;
+	} bad[] = {
+	    {"cpu:nanoseconds", "{service_name=\"a\"}", 400,
+	     "query: the profile type id \"cpu:nanoseconds\" is not "
+	     "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT"},
+	    {":cpu:nanoseconds:cpu:nanoseconds", "{service_name=\"a\"}", 400,
+	     "query: the profile type id \":cpu:nanoseconds:cpu:nanoseconds\" is not "
+	     "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT"},
+	    {"process_cpu::nanoseconds:cpu:nanoseconds", "{service_name=\"a\"}", 400,
+	     "query: the profile type id \"process_cpu::nanoseconds:cpu:nanoseconds\" is not "
+	     "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT"},
+	    {"a:b:c:d:e:f", "{service_name=\"a\"}", 400,
+	     "query: the profile type id \"a:b:c:d:e:f\" is not "
+	     "NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT"},
+	    {CPU_ID, "{env=\"prod\"}", 400, "query must name the service: {service_name=\"NAME\", …}"},
+	    {CPU_ID, "{service_name=\"\"}", 400, "query must name the service: {service_name=\"NAME\", …}"},
+	    {CPU_ID, "{service_name=~\"a.*\"}", 501,
+	     "query: service_name takes = only (the service to merge), not =~"},
+	    {CPU_ID, "{service_name!=\"a\"}", 501,
+	     "query: service_name takes = only (the service to merge), not !="},
+	    {CPU_ID, "{service_name!~\"a\"}", 501,
+	     "query: service_name takes = only (the service to merge), not !~"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err = (err_t){0};
+		assert_int_equal(translate(bad[i].id, bad[i].sel, &sel, a, &q, &err), -1);
+		assert_int_equal(err.status, bad[i].status);
+		assert_string_equal(err.msg, bad[i].msg);
+		sel_free(&sel);
+	}
+	arena_free(a);
+}
+
+/* The flame graph total of id{text}, merged as both routes merge. */
+static int64_t merged_total(qfix *f, const char *id, const char *text)
+{
+	arena_t *a = arena_new();
+	sel_t sel;
+	query_params_t q;
+	err_t err = {0};
+	if (translate(id, text, &sel, a, &q, &err) < 0)
+		fail_msg("query_pyro_query %s: %s", text, err.msg);
+	q.project = slice_cstr("p");
+	q.from_ns = T0 * NS_PER_SEC;
+	q.until_ns = (T0 + 60) * NS_PER_SEC;
+	model_tree_t tree;
+	if (query_merge(f->s, &q, a, &tree, &err) < 0)
+		fail_msg("query_merge %s: %s", text, err.msg);
+	int64_t total = tree.n_nodes ? tree.total[0] : 0;
+	sel_free(&sel);
+	arena_free(a);
+	return total;
+}
+
+/* k="" selects the series without k (or with it empty; Kiln stores no empty
+ * value), k!="" those with one; `=` with a value also matches sample
+ * attributes of series without the label. Values by hand from the writes. */
+static void test_empty_value(void **state)
+{
+	qfix *f = *state;
+	qfix_put(f, "api", "cpu:nanoseconds", "env=prod", T0, "main 1");
+	qfix_put(f, "api", "cpu:nanoseconds", "env=dev", T0 + 1, "main 2");
+	qfix_put(f, "api", "cpu:nanoseconds", NULL, T0 + 2, "main 4 env=prod\nmain;f 8");
+	assert_int_equal(merged_total(f, CPU_ID, "{service_name=\"api\"}"), 15);
+	assert_int_equal(merged_total(f, CPU_ID, "{service_name=\"api\", env=\"\"}"), 12);
+	assert_int_equal(merged_total(f, CPU_ID, "{service_name=\"api\", env!=\"\"}"), 3);
+	assert_int_equal(merged_total(f, CPU_ID, "{service_name=\"api\", env=\"prod\"}"), 5);
+	assert_int_equal(merged_total(f, CPU_ID, "{service_name=\"api\", env=\"\", region=\"\"}"), 12);
+	assert_int_equal(merged_total(f, CPU_ID, "{service_name=\"api\", env=~\"|dev\"}"), 14);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_is),
+	    cmocka_unit_test(test_query),
+	    cmocka_unit_test_setup_teardown(test_empty_value, qfix_setup, qfix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

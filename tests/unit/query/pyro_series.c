@@ -79,6 +79,36 @@ static void test_grid_sum_average(void **state)
 	assert_string_equal(run(f, &r, got, sizeof got), ":16=28");
 }
 
+/* in_step (/pyroscope/render's timeline): a profile counts on the step
+ * that holds it, the last grid point at or before it: +0 and +5 → 0, +10
+ * and +11 → 10, +25 → 20. */
+static void test_in_step(void **state)
+{
+	qfix *f = *state;
+	put_five(f);
+	char got[1024];
+	query_pyro_select_t r = sel("api", T0, T0 + 60, 10);
+	r.in_step = 1;
+	assert_string_equal(run(f, &r, got, sizeof got), ":0=3,10=28,20=32");
+	r.average = 1; /* (1 + 2) / 2, (4 + 24) / 2 */
+	assert_string_equal(run(f, &r, got, sizeof got), ":0=1.5,10=14,20=32");
+	/* A grid that starts before the range: +5, +10 and +11 → +5 (2 + 4 + 24), +25 → +25. */
+	r = sel("api", T0 + 1, T0 + 60, 10);
+	r.start_ms = (T0 - 5) * 1000;
+	r.in_step = 1;
+	assert_string_equal(run(f, &r, got, sizeof got), ":5=30,25=32");
+	/* A filter on sample attributes: a profile without a matching sample
+	 * does not count (else point 10 would be (0 + 8) / 2 and 0, 20 listed as 0). */
+	model_label_t span[] = {{slice_cstr("span_id"), slice_cstr("x")}};
+	r = sel("api", T0, T0 + 60, 10);
+	r.q.labels = span;
+	r.q.n_labels = 1;
+	r.average = 1;
+	assert_string_equal(run(f, &r, got, sizeof got), ":20=8");
+	r.in_step = 1;
+	assert_string_equal(run(f, &r, got, sizeof got), ":10=8");
+}
+
 static void test_group_by_order_limit(void **state)
 {
 	qfix *f = *state;
@@ -146,6 +176,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_grid_sum_average, qfix_setup, qfix_teardown),
+	    cmocka_unit_test_setup_teardown(test_in_step, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_group_by_order_limit, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_ties_by_labels, qfix_setup, qfix_teardown),
 	    cmocka_unit_test_setup_teardown(test_nothing_and_bad_step, qfix_setup, qfix_teardown),
