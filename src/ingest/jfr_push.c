@@ -64,7 +64,11 @@ static int labels_snapshot(slice_t part, size_t used, buf_t *plain, jfr_labels_t
 	if (!part.n)
 		return 0;
 	if (ingest_gunzip(part, 0, plain, &data, err) < 0)
-		return err_prefix(err, "part labels: ");
+		return err->status == 413 ? err_set(err, 413,
+		                                    "part labels: the recording and its labels decompress to "
+		                                    "more than %u MiB (the limit)",
+		                                    LIMIT_DECODED_BYTES >> 20)
+		                          : err_prefix(err, "part labels");
 	return data.n ? jfr_labels_parse(data, out, err) : 0;
 }
 
