@@ -17,9 +17,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { uniqueName, nowS, TESTDATA } from './lib/env.mjs';
+import { uniqueName, nowS, mkTemp, TESTDATA } from './lib/env.mjs';
 import { startServer, tail } from './lib/server.mjs';
 import { getJson, services } from './lib/http.mjs';
+import { runKiln } from './lib/cli.mjs';
 
 let server;
 before(async () => { server = await startServer(); });
@@ -300,5 +301,23 @@ test('format=jfr spans: new_spancontext\'s span ids link samples; /api/span tota
     const [k, v] = kv.split('=');
     const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type, from: from - 60, until: from + 60, [`label.${k}`]: v });
     assert.equal(fg.total, want, kv);
+  }
+});
+
+test('kiln upload FILE.jfr[.gz] detects JFR and pushes it to /ingest?format=jfr: the oracle\'s totals', async () => {
+  const from = nowS() - 300;
+  const raw = path.join(mkTemp('jfr-upload'), 'cortex-cpu.jfr');
+  fs.writeFileSync(raw, zlib.gunzipSync(read('cortex-dev-01__kafka-0__cpu__0.jfr.gz')));
+  const cases = [['example', path.join(DIR, 'example.jfr.gz'), 7], ['cortex-dev-01__kafka-0__cpu__0', raw, 1]];
+  for (const [rec, file, types] of cases) {
+    const svc = uniqueName('jfr-cli');
+    const r = await runKiln(['upload', file, '--service', svc, '--label', 'env=test', '--from', String(from),
+      '--until', String(from + 10), '--url', server.uploadUrl]);
+    assert.equal(r.code, 0, `${rec}: exit ${r.code}; stderr: ${r.stderr}`);
+    assert.equal(r.stdout.toString(), '');
+    assert.equal(await checkOracles(svc, rec, from), types, rec);
+    const want = oracles(rec).find((o) => o.name === 'process_cpu').types[0].total;
+    const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: 'process_cpu:cpu:nanoseconds', from: from - 60, until: from + 60, 'label.env': 'test' });
+    assert.equal(fg.total, want, `${rec}: --label env=test is a series label`);
   }
 });
