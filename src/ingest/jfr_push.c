@@ -98,8 +98,7 @@ int ingest_jfr_decode(ingest_push_t *p, err_t *err)
 		        "multipart part jfr");
 		goto out;
 	}
-	if (labels_snapshot(lpart, data.n, &lplain, &snapshot, err) < 0)
-		goto out;
+	int lrc = labels_snapshot(lpart, data.n, &lplain, &snapshot, err);
 	int64_t from = r.from_ns ? r.from_ns : r.now_ns;
 	jfr_decode_opts_t o = {.service = r.service,
 	                       .labels = labels,
@@ -110,6 +109,13 @@ int ingest_jfr_decode(ingest_push_t *p, err_t *err)
 	                       .max_rows = r.max_rows,
 	                       .snapshot = snapshot};
 	model_batch_t *b = model_batch_new(r.project);
+	if (lrc < 0) { /* the recording's own error, when it has one, comes first */
+		err_t rec_err = {0};
+		if (jfr_decode(data, &o, b, &rec_err) < 0)
+			*err = rec_err;
+		model_batch_free(b);
+		goto out;
+	}
 	if (jfr_decode(data, &o, b, err) < 0) {
 		model_batch_free(b);
 		goto out;

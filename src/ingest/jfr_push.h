@@ -25,7 +25,8 @@ typedef struct {
 /* The decoder: p->ctx is an ingest_jfr_push_t. Errors: 400 for a bad
  * sampleRate, a multipart body without part jfr, an empty recording, a
  * labels part jfr_labels_parse refuses (its message, "part labels: " before
- * a gunzip error) and every error of jfr_decode (naming chunk, offset and problem); 413 as
+ * a gunzip error; a recording that is bad too gives its own error instead)
+ * and every error of jfr_decode (naming chunk, offset and problem); 413 as
  * jfr_decode's and gz_inflate's; the window of ingest_push_window. The
  * profiles' time is from (now when absent) and their duration until − from
  * (0 when until is absent). */

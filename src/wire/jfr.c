@@ -346,6 +346,9 @@ static int rd_string(jf_dec_t *d, size_t *pos, size_t end, slice_t *out, int poo
 	case 5:
 		if (rd_len(d, pos, end, end - *pos, &n, "string length") < 0)
 			return -1;
+		if (n > end - *pos) /* the bound above counted the length's own bytes */
+			return fail(d, start, "%s: string of %" PRIu64 " bytes runs past the end (%zu left)",
+			            what, n, end - *pos);
 		if (out) {
 			const uint8_t *s = d->data.p + *pos;
 			size_t hi = 0;
