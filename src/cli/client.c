@@ -8,7 +8,10 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/limits.h"
 #include "cli/cli.h"
+#include "wire/compress.h"
+#include "wire/jfr.h"
 
 typedef struct {
 	const char *file, *service, *type, *from, *until, *limit, *url;
@@ -99,13 +102,68 @@ static void print_error(long status, const buf_t *resp)
 	json_decref(j);
 }
 
+/* 1 when body is a JFR recording, raw or gzip: it starts, inflated, with
+ * the chunk magic "FLR\0". A gzip past the server's decoded limit is left
+ * to the pprof route, whose answer names that limit. */
+static int is_jfr(const buf_t *body)
+{
+	slice_t s = slice_make(body->p, body->n);
+	if (!gz_is_gzip(s))
+		return jfr_is_jfr(s);
+	buf_t plain;
+	err_t err;
+	buf_init(&plain, LIMIT_DECODED_BYTES);
+	int jfr = gz_inflate(s, &plain, &err) == 0 && jfr_is_jfr(buf_slice(&plain));
+	buf_free(&plain);
+	return jfr;
+}
+
+/* The URL of an upload: a pprof to /profiling/upload, a JFR recording to
+ * Pyroscope's /ingest?format=jfr (name SERVICE{K=V,...}, the --from and
+ * --until given, sampleRate as the Java agent's default). */
+static void upload_url(CURL *c, const client_opts_t *o, int jfr, buf_t *url)
+{
+	if (!jfr) {
+		buf_printf(url, "%s/profiling/upload", o->url);
+		add_param(c, url, "serviceName", o->service);
+		for (int i = 0; i < o->n_labels; i++) {
+			const char *eq = strchr(o->labels[i], '=');
+			if (!eq)
+				continue;
+			char key[256];
+			snprintf(key, sizeof key, "label.%.*s", (int)(eq - o->labels[i]), o->labels[i]);
+			add_param(c, url, key, eq + 1);
+		}
+		return;
+	}
+	buf_t name;
+	buf_init(&name, SIZE_MAX);
+	buf_printf(&name, "%s", o->service);
+	int n = 0;
+	for (int i = 0; i < o->n_labels; i++)
+		if (strchr(o->labels[i], '='))
+			buf_printf(&name, "%c%s", n++ ? ',' : '{', o->labels[i]);
+	if (n)
+		buf_putc(&name, '}');
+	buf_putc(&name, 0);
+	buf_printf(url, "%s/ingest", o->url);
+	add_param(c, url, "name", (const char *)name.p);
+	add_param(c, url, "format", "jfr");
+	add_param(c, url, "sampleRate", "100");
+	add_param(c, url, "from", o->from);
+	add_param(c, url, "until", o->until);
+	buf_free(&name);
+}
+
 int cli_upload(int argc, char **argv)
 {
 	client_opts_t o;
 	if (parse_opts(argc, argv, &o, "http://127.0.0.1:8028") < 0 || !o.file || !o.service) {
-		fprintf(
-		    stderr,
-		    "usage: kiln upload FILE --service NAME [--url http://HOST:8028] [--label K=V ...]\n");
+		fprintf(stderr,
+		        "usage: kiln upload FILE --service NAME [--url http://HOST:8028] [--label K=V ...]\n"
+		        "  FILE: a pprof, or a JFR recording (raw or gzip: detected; pushed to "
+		        "/ingest?format=jfr,\n"
+		        "  with --from/--until in unix seconds when given)\n");
 		return 2;
 	}
 	FILE *f = fopen(o.file, "rb");
@@ -130,16 +188,7 @@ int cli_upload(int argc, char **argv)
 	buf_t url, resp;
 	buf_init(&url, 1 << 16);
 	buf_init(&resp, 1 << 20);
-	buf_printf(&url, "%s/profiling/upload", o.url);
-	add_param(c, &url, "serviceName", o.service);
-	for (int i = 0; i < o.n_labels; i++) {
-		const char *eq = strchr(o.labels[i], '=');
-		if (!eq)
-			continue;
-		char key[256];
-		snprintf(key, sizeof key, "label.%.*s", (int)(eq - o.labels[i]), o.labels[i]);
-		add_param(c, &url, key, eq + 1);
-	}
+	upload_url(c, &o, is_jfr(&body), &url);
 	struct curl_slist *h = xcheck(curl_slist_append(NULL, "Content-Type: application/octet-stream"));
 	h = xcheck(curl_slist_append(h, "Expect:"));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -147,7 +196,7 @@ int cli_upload(int argc, char **argv)
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.n);
 	long status = 0;
 	int rc = perform(c, &url, &resp, &status);
-	if (rc == 0 && status == 200)
+	if (rc == 0 && status == 200 && resp.n) /* /ingest answers an empty body */
 		printf("%.*s\n", (int)resp.n, (const char *)resp.p);
 	else if (rc == 0)
 		print_error(status, &resp);

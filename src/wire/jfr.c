@@ -93,13 +93,6 @@ typedef struct {
 
 enum { SK_SLOW, SK_VAR, SK_FIXED };
 
-/* A map from 64-bit ids (0 included) to 32-bit values. */
-typedef struct {
-	u64map_t m; /* id_key(id) → value, for ids other than 0 */
-	uint8_t has_zero;
-	uint32_t zero; /* the value of id 0 */
-} jf_idmap_t;
-
 typedef struct {
 	size_t *off; /* value offsets, in entry order */
 	uint32_t n;
@@ -117,14 +110,15 @@ typedef struct {
 	uint32_t pool; /* index into pools, NO_IX when none */
 	/* events: the field indexes the converter reads (NO_IX when absent) */
 	uint32_t f_stack, f_state, f_value, f_name, f_val2;
+	uint32_t f_corr[3]; /* contextId, spanId, spanName of the events the reference correlates */
 } jf_class_t;
 
 typedef struct {
-	uint32_t *node;
+	uint32_t *node, *attr;
 	int64_t (*v)[2];
 	uint32_t n;
 	size_t cap;
-	u64map_t ix; /* node + 1 → row */
+	u64map_t ix; /* row_key(node, attr) → row */
 } jf_rows_t;
 
 typedef struct {
@@ -171,6 +165,16 @@ typedef struct {
 	uint32_t frames[LIMIT_STACK_DEPTH]; /* scratch: one stack's method name indexes, leaf first */
 	uint8_t kinds[LIMIT_STACK_DEPTH];
 
+	/* Sample attributes (the correlation of an event: contextId, spanId,
+	 * spanName) → model attrset; the last one asked, and per context id
+	 * for events without a span. */
+	jf_idmap_t ctx_attr;
+	uint64_t memo_corr[3];
+	uint32_t memo_attr;
+	int has_memo;
+	model_label_t attr_labels[LIMIT_LABELS];
+	char span_hex[17];
+
 	int wall_setting; /* the `event` setting is "wall" */
 	int64_t period;
 	uint32_t max_rows;
@@ -195,38 +199,6 @@ __attribute__((format(printf, 4, 5))) static int fail_st(jf_dec_t *d, int status
 }
 #define fail(d, off, ...) fail_st(d, 400, off, __VA_ARGS__)
 #define fail413(d, off, ...) fail_st(d, 413, off, __VA_ARGS__)
-
-/* Map key of an id: mixed (ids chosen by the writer do not pile into one
- * probe run), 0 only for id 0, which idmap keeps aside. */
-static inline uint64_t id_key(uint64_t id)
-{
-	return num_mix64(id);
-}
-
-static int idmap_get(const jf_idmap_t *t, uint64_t id, uint32_t *v)
-{
-	if (id == 0) {
-		*v = t->zero;
-		return t->has_zero;
-	}
-	return u64map_get(&t->m, id_key(id), v);
-}
-
-static void idmap_put(jf_idmap_t *t, uint64_t id, uint32_t v)
-{
-	if (id == 0) {
-		t->zero = v;
-		t->has_zero = 1;
-	} else {
-		u64map_put(&t->m, id_key(id), v);
-	}
-}
-
-static void idmap_clear(jf_idmap_t *t)
-{
-	u64map_clear(&t->m);
-	t->has_zero = 0;
-}
 
 /* A JFR varint: LEB128, at most 9 bytes, the 9th carrying 8 bits (so any
  * 64-bit value fits). what names the value in errors. */
@@ -374,6 +346,9 @@ static int rd_string(jf_dec_t *d, size_t *pos, size_t end, slice_t *out, int poo
 	case 5:
 		if (rd_len(d, pos, end, end - *pos, &n, "string length") < 0)
 			return -1;
+		if (n > end - *pos) /* the bound above counted the length's own bytes */
+			return fail(d, start, "%s: string of %" PRIu64 " bytes runs past the end (%zu left)",
+			            what, n, end - *pos);
 		if (out) {
 			const uint8_t *s = d->data.p + *pos;
 			size_t hi = 0;
@@ -645,17 +620,19 @@ static uint8_t prim_of(slice_t name)
 /* The events the converter reads, and the field that holds each one's value. */
 static const struct {
 	const char *event, *value;
-	int kind; /* the profile of the events other than cpu and wall: count 1 + value */
-} ev_tab[] = {[EV_EXEC] = {"jdk.ExecutionSample", NULL, JFR_CPU},
-              [EV_WALL] = {"profiler.WallClockSample", "samples", JFR_WALL},
-              [EV_TLAB] = {"jdk.ObjectAllocationInNewTLAB", "tlabSize", JFR_ALLOC_IN_TLAB},
-              [EV_OUT_TLAB] = {"jdk.ObjectAllocationOutsideTLAB", "allocationSize", JFR_ALLOC_OUTSIDE_TLAB},
-              [EV_ALLOC_SAMPLE] = {"jdk.ObjectAllocationSample", "weight", JFR_ALLOC_SAMPLE},
-              [EV_MONITOR] = {"jdk.JavaMonitorEnter", "duration", JFR_LOCK},
-              [EV_PARK] = {"jdk.ThreadPark", "duration", JFR_PARK},
-              [EV_LIVE] = {"profiler.LiveObject", NULL, JFR_LIVE},
-              [EV_MALLOC] = {"profiler.Malloc", "size", JFR_MALLOC},
-              [EV_SETTING] = {"jdk.ActiveSetting", NULL, JFR_KINDS}};
+	int kind;       /* the profile of the events other than cpu and wall: count 1 + value */
+	int correlated; /* its contextId / spanId / spanName give sample attributes (as the reference) */
+} ev_tab[] = {
+    [EV_EXEC] = {"jdk.ExecutionSample", NULL, JFR_CPU, 1},
+    [EV_WALL] = {"profiler.WallClockSample", "samples", JFR_WALL, 1},
+    [EV_TLAB] = {"jdk.ObjectAllocationInNewTLAB", "tlabSize", JFR_ALLOC_IN_TLAB, 1},
+    [EV_OUT_TLAB] = {"jdk.ObjectAllocationOutsideTLAB", "allocationSize", JFR_ALLOC_OUTSIDE_TLAB, 1},
+    [EV_ALLOC_SAMPLE] = {"jdk.ObjectAllocationSample", "weight", JFR_ALLOC_SAMPLE, 0},
+    [EV_MONITOR] = {"jdk.JavaMonitorEnter", "duration", JFR_LOCK, 1},
+    [EV_PARK] = {"jdk.ThreadPark", "duration", JFR_PARK, 0},
+    [EV_LIVE] = {"profiler.LiveObject", NULL, JFR_LIVE, 0},
+    [EV_MALLOC] = {"profiler.Malloc", "size", JFR_MALLOC, 0},
+    [EV_SETTING] = {"jdk.ActiveSetting", NULL, JFR_KINDS, 0}};
 
 static uint8_t ev_of(slice_t name)
 {
@@ -753,6 +730,9 @@ static int finish_metadata(jf_dec_t *d, size_t at)
 			k->f_name = field_ix(d, i, "name");
 			k->f_val2 = field_ix(d, i, "value");
 		}
+		static const char *const corr[3] = {"contextId", "spanId", "spanName"};
+		for (int j = 0; j < 3; j++)
+			k->f_corr[j] = ev_tab[k->ev].correlated ? field_ix(d, i, corr[j]) : NO_IX;
 	}
 	memset(d->ev_cls, 0xff, sizeof d->ev_cls);
 	for (uint32_t i = 0; i < d->n_cls; i++)
@@ -1166,11 +1146,18 @@ static int resolve_state(jf_dec_t *d, uint64_t id, uint32_t *state)
 
 /* ---- Events ------------------------------------------------------------------- */
 
-static int add_row(jf_dec_t *d, int kind, uint32_t node, int64_t v0, int64_t v1, size_t at)
+/* The map key of a row: node and attrset, mixed (never 0: the pair is
+ * offset by 1 and the mix is a bijection that keeps only 0 at 0). */
+static inline uint64_t row_key(uint32_t node, uint32_t attr)
+{
+	return num_mix64(((uint64_t)attr << 32 | node) + 1);
+}
+
+static int add_row(jf_dec_t *d, int kind, uint32_t node, uint32_t attr, int64_t v0, int64_t v1, size_t at)
 {
 	jf_rows_t *r = &d->rows[kind];
 	int inserted;
-	uint32_t row = u64map_get_or_put(&r->ix, (uint64_t)node + 1, r->n, &inserted);
+	uint32_t row = u64map_get_or_put(&r->ix, row_key(node, attr), r->n, &inserted);
 	if (inserted) {
 		if (r->n >= d->max_rows)
 			return fail413(
@@ -1179,8 +1166,10 @@ static int add_row(jf_dec_t *d, int kind, uint32_t node, int64_t v0, int64_t v1,
 			    " distinct stacks (the limit, receivers.profiles.maxDecodedSampleRows)",
 			    jfr_kinds[kind].name, d->max_rows);
 		r->node = xgrow(r->node, &r->cap, r->n + 1, sizeof *r->node);
+		r->attr = xrealloc(r->attr, r->cap * sizeof *r->attr);
 		r->v = xrealloc(r->v, r->cap * sizeof *r->v);
 		r->node[r->n] = node;
+		r->attr[r->n] = attr;
 		r->v[r->n][0] = r->v[r->n][1] = 0;
 		r->n++;
 	}
@@ -1204,9 +1193,45 @@ static int event_int(jf_dec_t *d, const jf_field_t *f, size_t *pos, size_t end, 
 	return 0;
 }
 
+/* The attrset of an event's correlation (contextId, spanId, spanName):
+ * wire/jfr.h's sample attributes; 0 when they come to no label. */
+static uint32_t correlation_attr(jf_dec_t *d, const uint64_t corr[3])
+{
+	uint32_t n = jfr_labels_context(d->opts->snapshot, corr[0], d->attr_labels);
+	slice_t name;
+	if (corr[1]) {
+		static const char hex[] = "0123456789abcdef";
+		for (int i = 0; i < 16; i++)
+			d->span_hex[i] = hex[(corr[1] >> (60 - 4 * i)) & 15];
+		d->attr_labels[n++] = (model_label_t){slice_cstr("profile_id"), slice_make(d->span_hex, 16)};
+	}
+	if (corr[2] && jfr_labels_string(d->opts->snapshot, corr[2], &name) && name.n)
+		d->attr_labels[n++] = (model_label_t){slice_cstr("span_name"), name};
+	return model_attrset_intern(d->b, d->attr_labels, n);
+}
+
+/* The sample attrset of an event's correlation, cached: per context id
+ * (events without a span) and the last correlation asked. */
+static uint32_t sample_attr_of(jf_dec_t *d, const uint64_t corr[3])
+{
+	uint32_t a;
+	if (d->has_memo && !memcmp(d->memo_corr, corr, sizeof d->memo_corr))
+		return d->memo_attr;
+	int plain = !corr[1] && !corr[2];
+	if (!plain || !idmap_get(&d->ctx_attr, corr[0], &a)) {
+		a = correlation_attr(d, corr);
+		if (plain)
+			idmap_put(&d->ctx_attr, corr[0], a);
+	}
+	memcpy(d->memo_corr, corr, sizeof d->memo_corr);
+	d->memo_attr = a;
+	d->has_memo = 1;
+	return a;
+}
+
 static int parse_event(jf_dec_t *d, const jf_class_t *k, size_t at, size_t pos, size_t end)
 {
-	uint64_t stack = 0, state = 0;
+	uint64_t stack = 0, state = 0, corr[3] = {0, 0, 0};
 	int64_t value = 0;
 	int has_stack = 0, has_state = 0;
 	slice_t sname = {0}, svalue = {0};
@@ -1221,9 +1246,18 @@ static int parse_event(jf_dec_t *d, const jf_class_t *k, size_t at, size_t pos, 
 		last = k->f_name + 1;
 	if (k->f_val2 != NO_IX && k->f_val2 + 1 > last)
 		last = k->f_val2 + 1;
+	for (int j = 0; j < 3; j++)
+		if (k->f_corr[j] != NO_IX && k->f_corr[j] + 1 > last)
+			last = k->f_corr[j] + 1;
 	for (uint32_t i = 0; i < last; i++) {
 		const jf_field_t *f = &d->fld[k->first + i];
-		if ((i == k->f_stack || i == k->f_state) && f->cp && !f->array) {
+		int c = i == k->f_corr[0] ? 0 : i == k->f_corr[1] ? 1 : i == k->f_corr[2] ? 2 : -1;
+		if (c >= 0) {
+			int64_t v;
+			if (event_int(d, f, &pos, end, &v) < 0)
+				return -1;
+			corr[c] = (uint64_t)v;
+		} else if ((i == k->f_stack || i == k->f_state) && f->cp && !f->array) {
 			uint64_t v;
 			if (rd_u64(d, &pos, end, &v, i == k->f_stack ? "event stackTrace" : "event state") <
 			    0)
@@ -1254,25 +1288,27 @@ static int parse_event(jf_dec_t *d, const jf_class_t *k, size_t at, size_t pos, 
 	}
 	if (!has_stack || stack == 0) /* no stack: nothing to place */
 		return 0;
-	uint32_t node, st = 0;
+	uint32_t node, st = 0, attr = 0;
 	if (resolve_stack(d, stack, at, &node) < 0)
 		return -1;
+	if (corr[0] || corr[1] || corr[2])
+		attr = sample_attr_of(d, corr);
 	if (has_state && resolve_state(d, state, &st) < 0)
 		return -1;
 	switch (k->ev) {
 	case EV_EXEC:
-		if (st && st != 1 && add_row(d, JFR_CPU, node, d->period, 0, at) < 0)
+		if (st && st != 1 && add_row(d, JFR_CPU, node, attr, d->period, 0, at) < 0)
 			return -1;
-		if (d->wall_setting && add_row(d, JFR_WALL, node, d->period, 0, at) < 0)
+		if (d->wall_setting && add_row(d, JFR_WALL, node, attr, d->period, 0, at) < 0)
 			return -1;
 		return 0;
 	case EV_WALL:
 		if (st == 2 && d->wall_setting &&
-		    add_row(d, JFR_CPU, node, num_sat_mul(value, d->period), 0, at) < 0)
+		    add_row(d, JFR_CPU, node, attr, num_sat_mul(value, d->period), 0, at) < 0)
 			return -1;
-		return add_row(d, JFR_WALL, node, num_sat_mul(value, d->period), 0, at);
+		return add_row(d, JFR_WALL, node, attr, num_sat_mul(value, d->period), 0, at);
 	default: /* live objects count 1 (their value field is none) */
-		return add_row(d, ev_tab[k->ev].kind, node, 1, value, at);
+		return add_row(d, ev_tab[k->ev].kind, node, attr, 1, value, at);
 	}
 	return 0;
 }
@@ -1394,7 +1430,7 @@ static void emit_profiles(jf_dec_t *d)
 			p->time_ns = o->from_ns;
 			p->duration_ns = o->until_ns - o->from_ns;
 			for (uint32_t i = 0; i < r->n; i++)
-				model_sample_add(b, p, r->node[i], 0, r->v[i][t], 0);
+				model_sample_add(b, p, r->node[i], r->attr[i], r->v[i][t], 0);
 			model_profile_finish(b, p);
 		}
 	}
@@ -1425,6 +1461,7 @@ int jfr_decode(slice_t data, const jfr_decode_opts_t *opts, model_batch_t *b, er
 	u64map_init(&d->sym_cache.m);
 	u64map_init(&d->cls_cache.m);
 	u64map_init(&d->str_cache.m);
+	u64map_init(&d->ctx_attr.m);
 	for (int k = 0; k < JFR_KINDS; k++)
 		u64map_init(&d->rows[k].ix);
 	int rc = -1;
@@ -1457,10 +1494,12 @@ out:
 	u64map_free(&d->sym_cache.m);
 	u64map_free(&d->cls_cache.m);
 	u64map_free(&d->str_cache.m);
+	u64map_free(&d->ctx_attr.m);
 	free(d->strs);
 	for (int k = 0; k < JFR_KINDS; k++) {
 		u64map_free(&d->rows[k].ix);
 		free(d->rows[k].node);
+		free(d->rows[k].attr);
 		free(d->rows[k].v);
 	}
 	free(d);

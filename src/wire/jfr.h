@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 #include "model/model.h"
 
 /* One kind of profile the converter makes: the event it comes from, the
@@ -43,13 +44,39 @@ enum {
 };
 extern const jfr_kind_t jfr_kinds[JFR_KINDS];
 
+/* The Pyroscope Java agent's LabelsSnapshot, the `labels` part it sends
+ * next to the recording (wire/jfr_labels.c):
+ *   LabelsSnapshot { map<int64, Context> contexts = 1; map<int64, string> strings = 2; }
+ *   Context { map<int64, int64> labels = 1; }   (label key and value: string ids)
+ * An event's contextId selects a context; its labels become the sample's
+ * attributes. */
+typedef struct jfr_labels jfr_labels_t;
+
+/* Labels one context may give a sample (LIMIT_LABELS less the two span ones). */
+#define JFR_CONTEXT_LABELS (LIMIT_LABELS - 2)
+
+/* Parses an uncompressed snapshot (data is borrowed: it must outlive *out).
+ * Every label's key and value id must be in strings, and a context may hold
+ * at most JFR_CONTEXT_LABELS labels. Errors: 400 naming the entry
+ * ("labels.contexts[3].labels[0].key: string id 7 is not in the snapshot's
+ * strings"), 413 past the label limit; *out is then NULL. */
+int jfr_labels_parse(slice_t data, jfr_labels_t **out, err_t *err);
+void jfr_labels_free(jfr_labels_t *l);
+/* The labels of context id into out (room for JFR_CONTEXT_LABELS): their
+ * count; 0 when l is NULL or has no such context. Labels with an empty key
+ * or value are left out; a key given twice keeps its last value. */
+uint32_t jfr_labels_context(const jfr_labels_t *l, uint64_t id, model_label_t *out);
+/* 1 and *s: the string of id; 0 when l is NULL or has none. */
+int jfr_labels_string(const jfr_labels_t *l, uint64_t id, slice_t *s);
+
 typedef struct {
 	slice_t service;             /* service.name of every profile */
 	const model_label_t *labels; /* series labels of every profile (without __name__: the kind adds it) */
 	uint32_t n_labels;
-	int64_t from_ns, until_ns; /* the profiles' time range (the request's from/until); until >= from */
-	int64_t sample_rate;       /* Hz of cpu and wall samples; 0 = 100 (the agent's default) */
-	uint32_t max_rows;         /* distinct stacks per profile; 0 = LIMIT_SAMPLE_ROWS */
+	int64_t from_ns, until_ns;    /* the profiles' time range (the request's from/until); until >= from */
+	int64_t sample_rate;          /* Hz of cpu and wall samples; 0 = 100 (the agent's default) */
+	uint32_t max_rows;            /* distinct stacks per profile; 0 = LIMIT_SAMPLE_ROWS */
+	const jfr_labels_t *snapshot; /* the labels part; NULL when none was sent */
 } jfr_decode_opts_t;
 
 /* Decodes an uncompressed JFR file into b: per kind that has events, one
@@ -74,6 +101,14 @@ typedef struct {
  * functions (per-function values equal the reference's, whose collapsed
  * form adds `:line`). Kind "jvm" for interpreted, JIT-compiled and inlined
  * frames, "native" for native and C++ ones, "kernel" for kernel ones.
+ * Sample attributes (API: Span links; `label.K=V` filters): the events the
+ * reference correlates (ExecutionSample, WallClockSample, the two TLAB
+ * allocations and JavaMonitorEnter) carry the labels of their `contextId`'s
+ * context in opts->snapshot, `profile_id` = their `spanId` as 16 lowercase
+ * hex digits when it is not 0 (a span link: the store takes profile_id as
+ * span_id), and `span_name` = the snapshot string of their `spanName` when
+ * there is one. The other events carry none, as in the reference. A stack
+ * merges into one row per distinct attribute set.
  * Stacks deeper than LIMIT_STACK_DEPTH keep the frames nearest the leaf;
  * b->frames_written grows by each distinct stack's depth and may not pass
  * LIMIT_REQUEST_FRAMES.

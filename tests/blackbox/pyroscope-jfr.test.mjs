@@ -4,17 +4,23 @@
 // headers) and as an application/octet-stream body, gzipped or not. Oracle:
 // grafana/jfr-parser's own output for each recording (its collapsed text in
 // tests/data/jfr): per profile name and sample type, /api/flamegraph's total
-// and the top-20 self values per function equal the oracle's. Refusals carry
-// the decoder's message, and nothing is stored.
+// and the top-20 self values per function equal the oracle's. The labels
+// part: a label.K=V filter's total and /api/span's total equal the sum over
+// the oracle's pprof text samples with that label (its `_expected.txt.gz`,
+// parsed here: each sample's value and its `key:[value]` line). The agent's
+// own request, byte for byte (OkHttp over a raw socket). Refusals carry the
+// decoder's message, and nothing is stored.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { uniqueName, nowS, TESTDATA } from './lib/env.mjs';
+import { uniqueName, nowS, mkTemp, TESTDATA } from './lib/env.mjs';
 import { startServer, tail } from './lib/server.mjs';
 import { getJson, services } from './lib/http.mjs';
+import { runKiln } from './lib/cli.mjs';
 
 let server;
 before(async () => { server = await startServer(); });
@@ -147,6 +153,11 @@ test('format=jfr refusals: the decoder\'s message as a 400 (gzip bombs 413), the
     ['sampleRate', octet(good), { sampleRate: '0' }, 'sampleRate=0 is not a positive integer up to 1000000000 (Hz)'],
     ['gzip bomb', octet(zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'decompressed body exceeds the 32 MiB limit', 413],
     ['gzip bomb in part jfr', agentForm(zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'decompressed body exceeds the 32 MiB limit', 413],
+    ['labels: a string id not in strings', agentForm(good, Buffer.from([0x12, 5, 8, 1, 0x12, 1, 0x78, 0x0a, 10, 8, 5, 0x12, 6, 0x0a, 4, 8, 1, 0x10, 9])), {},
+      "labels.contexts[0].labels[0].value: string id 9 is not in the snapshot's strings"],
+    ['labels: not a protobuf', agentForm(good, Buffer.from([0x0a, 0x7f])), {},
+      'labels.contexts: length at byte 1 runs past the end of its message or is malformed'],
+    ['gzip bomb in part labels', agentForm(good, zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'part labels: the recording and its labels decompress to more than 32 MiB (the limit)', 413],
   ];
   const tried = [];
   for (const [what, body, extra, message, status = 400] of cases) {
@@ -162,4 +173,151 @@ test('format=jfr refusals: the decoder\'s message as a 400 (gzip bombs 413), the
   // The server still takes a good recording after all that.
   const ok = await ingest(uniqueName('jfr-after'), octet(good), from);
   assert.equal(ok.status, 200, ok.text);
+});
+
+// The oracle's cpu samples of rec per label: "k=v" → summed value (from its pprof text).
+function oracleByLabel(rec) {
+  const text = zlib.gunzipSync(read(`${rec}_0_process_cpu_cpu__nanoseconds_expected.txt.gz`)).toString('utf8');
+  const lines = text.slice(text.indexOf('Samples:\n'), text.indexOf('\nLocations')).split('\n').slice(2);
+  const out = new Map();
+  let total = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const v = lines[i].match(/^\s+(\d+): /);
+    if (!v) continue;
+    total += Number(v[1]);
+    const next = lines[i + 1] ?? '';
+    if (/^\s+\S+:\[/.test(next)) {
+      for (const m of next.matchAll(/(\S+):\[([^\]]*)\]/g)) {
+        const k = `${m[1]}=${m[2]}`;
+        out.set(k, (out.get(k) ?? 0) + Number(v[1]));
+      }
+    }
+  }
+  return { total, byLabel: out };
+}
+
+// The agent's gzip (GzipSink: header 1f 8b 08 00, mtime 0, xfl 0, OS 0; level BEST_SPEED).
+function agentGzip(data) {
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(zlib.crc32(data) >>> 0, 0);
+  trailer.writeUInt32LE(data.length >>> 0, 4);
+  return Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0]), zlib.deflateRawSync(data, { level: 1 }), trailer]);
+}
+
+// OkHttp's HttpUrl.addQueryParameter encoding (QUERY_COMPONENT_ENCODE_SET, '+' too).
+const okEncode = (s) => [...Buffer.from(s, 'utf8')].map((c) =>
+  c <= 0x20 || c >= 0x7f || ' !"#$&\'(),/:;<=>?@[]\\^`{|}~+'.includes(String.fromCharCode(c))
+    ? `%${c.toString(16).toUpperCase().padStart(2, '0')}` : String.fromCharCode(c)).join('');
+
+// PyroscopeExporter with its defaults (format JFR, event itimer, 100 Hz,
+// compression BEST_SPEED for both parts) over OkHttp 4: the request as bytes.
+function agentRequest(host, app, jfr, labels, from, until) {
+  const boundary = crypto.randomUUID();
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="jfr"; filename="jfr"\r\n\r\n`), agentGzip(jfr),
+    Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="labels"; filename="labels"\r\n` +
+      'Content-Type: application/x-protobuf\r\n\r\n'), agentGzip(labels),
+    Buffer.from(`\r\n--${boundary}--\r\n`)]);
+  const q = [['name', app], ['units', 'samples'], ['aggregationType', 'sum'], ['from', String(from)],
+    ['until', String(until)], ['spyName', 'javaspy'], ['sampleRate', '100'], ['format', 'jfr']]
+    .map(([k, v]) => `${k}=${okEncode(v)}`).join('&');
+  const chunks = [];
+  for (let i = 0; i < body.length; i += 8192) {
+    const c = body.subarray(i, i + 8192);
+    chunks.push(Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n'));
+  }
+  return Buffer.concat([Buffer.from(`POST /ingest?${q} HTTP/1.1\r\n` +
+    `Content-Type: multipart/form-data; boundary=${boundary}\r\nTransfer-Encoding: chunked\r\n` +
+    `Host: ${host}\r\nConnection: Keep-Alive\r\nAccept-Encoding: gzip\r\nUser-Agent: okhttp/4.12.0\r\n\r\n`),
+  ...chunks, Buffer.from('0\r\n\r\n')]);
+}
+
+// Sends raw bytes, resolves with the status line's code and the body of the first response.
+function sendRaw(url, bytes) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(u.port), u.hostname, () => sock.write(bytes));
+    let got = Buffer.alloc(0);
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error(`no answer: ${got}`)); }, 60000);
+    sock.on('data', (d) => {
+      got = Buffer.concat([got, d]);
+      const text = got.toString('latin1');
+      const head = text.indexOf('\r\n\r\n');
+      if (head < 0) return;
+      const len = Number((text.slice(0, head).match(/\r\ncontent-length: *(\d+)/i) ?? [])[1] ?? 0);
+      if (got.length < head + 4 + len) return;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ status: Number(text.slice(9, 12)), text: got.subarray(head + 4, head + 4 + len).toString('utf8') });
+    });
+    sock.on('error', (e) => { clearTimeout(timer); reject(e); });
+  });
+}
+
+test('format=jfr labels: dump1 with its labels part, label.thread_name filters equal the oracle\'s per-label sums', async () => {
+  const from = nowS() - 300;
+  const svc = uniqueName('jfr-labels');
+  const r = await ingest(svc, agentForm(read('dump1.jfr.gz'), read('dump1.labels.pb.gz')), from);
+  assert.equal(r.status, 200, r.text);
+  const { total, byLabel } = oracleByLabel('dump1');
+  assert.equal(byLabel.size, 4);
+  const type = 'process_cpu:cpu:nanoseconds';
+  const all = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type, from: from - 60, until: from + 60 });
+  assert.equal(all.total, total);
+  let labelled = 0;
+  for (const [kv, want] of byLabel) {
+    const [k, v] = kv.split('=');
+    const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type, from: from - 60, until: from + 60, [`label.${k}`]: v });
+    assert.equal(fg.total, want, kv);
+    labelled += want;
+  }
+  assert.ok(labelled > 0 && labelled < total, 'some samples have no context');
+});
+
+test('format=jfr spans: new_spancontext\'s span ids link samples; /api/span totals equal the oracle\'s (the agent\'s request, byte for byte)', async () => {
+  const from = nowS() - 300;
+  const svc = uniqueName('jfr-span');
+  const app = `${svc}{otel.scope.name=com.grafana.pyroscope/java,process.runtime.name=OpenJDK Runtime Environment,process.runtime.version=17.0.9+9}`;
+  const host = new URL(server.uploadUrl).host;
+  const req = agentRequest(host, app, zlib.gunzipSync(read('new_spancontext.jfr.gz')), zlib.gunzipSync(read('new_spancontext.labels.gz')), from, from + 10);
+  const r = await sendRaw(server.uploadUrl, req);
+  assert.equal(r.status, 200, `${r.text}\n${tail(server.stderr())}`);
+  assert.equal(r.text, '');
+  const { total, byLabel } = oracleByLabel('new_spancontext');
+  const type = 'process_cpu:cpu:nanoseconds';
+  const all = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type, from: from - 60, until: from + 60, 'label.process.runtime.version': '17.0.9+9' });
+  assert.equal(all.total, total);
+  const spans = [...byLabel].filter(([k]) => k.startsWith('profile_id='));
+  assert.equal(spans.length, 2);
+  for (const [kv, want] of spans) {
+    const id = kv.slice('profile_id='.length);
+    const sp = await getJson(server.uiUrl, '/api/span', { span_id: id, service: svc });
+    assert.equal(sp.service, svc, JSON.stringify(sp).slice(0, 300));
+    assert.equal(sp.type, 'cpu:nanoseconds');
+    assert.equal(sp.total, want, kv);
+  }
+  for (const [kv, want] of byLabel) {
+    if (kv.startsWith('profile_id=')) continue;
+    const [k, v] = kv.split('=');
+    const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type, from: from - 60, until: from + 60, [`label.${k}`]: v });
+    assert.equal(fg.total, want, kv);
+  }
+});
+
+test('kiln upload FILE.jfr[.gz] detects JFR and pushes it to /ingest?format=jfr: the oracle\'s totals', async () => {
+  const from = nowS() - 300;
+  const raw = path.join(mkTemp('jfr-upload'), 'cortex-cpu.jfr');
+  fs.writeFileSync(raw, zlib.gunzipSync(read('cortex-dev-01__kafka-0__cpu__0.jfr.gz')));
+  const cases = [['example', path.join(DIR, 'example.jfr.gz'), 7], ['cortex-dev-01__kafka-0__cpu__0', raw, 1]];
+  for (const [rec, file, types] of cases) {
+    const svc = uniqueName('jfr-cli');
+    const r = await runKiln(['upload', file, '--service', svc, '--label', 'env=test', '--from', String(from),
+      '--until', String(from + 10), '--url', server.uploadUrl]);
+    assert.equal(r.code, 0, `${rec}: exit ${r.code}; stderr: ${r.stderr}`);
+    assert.equal(r.stdout.toString(), '');
+    assert.equal(await checkOracles(svc, rec, from), types, rec);
+    const want = oracles(rec).find((o) => o.name === 'process_cpu').types[0].total;
+    const fg = await getJson(server.uiUrl, '/api/flamegraph', { service: svc, type: 'process_cpu:cpu:nanoseconds', from: from - 60, until: from + 60, 'label.env': 'test' });
+    assert.equal(fg.total, want, `${rec}: --label env=test is a series label`);
+  }
 });

@@ -9,6 +9,8 @@
 
 #include <dirent.h>
 
+#include "jfr_data.h"
+
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/limits.h"
@@ -22,21 +24,6 @@
 
 static const jfr_decode_opts_t oracle_opts = {
     .service = {(const uint8_t *)"svc", 3}, .from_ns = FROM_NS, .until_ns = UNTIL_NS, .sample_rate = 100};
-
-/* Reads tests/data/jfr/name, inflated (every file there is gzip). */
-static slice_t load(const char *name, buf_t *out)
-{
-	char path[512];
-	size_t n;
-	snprintf(path, sizeof path, "%s/jfr/%s", testdata_dir(), name);
-	unsigned char *raw = read_file_or_fail(path, &n);
-	err_t err = {0};
-	buf_init(out, 256u << 20);
-	if (gz_inflate(slice_make(raw, n), out, &err) < 0)
-		fail_msg("%s: %s", name, err.msg);
-	free(raw);
-	return slice_make(out->p, out->n);
-}
 
 /* ---- Oracle comparison ------------------------------------------------------ */
 
