@@ -399,7 +399,8 @@ static int list_dir(local_wal_t *w, err_t *err)
 		free(p);
 	}
 	closedir(d);
-	qsort(w->segs, w->n_segs, sizeof *w->segs, seg_cmp);
+	if (w->n_segs) /* segs is NULL in an empty directory: qsort's argument must not be */
+		qsort(w->segs, w->n_segs, sizeof *w->segs, seg_cmp);
 	return 0;
 }
 
