@@ -127,6 +127,16 @@ test('format=jfr: the agent\'s multipart (jfr + labels) and a raw octet-stream b
       { body: zlib.gunzipSync(read('cortex-dev-01__kafka-0__cpu_lock_alloc__0.jfr.gz')), contentType: 'application/octet-stream' }, 3],
     ['example', 'multipart without labels, jfr raw', agentForm(zlib.gunzipSync(read('example.jfr.gz'))), 7],
   ];
+  // Every other recording of tests/data/jfr, gzipped, as the agent's multipart
+  // (with its labels part where the recording has one): each oracle type checked.
+  for (const f of fs.readdirSync(DIR).filter((x) => x.endsWith('.jfr.gz')).sort()) {
+    const rec = f.slice(0, -'.jfr.gz'.length);
+    if (cases.some(([c]) => c === rec)) continue;
+    const lf = fs.readdirSync(DIR).find((x) => x.startsWith(`${rec}.labels.`));
+    const n = oracles(rec).reduce((k, o) => k + o.types.length, 0);
+    cases.push([rec, `multipart${lf ? ', labels part' : ''}, jfr gzipped`, agentForm(read(f), lf ? read(lf) : undefined), n]);
+  }
+  assert.equal(cases.length, 10, 'every recording of tests/data/jfr');
   for (const [rec, what, body, types] of cases) {
     const svc = uniqueName('jfr');
     const r = await ingest(`${svc}{env=test}`, body, from);
