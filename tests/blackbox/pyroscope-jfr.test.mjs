@@ -169,6 +169,40 @@ test('format=jfr refusals: the decoder\'s message as a 400 (gzip bombs 413), the
       'labels.contexts: length at byte 1 runs past the end of its message or is malformed'],
     ['gzip bomb in part labels', agentForm(good, zlib.gzipSync(Buffer.alloc(40 << 20))), {}, 'part labels: the recording and its labels decompress to more than 32 MiB (the limit)', 413],
   ];
+  // The chunk header's fields (JFR: magic, u16 major, u16 minor, u64 size,
+  // u64 constant pool offset, u64 metadata offset, …; 68 bytes), patched in
+  // the real recording: each message follows from the patched field alone.
+  const S = good.length;
+  assert.equal(Number(good.readBigUInt64BE(8)), S, 'nativemem is one chunk');
+  const CP = Number(good.readBigUInt64BE(16));
+  const META = Number(good.readBigUInt64BE(24));
+  const patched = (fn) => { const b = Buffer.from(good); fn(b); return b; };
+  const u64 = (at, v) => (b) => b.writeBigUInt64BE(BigInt(v), at);
+  const version = (major, minor) => (b) => { b.writeUInt16BE(major, 4); b.writeUInt16BE(minor, 6); };
+  const c0 = (off, msg) => `chunk 0 at offset ${off}: ${msg}`;
+  const notJfr = "not a JFR chunk: magic 58 58 58 58, expected 'FLR\\0'";
+  const header = [
+    ['bad magic', patched((b) => b.write('XXXX', 0, 'latin1')), c0(0, notJfr)],
+    ['bad magic, gzipped', zlib.gzipSync(patched((b) => b.write('XXXX', 0, 'latin1'))), c0(0, notJfr)],
+    ['version 1.0', patched(version(1, 0)), c0(4, 'unsupported JFR version 1.0 (Kiln reads 2.x)')],
+    ['version 3.1', patched(version(3, 1)), c0(4, 'unsupported JFR version 3.1 (Kiln reads 2.x)')],
+    ['chunk size 0', patched(u64(8, 0)), c0(8, 'chunk size 0 is smaller than its 68-byte header')],
+    ['chunk size 67', patched(u64(8, 67)), c0(8, 'chunk size 67 is smaller than its 68-byte header')],
+    ['constant pool offset 0', patched(u64(16, 0)), c0(16, `constant pool offset 0 out of range (chunk of ${S} bytes)`)],
+    ['constant pool offset inside the header', patched(u64(16, 67)), c0(16, `constant pool offset 67 out of range (chunk of ${S} bytes)`)],
+    ['constant pool offset at the chunk end', patched(u64(16, S)), c0(16, `constant pool offset ${S} out of range (chunk of ${S} bytes)`)],
+    ['metadata offset 0', patched(u64(24, 0)), c0(24, `metadata offset 0 out of range (chunk of ${S} bytes)`)],
+    ['metadata offset at the chunk end', patched(u64(24, S)), c0(24, `metadata offset ${S} out of range (chunk of ${S} bytes)`)],
+    ['header cut at 30 bytes', good.subarray(0, 30), c0(0, 'chunk header truncated (30 of 68 bytes)')],
+    ['header cut at 67 bytes', good.subarray(0, 67), c0(0, 'chunk header truncated (67 of 68 bytes)')],
+    ['metadata offset pointing at the constant pool', patched(u64(24, CP)), c0(CP, 'metadata event has type 1, expected 0')],
+    ['constant pool offset pointing at the metadata', patched(u64(16, META)), c0(META, 'checkpoint event has type 0, expected 1')],
+    ['a second chunk that is not JFR', Buffer.concat([good, Buffer.alloc(68, 'X')]), `chunk 1 at offset ${S}: ${notJfr}`],
+    ['a second chunk cut in its header', Buffer.concat([good, good.subarray(0, 20)]), `chunk 1 at offset ${S}: chunk header truncated (20 of 68 bytes)`],
+    ['a second chunk of version 1.0', Buffer.concat([good, patched(version(1, 0))]), `chunk 1 at offset ${S + 4}: unsupported JFR version 1.0 (Kiln reads 2.x)`],
+  ];
+  for (const [what, body, message] of header) cases.push([what, octet(body), {}, message]);
+  assert.ok(cases.length >= 25, `${cases.length} bad inputs`);
   const tried = [];
   for (const [what, body, extra, message, status = 400] of cases) {
     const svc = uniqueName('jfr-bad');
