@@ -614,3 +614,43 @@ fail:
 	memset(out, 0, sizeof *out);
 	return -1;
 }
+
+/* ---- checking a batch in memory ---- */
+
+static int chk_fail(err_t *err, const char *what, uint32_t i)
+{
+	return err_set(err, 500, "store: malformed batch (%s %u)", what, i);
+}
+
+int batch_codec_check(const model_batch_t *b, err_t *err)
+{
+	if (b->n_attrsets == 0 && b->n_samples)
+		return chk_fail(err, "no attribute set 0 for samples", b->n_samples);
+	for (uint32_t i = 0; i < b->n_nodes; i++) {
+		const model_node_t *n = &b->nodes[i];
+		if (n->parent != MODEL_NONE && n->parent >= i)
+			return chk_fail(err, "node parent not before node", i);
+		if (n->frame >= b->n_frames)
+			return chk_fail(err, "frame index of node", i);
+	}
+	for (uint32_t i = 1; i < b->n_attrsets; i++) {
+		const model_attrset_t *a = &b->attrsets[i];
+		if (a->count > LIMIT_LABELS || (uint64_t)a->first + a->count > b->n_attr_labels)
+			return chk_fail(err, "labels of attribute set", i);
+	}
+	for (uint32_t i = 0; i < b->n_samples; i++) {
+		const model_sample_t *m = &b->samples[i];
+		if (m->node != MODEL_NONE && m->node >= b->n_nodes)
+			return chk_fail(err, "node index of sample", i);
+		if (m->attrset >= b->n_attrsets)
+			return chk_fail(err, "attribute set index of sample", i);
+	}
+	for (uint32_t i = 0; i < b->n_profiles; i++) {
+		const model_profile_t *p = &b->profiles[i];
+		if ((uint64_t)p->labels_first + p->labels_count > b->n_series_labels)
+			return chk_fail(err, "series labels of profile", i);
+		if ((uint64_t)p->samples_first + p->samples_count > b->n_samples)
+			return chk_fail(err, "sample range of profile", i);
+	}
+	return 0;
+}

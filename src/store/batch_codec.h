@@ -29,6 +29,14 @@
  * Returns 0, or -1 when out's ceiling would be passed, with out unchanged. */
 int batch_codec_encode(const model_batch_t *b, buf_t *out);
 
+/* The checks batch_codec_decode makes, on a batch in memory, so that what is
+ * encoded always decodes and a partition write cannot fail on the batch's
+ * shape: a node's parent before it and its frame in range, attrsets[1..]
+ * within attr_labels and at most LIMIT_LABELS, a sample's node and attrset in
+ * range, a profile's label and sample ranges within the batch. 0, or -1 with
+ * a 500 "store: malformed batch (what i)". */
+int batch_codec_check(const model_batch_t *b, err_t *err);
+
 /* Rebuilds in *out the batch whose encoding is in (exactly one encoding, no
  * trailing bytes). Every array and string is allocated in arena a, in one
  * piece sized from the record's counts after checking that the record can

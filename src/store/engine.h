@@ -127,9 +127,12 @@ typedef struct store_job {
 	store_done_fn done;
 	void *ctx;
 	size_t bytes; /* b's memory, counted against the queue's byte cap (set by store_writeq_push) */
+	struct store_writeq *q; /* the queue that counts it until store_job_finish (NULL: not counted) */
 } store_job_t;
 
-/* Frees j's batch, calls j->done(j->ctx, err) and frees the engine's job. */
+/* Takes j off its queue's counts (so a push the done callback answers finds
+ * the room it left), frees j's batch, calls j->done(j->ctx, err) and frees
+ * the engine's job. */
 void store_job_finish(store_job_t *j, const err_t *err);
 
 typedef struct {
@@ -154,7 +157,7 @@ typedef struct {
 	void *hold_arg;
 } store_writeq_config_t;
 
-typedef struct {
+typedef struct store_writeq {
 	store_writeq_config_t cfg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

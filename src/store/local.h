@@ -14,6 +14,7 @@
 #include "base/err.h"
 #include "base/u64map.h"
 #include "store/engine.h"
+#include "store/local_wal.h"
 #include "store/store.h"
 
 #define LOCAL_FORMAT 1 /* meta.format of the partition files this code writes */
@@ -28,14 +29,13 @@ typedef struct local_part {
 	int64_t day;
 	sqlite3 *db;
 	sqlite3_stmt *ins[LT_COUNT], *sel[LT_COUNT];
-	sqlite3_stmt *ins_chunk, *sel_payload, *ins_payload, *del_chunks;
-	sqlite3_stmt *ins_span, *del_spans;
+	sqlite3_stmt *ins_chunk, *sel_payload, *ins_payload, *ins_span, *set_applied;
 	u64map_t cache[LT_COUNT];
 	uint32_t next[LT_COUNT]; /* next local id to assign */
 	int complete[LT_COUNT];  /* 1: cache holds every row, a miss means "new" */
 	int in_txn;
-	int damaged; /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
-	int64_t first_chunk, last_chunk; /* chunk rowids written by the open transaction */
+	int damaged;          /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
+	uint64_t applied_lsn; /* meta.applied_lsn: the last log group this file holds (0: none) */
 	uint64_t last_use;
 } local_part_t;
 
@@ -112,6 +112,29 @@ struct store {
 	pthread_mutex_t keys_mu, usage_mu;
 	sqlite3 *keys_db, *usage_db;
 
+	/* The write-ahead log (local_log.c). Writer thread: rec, pending*. */
+	int log_inited; /* local_log_open was called: local_log_close is due */
+	local_wal_t *wal;
+	buf_t rec;                   /* the group's record being encoded */
+	uint8_t *pending;            /* a durable group not yet in all its partitions (NULL: none) */
+	size_t pending_bytes;
+	uint32_t pending_n;
+	uint64_t pending_lsn;
+	/* The checkpointer thread and what it shares with the writer, under ckpt_mu. */
+	pthread_t ckpt_thread;
+	int ckpt_running; /* set and cleared by the thread that opens / closes the store */
+	pthread_mutex_t ckpt_mu;
+	pthread_cond_t ckpt_cv, ckpt_done;
+	char **dirty; /* partition files written since the last checkpoint */
+	uint32_t n_dirty;
+	size_t cap_dirty;
+	uint64_t applied_end;    /* the end of the last group in its partitions */
+	uint64_t log_since_ckpt; /* log bytes since the last checkpoint started */
+	uint64_t ckpt_req, ckpt_gen; /* checkpoints asked for, run */
+	int ckpt_stop, ckpt_rc;
+	err_t ckpt_err;
+	uint64_t ckpt_lsn; /* checkpointer thread: the log's checkpoint */
+
 	/* Writer thread only. */
 	local_part_t **parts;
 	uint32_t n_parts;
@@ -171,8 +194,8 @@ int local_part_begin(store_t *s, local_part_t *p, err_t *err);
 int local_part_commit(store_t *s, local_part_t *p, err_t *err);
 /* Rolls back the open transaction and forgets everything cached since. */
 void local_part_rollback(store_t *s, local_part_t *p);
-/* Deletes the chunks a committed transaction wrote (undo of a group whose later partition failed). */
-int local_part_undo(store_t *s, local_part_t *p, int64_t first, int64_t last, err_t *err);
+/* Sets meta.applied_lsn inside the open transaction. */
+int local_part_set_applied(local_part_t *p, uint64_t lsn, err_t *err);
 /* Writes the profiles of b that belong to partition p (day). Inside a transaction. */
 int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_t day, err_t *err);
 /* Closes the writer's connections to partitions of project dir proj before day (none is in a transaction). */
@@ -187,6 +210,30 @@ void local_fsync_dir(const char *dir);
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v);
 /* Sets err from a SQLite failure: 503 + retry for full disk / I/O / busy, 500 otherwise. */
 int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const char *what);
+
+/* ---- local_log.c: the write-ahead log under the partitions ---- */
+/* Opens DIR/_wal, replays every group after its checkpoint into the
+ * partitions (one log line saying what was replayed or dropped), starts the
+ * checkpointer and checkpoints what replay wrote. Before the writer thread
+ * starts. 0, or -1 with err; local_log_close is needed either way. */
+int local_log_open(store_t *s, err_t *err);
+/* Stops the checkpointer after a last checkpoint (the writer is stopped and
+ * its partitions closed), closes the log. */
+void local_log_close(store_t *s);
+/* The commit of a group: b[0..n) (checked: batch_codec_check, project dirs
+ * proj[k], retention floor) appended as one record and synced, then written
+ * to its partitions. 0 once durable (a group that could not be written to a
+ * partition is kept and retried by local_log_retry); -1 with err (503 on
+ * I/O or a full log, 413 when the record cannot fit a segment) and nothing
+ * stored. */
+int local_log_write(store_t *s, model_batch_t *const *b, char *const *proj, uint32_t n, err_t *err);
+/* Writes the kept group, if any, to its partitions. 0 when none is left;
+ * -1 with a 503 while it still cannot be written (new writes wait). */
+int local_log_retry(store_t *s, err_t *err);
+/* Runs a checkpoint now and waits for it: every group written so far is then
+ * durable in its partitions and never replayed (the sweep calls it before it
+ * deletes files). 0, or -1 with err. */
+int local_log_checkpoint(store_t *s, err_t *err);
 
 /* ---- local_damage.c: partitions SQLite calls corrupt ---- */
 /* 1 for SQLITE_CORRUPT / SQLITE_NOTADB (and their extended codes). */

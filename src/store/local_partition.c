@@ -190,11 +190,17 @@ static int insert_row(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t 
 
 /* ---- open / close / LRU ---- */
 
+/* The writer's connections: WAL without a sync at COMMIT (the store's log is
+ * the durable copy; the checkpointer syncs partitions behind it, local_log.c),
+ * no automatic checkpoint on COMMIT or close (those would fsync on the ack
+ * path). */
 static int set_pragmas(store_t *s, sqlite3 *db)
 {
 	sqlite3_busy_timeout(db, 5000);
-	return sqlite3_exec(db, s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-	                                : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
+	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	return sqlite3_exec(db,
+	                    s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
+	                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0;",
 	                    NULL, NULL, NULL);
 }
 
@@ -209,7 +215,9 @@ static int part_create(store_t *s, const char *path, const char *pdir, err_t *er
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc == SQLITE_OK)
-		rc = set_pragmas(s, db);
+		rc = sqlite3_exec(db, s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+		                              : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
+		                  NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
@@ -246,9 +254,8 @@ static void part_close(store_t *s, local_part_t *p)
 	sqlite3_finalize(p->ins_chunk);
 	sqlite3_finalize(p->sel_payload);
 	sqlite3_finalize(p->ins_payload);
-	sqlite3_finalize(p->del_chunks);
 	sqlite3_finalize(p->ins_span);
-	sqlite3_finalize(p->del_spans);
+	sqlite3_finalize(p->set_applied);
 	sqlite3_close_v2(p->db);
 	free(p->path);
 	free(p->proj);
@@ -283,32 +290,39 @@ static int part_prepare(local_part_t *p, err_t *err)
 		rc = sqlite3_prepare_v3(p->db, "INSERT INTO payloads(hash, data) VALUES(?1, ?2)", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &p->ins_payload, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(p->db, "DELETE FROM chunks WHERE local BETWEEN ?1 AND ?2", -1,
-		                        SQLITE_PREPARE_PERSISTENT, &p->del_chunks, NULL);
-	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(p->db, "INSERT INTO spans(span, trace, chunk, attrset) VALUES(?1, ?2, ?3, ?4)",
 		                        -1, SQLITE_PREPARE_PERSISTENT, &p->ins_span, NULL);
-	/* Scans the table (no index on chunk): only the rare undo runs it. */
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(p->db, "DELETE FROM spans WHERE chunk BETWEEN ?1 AND ?2", -1,
-		                        SQLITE_PREPARE_PERSISTENT, &p->del_spans, NULL);
+		rc = sqlite3_prepare_v3(p->db, "INSERT OR REPLACE INTO meta VALUES('applied_lsn', ?1)", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &p->set_applied, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "preparing statements");
 	return 0;
 }
 
-static int part_check_format(local_part_t *p, err_t *err)
+/* Checks meta.format and reads meta.applied_lsn (absent in files written
+ * before the store's log: 0). */
+static int part_read_meta(local_part_t *p, err_t *err)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(p->db, "SELECT value FROM meta WHERE key = 'format'", -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(p->db, "SELECT key, value FROM meta WHERE key IN ('format', 'applied_lsn')", -1,
+	                            &st, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "reading the format");
-	rc = sqlite3_step(st);
-	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	int64_t format = -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		if (k && !strcmp(k, "format"))
+			format = sqlite3_column_int64(st, 1);
+		else
+			p->applied_lsn = (uint64_t)sqlite3_column_int64(st, 1);
+	}
 	sqlite3_finalize(st);
-	if (v != LOCAL_FORMAT)
+	if (rc != SQLITE_DONE)
+		return local_sqlite_err(err, p->db, rc, p->path, "reading the format");
+	if (format != LOCAL_FORMAT)
 		return err_set(err, 500, "store: %s has partition format %lld, this Kiln writes %d", p->path,
-		               (long long)v, LOCAL_FORMAT);
+		               (long long)format, LOCAL_FORMAT);
 	return 0;
 }
 
@@ -352,7 +366,7 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 		local_sqlite_err(err, p->db, rc, p->path, "opening");
 		goto fail;
 	}
-	if (part_check_format(p, err) < 0)
+	if (part_read_meta(p, err) < 0)
 		goto fail;
 	if ((rc = sqlite3_exec(p->db, spans_sql, NULL, NULL, NULL)) != SQLITE_OK) {
 		local_sqlite_err(err, p->db, rc, p->path, "creating the span index");
@@ -457,8 +471,6 @@ int local_part_begin(store_t *s, local_part_t *p, err_t *err)
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "BEGIN");
 	p->in_txn = 1;
-	p->first_chunk = 0;
-	p->last_chunk = 0;
 	return 0;
 }
 
@@ -487,21 +499,10 @@ void local_part_rollback(store_t *s, local_part_t *p)
 	}
 }
 
-int local_part_undo(store_t *s, local_part_t *p, int64_t first, int64_t last, err_t *err)
+int local_part_set_applied(local_part_t *p, uint64_t lsn, err_t *err)
 {
-	if (!first)
-		return 0;
-	if (local_part_begin(s, p, err) < 0)
-		return -1;
-	sqlite3_bind_int64(p->del_spans, 1, first);
-	sqlite3_bind_int64(p->del_spans, 2, last);
-	sqlite3_bind_int64(p->del_chunks, 1, first);
-	sqlite3_bind_int64(p->del_chunks, 2, last);
-	if (run_insert(p, p->del_spans, err) < 0 || run_insert(p, p->del_chunks, err) < 0) {
-		local_part_rollback(s, p);
-		return -1;
-	}
-	return local_part_commit(s, p, err);
+	sqlite3_bind_int64(p->set_applied, 1, (sqlite3_int64)lsn);
+	return run_insert(p, p->set_applied, err);
 }
 
 /* ---- writing a batch ---- */
@@ -739,11 +740,7 @@ static int write_profile(wctx_t *w, const model_profile_t *pr)
 	sqlite3_bind_int64(st, 7, payload);
 	if (run_insert(w->p, st, w->err) < 0)
 		return -1;
-	int64_t row = sqlite3_last_insert_rowid(w->p->db);
-	if (!w->p->first_chunk)
-		w->p->first_chunk = row;
-	w->p->last_chunk = row;
-	return write_spans(w, row);
+	return write_spans(w, sqlite3_last_insert_rowid(w->p->db));
 }
 
 static void *grow_zeroed(void *p, size_t *cap, size_t need, size_t elem)

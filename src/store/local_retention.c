@@ -151,6 +151,15 @@ int local_retention_run(store_t *s, local_job_t *j, err_t *err)
 
 	int rc = 0;
 	uint32_t deleted = 0;
+	/* Groups in the log before now must never be replayed into the files
+	 * deleted below (that would bring expired days back): checkpoint first. */
+	if (n && local_log_checkpoint(s, err) < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		free(dir);
+		return -1;
+	}
 	pthread_rwlock_wrlock(&s->files_lock);
 	for (size_t i = 0; i < n; i++) {
 		size_t pn = dn + strlen(names[i]) + 1;

@@ -46,7 +46,7 @@ typedef struct {
 } wal_seg_t;
 
 struct local_wal {
-	char *dir; /* DIR/wal */
+	char *dir; /* DIR/_wal */
 	uint64_t seg_bytes, max_bytes;
 	local_wal_sync_fn sync;
 	void *sync_arg;
@@ -56,6 +56,7 @@ struct local_wal {
 	size_t n_segs, cap_segs;
 	int have_spare, making_spare;
 	uint64_t spare_bytes;
+	uint64_t next_bytes; /* size of the next spare: segments grow from LOCAL_WAL_SEGMENT_FIRST to seg_bytes */
 	uint64_t ckpt, next_seq;
 	/* writer */
 	int fd; /* current segment, -1: none */
@@ -410,9 +411,9 @@ int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out
 	if (!o)
 		o = &def;
 	local_wal_t *w = xcalloc(1, sizeof *w);
-	size_t n = strlen(dir) + 5;
+	size_t n = strlen(dir) + sizeof LOCAL_WAL_DIR + 1;
 	w->dir = xmalloc(n);
-	snprintf(w->dir, n, "%s/wal", dir);
+	snprintf(w->dir, n, "%s/" LOCAL_WAL_DIR, dir);
 	w->seg_bytes = o->segment_bytes ? o->segment_bytes : LIMIT_STORE_WAL_SEGMENT;
 	w->max_bytes = o->max_bytes ? o->max_bytes : LIMIT_STORE_WAL_BYTES;
 	w->sync = o->sync;
@@ -473,6 +474,12 @@ int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out
 	/* the next segment continues the chain: no gap where an unstarted one was retired */
 	uint64_t top = w->n_segs ? w->segs[w->n_segs - 1].seq : 0;
 	w->next_seq = ((w->ckpt >> 32) > top ? (w->ckpt >> 32) : top) + 1;
+	/* Segments grow from a small first one, so a store that writes little uses little disk. */
+	w->next_bytes = LOCAL_WAL_SEGMENT_FIRST < w->seg_bytes ? LOCAL_WAL_SEGMENT_FIRST : w->seg_bytes;
+	if (w->n_segs && w->segs[w->n_segs - 1].file_bytes > w->next_bytes / 2)
+		w->next_bytes = w->segs[w->n_segs - 1].file_bytes * 2 < w->seg_bytes
+		                    ? w->segs[w->n_segs - 1].file_bytes * 2
+		                    : w->seg_bytes;
 	w->rep.from_lsn = w->ckpt;
 	w->rep.end_lsn = w->end_lsn = w->ckpt;
 	if (recycle(w, w->ckpt) != 0) {
@@ -742,7 +749,7 @@ const local_wal_report_t *local_wal_report(const local_wal_t *w)
 
 /* ---- the spare ---- */
 
-/* Writes a zero-filled, fsynced segment file of size bytes at DIR/wal/spare.tmp.
+/* Writes a zero-filled, fsynced segment file of size bytes at DIR/_wal/spare.tmp.
  * Runs without the lock (making_spare keeps others off the name). */
 static int spare_write(local_wal_t *w, uint64_t bytes, err_t *err)
 {
@@ -774,14 +781,26 @@ static int spare_write(local_wal_t *w, uint64_t bytes, err_t *err)
 }
 
 /* Makes the spare with w->mu held (released while zero-filling); waits for one
- * another thread is making. 1 made, 0 nothing to do or no room (when bounded), -1 err. */
-static int spare_make_locked(local_wal_t *w, int bounded, err_t *err)
+ * another thread is making. Its size is next_bytes, or the power of two that
+ * holds need bytes, at most seg_bytes; a spare smaller than need is replaced.
+ * 1 made, 0 nothing to do or no room (when bounded), -1 err. */
+static int spare_make_locked(local_wal_t *w, int bounded, uint64_t need, err_t *err)
 {
 	while (w->making_spare)
 		pthread_cond_wait(&w->spare_done, &w->mu);
-	if (w->have_spare || (bounded && disk_bytes(w) + w->seg_bytes > w->max_bytes))
+	if (w->have_spare && w->spare_bytes < need) {
+		char *sp = wal_path(w, "spare");
+		unlink(sp);
+		free(sp);
+		w->have_spare = 0;
+	}
+	uint64_t bytes = w->next_bytes;
+	while (bytes < need && bytes < w->seg_bytes)
+		bytes *= 2;
+	if (bytes > w->seg_bytes)
+		bytes = w->seg_bytes;
+	if (w->have_spare || (bounded && disk_bytes(w) + bytes > w->max_bytes))
 		return 0;
-	uint64_t bytes = w->seg_bytes;
 	w->making_spare = 1;
 	w->spare_bytes = bytes;
 	pthread_mutex_unlock(&w->mu);
@@ -803,23 +822,27 @@ static int spare_make_locked(local_wal_t *w, int bounded, err_t *err)
 int local_wal_make_spare(local_wal_t *w, err_t *err)
 {
 	pthread_mutex_lock(&w->mu);
-	int rc = spare_make_locked(w, 1, err);
+	int rc = spare_make_locked(w, 1, 0, err);
 	pthread_mutex_unlock(&w->mu);
 	return rc;
 }
 
 /* ---- appending ---- */
 
-/* Starts segment next_seq from the spare (made here when there is none) with prev_end
- * = the end of the last durable record: header written and synced, name made durable.
- * forced: past max_bytes if need be (abandoning a record must be able to hide it).
- * 0, LOCAL_WAL_FULL, or -1 with err. */
-static int seg_start(local_wal_t *w, int forced, err_t *err)
+/* seg_start's return when no spare could be made: nothing changed, a retry may work. */
+#define SEG_NO_SPARE (-3)
+
+/* Starts segment next_seq from the spare (made here when there is none, or
+ * when it is smaller than need bytes) with prev_end = the end of the last
+ * durable record: header written and synced, name made durable. forced: past
+ * max_bytes if need be (abandoning a record must be able to hide it).
+ * 0, LOCAL_WAL_FULL, SEG_NO_SPARE, or -1 with err (a half-started segment). */
+static int seg_start(local_wal_t *w, int forced, uint64_t need, err_t *err)
 {
-	if (!w->have_spare) {
-		int rc = spare_make_locked(w, !forced, err);
+	if (!w->have_spare || w->spare_bytes < need) {
+		int rc = spare_make_locked(w, !forced, need, err);
 		if (rc < 0)
-			return -1;
+			return SEG_NO_SPARE;
 		if (!w->have_spare) {
 			err_set(err, 503,
 			        "store log full: %llu bytes of log segments on disk, at most %llu; a "
@@ -871,6 +894,8 @@ static int seg_start(local_wal_t *w, int forced, err_t *err)
 	fd = -1;
 	w->cur_seq = s.seq;
 	w->cur_bytes = s.bytes;
+	if (w->next_bytes < w->seg_bytes && w->next_bytes <= s.file_bytes)
+		w->next_bytes = s.file_bytes * 2 < w->seg_bytes ? s.file_bytes * 2 : w->seg_bytes;
 	w->cur_salt = s.salt;
 	w->off = LOCAL_WAL_HEADER_BYTES;
 	rc = 0;
@@ -899,7 +924,7 @@ static int abandon(local_wal_t *w, uint64_t lsn, const char *what, err_t *err)
 	if (s)
 		s->end = w->end_lsn;
 	err_t e2 = {0};
-	if (seg_start(w, 1, &e2) != 0) {
+	if (seg_start(w, 1, 0, &e2) != 0) {
 		w->failed = 1;
 		err_set(err, 503,
 		        "store log: %s of the record at lsn 0x%llx failed (%s), and starting a new segment "
@@ -924,7 +949,7 @@ int local_wal_appendv(local_wal_t *w, uint32_t kind, uint32_t n, const struct io
 	pthread_mutex_lock(&w->mu);
 	int rc = -1;
 	uint64_t size = align8(LOCAL_WAL_REC_HEADER + len);
-	uint64_t room = w->seg_bytes - LOCAL_WAL_HEADER_BYTES; /* the spare has this size too */
+	uint64_t room = w->seg_bytes - LOCAL_WAL_HEADER_BYTES; /* of the largest segment */
 	if (!w->replay_done) {
 		err_set(err, 500, "store log: append before replay reached the end of the log");
 	} else if (w->failed) {
@@ -937,9 +962,12 @@ int local_wal_appendv(local_wal_t *w, uint32_t kind, uint32_t n, const struct io
 		err_set(err, 413,
 		        "store log: a record of %llu bytes cannot fit in a log segment (%llu bytes)",
 		        (unsigned long long)len, (unsigned long long)room + LOCAL_WAL_HEADER_BYTES);
-	} else if ((w->fd < 0 || w->off + size > w->cur_bytes) && (rc = seg_start(w, 0, err)) != 0) {
-		if (rc != LOCAL_WAL_FULL)
+	} else if ((w->fd < 0 || w->off + size > w->cur_bytes) &&
+	           (rc = seg_start(w, 0, LOCAL_WAL_HEADER_BYTES + size, err)) != 0) {
+		if (rc == -1)
 			w->failed = 1; /* a half-started segment: reopen to sort it out */
+		else if (rc == SEG_NO_SPARE)
+			rc = -1;
 	} else if (w->off + size > w->cur_bytes) {
 		err_set(err, 413, "store log: a record of %llu bytes cannot fit in log segment %llu",
 		        (unsigned long long)len, (unsigned long long)w->cur_seq);

@@ -1,9 +1,9 @@
 /* The embedded engine's process-wide write-ahead log (STORE: Next version of
  * the embedded engine, "The log: files and record format", "Checkpointing"):
- * segment files DIR/wal/<seq, 16 hex digits>.log, one zero-filled spare
- * (DIR/wal/spare), records appended with one pwrite and made durable with one
+ * segment files DIR/_wal/<seq, 16 hex digits>.log, one zero-filled spare
+ * (DIR/_wal/spare), records appended with one pwrite and made durable with one
  * fdatasync, a replay iterator from the checkpoint LSN that tells a torn tail
- * from damage inside the log, the checkpoint file DIR/wal/checkpoint, and
+ * from damage inside the log, the checkpoint file DIR/_wal/checkpoint, and
  * segment recycling. Payloads are opaque bytes here (the caller encodes
  * groups with store/batch_codec.c); no SQLite, no threads of its own.
  *
@@ -26,9 +26,14 @@
 #include "base/err.h"
 #include "base/slice.h"
 
+/* The log's directory under the data directory: no project's directory can
+ * have this name (local_project_dir never writes '_' before a non-hex letter). */
+#define LOCAL_WAL_DIR "_wal"
 #define LOCAL_WAL_HEADER_BYTES 4096u /* a segment's header block; its first record follows */
 #define LOCAL_WAL_REC_HEADER 40u     /* bytes of a record's header */
 #define LOCAL_WAL_SEGMENT_MIN 8192u  /* the smallest segment local_wal_open accepts (tests) */
+#define LOCAL_WAL_SEGMENT_FIRST (1u << 20) /* a new log's first segment; each next one is twice
+                                              the last, up to segment_bytes */
 
 /* Record kinds (a record of another kind is not valid). */
 enum { LOCAL_WAL_GROUP = 1, LOCAL_WAL_FLOOR = 2, LOCAL_WAL_KIND_MAX = 2 };
@@ -68,7 +73,7 @@ typedef struct {
 	slice_t payload;
 } local_wal_rec_t;
 
-/* Opens (creating DIR/wal if needed) the log of data directory dir: reads the
+/* Opens (creating DIR/_wal if needed) the log of data directory dir: reads the
  * checkpoint and every segment header, removes leftover temporary files,
  * recycles segments wholly before the checkpoint, and makes the newest segment
  * the spare again when its header is invalid (a start that never became
@@ -116,7 +121,7 @@ uint64_t local_wal_disk_bytes(local_wal_t *w);
 int local_wal_make_spare(local_wal_t *w, err_t *err);
 
 /* Records that every record ending at or before lsn is in its partitions:
- * writes DIR/wal/checkpoint (temporary file, fsync, rename, directory fsync),
+ * writes DIR/_wal/checkpoint (temporary file, fsync, rename, directory fsync),
  * then recycles the segments that end at or before lsn (the first becomes the
  * spare when there is none, the others are removed). lsn must not pass
  * local_wal_end (500). 0, or -1 with err (503 on I/O). */

@@ -1,7 +1,8 @@
 /* store/local lifecycle and the writer thread: the submit queue, group commit
- * (everything queued when the writer is free, up to max_batches_per_commit,
- * in one transaction per partition), and the done callbacks after the data
- * is durable. Knows nothing of the file format (local_partition.c, local_chunk.c) or of reading. */
+ * (everything queued when the writer is free, up to max_batches_per_commit:
+ * checked, then one record of the store's log, local_log.c), and the done
+ * callbacks after the group is durable. Knows nothing of the file format
+ * (local_partition.c, local_chunk.c) or of reading. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -18,16 +19,11 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/timeutil.h"
+#include "store/batch_codec.h"
 #include "store/local.h"
 
 /* The engine's job of a queued store_job_t (its first member). */
 #define JOB(sj) ((local_job_t *)(sj))
-
-/* The partitions one group touches, in first-use order. */
-typedef struct {
-	local_part_t **p;
-	size_t n, cap;
-} part_list_t;
 
 int local_mkdir_p(const char *dir, err_t *err)
 {
@@ -67,6 +63,9 @@ static void local_free(store_t *s)
 	buf_free(&sc->packed);
 	buf_free(&sc->labels);
 	ZSTD_freeCCtx(sc->zc);
+	local_parts_close_all(s);
+	if (s->log_inited)
+		local_log_close(s);
 	local_shared_close(s);
 	local_retention_free(s);
 	local_damage_free(s);
@@ -131,7 +130,10 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	};
 	int rc = local_shared_open(s, err);
 	if (rc == 0 && !cfg->keys_usage_only) {
-		rc = store_writeq_start(&s->q, &qc, err);
+		s->log_inited = 1;
+		rc = local_log_open(s, err);
+		if (rc == 0)
+			rc = store_writeq_start(&s->q, &qc, err);
 	} else { /* no writer thread: the queue refuses every job (503), as while draining */
 		s->q.cfg = qc;
 		pthread_mutex_init(&s->q.mu, NULL);
@@ -155,7 +157,6 @@ void local_close(store_t *s)
 	if (!s)
 		return;
 	local_drain(s);
-	local_parts_close_all(s);
 	local_free(s);
 }
 
@@ -204,126 +205,67 @@ uint32_t local_queue_depth(store_t *s)
 
 /* ---- group commit ---- */
 
-static void add_part(part_list_t *l, local_part_t *p)
+/* What must hold before a batch goes into the log, so that applying it can
+ * fail only on I/O or damage: its project name, the retention floor, its shape. */
+static int check_job(store_t *s, local_job_t *j, err_t *err)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (l->p[i] == p)
-			return;
-	l->p = xgrow(l->p, &l->cap, l->n + 1, sizeof *l->p);
-	l->p[l->n++] = p;
+	const model_batch_t *b = j->base.b;
+	if (local_project_dir(b->project, j->proj) < 0)
+		return err_set(err, 400, "store: project name must be 1 to %u bytes", LIMIT_NAME_BYTES);
+	if (local_retention_check(s, j->proj, b, err) < 0)
+		return -1;
+	return batch_codec_check(b, err);
 }
 
-/* Does job j have a profile in partition p? */
-static int job_in_part(const local_job_t *j, const local_part_t *p)
+/* Checks jobs[0..n), then commits those with profiles as one group; the
+ * others fail with their own error. */
+static void write_group(store_t *s, store_job_t **jobs, size_t n)
 {
-	if (strcmp(j->proj, p->proj) != 0)
-		return 0;
-	for (uint32_t i = 0; i < j->base.b->n_profiles; i++)
-		if (time_day(j->base.b->profiles[i].time_ns) == p->day)
-			return 1;
-	return 0;
-}
-
-/* Opens the partitions that jobs[0..n) write to into l. */
-static int collect_parts(store_t *s, store_job_t **jobs, size_t n, part_list_t *l, err_t *err)
-{
+	model_batch_t **b = xmalloc(n * sizeof *b);
+	char **proj = xmalloc(n * sizeof *proj);
+	uint32_t m = 0;
 	for (size_t k = 0; k < n; k++) {
-		const model_batch_t *b = jobs[k]->b;
-		char *proj = JOB(jobs[k])->proj;
-		if (b->n_profiles && local_project_dir(b->project, proj) < 0)
-			return err_set(err, 400, "store: project name must be 1 to %u bytes",
-			               LIMIT_NAME_BYTES);
-		if (local_retention_check(s, proj, b, err) < 0)
-			return -1;
-		for (uint32_t i = 0; i < b->n_profiles; i++) {
-			local_part_t *p = local_part_get(s, proj, time_day(b->profiles[i].time_ns), err);
-			if (!p)
-				return -1;
-			add_part(l, p);
+		local_job_t *j = JOB(jobs[k]);
+		if (!j->base.b->n_profiles)
+			continue;
+		if (check_job(s, j, &j->err) < 0) {
+			j->failed = 1;
+			continue;
 		}
+		b[m] = j->base.b;
+		proj[m++] = j->proj;
 	}
-	return 0;
-}
-
-/* Writes jobs[0..n) all-or-nothing: every partition's transaction stays open
- * until all are written, then they commit one by one. 0, or -1 with err and
- * nothing of the jobs left visible (docs/STORE.md names the one window). */
-static int write_group(store_t *s, store_job_t **jobs, size_t n, err_t *err)
-{
-	part_list_t l = {0};
-	size_t begun = 0, committed = 0;
-	int rc = -1;
-	if (collect_parts(s, jobs, n, &l, err) < 0)
-		goto fail;
-	for (; begun < l.n; begun++)
-		if (local_part_begin(s, l.p[begun], err) < 0)
-			goto fail;
-	for (size_t i = 0; i < l.n; i++)
-		for (size_t k = 0; k < n; k++)
-			if (job_in_part(JOB(jobs[k]), l.p[i]) &&
-			    local_part_write(s, l.p[i], jobs[k]->b, l.p[i]->day, err) < 0)
-				goto fail;
-	for (; committed < l.n; committed++)
-		if (local_part_commit(s, l.p[committed], err) < 0)
-			goto fail;
-	rc = 0;
-	goto out;
-fail:
-	for (size_t i = 0; i < l.n; i++)
-		if (local_is_damage(sqlite3_extended_errcode(l.p[i]->db)))
-			l.p[i]->damaged = 1;
-	for (size_t i = committed; i < begun; i++)
-		if (l.p[i]->in_txn)
-			local_part_rollback(s, l.p[i]);
-	/* A later partition failed to commit after earlier ones did: take the
-	 * earlier ones' chunks back out. */
-	for (size_t i = 0; i < committed; i++) {
-		err_t undo_err = {0};
-		if (local_part_undo(s, l.p[i], l.p[i]->first_chunk, l.p[i]->last_chunk, &undo_err) < 0)
-			log_error("store: could not undo a partial commit", "file=%s err=\"%s\"",
-			          l.p[i]->path, undo_err.msg);
-	}
-out:
-	free(l.p);
-	return rc;
+	err_t err = {0};
+	if (m && (local_log_retry(s, &err) < 0 || local_log_write(s, b, proj, m, &err) < 0))
+		for (size_t k = 0; k < n; k++) {
+			local_job_t *j = JOB(jobs[k]);
+			if (!j->failed && j->base.b->n_profiles) {
+				j->err = err;
+				j->failed = 1;
+			}
+		}
+	free(b);
+	free(proj);
 }
 
 /* The queue's run: writes a group, or runs a sweep, and finishes its jobs. */
 static void run_group(void *ctx, store_job_t **jobs, size_t n)
 {
 	store_t *s = ctx;
-	err_t err = {0};
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = 0;
 	if (!jobs[0]->b) { /* a retention sweep, always alone */
+		err_t err = {0};
 		if (local_retention_run(s, JOB(jobs[0]), &err) < 0) {
 			JOB(jobs[0])->err = err;
 			JOB(jobs[0])->failed = 1;
 		}
 	} else {
-		rc = write_group(s, jobs, n, &err);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		write_group(s, jobs, n);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 		store_commit_note(&s->commit_stats, ns);
 	}
-	if (rc < 0) {
-		if (n == 1) {
-			JOB(jobs[0])->err = err;
-			JOB(jobs[0])->failed = 1;
-		} else {
-			/* Find the batch at fault: retry each alone. */
-			for (size_t k = 0; k < n; k++) {
-				err_t e = {0};
-				if (write_group(s, &jobs[k], 1, &e) < 0) {
-					JOB(jobs[k])->err = e;
-					JOB(jobs[k])->failed = 1;
-				}
-			}
-		}
-	}
-	if (rc < 0)
-		local_parts_drop_damaged(s);
 	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
 	for (size_t k = 0; k < n; k++) {
 		local_job_t *j = JOB(jobs[k]);

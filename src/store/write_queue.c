@@ -41,6 +41,16 @@ static size_t batch_bytes(const model_batch_t *b)
 
 void store_job_finish(store_job_t *j, const err_t *err)
 {
+	store_writeq_t *q = j->q;
+	if (q) {
+		pthread_mutex_lock(&q->mu);
+		q->depth--;
+		if (j->b) {
+			q->queued--;
+			q->queued_bytes -= j->bytes;
+		}
+		pthread_mutex_unlock(&q->mu);
+	}
 	model_batch_free(j->b);
 	if (j->done)
 		j->done(j->ctx, err);
@@ -104,6 +114,7 @@ void store_writeq_push(store_writeq_t *q, store_job_t *j)
 	else
 		q->head = j;
 	q->tail = j;
+	j->q = q;
 	q->depth++;
 	if (j->b) {
 		q->queued++;
@@ -197,21 +208,14 @@ static void *queue_main(void *arg)
 		if (q->head->b && q->cfg.window_ms > 0 && !q->closing)
 			gather(q);
 		size_t n = take_group(q, jobs);
-		uint32_t batches = 0;
-		uint64_t bytes = 0;
+		int batches = 0;
 		for (size_t i = 0; i < n; i++)
-			if (jobs[i]->b) {
-				batches++;
-				bytes += jobs[i]->bytes;
-			}
+			batches |= jobs[i]->b != NULL;
 		pthread_mutex_unlock(&q->mu);
 		if (q->cfg.hold && batches)
 			q->cfg.hold(q->cfg.hold_arg, n);
-		q->cfg.run(q->cfg.ctx, jobs, n); /* frees the jobs */
+		q->cfg.run(q->cfg.ctx, jobs, n); /* finishes the jobs: each leaves the counts then */
 		pthread_mutex_lock(&q->mu);
-		q->depth -= (uint32_t)n;
-		q->queued -= batches;
-		q->queued_bytes -= bytes;
 	}
 	pthread_mutex_unlock(&q->mu);
 	free(jobs);

@@ -75,14 +75,24 @@ test('a full disk: 503 + Retry-After and gRPC UNAVAILABLE, queries work, nothing
     assert.equal(g.code, 14, `gRPC while full: ${describeGrpc(g)}`);
   } finally { client.close(); }
 
-  // Queries keep working and return every acknowledged upload exactly.
-  const check = async (list) => {
+  // Queries keep working and return every acknowledged upload exactly. While
+  // the disk is full, the embedded engine may hold the last acknowledged
+  // upload durable in its log but not yet in its partition (STORE: Writing:
+  // at most one group); it appears once space returns.
+  const visible = async () => {
     const top = await getJson(server.uiUrl, '/api/top', { service: svc, type: 'samples:count', from: 'now-1h', limit: 0 });
-    assert.equal(top.total, list.length * PER_UPLOAD, 'total = the acknowledged uploads');
     const batches = new Set(top.rows.filter((r) => r.name.startsWith('main.u')).map((r) => r.name.split('_')[0].slice(6)));
-    assert.deepEqual([...batches].map(Number).sort((a, b) => a - b), list);
+    return { total: top.total, list: [...batches].map(Number).sort((a, b) => a - b) };
   };
-  await check(acked);
+  const check = async (list) => {
+    const v = await visible();
+    assert.equal(v.total, list.length * PER_UPLOAD, 'total = the acknowledged uploads');
+    assert.deepEqual(v.list, list);
+  };
+  const whileFull = await visible();
+  const kept = whileFull.list.length === acked.length - 1 && server.engine !== 'clickhouse' ? acked.slice(0, -1) : acked;
+  assert.equal(whileFull.total, kept.length * PER_UPLOAD, 'total = the acknowledged uploads (while full)');
+  assert.deepEqual(whileFull.list, kept);
 
   // Space returns: the next pushes succeed without a restart.
   execFileSync('mount', ['-o', 'remount,size=64m', mnt]);

@@ -120,7 +120,7 @@ static void seq_list(size_t *want, size_t n)
 static char *seg_file(const char *dir, uint64_t seq)
 {
 	char *p = malloc(strlen(dir) + 40);
-	sprintf(p, "%s/wal/%016llx.log", dir, (unsigned long long)seq);
+	sprintf(p, "%s/_wal/%016llx.log", dir, (unsigned long long)seq);
 	return p;
 }
 
@@ -321,7 +321,7 @@ static ino_t inode(const char *path)
 static int count_files(const char *dir)
 {
 	char p[512];
-	snprintf(p, sizeof p, "%s/wal", dir);
+	snprintf(p, sizeof p, "%s/_wal", dir);
 	DIR *d = opendir(p);
 	assert_non_null(d);
 	int n = 0;
@@ -351,7 +351,7 @@ static void test_checkpoint_recycle_stale(void **state)
 	ino_t ino1 = inode(seg1);
 	assert_int_equal(local_wal_checkpoint(w, rs.r[2].lsn + rec_size(4000), &err), 0);
 	char spare[512];
-	snprintf(spare, sizeof spare, "%s/wal/spare", dir);
+	snprintf(spare, sizeof spare, "%s/_wal/spare", dir);
 	assert_int_equal(inode(spare), ino1);
 	assert_int_equal(access(seg1, F_OK), -1);
 	assert_int_equal(local_wal_make_spare(w, &err), 0); /* there is one */
@@ -521,7 +521,7 @@ static void test_spare_and_bad_files(void **state)
 	err_t err = {0};
 	assert_int_equal(local_wal_make_spare(w, &err), 1);
 	char spare[512];
-	snprintf(spare, sizeof spare, "%s/wal/spare", dir);
+	snprintf(spare, sizeof spare, "%s/_wal/spare", dir);
 	size_t n;
 	uint8_t *b = slurp(spare, &n);
 	assert_int_equal(n, 16384);
@@ -542,7 +542,7 @@ static void test_spare_and_bad_files(void **state)
 		fputc(i * 13, f);
 	fclose(f);
 	char ck[512];
-	snprintf(ck, sizeof ck, "%s/wal/checkpoint", dir);
+	snprintf(ck, sizeof ck, "%s/_wal/checkpoint", dir);
 	f = fopen(ck, "wb");
 	fputs("KILNCKPT garbage garbage", f);
 	fclose(f);
@@ -628,7 +628,7 @@ static void test_random_damage(void **state)
 		orig[q] = slurp(path[q], &n[q]);
 	}
 	char wal[512];
-	snprintf(wal, sizeof wal, "%s/wal", dir);
+	snprintf(wal, sizeof wal, "%s/_wal", dir);
 	srand(15);
 	int damaged_rounds = 0, short_rounds = 0;
 	for (int round = 0; round < 300; round++) {

@@ -1,0 +1,496 @@
+/* store/local on its write-ahead log (STORE: Writing): a group's one record
+ * (batch_codec encodings appended with one pwrite and one fdatasync by
+ * store/local_wal.c), applying a group's batches to the partitions it touches
+ * (each partition's transaction also records the group's LSN, so applying is
+ * idempotent), replay of the log at open, a group that is durable but could
+ * not be applied (kept and retried), and the checkpointer thread that makes
+ * partitions durable behind the log and lets the log recycle its segments.
+ * The writer thread calls everything here except the checkpointer's loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/timeutil.h"
+#include "store/batch_codec.h"
+#include "store/local.h"
+
+/* The partitions one group touches, in first-use order. */
+typedef struct {
+	local_part_t **p;
+	size_t n, cap;
+} part_list_t;
+
+static void add_part(part_list_t *l, local_part_t *p)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->p[i] == p)
+			return;
+	l->p = xgrow(l->p, &l->cap, l->n + 1, sizeof *l->p);
+	l->p[l->n++] = p;
+}
+
+/* Does batch b of project dir proj have a profile in partition p? */
+static int batch_in_part(const model_batch_t *b, const char *proj, const local_part_t *p)
+{
+	if (strcmp(proj, p->proj) != 0)
+		return 0;
+	for (uint32_t i = 0; i < b->n_profiles; i++)
+		if (time_day(b->profiles[i].time_ns) == p->day)
+			return 1;
+	return 0;
+}
+
+static int sync_none(int fd, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	return 0;
+}
+
+/* ---- the checkpointer ---- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Adds path to the partitions written since the last checkpoint (ckpt_mu held). */
+static void dirty_add(store_t *s, const char *path)
+{
+	for (uint32_t i = 0; i < s->n_dirty; i++)
+		if (strcmp(s->dirty[i], path) == 0)
+			return;
+	s->dirty = xgrow(s->dirty, &s->cap_dirty, (size_t)s->n_dirty + 1, sizeof *s->dirty);
+	s->dirty[s->n_dirty++] = xstrdup(path);
+}
+
+/* fdatasync()s path when it exists. 0, or -1 with errno. */
+static int sync_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	int rc = fdatasync(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+/* Makes partition path durable up to its last commit: a PASSIVE checkpoint
+ * on a connection of its own (SQLite syncs its -wal before copying and the
+ * .db after), then an fdatasync of the -wal for the frames a reader kept it
+ * from copying. A partition that no longer exists (the sweep deleted it) is
+ * done. Under files_lock shared, as a view opens files. 0, or -1 with err. */
+static int ckpt_part(store_t *s, const char *path, err_t *err)
+{
+	pthread_rwlock_rdlock(&s->files_lock);
+	int rc = 0;
+	sqlite3 *db = NULL;
+	if (access(path, F_OK) != 0)
+		goto out;
+	int src = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (src == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 5000);
+		sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		src = sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+	}
+	if (src == SQLITE_OK)
+		src = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	if (src != SQLITE_OK && src != SQLITE_BUSY) {
+		rc = local_sqlite_err(err, db, src, path, "checkpoint");
+		goto out;
+	}
+	size_t n = strlen(path) + 5;
+	char *wal = xmalloc(n);
+	snprintf(wal, n, "%s-wal", path);
+	if (sync_file(wal) < 0)
+		rc = err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));
+	free(wal);
+out:
+	sqlite3_close_v2(db);
+	pthread_rwlock_unlock(&s->files_lock);
+	return rc;
+}
+
+/* One checkpoint: every partition written before the group that ended at
+ * applied_end is made durable, then the log records it and recycles. */
+static int ckpt_run(store_t *s, err_t *err)
+{
+	pthread_mutex_lock(&s->ckpt_mu);
+	char **paths = s->dirty;
+	uint32_t n = s->n_dirty;
+	uint64_t lsn = s->applied_end;
+	s->dirty = NULL;
+	s->n_dirty = 0;
+	s->cap_dirty = 0;
+	s->log_since_ckpt = 0;
+	pthread_mutex_unlock(&s->ckpt_mu);
+
+	int rc = 0;
+	uint32_t failed = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		err_t e = {0};
+		if (ckpt_part(s, paths[i], &e) < 0) {
+			if (!failed++) {
+				*err = e;
+				rc = -1;
+			}
+			/* Tried again at the next checkpoint; the log keeps its records meanwhile. */
+			pthread_mutex_lock(&s->ckpt_mu);
+			dirty_add(s, paths[i]);
+			pthread_mutex_unlock(&s->ckpt_mu);
+		}
+		free(paths[i]);
+	}
+	free(paths);
+	if (rc == 0 && lsn > s->ckpt_lsn) {
+		rc = local_wal_checkpoint(s->wal, lsn, err);
+		if (rc == 0)
+			s->ckpt_lsn = lsn;
+	}
+	if (rc < 0)
+		log_error("store: checkpoint failed, the log keeps its records",
+		          "partitions=%u failed=%u err=\"%s\"", n, failed, err->msg);
+	/* The next segment's file is made here, off the ack path, once the current one is half used. */
+	uint64_t end = local_wal_end(s->wal);
+	if ((end & 0xffffffffu) >= LIMIT_STORE_WAL_SEGMENT / 2) {
+		err_t e = {0};
+		if (local_wal_make_spare(s->wal, &e) < 0)
+			log_error("store: cannot make the next log segment", "err=\"%s\"", e.msg);
+	}
+	return rc;
+}
+
+static void *ckpt_main(void *arg)
+{
+	store_t *s = arg;
+	pthread_mutex_lock(&s->ckpt_mu);
+	int64_t last = mono_ms();
+	for (;;) {
+		int due = s->ckpt_req != s->ckpt_gen || s->ckpt_stop ||
+		          (s->n_dirty && (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES ||
+		                          mono_ms() - last >= LIMIT_STORE_WAL_CHECKPOINT_MS));
+		if (!due) {
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_sec += 1;
+			pthread_cond_timedwait(&s->ckpt_cv, &s->ckpt_mu, &t);
+			continue;
+		}
+		uint64_t req = s->ckpt_req;
+		int stop = s->ckpt_stop;
+		pthread_mutex_unlock(&s->ckpt_mu);
+		err_t err = {0};
+		int rc = ckpt_run(s, &err);
+		last = mono_ms();
+		pthread_mutex_lock(&s->ckpt_mu);
+		s->ckpt_gen = req;
+		s->ckpt_rc = rc;
+		s->ckpt_err = err;
+		pthread_cond_broadcast(&s->ckpt_done);
+		if (stop)
+			break;
+	}
+	pthread_mutex_unlock(&s->ckpt_mu);
+	return NULL;
+}
+
+int local_log_checkpoint(store_t *s, err_t *err)
+{
+	pthread_mutex_lock(&s->ckpt_mu);
+	uint64_t want = ++s->ckpt_req;
+	pthread_cond_signal(&s->ckpt_cv);
+	while (s->ckpt_gen < want && s->ckpt_running)
+		pthread_cond_wait(&s->ckpt_done, &s->ckpt_mu);
+	int rc = s->ckpt_running ? s->ckpt_rc : -1;
+	if (rc < 0)
+		*err =
+		    s->ckpt_running ? s->ckpt_err : (err_t){.status = 503, .msg = "store: no checkpointer"};
+	pthread_mutex_unlock(&s->ckpt_mu);
+	return rc;
+}
+
+/* ---- applying a group ---- */
+
+/* Partition path now holds a commit that the next checkpoint must make durable. */
+static void mark_dirty(store_t *s, const char *path)
+{
+	pthread_mutex_lock(&s->ckpt_mu);
+	dirty_add(s, path);
+	pthread_mutex_unlock(&s->ckpt_mu);
+}
+
+/* Every group up to end is in its partitions (dirty until the next
+ * checkpoint); bytes more of log since the last one. */
+static void applied(store_t *s, uint64_t end, uint64_t bytes)
+{
+	pthread_mutex_lock(&s->ckpt_mu);
+	if (end > s->applied_end)
+		s->applied_end = end;
+	s->log_since_ckpt += bytes;
+	if (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES)
+		pthread_cond_signal(&s->ckpt_cv);
+	pthread_mutex_unlock(&s->ckpt_mu);
+}
+
+/* Writes the profiles of b[0..n) (project dirs proj[k]) into partition p in
+ * one transaction that also sets its applied_lsn. */
+static int apply_part(store_t *s, local_part_t *p, uint64_t lsn, model_batch_t *const *b, char *const *proj,
+                      uint32_t n, err_t *err)
+{
+	if (local_part_begin(s, p, err) < 0)
+		return -1;
+	for (uint32_t k = 0; k < n; k++)
+		if (batch_in_part(b[k], proj[k], p) && local_part_write(s, p, b[k], p->day, err) < 0)
+			goto fail;
+	if (local_part_set_applied(p, lsn, err) < 0 || local_part_commit(s, p, err) < 0)
+		goto fail;
+	p->applied_lsn = lsn;
+	mark_dirty(s, p->path);
+	return 0;
+fail:
+	if (local_is_damage(sqlite3_extended_errcode(p->db)))
+		p->damaged = 1;
+	if (p->in_txn)
+		local_part_rollback(s, p);
+	return -1;
+}
+
+/* Applies the group at lsn (its batches b[0..n), project dirs proj[k]; the
+ * record ends at end and has bytes) to every partition it touches that does
+ * not hold it yet. A partition found damaged is moved aside and the group
+ * applied to a fresh file. 0, or -1 with err (the first failure; the other
+ * partitions are applied, and applying again finishes the group). */
+static int apply_group(store_t *s, uint64_t lsn, uint64_t end, uint64_t bytes, model_batch_t *const *b,
+                       char *const *proj, uint32_t n, err_t *err)
+{
+	part_list_t l = {0};
+	int rc = 0;
+	for (uint32_t k = 0; k < n && rc == 0; k++)
+		for (uint32_t i = 0; i < b[k]->n_profiles; i++) {
+			local_part_t *p =
+			    local_part_get(s, proj[k], time_day(b[k]->profiles[i].time_ns), err);
+			if (!p) {
+				rc = -1;
+				break;
+			}
+			if (p->applied_lsn < lsn)
+				add_part(&l, p);
+		}
+	for (size_t i = 0; i < l.n && rc == 0; i++) {
+		if (apply_part(s, l.p[i], lsn, b, proj, n, err) == 0)
+			continue;
+		if (!l.p[i]->damaged) {
+			rc = -1;
+			break;
+		}
+		/* Moved aside; the group goes into a fresh file of that day. */
+		char *proj_dir = xstrdup(l.p[i]->proj);
+		int64_t day = l.p[i]->day;
+		local_parts_drop_damaged(s);
+		err_t e = {0};
+		local_part_t *p = local_part_get(s, proj_dir, day, &e);
+		free(proj_dir);
+		if (!p || apply_part(s, p, lsn, b, proj, n, &e) < 0) {
+			*err = e;
+			rc = -1;
+			break;
+		}
+		l.p[i] = p;
+	}
+	if (rc == 0)
+		applied(s, end, bytes);
+	local_parts_drop_damaged(s);
+	free(l.p);
+	return rc;
+}
+
+/* A record's batches decoded into arena a: *b and *proj (n of them). */
+static int record_decode(slice_t payload, uint32_t n, arena_t *a, model_batch_t ***b, char ***proj,
+                         err_t *err)
+{
+	*b = arena_calloc(a, (size_t)n * sizeof **b + 1);
+	*proj = arena_calloc(a, (size_t)n * sizeof **proj + 1);
+	size_t off = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		if (payload.n - off < 4)
+			return err_set(err, 500, "store log: batch %u of %u: length past the record", k, n);
+		uint32_t len = (uint32_t)payload.p[off] | (uint32_t)payload.p[off + 1] << 8 |
+		               (uint32_t)payload.p[off + 2] << 16 | (uint32_t)payload.p[off + 3] << 24;
+		off += 4;
+		if (len > payload.n - off)
+			return err_set(err, 500, "store log: batch %u of %u: %u bytes past the record", k, n,
+			               len);
+		(*b)[k] = arena_calloc(a, sizeof *(*b)[k]);
+		if (batch_codec_decode(slice_make(payload.p + off, len), a, (*b)[k], err) < 0)
+			return -1;
+		off += len;
+		(*proj)[k] = arena_alloc(a, 3 * LIMIT_NAME_BYTES + 2);
+		if ((*b)[k]->n_profiles && local_project_dir((*b)[k]->project, (*proj)[k]) < 0)
+			return err_set(err, 500, "store log: batch %u of %u: bad project name", k, n);
+	}
+	if (off != payload.n)
+		return err_set(err, 500, "store log: %zu bytes after the last batch", payload.n - off);
+	return 0;
+}
+
+/* Decodes a group record and applies it (replay, or a group kept after its apply failed). */
+static int apply_record(store_t *s, uint64_t lsn, uint32_t n, slice_t payload, err_t *err)
+{
+	uint64_t bytes = LOCAL_WAL_REC_HEADER + payload.n;
+	bytes = (bytes + 7) & ~(uint64_t)7;
+	arena_t *a = arena_new();
+	model_batch_t **b;
+	char **proj;
+	int rc = record_decode(payload, n, a, &b, &proj, err);
+	if (rc == 0)
+		rc = apply_group(s, lsn, lsn + bytes, bytes, b, proj, n, err);
+	arena_free(a);
+	return rc;
+}
+
+int local_log_retry(store_t *s, err_t *err)
+{
+	if (!s->pending)
+		return 0;
+	if (apply_record(s, s->pending_lsn, s->pending_n, slice_make(s->pending, s->pending_bytes), err) <
+	    0) {
+		/* The new group waits behind it: 503 with the reason (a full disk: Retry-After 5). */
+		if (err->status != 503) {
+			err->status = 503;
+			err->retry_after = 5;
+		}
+		return -1;
+	}
+	log_info("store: a group kept after a failed write is now in its partitions", "lsn=0x%" PRIx64,
+	         s->pending_lsn);
+	free(s->pending);
+	s->pending = NULL;
+	return 0;
+}
+
+/* ---- the writer's group ---- */
+
+int local_log_write(store_t *s, model_batch_t *const *b, char *const *proj, uint32_t n, err_t *err)
+{
+	buf_t *r = &s->rec;
+	buf_reset(r);
+	for (uint32_t k = 0; k < n; k++) {
+		size_t at = r->n;
+		uint8_t len[4] = {0};
+		buf_append(r, len, 4);
+		if (batch_codec_encode(b[k], r) < 0)
+			return err_set(err, 413, "store: a group's record is too large");
+		uint32_t l = (uint32_t)(r->n - at - 4);
+		for (int i = 0; i < 4; i++)
+			r->p[at + i] = (uint8_t)(l >> (8 * i));
+	}
+	uint64_t lsn;
+	int rc = local_wal_append(s->wal, LOCAL_WAL_GROUP, n, slice_make(r->p, r->n), &lsn, err);
+	if (rc < 0) {
+		if (rc == LOCAL_WAL_FULL)
+			pthread_cond_signal(&s->ckpt_cv);
+		return -1;
+	}
+	/* Durable: whatever happens below, the 200 stands. */
+	err_t e = {0};
+	uint64_t end = local_wal_end(s->wal);
+	if (apply_group(s, lsn, end, end - lsn, b, proj, n, &e) < 0) {
+		log_error("store: a durable group could not be written to its partitions; kept and retried, "
+		          "writes refused until then",
+		          "lsn=0x%" PRIx64 " err=\"%s\"", lsn, e.msg);
+		s->pending = xmalloc(r->n ? r->n : 1);
+		memcpy(s->pending, r->p, r->n);
+		s->pending_bytes = r->n;
+		s->pending_n = n;
+		s->pending_lsn = lsn;
+	}
+	if (r->cap > LIMIT_STORE_GROUP_BYTES * 2)
+		buf_free(r);
+	return 0;
+}
+
+/* ---- open and close ---- */
+
+int local_log_open(store_t *s, err_t *err)
+{
+	pthread_mutex_init(&s->ckpt_mu, NULL);
+	pthread_cond_init(&s->ckpt_cv, NULL);
+	pthread_cond_init(&s->ckpt_done, NULL);
+	buf_init(&s->rec, SIZE_MAX);
+	local_wal_opts_t o = {.sync = s->sync ? NULL : sync_none};
+	if (local_wal_open(s->dir, &o, &s->wal, err) < 0)
+		return -1;
+	/* Replay: every group after the checkpoint into the partitions that do not hold it yet. */
+	uint64_t groups = 0, batches = 0;
+	local_wal_rec_t rec;
+	int rc;
+	while ((rc = local_wal_replay_next(s->wal, &rec, err)) == 1) {
+		if (rec.kind != LOCAL_WAL_GROUP)
+			continue;
+		if (apply_record(s, rec.lsn, rec.n, rec.payload, err) < 0) {
+			err_prefix(err, "store: replaying the log at lsn 0x%" PRIx64 ": ", rec.lsn);
+			return -1;
+		}
+		groups++;
+		batches += rec.n;
+		local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
+	}
+	if (rc < 0)
+		return -1;
+	const local_wal_report_t *rep = local_wal_report(s->wal);
+	s->ckpt_lsn = rep->from_lsn;
+	s->applied_end = rep->end_lsn;
+	if (rep->damaged) {
+		log_error("store log damaged", "lsn=0x%" PRIx64 " bytes=%" PRIu64 " stretches=%" PRIu64,
+		          rep->first_damaged_lsn, rep->damaged_bytes, rep->damaged);
+		atomic_fetch_add(&s->damaged_count, rep->damaged);
+	}
+	if (rep->records || rep->torn_bytes || rep->damaged || strcmp(rep->why, "clean") != 0)
+		log_info("store log replayed",
+		         "groups=%" PRIu64 " batches=%" PRIu64 " dropped_bytes=%" PRIu64 " why=\"%s\"",
+		         groups, batches, rep->torn_bytes + rep->damaged_bytes, rep->why);
+	/* What replay wrote is made durable, and the log recycled, before new writes. */
+	if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) != 0)
+		return err_set(err, 500, "store: cannot start the checkpointer thread");
+	s->ckpt_running = 1;
+	if (groups && local_log_checkpoint(s, err) < 0)
+		return -1;
+	return 0;
+}
+
+void local_log_close(store_t *s)
+{
+	if (s->ckpt_running) {
+		pthread_mutex_lock(&s->ckpt_mu);
+		s->ckpt_stop = 1;
+		s->ckpt_req++;
+		pthread_cond_signal(&s->ckpt_cv);
+		pthread_mutex_unlock(&s->ckpt_mu);
+		pthread_join(s->ckpt_thread, NULL);
+		s->ckpt_running = 0;
+	}
+	for (uint32_t i = 0; i < s->n_dirty; i++)
+		free(s->dirty[i]);
+	free(s->dirty);
+	s->dirty = NULL;
+	s->n_dirty = 0;
+	free(s->pending);
+	s->pending = NULL;
+	local_wal_close(s->wal);
+	s->wal = NULL;
+	buf_free(&s->rec);
+	pthread_cond_destroy(&s->ckpt_done);
+	pthread_cond_destroy(&s->ckpt_cv);
+	pthread_mutex_destroy(&s->ckpt_mu);
+}
