@@ -1,10 +1,10 @@
-/* Tests of src/wire/jfr.c: every recording in tests/data/jfr decodes to the
- * profiles grafana/jfr-parser's converter made of it (its oracle files:
- * the same kinds, the same total per sample type and the same top-20 self
- * values per function, parsed from the oracle's collapsed text), the symbol
- * renaming rules, and a table of hostile inputs (built from a small
- * recording written here, and from a real one cut and patched) that get
- * the exact status and message. */
+/* Tests of the JFR decoder (src/wire/jfr*.c): every recording in
+ * tests/data/jfr decodes to the profiles grafana/jfr-parser's converter
+ * made of it (its oracle files: the same kinds, the same total per sample
+ * type and the same top-20 self values per function, parsed from the
+ * oracle's collapsed text), the symbol renaming rules, and a table of
+ * hostile inputs (built from a small recording written here, and from a
+ * real one cut and patched) that get the exact status and message. */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -349,6 +349,8 @@ typedef struct {
 	int event_varint10;         /* an event whose size is 10 bytes of varint */
 	int frames_count_huge;      /* the stack's frame count is 2^40 */
 	int missing_method;         /* the stack's root frame names a method not in the pool */
+	int str_overrun;            /* the checkpoint's last value, a string in this encoding (3 or 5),
+	                               declares one byte more than the event holds */
 	size_t marks[8];            /* out: section starts (see build) */
 } spec_t;
 
@@ -572,7 +574,13 @@ static void build(spec_t *sp, wb_t *out)
 	w_var(&c, 1);
 	w_str(&c, "STATE_RUNNABLE");
 	w_var(&c, 2);
-	w_str(&c, "STATE_SLEEPING");
+	if (sp->str_overrun) { /* its length's own byte counted: the fuzzer's overrun */
+		w_byte(&c, (uint8_t)sp->str_overrun);
+		w_var(&c, strlen("STATE_SLEEPING") + 1);
+		w_bytes(&c, "STATE_SLEEPING", strlen("STATE_SLEEPING"));
+	} else {
+		w_str(&c, "STATE_SLEEPING");
+	}
 	if (sp->cp_undefined) {
 		w_var(&c, sp->cp_undefined);
 		w_var(&c, 0);
@@ -842,6 +850,19 @@ static const struct {
      400,
      "chunk 0 at offset 855: array length 1099511627776 is out of range (at most 48)"},
     {{.event_stack = 7}, 0, 0, 0, 400, "chunk 0 at offset 68: stack trace id 7 is not in the constant pool"},
+    /* The string starts 16 bytes before the end of the 898-byte file (encoding, length, 14 bytes). */
+    {{.str_overrun = 3},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 882: string: string of 15 bytes runs past the end (14 left)"},
+    {{.str_overrun = 5},
+     0,
+     0,
+     0,
+     400,
+     "chunk 0 at offset 882: string: string of 15 bytes runs past the end (14 left)"},
 };
 
 static void test_bad(void **state)
