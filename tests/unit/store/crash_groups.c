@@ -39,6 +39,7 @@
 #define SPACING (NS_PER_SEC / 1000)
 #define MIDNIGHT (DAY0 + NS_PER_DAY) /* the two days are [DAY0, MIDNIGHT) and [MIDNIGHT, +1 day) */
 #define MAX_DELAY_MS 300
+#define PROGRESS_WAIT_MS 2000 /* the longest an odd round waits for its acknowledgements */
 
 /* Batch id of a round → its project, the days it has a profile on (bit 0:
  * the day before midnight, bit 1: the day after) and its value. k is unique
@@ -188,14 +189,17 @@ typedef struct {
 	uint64_t half, found, chunks;
 } crash_state;
 
-/* Reads the pipe until the deadline (poll) or, with deadline_ms < 0, until
- * EOF; marks the acknowledged ids of round. Returns how many. */
-static uint32_t read_acks(int fd, crash_state *st, int round, int64_t deadline_ms)
+/* Reads the pipe until want acknowledgements came (want > 0), until the
+ * deadline (poll) or, with deadline_ms < 0, until EOF; marks the
+ * acknowledged ids of round. Returns how many it read. */
+static uint32_t read_acks(int fd, crash_state *st, int round, uint32_t want, int64_t deadline_ms)
 {
 	static uint8_t buf[4096];
 	static size_t have;
 	uint32_t n = 0;
 	for (;;) {
+		if (want > 0 && n >= want)
+			return n;
 		if (deadline_ms >= 0) {
 			int64_t left = deadline_ms - time_now_ns() / 1000000;
 			if (left <= 0)
@@ -357,15 +361,22 @@ static void test_kill_during_grouped_ingest(void **state)
 	for (int round = 0; round < ROUNDS; round++) {
 		int fd;
 		pid_t pid = fork_writer(child, dir, round, &fd);
+		/* Even rounds: the kill comes at a random moment after the start (the
+		 * open and the first partitions included); odd ones at a random moment
+		 * after a random number of acknowledgements, so that batches get
+		 * through however slow the disk is. */
+		uint32_t want = round % 2 ? 1 + (uint32_t)(rand() % 16) : 0;
+		if (want)
+			acked += read_acks(fd, &st, round, want, time_now_ns() / 1000000 + PROGRESS_WAIT_MS);
 		int delay_ms = 1 + rand() % MAX_DELAY_MS;
-		acked += read_acks(fd, &st, round, time_now_ns() / 1000000 + delay_ms);
+		acked += read_acks(fd, &st, round, 0, time_now_ns() / 1000000 + delay_ms);
 		kill(pid, SIGKILL);
 		int status;
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		if (!WIFSIGNALED(status))
 			fail_msg("round %d: the child exited by itself (status %d)", round,
 			         WEXITSTATUS(status));
-		acked += read_acks(fd, &st, round, -1);
+		acked += read_acks(fd, &st, round, 0, -1);
 		close(fd);
 
 		store_t *s = open_store(dir);
@@ -386,7 +397,7 @@ static void test_kill_during_grouped_ingest(void **state)
 	    ROUNDS, (double)(time_now_ns() - t0) / NS_PER_SEC, (unsigned long long)acked,
 	    (unsigned long long)st.found, (unsigned long long)st.chunks, (unsigned long long)st.half,
 	    st.strict ? "engine on its log: asserted none" : "today's engine: the known window");
-	assert_true(acked >= ROUNDS); /* most rounds got batches through */
+	assert_true(acked >= ROUNDS / 2); /* the odd rounds got batches through */
 	free(st.acked);
 	free(st.stored);
 	free(st.count[0]);
