@@ -73,26 +73,19 @@ static void test_kill_during_ingest(void **state)
 	srand((unsigned)time(NULL));
 	int total_acked = 0;
 	for (int round = 0; round < ROUNDS; round++) {
-		int fds[2];
-		assert_int_equal(pipe(fds), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(fds[0]);
-			child(dir, round, fds[1]);
-		}
-		close(fds[1]);
+		int fd;
+		pid_t pid = fork_writer(child, dir, round, &fd);
 		usleep(20000 + (useconds_t)(rand() % 180000));
 		kill(pid, SIGKILL);
 		int status;
 		waitpid(pid, &status, 0);
 		assert_true(WIFSIGNALED(status));
 		int acked = -1, i;
-		while (read(fds[0], &i, sizeof i) == sizeof i) {
+		while (read(fd, &i, sizeof i) == sizeof i) {
 			assert_int_equal(i, acked + 1);
 			acked = i;
 		}
-		close(fds[0]);
+		close(fd);
 		total_acked += acked + 1;
 
 		int max = acked + 64;
@@ -101,7 +94,8 @@ static void test_kill_during_ingest(void **state)
 		collect(s, round, present, max);
 		for (int k = 0; k <= acked; k++)
 			if (!present[k])
-				fail_msg("round %d: acknowledged batch %d of %d is missing", round, k, acked + 1);
+				fail_msg("round %d: acknowledged batch %d of %d is missing", round, k,
+				         acked + 1);
 		/* The store still takes writes after the crash. */
 		write_ok(s, test_batch(batch_time(round, 999999), 1));
 		store_close(s);
@@ -115,7 +109,7 @@ static void test_kill_during_ingest(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kill_during_ingest),
+	    cmocka_unit_test(test_kill_during_ingest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,6 +158,42 @@ static inline model_batch_t *test_batch(int64_t t_ns, int64_t v)
 	return b;
 }
 
+/* Forks a child that runs fn(dir, round, fd) with fd the write end of a
+ * pipe (fn never returns: it is killed); returns its pid and the read end in
+ * *rfd. The crash tests' writer processes. */
+static inline pid_t fork_writer(void (*fn)(const char *dir, int round, int fd), const char *dir, int round,
+                                int *rfd)
+{
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		fn(dir, round, fds[1]);
+		_exit(1);
+	}
+	close(fds[1]);
+	*rfd = fds[0];
+	return pid;
+}
+
+/* A batch of project with one profile of test_batch's series, stacks and
+ * values (v, 2v, 3v: total 6v) at each of the n times t_ns[0..n). */
+static inline model_batch_t *test_batch_at(const char *project, const int64_t *t_ns, int n, int64_t v)
+{
+	model_batch_t *b = model_batch_new(slice_cstr(project));
+	uint32_t s1 = test_stack(b, "main;a;b"), s2 = test_stack(b, "main;a;c"), s3 = test_stack(b, "main;d");
+	for (int i = 0; i < n; i++) {
+		model_profile_t *p = test_profile(b, "cpu", "nanoseconds", t_ns[i], "pod-1");
+		model_sample_add(b, p, s1, 0, v, 0);
+		model_sample_add(b, p, s2, 0, 2 * v, 0);
+		model_sample_add(b, p, s3, 0, 3 * v, 0);
+		model_profile_finish(b, p);
+	}
+	return b;
+}
+
 static inline void write_ok(store_t *s, model_batch_t *b)
 {
 	err_t err = {0};
