@@ -12,17 +12,18 @@
  *                                         (default 90),
  *                                         else it and every alloc_* sample get
  *                                         the source's value × 1..15 / 8
- *   block --seeds DIR [--heap N] FILE...  writes blocks of the first 4 chunks
- *                                         (both value forms) as seeds of the
+ *   block --seeds DIR [--heap N] FILE...  writes a block of the first 4 chunks
+ *                                         of each series as a seed of the
  *                                         local_block fuzz target
  *
  * Prints JSON lines: {"chunks","entries","today_b"} (B/chunk of today's
- * stored payloads, no payload shared); per block size 16, 64, 256, 360 and
- * value form {"block","deltas","head_b","data_b","total_b"} (B/chunk; the
- * last block of a series may be shorter); {"what","ns_chunk","mb_s"} for
- * today's pack and decode and for blocks of 360 encoded and decoded
- * (MB/s of decoded entries, 24 B each, 1 MB = 1e6 B); and per series at
- * 360 {"series","block","data_b","data_b_deltas"}. */
+ * stored payloads, no payload shared); per block size 16, 64, 256, 360
+ * {"block","head_b","data_b","total_b"} (B/chunk; the last block of a
+ * series may be shorter); per series at 360 {"series","block","data_b"};
+ * {"what","ns_chunk","mb_s"} for today's pack and decode and for blocks of
+ * 360 encoded and decoded (MB/s of decoded entries, 24 B each, 1 MB = 1e6
+ * B). Values as differences from the previous chunk's (STORE: §4, option 2)
+ * were measured with this program (commit 659ddd1) and not kept. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,16 +207,14 @@ static uint64_t today(ctx_t *x, const input_t *in, int decode)
 }
 
 /* Every series cut into blocks of size chunks: head and data bytes; decoded too when decode. */
-static void blocks(ctx_t *x, const input_t *in, uint32_t size, unsigned opts, int decode, uint64_t *head,
-                   uint64_t *data)
+static void blocks(ctx_t *x, const input_t *in, uint32_t size, int decode, uint64_t *head, uint64_t *data)
 {
 	*head = *data = 0;
 	for (uint32_t s = 0; s < in->n_series; s++)
 		for (uint32_t k = 0; k < in->s[s].n; k += size) {
 			uint32_t n = in->s[s].n - k < size ? in->s[s].n - k : size;
 			err_t err = {0};
-			if (local_block_encode(in->s[s].c + k, n, opts, x->zc, &x->s, &x->head, &x->data,
-			                       &err) < 0)
+			if (local_block_encode(in->s[s].c + k, n, x->zc, &x->s, &x->head, &x->data, &err) < 0)
 				die("encode", &err);
 			*head += x->head.n;
 			*data += x->data.n;
@@ -247,8 +246,8 @@ static double timed(ctx_t *x, const input_t *in, int what, uint32_t size, double
 				local_payload_raw(in->s[s].c[k].e, hs[nb].n_entries, &x->raw, &hs[nb].scale,
 				                  &hs[nb].total);
 				local_payload_pack(&x->raw, &datas[nb], x->zc);
-			} else if (local_block_encode(in->s[s].c + k, n, 0, x->zc, &x->s, &heads[nb],
-			                              &datas[nb], &err) < 0)
+			} else if (local_block_encode(in->s[s].c + k, n, x->zc, &x->s, &heads[nb], &datas[nb],
+			                              &err) < 0)
 				die("encode", &err);
 		}
 	long reps = 0;
@@ -258,7 +257,7 @@ static double timed(ctx_t *x, const input_t *in, int what, uint32_t size, double
 		if (what == T_PACK)
 			today(x, in, 0);
 		else if (what == T_ENCODE)
-			blocks(x, in, size, 0, 0, &h, &d);
+			blocks(x, in, size, 0, &h, &d);
 		for (uint32_t i = 0; what == T_PAYLOAD_DECODE && i < nb; i++) {
 			err_t err = {0};
 			if (local_payload_decode(buf_slice(&datas[i]), hs[i].t_ns, hs[i].scale,
@@ -293,30 +292,28 @@ static void speed(const char *what, const input_t *in, double ns_all)
 
 static int write_seeds(ctx_t *x, const input_t *in, const char *dir)
 {
-	for (uint32_t s = 0; s < in->n_series; s++)
-		for (unsigned opts = 0; opts <= LOCAL_BLOCK_VALUE_DELTAS; opts++) {
-			err_t err = {0};
-			uint32_t n = in->s[s].n < 4 ? in->s[s].n : 4;
-			if (local_block_encode(in->s[s].c, n, opts, x->zc, &x->s, &x->head, &x->data, &err) <
-			    0)
-				die("encode", &err);
-			/* The fuzz target's input: max node, max attribute set, head length, head, data. */
-			buf_t seed;
-			buf_init(&seed, SIZE_MAX);
-			buf_put_uvarint(&seed, in->max_node);
-			buf_put_uvarint(&seed, in->max_attrset);
-			buf_put_uvarint(&seed, x->head.n);
-			buf_append(&seed, x->head.p, x->head.n);
-			buf_append(&seed, x->data.p, x->data.n);
-			char path[1024];
-			snprintf(path, sizeof path, "%s/seed-%u-%u-%u", dir, in->max_node, s, opts);
-			FILE *f = fopen(path, "wb");
-			if (!f || fwrite(seed.p, 1, seed.n, f) != seed.n || fclose(f) != 0) {
-				perror(path);
-				return -1;
-			}
-			buf_free(&seed);
+	for (uint32_t s = 0; s < in->n_series; s++) {
+		err_t err = {0};
+		uint32_t n = in->s[s].n < 4 ? in->s[s].n : 4;
+		if (local_block_encode(in->s[s].c, n, x->zc, &x->s, &x->head, &x->data, &err) < 0)
+			die("encode", &err);
+		/* The fuzz target's input: max node, max attribute set, head length, head, data. */
+		buf_t seed;
+		buf_init(&seed, SIZE_MAX);
+		buf_put_uvarint(&seed, in->max_node);
+		buf_put_uvarint(&seed, in->max_attrset);
+		buf_put_uvarint(&seed, x->head.n);
+		buf_append(&seed, x->head.p, x->head.n);
+		buf_append(&seed, x->data.p, x->data.n);
+		char path[1024];
+		snprintf(path, sizeof path, "%s/seed-%u-%u", dir, in->max_node, s);
+		FILE *f = fopen(path, "wb");
+		if (!f || fwrite(seed.p, 1, seed.n, f) != seed.n || fclose(f) != 0) {
+			perror(path);
+			return -1;
 		}
+		buf_free(&seed);
+	}
 	return 0;
 }
 
@@ -360,25 +357,20 @@ int main(int argc, char **argv)
 	printf("{\"chunks\":%llu,\"entries\":%llu,\"today_b\":%.1f}\n", (unsigned long long)in.chunks,
 	       (unsigned long long)in.entries, (double)today(&x, &in, 1) / per);
 	static const uint32_t sizes[] = {16, 64, 256, 360};
-	for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
-		for (unsigned opts = 0; opts <= LOCAL_BLOCK_VALUE_DELTAS; opts++) {
-			uint64_t h, d;
-			blocks(&x, &in, sizes[z], opts, 1, &h, &d);
-			printf(
-			    "{\"block\":%u,\"deltas\":%u,\"head_b\":%.1f,\"data_b\":%.1f,\"total_b\":%.1f}\n",
-			    sizes[z], opts, (double)h / per, (double)d / per, (double)(h + d) / per);
-		}
-	/* Per series at 360 (value deltas pay where values repeat: which types, if any). */
+	uint64_t h, d;
+	for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+		blocks(&x, &in, sizes[z], 1, &h, &d);
+		printf("{\"block\":%u,\"head_b\":%.1f,\"data_b\":%.1f,\"total_b\":%.1f}\n", sizes[z],
+		       (double)h / per, (double)d / per, (double)(h + d) / per);
+	}
 	for (uint32_t k = 0; k < in.n_series; k++) {
 		input_t one = in;
 		one.s[0] = in.s[k];
 		one.n_series = 1;
 		one.chunks = in.s[k].n;
-		uint64_t h, d0, d1;
-		blocks(&x, &one, 360, 0, 1, &h, &d0);
-		blocks(&x, &one, 360, LOCAL_BLOCK_VALUE_DELTAS, 1, &h, &d1);
-		printf("{\"series\":\"%s\",\"block\":360,\"data_b\":%.1f,\"data_b_deltas\":%.1f}\n",
-		       in.s[k].type, (double)d0 / in.s[k].n, (double)d1 / in.s[k].n);
+		blocks(&x, &one, 360, 1, &h, &d);
+		printf("{\"series\":\"%s\",\"block\":360,\"data_b\":%.1f}\n", in.s[k].type,
+		       (double)d / in.s[k].n);
 	}
 	speed("today pack", &in, timed(&x, &in, T_PACK, 1, seconds));
 	speed("today decode", &in, timed(&x, &in, T_PAYLOAD_DECODE, 1, seconds));

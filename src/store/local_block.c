@@ -5,11 +5,10 @@
  *   head: n, then n of each column in turn: id − previous id (the first from
  *         0; >= 1), zz(t_ns − previous t_ns) (wrapping; the first from 0),
  *         zz(duration_ns), n_entries, zz(total), scale
- *   data: flags (1 attribute column, 2 time column, 4 value deltas), the
- *         entry count of the whole block, then over all chunks in order:
- *         node − previous node (restarting at 0 with each chunk),
- *         [attribute set], zz(value ÷ scale) or with flag 4 zz(value ÷ scale
- *         − the key's previous value ÷ scale) (wrapping), [zz(second offset)]
+ *   data: flags (1 attribute column, 2 time column), the entry count of
+ *         the whole block, then over all chunks in order: node − previous
+ *         node (restarting at 0 with each chunk), [attribute set],
+ *         zz(value ÷ scale), [zz(second offset)]
  *
  * Each raw blob is packed by local_payload_pack (local_chunk.c). */
 #include <stdlib.h>
@@ -23,7 +22,7 @@
 #include "store/local_block.h"
 
 enum { BLOB_RAW = 0, BLOB_ZSTD = 1 };
-enum { BF_ATTRS = 1, BF_TIMES = 2, BF_DELTAS = 4 };
+enum { BF_ATTRS = 1, BF_TIMES = 2 };
 #define HEAD_COLUMN_BYTES 60u /* six varints of <= 10 bytes per chunk */
 #define ENTRY_BYTES 40u       /* four varints of <= 10 bytes per entry (the data bound) */
 #define NS_PER_S INT64_C(1000000000)
@@ -42,16 +41,12 @@ void local_block_scratch_init(local_block_scratch_t *s)
 {
 	memset(s, 0, sizeof *s);
 	buf_init(&s->raw, SIZE_MAX);
-	u64map_init(&s->keys);
 }
 
 void local_block_scratch_free(local_block_scratch_t *s)
 {
 	buf_free(&s->raw);
 	free(s->tmp);
-	u64map_free(&s->keys);
-	free(s->q);
-	free(s->slot);
 	memset(s, 0, sizeof *s);
 }
 
@@ -60,38 +55,6 @@ void local_block_free(local_block_t *b)
 	free(b->chunks);
 	free(b->entries);
 	memset(b, 0, sizeof *b);
-}
-
-/* ---- option 2: the previous value of each (node, attrset) ---- */
-
-static void keys_reset(local_block_scratch_t *s)
-{
-	u64map_clear(&s->keys);
-	s->q = xgrow(s->q, &s->cap_q, 1, sizeof *s->q);
-	s->q[0] = 0; /* slot 0: key 0, (root, empty set), which u64map cannot hold */
-}
-
-/* Fills s->slot[0..n) with the slot of each entry's key, new keys at 0. */
-static void keys_slots(local_block_scratch_t *s, const uint32_t *node, const uint32_t *attrset, size_t stride,
-                       uint32_t n)
-{
-	s->slot = xgrow(s->slot, &s->cap_slot, n ? n : 1, sizeof *s->slot);
-	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t *nd = (const uint32_t *)((const char *)node + i * stride);
-		const uint32_t *at = (const uint32_t *)((const char *)attrset + i * stride);
-		uint64_t key = (uint64_t)*nd << 32 | *at;
-		if (key == 0) {
-			s->slot[i] = 0;
-			continue;
-		}
-		int inserted;
-		uint32_t slot = u64map_get_or_put(&s->keys, key, (uint32_t)s->keys.len + 1, &inserted);
-		if (inserted) {
-			s->q = xgrow(s->q, &s->cap_q, (size_t)slot + 1, sizeof *s->q);
-			s->q[slot] = 0;
-		}
-		s->slot[i] = slot;
-	}
 }
 
 /* ---- encoder ---- */
@@ -125,34 +88,12 @@ static int check_chunk(const local_block_in_t *c, uint32_t k, unsigned *flags, e
 	return 0;
 }
 
-static void put_values(const local_block_in_t *in, uint32_t n, int deltas, local_block_scratch_t *s)
-{
-	if (deltas)
-		keys_reset(s);
-	for (uint32_t k = 0; k < n; k++) {
-		const store_wentry_t *e = in[k].e;
-		uint32_t m = in[k].head.n_entries;
-		int64_t scale = in[k].head.scale;
-		if (!deltas) {
-			for (uint32_t i = 0; i < m; i++)
-				buf_put_uvarint(&s->raw, zz(e[i].value / scale));
-			continue;
-		}
-		keys_slots(s, &e->node, &e->attrset, sizeof *e, m);
-		for (uint32_t i = 0; i < m; i++)
-			buf_put_uvarint(&s->raw, zz((int64_t)((uint64_t)(e[i].value / scale) -
-			                                      (uint64_t)s->q[s->slot[i]])));
-		for (uint32_t i = 0; i < m; i++)
-			s->q[s->slot[i]] = e[i].value / scale;
-	}
-}
-
-int local_block_encode(const local_block_in_t *in, uint32_t n, unsigned opts, void *zc,
-                       local_block_scratch_t *s, buf_t *head, buf_t *data, err_t *err)
+int local_block_encode(const local_block_in_t *in, uint32_t n, void *zc, local_block_scratch_t *s,
+                       buf_t *head, buf_t *data, err_t *err)
 {
 	if (n < 1 || n > LOCAL_BLOCK_MAX_CHUNKS)
 		return err_set(err, 500, "block: chunk count %u out of range", n);
-	unsigned flags = opts & LOCAL_BLOCK_VALUE_DELTAS ? BF_DELTAS : 0;
+	unsigned flags = 0;
 	uint64_t n_all = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		if (in[k].head.id < 1 || (k && in[k].head.id <= in[k - 1].head.id))
@@ -197,7 +138,9 @@ int local_block_encode(const local_block_in_t *in, uint32_t n, unsigned opts, vo
 		for (uint32_t k = 0; k < n; k++)
 			for (uint32_t i = 0; i < in[k].head.n_entries; i++)
 				buf_put_uvarint(r, in[k].e[i].attrset);
-	put_values(in, n, flags & BF_DELTAS, s);
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < in[k].head.n_entries; i++)
+			buf_put_uvarint(r, zz(in[k].e[i].value / in[k].head.scale));
 	if (flags & BF_TIMES)
 		for (uint32_t k = 0; k < n; k++)
 			for (uint32_t i = 0; i < in[k].head.n_entries; i++)
@@ -306,27 +249,22 @@ int local_block_decode_head(slice_t head, void *zd, local_block_scratch_t *s, lo
 /* The value column of chunk k into e[0..m) (nodes and attribute sets already
  * read), with its total checked. */
 static int get_values(const uint8_t **pp, const uint8_t *end, const local_block_chunk_t *c, uint32_t k,
-                      int deltas, store_entry_t *e, local_block_scratch_t *s, err_t *err)
+                      store_entry_t *e, err_t *err)
 {
 	static const char blob[] = "data";
 	const uint8_t *p = *pp;
 	uint32_t m = c->n_entries;
-	if (deltas)
-		keys_slots(s, &e->node, &e->attrset, sizeof *e, m);
 	int64_t sum = 0;
 	uint64_t wrapped = 0, v;
 	for (uint32_t i = 0; i < m; i++) {
 		GET(v, "value", k);
-		int64_t q = deltas ? (int64_t)((uint64_t)unzz(v) + (uint64_t)s->q[s->slot[i]]) : unzz(v), x;
-		if (__builtin_mul_overflow(q, c->scale, &x))
+		int64_t x;
+		if (__builtin_mul_overflow(unzz(v), c->scale, &x))
 			return err_set(err, 500, "block data: chunk %u: value out of range", k);
 		e[i].value = x;
 		sum = num_sat_add(sum, x);
 		wrapped += (uint64_t)x;
 	}
-	if (deltas)
-		for (uint32_t i = 0; i < m; i++)
-			s->q[s->slot[i]] = e[i].value / c->scale;
 	if (sum != c->total && (int64_t)wrapped != c->total)
 		return err_set(err, 500, "block data: chunk %u: values do not add up to the chunk total", k);
 	*pp = p;
@@ -351,7 +289,7 @@ static int decode_data(slice_t data, uint32_t max_node, uint32_t max_attrset, vo
 	uint64_t flags, n_all, v;
 	if (num_uvarint_get(&p, end, &flags) < 0 || num_uvarint_get(&p, end, &n_all) < 0)
 		return err_set(err, 500, "block data: truncated header");
-	if (flags & ~(uint64_t)(BF_ATTRS | BF_TIMES | BF_DELTAS))
+	if (flags & ~(uint64_t)(BF_ATTRS | BF_TIMES))
 		return err_set(err, 500, "block data: unknown flags");
 	if (n_all != n_head)
 		return err_set(err, 500, "block data: entry count differs from the head");
@@ -381,11 +319,8 @@ static int decode_data(slice_t data, uint32_t max_node, uint32_t max_attrset, vo
 				e[i].attrset = (uint32_t)v;
 			}
 		}
-	if (flags & BF_DELTAS)
-		keys_reset(s);
 	for (uint32_t k = 0; k < b->n; k++)
-		if (get_values(&p, end, &b->chunks[k], k, flags & BF_DELTAS, b->entries + b->chunks[k].first,
-		               s, err) < 0)
+		if (get_values(&p, end, &b->chunks[k], k, b->entries + b->chunks[k].first, err) < 0)
 			return -1;
 	if (flags & BF_TIMES)
 		for (uint32_t k = 0; k < b->n; k++) {

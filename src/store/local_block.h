@@ -28,7 +28,6 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/slice.h"
-#include "base/u64map.h"
 #include "store/engine.h"
 #include "store/store.h"
 
@@ -75,11 +74,9 @@ typedef struct {
 	size_t cap_q, cap_slot;
 } local_block_scratch_t;
 
-/* Encoder option (STORE: §4, option 2): a value is stored as its difference
- * (value ÷ scale) from the value ÷ scale of the last entry with the same
- * (node, attrset) in an earlier chunk of the block (0 when none). The data
- * blob says whether it was used; the decoders read both forms. */
-enum { LOCAL_BLOCK_VALUE_DELTAS = 1 };
+/* Values are stored ÷ scale, not as differences from the previous chunk's
+ * value of the same (node, attrset) (STORE: §4, option 2): measured with
+ * bench/block.c, that does not pay (docs/PERFORMANCE.md, Blocks). */
 
 void local_block_scratch_init(local_block_scratch_t *s);
 void local_block_scratch_free(local_block_scratch_t *s);
@@ -92,8 +89,8 @@ void local_block_free(local_block_t *b);
  * raw data within LIMIT_STORE_BLOCK_BYTES (a larger hour is split by the
  * caller); -1 with err 500 "block: …" otherwise, head and data then
  * unspecified. */
-int local_block_encode(const local_block_in_t *in, uint32_t n, unsigned opts, void *zc,
-                       local_block_scratch_t *s, buf_t *head, buf_t *data, err_t *err);
+int local_block_encode(const local_block_in_t *in, uint32_t n, void *zc, local_block_scratch_t *s,
+                       buf_t *head, buf_t *data, err_t *err);
 
 /* Decodes a head blob into out->chunks / out->n (out->n_entries = 0) with
  * the caller's ZSTD_DCtx zd. -1 with err 500 "block head: …" on damage. */

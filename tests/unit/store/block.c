@@ -1,6 +1,6 @@
 /* Tests of store/local_block.c, the blocks of format-2 partitions: a small
  * block encodes to the bytes of the layout written out here by hand (the
- * oracle), with and without value deltas; blocks built from every
+ * oracle); blocks built from every
  * tests/data pprof fixture, and from gen_profiles-like variations of them
  * (samples dropped, values scaled and negated, leaves renamed, attribute
  * sets, second offsets), decode to exactly the entries that went in, field
@@ -89,8 +89,6 @@ static const local_block_in_t small_in[] = {
 	"00020000"                                                                                           \
 	"04060402"                                                                                           \
 	"00020000"
-/* flag 4 as well: chunk 7's node 1 is 2 − 2 = 0; the other keys are new (from 0). */
-#define SMALL_DATA_DELTAS "00070401020101000200000406000200020000"
 
 static void test_small_block_bytes(void **state)
 {
@@ -98,22 +96,16 @@ static void test_small_block_bytes(void **state)
 	fix_t *f = fix_new();
 	err_t err = {0};
 	char hex[256];
-	assert_int_equal(local_block_encode(small_in, 2, 0, f->zc, &f->s, &f->head, &f->data, &err), 0);
+	assert_int_equal(local_block_encode(small_in, 2, f->zc, &f->s, &f->head, &f->data, &err), 0);
 	to_hex(&f->head, hex);
 	assert_string_equal(hex, SMALL_HEAD);
 	to_hex(&f->data, hex);
 	assert_string_equal(hex, SMALL_DATA);
-	assert_int_equal(
-	    local_block_encode(small_in, 2, LOCAL_BLOCK_VALUE_DELTAS, f->zc, &f->s, &f->head, &f->data, &err),
-	    0);
-	to_hex(&f->data, hex);
-	assert_string_equal(hex, SMALL_DATA_DELTAS);
 
-	/* Both read back, field by field. */
-	static const char *const datas[] = {SMALL_DATA, SMALL_DATA_DELTAS};
-	for (int d = 0; d < 2; d++) {
+	/* Read back, field by field. */
+	{
 		uint8_t hb[64], db[64];
-		size_t hn = hex_bytes(SMALL_HEAD, hb), dn = hex_bytes(datas[d], db);
+		size_t hn = hex_bytes(SMALL_HEAD, hb), dn = hex_bytes(SMALL_DATA, db);
 		assert_int_equal(local_block_decode_head(slice_make(hb, hn), f->zd, &f->s, &f->b, &err), 0);
 		assert_int_equal(f->b.n, 2);
 		assert_int_equal(f->b.n_entries, 0);
@@ -295,17 +287,16 @@ static void test_fixture_roundtrip(void **state)
 			series_t s;
 			make_series(&s, b, p, 61);
 			static const uint32_t sizes[] = {1, 16, 61};
-			for (size_t z = 0; z < 3; z++)
-				for (unsigned opts = 0; opts <= LOCAL_BLOCK_VALUE_DELTAS; opts++) {
-					char what[300];
-					snprintf(what, sizeof what, "%s profile %u, %u chunks, opts %u",
-					         fixtures[fx], p, sizes[z], opts);
-					err_t err = {0};
-					if (local_block_encode(s.in, sizes[z], opts, f->zc, &f->s, &f->head,
-					                       &f->data, &err) < 0)
-						fail_msg("%s: %s", what, err.msg);
-					expect_block(f, s.in, sizes[z], s.max_node, s.max_attrset, what);
-				}
+			for (size_t z = 0; z < 3; z++) {
+				char what[300];
+				snprintf(what, sizeof what, "%s profile %u, %u chunks", fixtures[fx], p,
+				         sizes[z]);
+				err_t err = {0};
+				if (local_block_encode(s.in, sizes[z], f->zc, &f->s, &f->head, &f->data,
+				                       &err) < 0)
+					fail_msg("%s: %s", what, err.msg);
+				expect_block(f, s.in, sizes[z], s.max_node, s.max_attrset, what);
+			}
 			series_free(&s);
 		}
 		model_batch_free(b);
@@ -325,13 +316,11 @@ static void test_chunk_count_bounds(void **state)
 		    {.id = 100 + k, .t_ns = 1700000000 * NS + k * NS, .n_entries = 1, .total = 3, .scale = 3},
 		    &e};
 	err_t err = {0};
-	assert_int_equal(local_block_encode(in, LOCAL_BLOCK_MAX_CHUNKS, LOCAL_BLOCK_VALUE_DELTAS, f->zc,
-	                                    &f->s, &f->head, &f->data, &err),
-	                 0);
+	assert_int_equal(
+	    local_block_encode(in, LOCAL_BLOCK_MAX_CHUNKS, f->zc, &f->s, &f->head, &f->data, &err), 0);
 	expect_block(f, in, LOCAL_BLOCK_MAX_CHUNKS, 7, 0, "1024 chunks");
 	assert_int_equal(
-	    local_block_encode(in, LOCAL_BLOCK_MAX_CHUNKS + 1, 0, f->zc, &f->s, &f->head, &f->data, &err),
-	    -1);
+	    local_block_encode(in, LOCAL_BLOCK_MAX_CHUNKS + 1, f->zc, &f->s, &f->head, &f->data, &err), -1);
 	assert_string_equal(err.msg, "block: chunk count 1025 out of range");
 	free(in);
 	fix_free(f);
@@ -393,10 +382,9 @@ static void test_truncation(void **state)
 	buf_t rh, rd;
 	buf_init(&rh, SIZE_MAX);
 	buf_init(&rd, SIZE_MAX);
-	for (unsigned opts = 0; opts <= LOCAL_BLOCK_VALUE_DELTAS; opts++) {
+	{
 		err_t err = {0};
-		assert_int_equal(local_block_encode(s.in, s.n, opts, f->zc, &f->s, &f->head, &f->data, &err),
-		                 0);
+		assert_int_equal(local_block_encode(s.in, s.n, f->zc, &f->s, &f->head, &f->data, &err), 0);
 		assert_int_equal(f->head.p[0], 1); /* both stored as zstd: the cuts go through the frame */
 		assert_int_equal(f->data.p[0], 1);
 		expect_cuts_fail(f, &f->head, &f->data, s.max_node, s.max_attrset, "stored");
@@ -465,7 +453,6 @@ static void test_damage_table(void **state)
 	    {"head trailing byte", SMALL_HEAD "00", NULL, 0, "block head: trailing bytes"},
 
 	    {"good", SMALL_HEAD, SMALL_DATA, 3, NULL},
-	    {"good deltas", SMALL_HEAD, SMALL_DATA_DELTAS, 3, NULL},
 	    {"data empty", SMALL_HEAD, "", 3, "block data: empty"},
 	    {"data unknown format", SMALL_HEAD, "05", 3, "block data: unknown format"},
 	    {"data zstd length cut", SMALL_HEAD, "01ff", 3, "block data: raw length out of range"},
@@ -529,20 +516,8 @@ static void test_damage_table(void **state)
 	     "04060404"
 	     "00020000",
 	     3, "block data: chunk 1: values do not add up to the chunk total"},
-	    {"data delta total differs", SMALL_HEAD,
-	     "000704"
-	     "01020101"
-	     "00020000"
-	     "04060202"
-	     "00020000",
-	     3, "block data: chunk 1: values do not add up to the chunk total"},
-	    {"data delta overflows", SMALL_HEAD,
-	     "000404"
-	     "01020101"
-	     "0406"
-	     "feffffffffffffffff01"
-	     "02",
-	     3, "block data: chunk 1: value out of range"},
+	    {"data flag 4 (value deltas, measured and not kept)", SMALL_HEAD, "000704", 3,
+	     "block data: unknown flags"},
 	    {"data time column cut", SMALL_HEAD,
 	     "000204"
 	     "01020101"
@@ -646,12 +621,12 @@ static void test_encoder_refusals(void **state)
 			break;
 		}
 		err_t err = {0};
-		int rc = local_block_encode(in, 2, 0, f->zc, &f->s, &f->head, &f->data, &err);
+		int rc = local_block_encode(in, 2, f->zc, &f->s, &f->head, &f->data, &err);
 		if (rc != -1 || err.status != 500 || strcmp(err.msg, c->msg) != 0)
 			fail_msg("%s: rc %d msg \"%s\", want \"%s\"", c->name, rc, err.msg, c->msg);
 	}
 	err_t err = {0};
-	assert_int_equal(local_block_encode(small_in, 0, 0, f->zc, &f->s, &f->head, &f->data, &err), -1);
+	assert_int_equal(local_block_encode(small_in, 0, f->zc, &f->s, &f->head, &f->data, &err), -1);
 	assert_string_equal(err.msg, "block: chunk count 0 out of range");
 
 	/* Raw data past LIMIT_STORE_BLOCK_BYTES: 900,000 entries of 20 bytes (node 1, set 5, value 9, offset
@@ -667,7 +642,7 @@ static void test_encoder_refusals(void **state)
 		sum = num_sat_add(sum, big[i].value);
 	}
 	local_block_in_t in = {{.id = 1, .n_entries = N, .total = sum, .scale = 1}, big};
-	assert_int_equal(local_block_encode(&in, 1, 0, f->zc, &f->s, &f->head, &f->data, &err), -1);
+	assert_int_equal(local_block_encode(&in, 1, f->zc, &f->s, &f->head, &f->data, &err), -1);
 	assert_string_equal(err.msg, "block: larger than 16777216 bytes");
 	free(big);
 	fix_free(f);
