@@ -1,8 +1,8 @@
 /* Bytes and speed of the format-2 block codec (store/local_block.c) against
  * today's per-chunk payloads (local_payload_raw + local_payload_pack), on
  * the chunks a partition would hold: node and attribute-set ids made dense
- * over all the input (in order of appearance, as a partition assigns local
- * ids), entries merged by store_entries_merge, one series per profile type.
+ * over all the input in order of appearance, a node's ancestors before it
+ * (as a partition assigns local ids), entries merged by store_entries_merge, one series per profile type.
  *
  *   block [--seconds S] FILE...           the files in order are the series'
  *                                         chunks (e.g. gen_profiles' output)
@@ -102,6 +102,19 @@ static uint32_t dense(u64map_t *m, uint64_t id, uint32_t *max)
 	return v;
 }
 
+/* The local id of batch node i as a partition gives it: its ancestors first,
+ * each new node the next id (local_partition.c: resolve_node). */
+static uint32_t node_local(input_t *in, const model_batch_t *b, uint32_t i)
+{
+	uint32_t v;
+	if (i == MODEL_NONE)
+		return 0;
+	if (u64map_get(&in->nodes, b->nodes[i].id, &v))
+		return v;
+	node_local(in, b, b->nodes[i].parent);
+	return dense(&in->nodes, b->nodes[i].id, &in->max_node);
+}
+
 /* Appends the chunk of profile p of b to its series (heap: k-th repetition, values varied). */
 static void add_chunk(input_t *in, const model_batch_t *b, uint32_t p, int heap, uint32_t k, buf_t *raw)
 {
@@ -123,13 +136,11 @@ static void add_chunk(input_t *in, const model_batch_t *b, uint32_t p, int heap,
 		}
 		if (heap)
 			in->prev[si] = v;
-		e[i] = (store_wentry_t){
-		    .node = smp->node == MODEL_NONE
-		                ? 0
-		                : dense(&in->nodes, b->nodes[smp->node].id, &in->max_node),
-		    .attrset = dense(&in->sets, b->attrsets[smp->attrset].id, &in->max_attrset),
-		    .t_off = store_second_offset(smp->time_ns, pr->time_ns),
-		    .value = v};
+		e[i] = (store_wentry_t){.node = node_local(in, b, smp->node),
+		                        .attrset =
+		                            dense(&in->sets, b->attrsets[smp->attrset].id, &in->max_attrset),
+		                        .t_off = store_second_offset(smp->time_ns, pr->time_ns),
+		                        .value = v};
 	}
 	uint32_t n = store_entries_merge(e, pr->samples_count);
 	s->c = xgrow(s->c, &s->cap, (size_t)s->n + 1, sizeof *s->c);
