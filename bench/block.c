@@ -19,7 +19,8 @@
  * Prints JSON lines: {"chunks","entries","today_b"} (B/chunk of today's
  * stored payloads, no payload shared); per block size 16, 64, 256, 360
  * {"block","head_b","data_b","total_b"} (B/chunk; the last block of a
- * series may be shorter); per series at 360 {"series","block","data_b"};
+ * series may be shorter); per series {"series","entries"} (a chunk, mean) and
+ * at 360 {"block","data_b"};
  * {"what","ns_chunk","mb_s"} for today's pack and decode and for blocks of
  * 360 encoded and decoded (MB/s of decoded entries, 24 B each, 1 MB = 1e6
  * B). Values as differences from the previous chunk's (STORE: §4, option 2)
@@ -380,8 +381,11 @@ int main(int argc, char **argv)
 		one.n_series = 1;
 		one.chunks = in.s[k].n;
 		blocks(&x, &one, 360, 1, &h, &d);
-		printf("{\"series\":\"%s\",\"block\":360,\"data_b\":%.1f}\n", in.s[k].type,
-		       (double)d / in.s[k].n);
+		uint64_t ne = 0;
+		for (uint32_t c = 0; c < in.s[k].n; c++)
+			ne += in.s[k].c[c].head.n_entries;
+		printf("{\"series\":\"%s\",\"entries\":%.0f,\"block\":360,\"data_b\":%.1f}\n", in.s[k].type,
+		       (double)ne / in.s[k].n, (double)d / in.s[k].n);
 	}
 	speed("today pack", &in, timed(&x, &in, T_PACK, 1, seconds));
 	speed("today decode", &in, timed(&x, &in, T_PAYLOAD_DECODE, 1, seconds));
