@@ -68,15 +68,12 @@ typedef struct {
 	buf_t raw;    /* the encoder's raw blob */
 	uint8_t *tmp; /* the decoders' decompressed blob */
 	size_t cap_tmp;
-	u64map_t keys;  /* option LOCAL_BLOCK_VALUE_DELTAS: (node, attrset) -> slot in q */
-	int64_t *q;     /*   the last value ÷ scale of each key */
-	uint32_t *slot; /*   per entry of the chunk at hand: its key's slot */
-	size_t cap_q, cap_slot;
 } local_block_scratch_t;
 
 /* Values are stored ÷ scale, not as differences from the previous chunk's
- * value of the same (node, attrset) (STORE: §4, option 2): measured with
- * bench/block.c, that does not pay (docs/PERFORMANCE.md, Blocks). */
+ * value of the same (node, attrset) (§4's option 2): measured with
+ * bench/block.c, that does not pay (STORE: Next version of the embedded
+ * engine, §4, "Built (step 9, codec only)"). */
 
 void local_block_scratch_init(local_block_scratch_t *s);
 void local_block_scratch_free(local_block_scratch_t *s);
