@@ -240,6 +240,26 @@ start_kiln() {
 	die "kiln serve did not log its listeners ($*) within 10 s"
 }
 
+# start_pprofserve OUT LOG ARG...: builds bench/go/pprofserve into
+# $TMPD/pprofserve, starts it with ARG... (stdout to OUT, stderr to LOG)
+# and waits for its "ready" line. Sets PS_PID and PS_CTL (its control port).
+PS_PID=
+PS_CTL=
+start_pprofserve() {
+	local out=$1 logf=$2 bin=$TMPD/pprofserve
+	shift 2
+	(cd "$BENCH_DIR/go/pprofserve" && GOFLAGS=-mod=mod GOPROXY=off go build -o "$bin" .) || die "go build pprofserve failed"
+	"$bin" "$@" >"$out" 2>"$logf" &
+	PS_PID=$! PS_CTL=
+	for _ in $(seq 1 300); do
+		PS_CTL=$(sed -n 's/^ready .*control=\([0-9]*\).*/\1/p' "$out")
+		[ -n "$PS_CTL" ] && return 0
+		kill -0 "$PS_PID" 2>/dev/null || { cat "$logf" >&2; die "pprofserve exited"; }
+		sleep 0.1
+	done
+	die "pprofserve did not start"
+}
+
 # start_server DATA_DIR LOG_FILE: the upload and UI listeners with the bench config.
 start_server() { start_kiln "$BENCH_CONFIG" "$1" "$2" upload ui; }
 

@@ -56,20 +56,11 @@ cleanup() {
 trap cleanup EXIT
 
 # The targets.
-GOBIN=$TMPD/pprofserve
-(cd "$BENCH_DIR/go/pprofserve" && GOFLAGS=-mod=mod GOPROXY=off go build -o "$GOBIN" .) || die "go build pprofserve failed"
 hold=true
 [ "$CPU_HOLD" = 1 ] || hold=false
-"$GOBIN" -n "$TARGETS" -port "$PORT" -cpu-hold="$hold" -refresh "${REFRESH:-1s}" >"$TMPD/scrape-pprofserve.out" 2>"$TMPD/scrape-pprofserve.log" &
-PS_PID=$!
-CTL=
-for _ in $(seq 1 300); do
-	CTL=$(sed -n 's/^ready .*control=\([0-9]*\).*/\1/p' "$TMPD/scrape-pprofserve.out")
-	[ -n "$CTL" ] && break
-	kill -0 "$PS_PID" 2>/dev/null || { cat "$TMPD/scrape-pprofserve.log" >&2; die "pprofserve exited"; }
-	sleep 0.1
-done
-[ -n "$CTL" ] || die "pprofserve did not start"
+start_pprofserve "$TMPD/scrape-pprofserve.out" "$TMPD/scrape-pprofserve.log" \
+	-n "$TARGETS" -port "$PORT" -cpu-hold="$hold" -refresh "${REFRESH:-1s}"
+CTL=$PS_CTL
 
 # The Kubernetes API stand-in with one annotated pod per address.
 TOKEN=bench-token

@@ -5,8 +5,10 @@
 // benchmark measures scrape lateness outside Kiln. Standard library only.
 //
 //	pprofserve -n 1000 -port 6060 [-refresh 1s] [-cpu-hold=true] [-cpu-capture 2s]
+//	pprofserve -n 0 -control-port 6061 -churn 4 [-wave 120s] [-seed 1]
 //
-// Prints "ready n=N port=P control=C" on stdout once every address listens.
+// Prints "ready n=N port=P control=C" on stdout once every address listens
+// (C: the control listener's port, the one bound when -control-port is 0).
 //
 //   - /debug/pprof/heap, /debug/pprof/goroutine: the profiles of this
 //     process (runtime/pprof, the bytes net/http/pprof serves), taken anew
@@ -20,9 +22,14 @@
 //     (runtime/pprof, -cpu-capture long). With -cpu-hold (default) the answer
 //     comes after `seconds`, as a real Go program answers; the request is
 //     recorded when it arrives.
-//   - The control listener (127.0.0.1, ephemeral port): GET /arrivals →
-//     "ADDR_INDEX TYPE UNIX_NS" per request so far (TYPE cpu|memory|goroutine);
-//     GET /debug/pprof/* profiles this program itself.
+//   - The control listener (127.0.0.1, port -control-port, default
+//     ephemeral): GET /arrivals → "ADDR_INDEX TYPE UNIX_NS" per request so
+//     far (TYPE cpu|memory|goroutine); GET /debug/pprof/* profiles this
+//     program itself, live (net/http/pprof).
+//   - -churn N (default 0: off) adds N goroutines of an allocation-heavy
+//     workload whose heap profile keeps changing (churn.go): what
+//     bench/heap_stream.sh fetches from the control listener's
+//     /debug/pprof/heap (-n 0: no pod listeners).
 package main
 
 import (
@@ -177,6 +184,10 @@ func main() {
 	capture := flag.Duration("cpu-capture", 2*time.Second, "length of the CPU profile served")
 	nParked := flag.Int("parked", 50, "goroutines blocked forever")
 	refresh := flag.Duration("refresh", time.Second, "serve heap/goroutine profiles taken this often (0: take one per request)")
+	ctlPort := flag.Int("control-port", 0, "port of the control listener on 127.0.0.1 (0: ephemeral)")
+	churn := flag.Int("churn", 0, "goroutines of the allocation-heavy workload (churn.go)")
+	wave := flag.Duration("wave", 2*time.Minute, "period of the churn workload's retained-set wave")
+	seed := flag.Int64("seed", 1, "seed of the churn workload")
 	flag.Parse()
 
 	cpuProf = captureCPU(*capture)
@@ -185,6 +196,7 @@ func main() {
 		go deep(i%32, func() { parked(ch) })
 	}
 	go allocator()
+	startChurn(*churn, *wave, *seed)
 
 	heap, gor := http.Handler(pprof.Handler("heap")), http.Handler(pprof.Handler("goroutine"))
 	if *refresh > 0 {
@@ -239,7 +251,7 @@ func main() {
 	})
 	cmux.HandleFunc("/debug/pprof/", pprof.Index)
 	cmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	cln, err := net.Listen("tcp", "127.0.0.1:0")
+	cln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *ctlPort))
 	if err != nil {
 		log.Fatal(err)
 	}
