@@ -121,7 +121,10 @@
 #define LIMIT_K8S_RV_BYTES 128            /* a resourceVersion */
 
 /* Store files and ClickHouse answers (store/) */
-#define LIMIT_STORE_OPEN_PARTS 8       /* partitions the embedded writer keeps open (LRU) */
+#define LIMIT_STORE_OPEN_PARTS 4096    /* partitions the embedded writer keeps open (LRU), 3 fds each */
+#define LIMIT_STORE_OPEN_PARTS_MIN 8   /*   kept open whatever RLIMIT_NOFILE allows */
+#define LIMIT_STORE_FD_RESERVE 1024    /*   fds left to sockets and views: max(this, RLIMIT_NOFILE / 4) */
+#define LIMIT_STORE_PAGE_CACHE (256u << 20) /* SQLite page cache of all writer connections (cache_size) */
 #define LIMIT_STORE_CACHE 1000000u     /* id → local id cache entries over all open partitions */
 #define LIMIT_CHUNK_ENTRIES (1u << 24) /* entries one stored chunk may claim (hostile-file bound) */
 #define LIMIT_DICT_ROWS (1u << 30)     /* rows of one dictionary table a reader accepts */

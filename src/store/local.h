@@ -37,6 +37,7 @@ typedef struct local_part {
 	int damaged;          /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
 	uint64_t applied_lsn; /* meta.applied_lsn: the last log group this file holds (0: none) */
 	uint64_t last_use;
+	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 } local_part_t;
 
 typedef struct local_job {
@@ -140,7 +141,10 @@ struct store {
 	uint32_t n_parts;
 	size_t cap_parts;
 	uint64_t tick;
+	uint32_t open_max;   /* the LRU's size: LIMIT_STORE_OPEN_PARTS or what RLIMIT_NOFILE allows */
+	uint64_t part_opens; /* partitions opened so far (tests: the LRU kept them) */
 	size_t cache_entries;
+	size_t cache_budget; /* LIMIT_STORE_CACHE; tests set a smaller one before writing */
 	local_scratch_t sc;
 };
 
@@ -183,7 +187,13 @@ int local_labels_decode(slice_t blob, arena_t *a, model_label_t **out, uint32_t 
 /* ---- local_partition.c: partition files for the writer ---- */
 /* Finds or opens the partition of (project dir, day); NULL with err. */
 local_part_t *local_part_get(store_t *s, const char *proj, int64_t day, err_t *err);
-/* Closes least-recently-used partitions beyond LIMIT_STORE_OPEN_PARTS (none in a transaction). */
+/* Sizes the writer's LRU and id caches (local_open): raises RLIMIT_NOFILE's
+ * soft limit to its hard limit, then keeps open at most
+ * (nofile - max(LIMIT_STORE_FD_RESERVE, nofile / 4)) / 3 partitions (3 fds
+ * each: .db, -wal, -shm), between LIMIT_STORE_OPEN_PARTS_MIN and
+ * LIMIT_STORE_OPEN_PARTS; logs one line when that is below the latter. */
+void local_parts_init(store_t *s);
+/* Closes least-recently-used partitions beyond min(keep, s->open_max) (none in a transaction). */
 void local_parts_trim(store_t *s, uint32_t keep);
 void local_parts_close_all(store_t *s);
 /* Closes the partitions whose last SQLite call found the file corrupt (none

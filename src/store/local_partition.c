@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "base/timeutil.h"
 #include "store/local.h"
 
@@ -85,6 +88,14 @@ void local_fsync_dir(const char *dir)
 
 /* ---- caches ---- */
 
+static size_t part_cache_len(const local_part_t *p)
+{
+	size_t n = 0;
+	for (int t = 0; t < LT_COUNT; t++)
+		n += p->cache[t].len;
+	return n;
+}
+
 static void part_drop_caches(store_t *s, local_part_t *p)
 {
 	for (int t = 0; t < LT_COUNT; t++) {
@@ -94,10 +105,46 @@ static void part_drop_caches(store_t *s, local_part_t *p)
 	}
 }
 
-/* Reads next local ids, and every (id, local) when they fit in the cache budget. */
+/* Drops the caches of the least recently used partitions other than keep
+ * until at most target entries are cached; keep's own go last, when the
+ * others are not enough. Those partitions go on with SELECT lookups
+ * (complete = 0). */
+static void caches_evict(store_t *s, const local_part_t *keep, size_t target)
+{
+	while (s->cache_entries > target) {
+		local_part_t *victim = NULL;
+		for (uint32_t i = 0; i < s->n_parts; i++) {
+			local_part_t *q = s->parts[i];
+			if (q != keep && (!victim || q->last_use < victim->last_use) && part_cache_len(q))
+				victim = q;
+		}
+		if (!victim)
+			return;
+		part_drop_caches(s, victim);
+	}
+}
+
+/* The SQLite page cache of one writer connection: LIMIT_STORE_PAGE_CACHE
+ * shared by the LRU's partitions, at least 64 KiB (the b-trees' upper
+ * pages), at most SQLite's default 2,000 KiB. */
+static int part_cache_size(store_t *s, local_part_t *p, err_t *err)
+{
+	uint32_t kib = LIMIT_STORE_PAGE_CACHE / 1024 / (s->open_max ? s->open_max : 1);
+	kib = kib < 64 ? 64 : kib > 2000 ? 2000 : kib;
+	char sql[48];
+	snprintf(sql, sizeof sql, "PRAGMA cache_size = -%u", kib);
+	int rc = sqlite3_exec(p->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : local_sqlite_err(err, p->db, rc, p->path, "setting the cache size");
+}
+
+/* Reads next local ids, and every (id, local) when they fit in the cache
+ * budget: the partition being loaded is the most recently used, so the
+ * least recently used others give their caches up for it. */
 static int part_load(store_t *s, local_part_t *p, err_t *err)
 {
 	part_drop_caches(s, p);
+	if (part_cache_size(s, p, err) < 0)
+		return -1;
 	for (int t = 0; t < LT_COUNT; t++) {
 		char sql[128];
 		sqlite3_stmt *st;
@@ -113,8 +160,11 @@ static int part_load(store_t *s, local_part_t *p, err_t *err)
 		if (max < 0 || max >= (int64_t)UINT32_MAX - 1)
 			return err_set(err, 500, "store: %s: %s ids out of range", p->path, table_name[t]);
 		p->next[t] = (uint32_t)max + 1;
-		if (s->cache_entries + (size_t)count > LIMIT_STORE_CACHE)
+		if ((size_t)count > s->cache_budget)
 			continue;
+		caches_evict(s, p, s->cache_budget - (size_t)count);
+		if (s->cache_entries + (size_t)count > s->cache_budget)
+			continue; /* p's own tables already loaded fill the budget */
 		snprintf(sql, sizeof sql, "SELECT id, local FROM %s", table_name[t]);
 		if ((rc = sqlite3_prepare_v2(p->db, sql, -1, &st, NULL)) != SQLITE_OK)
 			return local_sqlite_err(err, p->db, rc, p->path, "reading ids");
@@ -130,11 +180,15 @@ static int part_load(store_t *s, local_part_t *p, err_t *err)
 	return 0;
 }
 
+/* Over budget, the least recently used partitions' caches go until 1/8 of
+ * the budget is free, so that eviction (a scan of the open partitions) runs
+ * once per many inserts, not on each. */
 static void cache_add(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t local)
 {
-	if (s->cache_entries >= LIMIT_STORE_CACHE)
-		for (uint32_t i = 0; i < s->n_parts; i++)
-			part_drop_caches(s, s->parts[i]);
+	if (s->cache_entries >= s->cache_budget)
+		caches_evict(s, p, s->cache_budget - s->cache_budget / 8);
+	if (s->cache_entries >= s->cache_budget)
+		part_drop_caches(s, p); /* p alone fills it */
 	int inserted = 0;
 	u64map_get_or_put(&p->cache[t], id, local, &inserted);
 	s->cache_entries += (size_t)inserted;
@@ -385,8 +439,10 @@ fail:
 
 local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_t *err)
 {
+	uint64_t key = hash_bytes(proj_dir, strlen(proj_dir), (uint64_t)day);
 	for (uint32_t i = 0; i < s->n_parts; i++)
-		if (s->parts[i]->day == day && strcmp(s->parts[i]->proj, proj_dir) == 0) {
+		if (s->parts[i]->key == key && s->parts[i]->day == day &&
+		    strcmp(s->parts[i]->proj, proj_dir) == 0) {
 			s->parts[i]->last_use = ++s->tick;
 			return s->parts[i];
 		}
@@ -401,25 +457,62 @@ local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_
 	}
 	if (!p)
 		return NULL;
+	p->key = key;
 	p->last_use = ++s->tick;
+	s->part_opens++;
 	s->parts = xgrow(s->parts, &s->cap_parts, (size_t)s->n_parts + 1, sizeof *s->parts);
 	s->parts[s->n_parts++] = p;
 	return p;
 }
 
+void local_parts_init(store_t *s)
+{
+	s->cache_budget = LIMIT_STORE_CACHE;
+	s->open_max = LIMIT_STORE_OPEN_PARTS;
+	if (s->keys_usage_only)
+		return;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	rlim_t hard = rl.rlim_max == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_max; /* Linux's nr_open */
+	if (rl.rlim_cur == RLIM_INFINITY)
+		rl.rlim_cur = hard;
+	else if (rl.rlim_cur < hard && setrlimit(RLIMIT_NOFILE, &(struct rlimit){hard, rl.rlim_max}) == 0)
+		rl.rlim_cur = hard;
+	uint64_t nofile = (uint64_t)rl.rlim_cur;
+	uint64_t reserve = nofile / 4 > LIMIT_STORE_FD_RESERVE ? nofile / 4 : LIMIT_STORE_FD_RESERVE;
+	uint64_t n = nofile > reserve ? (nofile - reserve) / 3 : 0;
+	if (n >= LIMIT_STORE_OPEN_PARTS)
+		return;
+	s->open_max = n > LIMIT_STORE_OPEN_PARTS_MIN ? (uint32_t)n : LIMIT_STORE_OPEN_PARTS_MIN;
+	log_warn("store keeps fewer partitions open", "open_partitions=%u limit=%u nofile=%llu", s->open_max,
+	         LIMIT_STORE_OPEN_PARTS, (unsigned long long)nofile);
+}
+
+static int by_last_use(const void *a, const void *b)
+{
+	uint64_t x = (*(local_part_t *const *)a)->last_use, y = (*(local_part_t *const *)b)->last_use;
+	return (x > y) - (x < y);
+}
+
 void local_parts_trim(store_t *s, uint32_t keep)
 {
-	while (s->n_parts > keep) {
-		uint32_t victim = UINT32_MAX;
-		for (uint32_t i = 0; i < s->n_parts; i++)
-			if (!s->parts[i]->in_txn &&
-			    (victim == UINT32_MAX || s->parts[i]->last_use < s->parts[victim]->last_use))
-				victim = i;
-		if (victim == UINT32_MAX)
-			return;
-		part_close(s, s->parts[victim]);
-		s->parts[victim] = s->parts[--s->n_parts];
+	if (keep > s->open_max)
+		keep = s->open_max;
+	if (s->n_parts <= keep)
+		return;
+	/* Oldest first; one sort per trim, however many partitions go. */
+	qsort(s->parts, s->n_parts, sizeof *s->parts, by_last_use);
+	uint32_t excess = s->n_parts - keep, kept = 0;
+	for (uint32_t i = 0; i < s->n_parts; i++) {
+		if (excess && !s->parts[i]->in_txn) {
+			part_close(s, s->parts[i]);
+			excess--;
+		} else {
+			s->parts[kept++] = s->parts[i];
+		}
 	}
+	s->n_parts = kept;
 }
 
 void local_parts_close_before(store_t *s, const char *proj, int64_t day)

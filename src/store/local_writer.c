@@ -109,6 +109,7 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	s->keys_usage_only = cfg->keys_usage_only;
 	s->dir = xstrdup(cfg->dir);
 	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
+	local_parts_init(s);
 	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= LIMIT_RETENTION_DAYS
 	                            ? cfg->retention_days
 	                            : 0);

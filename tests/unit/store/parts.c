@@ -1,0 +1,291 @@
+/* The embedded writer with many open partitions (docs/STORE.md, plan step 6):
+ * 1,000 projects stay open in the LRU and are written and read back, and the
+ * id caches are evicted per least-recently-used partition under a small
+ * budget, the evicted partitions going on through their SELECT lookups. */
+#include <dirent.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "store/local.h"
+
+#define N_PROJECTS 1000
+
+/* test_batch (stacks main;a;b = v, main;a;c = 2v, main;d = 3v) in project name. */
+static model_batch_t *project_batch(const char *name, int64_t t_ns, int64_t v)
+{
+	model_batch_t *b = test_batch(t_ns, v);
+	b->project = arena_slice(b->arena, slice_cstr(name));
+	return b;
+}
+
+static local_part_t *find_part(store_t *s, const char *proj)
+{
+	for (uint32_t i = 0; i < s->n_parts; i++)
+		if (!strcmp(s->parts[i]->proj, proj))
+			return s->parts[i];
+	return NULL;
+}
+
+static uint32_t count_fds(void)
+{
+	uint32_t n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+/* The answers of one round: each posts sem; failures are counted. */
+typedef struct {
+	sem_t sem;
+	atomic_int failed;
+} round_t;
+
+static void round_done(void *ctx, const err_t *err)
+{
+	round_t *r = ctx;
+	if (err)
+		atomic_fetch_add(&r->failed, 1);
+	sem_post(&r->sem);
+}
+
+/* One batch to each project, all queued at once (groups of up to 256
+ * partitions), then waits for every answer. */
+static void write_round(store_t *s, int64_t t_ns, int64_t v0)
+{
+	round_t r = {.failed = 0};
+	assert_int_equal(sem_init(&r.sem, 0, 0), 0);
+	for (int i = 0; i < N_PROJECTS; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "p%d", i);
+		store_submit(s, project_batch(name, t_ns, v0 + i), round_done, &r);
+	}
+	for (int i = 0; i < N_PROJECTS; i++)
+		while (sem_wait(&r.sem) != 0)
+			;
+	sem_destroy(&r.sem);
+	assert_int_equal(atomic_load(&r.failed), 0);
+}
+
+/* store_fix_setup with fsync off (store_config_t.sync -1): 1,000 new files
+ * with fsync cost minutes, and what is tested here is which stay open. */
+static int nosync_setup(void **state)
+{
+	store_fix *f = calloc(1, sizeof *f);
+	f->dir = tmpdir_new();
+	store_config_t cfg = {.dir = f->dir, .sync = -1};
+	err_t err = {0};
+	if (!(f->s = store_open(&cfg, &err)))
+		fail_msg("store_open: %s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static void test_thousand_projects_stay_open(void **state)
+{
+	store_fix *f = *state;
+	store_t *s = f->s;
+	if (s->open_max < N_PROJECTS)
+		skip(); /* RLIMIT_NOFILE's hard limit is below 4 × 1,024 here */
+	for (int i = 0; i < N_PROJECTS;
+	     i++) { /* the directories: not what is tested, and each mkdir fsyncs DIR */
+		char d[512];
+		snprintf(d, sizeof d, "%s/p%d", f->dir, i);
+		assert_int_equal(mkdir(d, 0755), 0);
+	}
+	uint32_t fds0 = count_fds();
+	long rss0 = rss_kib();
+
+	write_round(s, DAY0 + 10 * NS_PER_SEC, 1);
+	assert_int_equal(s->n_parts, N_PROJECTS);
+	assert_int_equal(s->part_opens, N_PROJECTS);
+	assert_int_equal(count_fds() - fds0, 3 * N_PROJECTS); /* .db, -wal, -shm each */
+
+	write_round(s, DAY0 + 20 * NS_PER_SEC, 1000);
+	assert_int_equal(s->n_parts, N_PROJECTS);
+	assert_int_equal(s->part_opens, N_PROJECTS); /* none closed and reopened */
+	/* The cost of an open partition, for docs/PERFORMANCE.md (not asserted:
+	 * it depends on the SQLite build). Freed batches are given back first. */
+	malloc_trim(0);
+	long rss = rss_kib() - rss0;
+	printf("# %d open partitions: %ld KiB more RSS, %ld KiB each; SQLite %lld KiB each\n", N_PROJECTS,
+	       rss, rss / N_PROJECTS, (long long)sqlite3_memory_used() / 1024 / N_PROJECTS);
+
+	for (int i = 0; i < N_PROJECTS; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "p%d", i);
+		uint32_t chunks;
+		assert_int_equal(sum_totals(s, name, DAY0, DAY0 + NS_PER_DAY, &chunks),
+		                 6 * (1 + i) + 6 * (1000 + i));
+		assert_int_equal(chunks, 2);
+	}
+}
+
+/* In a child (the limit is the process's): soft 1,024 and hard 4,096 open
+ * files. The store raises the soft limit to 4,096 and keeps (4,096 − 1,024) / 3
+ * partitions open; with a hard limit of 1,024 it keeps the 8 of old. */
+static void test_open_files_size_the_lru(void **state)
+{
+	(void)state;
+	static const rlim_t hard[2] = {4096, 1024};
+	static const uint32_t want[2] = {1024, LIMIT_STORE_OPEN_PARTS_MIN};
+	for (int k = 0; k < 2; k++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct rlimit rl = {1024, hard[k]};
+			if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+				_exit(10);
+			char *dir = tmpdir_new();
+			store_t *s = open_store(dir);
+			int rc = s->open_max == want[k] ? 0 : 11;
+			if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur != hard[k])
+				rc = 12;
+			store_close(s);
+			tmpdir_free(dir);
+			_exit(rc);
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+}
+
+/* Rows of table in project proj's DAY0 partition. */
+static int64_t rows(const char *dir, const char *proj, const char *table)
+{
+	char path[512], sql[64];
+	snprintf(path, sizeof path, "%s/%s/2023-05-24.db", dir, proj);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+	return sql_int(path, sql);
+}
+
+static size_t cached(const local_part_t *p)
+{
+	size_t n = 0;
+	for (int t = 0; t < LT_COUNT; t++)
+		n += p->cache[t].len;
+	return n;
+}
+
+static int all_complete(const local_part_t *p)
+{
+	int n = 0;
+	for (int t = 0; t < LT_COUNT; t++)
+		n += p->complete[t];
+	return n == LT_COUNT;
+}
+
+static void test_cache_evicts_least_recent(void **state)
+{
+	store_fix *f = *state;
+	store_t *s = f->s;
+	/* Each project's batch caches 11 ids: 5 frames, 5 nodes, 1 series
+	 * (the empty attribute set has no row). Budget 30: two fit, a third
+	 * passes it. */
+	s->cache_budget = 30;
+	write_ok(s, project_batch("a", DAY0, 1));
+	write_ok(s, project_batch("b", DAY0, 2));
+	assert_int_equal(s->cache_entries, 22);
+	/* c's 9th id reaches 30: a, the least recently used, gives its 11 up. */
+	write_ok(s, project_batch("c", DAY0, 3));
+	local_part_t *a = find_part(s, "a"), *b = find_part(s, "b"), *c = find_part(s, "c");
+	assert_int_equal(cached(a), 0);
+	assert_false(a->complete[LT_NODE]);
+	assert_int_equal(cached(b), 11);
+	assert_true(all_complete(b));
+	assert_int_equal(cached(c), 11);
+	assert_true(all_complete(c));
+	assert_int_equal(s->cache_entries, 22);
+
+	/* a without caches: its ids are found by SELECT (not cached), the new
+	 * frame and node of main;e inserted once and cached, and so is a second
+	 * series (a profile finished after project_batch renamed the batch: its
+	 * id hashes "a", not "default"). */
+	model_batch_t *more = project_batch("a", DAY0 + NS_PER_SEC, 10);
+	model_profile_t *pr = test_profile(more, "cpu", "nanoseconds", DAY0 + NS_PER_SEC, "pod-1");
+	model_sample_add(more, pr, test_stack(more, "main;e"), 0, 7, 0);
+	model_profile_finish(more, pr);
+	write_ok(s, more);
+	assert_int_equal(cached(a), 3);
+	assert_int_equal(s->cache_entries, 25);
+	assert_int_equal(rows(f->dir, "a", "frames"), 6);
+	assert_int_equal(rows(f->dir, "a", "nodes"), 6);
+	assert_int_equal(rows(f->dir, "a", "series"), 2);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(s, "a", DAY0, DAY0 + NS_PER_DAY, &chunks), 6 + 60 + 7);
+	assert_int_equal(chunks, 3);
+
+	/* Two partitions open at most: d's 6th id reaches 30 and b (least
+	 * recent with a cache) gives its 11 up; after the group b and c close. */
+	s->open_max = 2;
+	write_ok(s, project_batch("d", DAY0, 4));
+	assert_int_equal(s->n_parts, 2);
+	assert_null(find_part(s, "b"));
+	assert_null(find_part(s, "c"));
+	assert_non_null(a = find_part(s, "a"));
+	local_part_t *d = find_part(s, "d");
+	assert_non_null(d);
+	assert_int_equal(cached(a), 3);
+	assert_int_equal(cached(d), 11);
+	assert_int_equal(s->cache_entries, 14);
+
+	/* Loading makes room the same way: budget 20, b reopened loads 5 frames
+	 * (19), then its 5 nodes need 15 or less: a (3) and d (11) give theirs up. */
+	s->cache_budget = 20;
+	uint64_t opens = s->part_opens;
+	write_ok(s, project_batch("b", DAY0 + NS_PER_SEC, 5));
+	assert_int_equal(s->part_opens, opens + 1);
+	b = find_part(s, "b");
+	assert_non_null(b);
+	assert_true(all_complete(b));
+	assert_int_equal(cached(b), 11);
+	assert_int_equal(cached(d), 0);
+	assert_false(d->complete[LT_FRAME]);
+	assert_int_equal(s->cache_entries, 11);
+	assert_null(find_part(s, "a")); /* closed by the trim: least recent */
+	assert_int_equal(sum_totals(s, "b", DAY0, DAY0 + NS_PER_DAY, &chunks), 12 + 30);
+	assert_int_equal(chunks, 2);
+	assert_int_equal(rows(f->dir, "b", "nodes"), 5);
+
+	/* d goes on through SELECT: same ids, no new rows. */
+	write_ok(s, project_batch("d", DAY0 + NS_PER_SEC, 6));
+	assert_int_equal(rows(f->dir, "d", "frames"), 5);
+	assert_int_equal(rows(f->dir, "d", "nodes"), 5);
+	assert_int_equal(sum_totals(s, "d", DAY0, DAY0 + NS_PER_DAY, &chunks), 24 + 36);
+	assert_int_equal(chunks, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_open_files_size_the_lru),
+	    cmocka_unit_test_setup_teardown(test_thousand_projects_stay_open, nosync_setup,
+	                                    store_fix_teardown),
+	    cmocka_unit_test_setup_teardown(test_cache_evicts_least_recent, store_fix_setup,
+	                                    store_fix_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
