@@ -13,12 +13,10 @@
  *  - what earlier rounds left is still exactly there (many rounds, one
  *    directory);
  *  - no partition is damaged.
- * A batch that was never acknowledged may be there or not, but whole: that
- * is asserted once the engine writes through its log (DATA/wal exists after
- * store_open). Today's engine has the "known window" of STORE: Writing (a
- * kill between two partitions' COMMITs leaves the first one's chunks of
- * unacknowledged batches), so there such half batches are counted and
- * printed, not failed. KILN_CRASH_SEED=N repeats a run's random delays. */
+ * A batch that was never acknowledged may be there or not, but whole: the
+ * engine writes a group as one record of its log (DATA/_wal), so no kill
+ * leaves half of one (the "known window" of the engine before the log did).
+ * KILN_CRASH_SEED=N repeats a run's random delays. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -29,6 +27,7 @@
 #include <time.h>
 
 #include "helpers.h"
+#include "store/local_wal.h"
 
 #define ROUNDS 30
 #define PROJECTS 20
@@ -380,7 +379,8 @@ static void test_kill_during_grouped_ingest(void **state)
 		close(fd);
 
 		store_t *s = open_store(dir);
-		st.strict = is_dir(dir, "wal");
+		st.strict = 1;
+		assert_true(is_dir(dir, LOCAL_WAL_DIR));
 		memset(st.count[0], 0, n);
 		memset(st.count[1], 0, n);
 		st.chunks = 0;
