@@ -481,7 +481,9 @@ void local_parts_init(store_t *s)
 		rl.rlim_cur = hard;
 	uint64_t nofile = (uint64_t)rl.rlim_cur;
 	uint64_t reserve = nofile / 4 > LIMIT_STORE_FD_RESERVE ? nofile / 4 : LIMIT_STORE_FD_RESERVE;
-	uint64_t n = nofile > reserve ? (nofile - reserve) / 3 : 0;
+	/* 3 fds per open partition (.db, -wal, -shm), and one SQLite may keep
+	 * after a checkpointer connection closed while the writer held a lock. */
+	uint64_t n = nofile > reserve ? (nofile - reserve) / 4 : 0;
 	if (n >= LIMIT_STORE_OPEN_PARTS)
 		return;
 	s->open_max = n > LIMIT_STORE_OPEN_PARTS_MIN ? (uint32_t)n : LIMIT_STORE_OPEN_PARTS_MIN;

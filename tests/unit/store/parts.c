@@ -124,7 +124,11 @@ static void test_thousand_projects_stay_open(void **state)
 	write_round(s, DAY0 + 10 * NS_PER_SEC, 1);
 	assert_int_equal(s->n_parts, N_PROJECTS);
 	assert_int_equal(s->part_opens, N_PROJECTS);
-	assert_int_equal(count_fds() - fds0, 3 * N_PROJECTS); /* .db, -wal, -shm each */
+	/* .db, -wal, -shm each, and at most one more: a checkpointer connection
+	 * closed while the writer's holds the file's lock leaves its descriptor
+	 * to SQLite, which reuses it at the next open of that file. */
+	uint32_t fds = count_fds() - fds0;
+	assert_in_range(fds, 3 * N_PROJECTS, 4 * N_PROJECTS);
 
 	write_round(s, DAY0 + 20 * NS_PER_SEC, 1000);
 	assert_int_equal(s->n_parts, N_PROJECTS);
@@ -147,13 +151,13 @@ static void test_thousand_projects_stay_open(void **state)
 }
 
 /* In a child (the limit is the process's): soft 1,024 and hard 4,096 open
- * files. The store raises the soft limit to 4,096 and keeps (4,096 − 1,024) / 3
+ * files. The store raises the soft limit to 4,096 and keeps (4,096 − 1,024) / 4
  * partitions open; with a hard limit of 1,024 it keeps the 8 of old. */
 static void test_open_files_size_the_lru(void **state)
 {
 	(void)state;
 	static const rlim_t hard[2] = {4096, 1024};
-	static const uint32_t want[2] = {1024, LIMIT_STORE_OPEN_PARTS_MIN};
+	static const uint32_t want[2] = {768, LIMIT_STORE_OPEN_PARTS_MIN};
 	for (int k = 0; k < 2; k++) {
 		pid_t pid = fork();
 		assert_true(pid >= 0);
