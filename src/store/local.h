@@ -57,6 +57,12 @@ typedef struct {
 	uint32_t seen;        /* local_scratch_t.stamp of the last chunk that listed the set */
 } local_span_ref_t;
 
+/* Groups between the log thread and the apply thread: what arrives while
+ * one is applied waits (and its acks with it). */
+#define LOCAL_APPLY_DEPTH 2
+
+typedef struct local_pending local_pending_t;
+
 /* Writer-thread scratch, reused across batches. */
 typedef struct {
 	uint32_t *frame_map, *node_map, *attr_map, *chain;
@@ -116,11 +122,20 @@ struct store {
 	/* The write-ahead log (local_log.c). Writer thread: rec, pending*. */
 	int log_inited; /* local_log_open was called: local_log_close is due */
 	local_wal_t *wal;
-	buf_t rec;                   /* the group's record being encoded */
-	uint8_t *pending;            /* a durable group not yet in all its partitions (NULL: none) */
-	size_t pending_bytes;
-	uint32_t pending_n;
-	uint64_t pending_lsn;
+	/* Durable groups not yet in all their partitions (apply thread), and
+	 * whether there are any (read by the log thread: it refuses groups then). */
+	local_pending_t *pending;
+	_Atomic int behind;
+	/* The apply thread and the groups handed to it (at most
+	 * LOCAL_APPLY_DEPTH), under ap_mu. */
+	pthread_t ap_thread;
+	int ap_running;
+	pthread_mutex_t ap_mu;
+	pthread_cond_t ap_work, ap_room;
+	struct local_apply_item *ap_head, *ap_tail;
+	uint32_t ap_n;
+	int ap_stop;
+	err_t behind_err; /* why the first kept group could not be written (under ap_mu) */
 	/* The checkpointer thread and what it shares with the writer, under ckpt_mu. */
 	pthread_t ckpt_thread;
 	int ckpt_running; /* set and cleared by the thread that opens / closes the store */
@@ -230,15 +245,20 @@ int local_log_open(store_t *s, err_t *err);
 /* Stops the checkpointer after a last checkpoint (the writer is stopped and
  * its partitions closed), closes the log. */
 void local_log_close(store_t *s);
-/* The commit of a group: b[0..n) (checked: batch_codec_check, project dirs
- * proj[k], retention floor) appended as one record and synced, then written
- * to its partitions. 0 once durable (a group that could not be written to a
- * partition is kept and retried by local_log_retry); -1 with err (503 on
- * I/O or a full log, 413 when the record cannot fit a segment) and nothing
- * stored. */
-int local_log_write(store_t *s, model_batch_t *const *b, char *const *proj, uint32_t n, err_t *err);
-/* Writes the kept group, if any, to its partitions. 0 when none is left;
- * -1 with a 503 while it still cannot be written (new writes wait). */
+/* The log thread's half of a group commit: b[0..n) (checked:
+ * batch_codec_check, project dirs, retention floor) encoded into rec and
+ * appended as one record, synced; *lsn its position. 0 once durable; -1
+ * with err (503 on I/O or a full log, 413 when the record cannot fit a
+ * segment) and nothing stored. */
+int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec, uint64_t *lsn, err_t *err);
+/* The apply thread's half: the group appended at lsn (record rec) written
+ * to its partitions, after any kept group. A group that cannot be written
+ * yet is kept (a copy of rec) and `behind` set; it stays durable, so its
+ * batches are acknowledged either way. */
+void local_log_apply(store_t *s, uint64_t lsn, model_batch_t *const *b, char *const *proj, uint32_t n,
+                     const buf_t *rec);
+/* Writes the kept groups, in order, to their partitions. 0 when none is
+ * left (`behind` cleared); -1 with a 503 while one still cannot be written. */
 int local_log_retry(store_t *s, err_t *err);
 /* Runs a checkpoint now and waits for it: every group written so far is then
  * durable in its partitions and never replayed (the sweep calls it before it

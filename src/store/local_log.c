@@ -359,65 +359,93 @@ static int apply_record(store_t *s, uint64_t lsn, uint32_t n, slice_t payload, e
 	return rc;
 }
 
+/* A durable group kept for another try (the apply thread's list, in LSN order). */
+struct local_pending {
+	struct local_pending *next;
+	uint8_t *rec;
+	size_t bytes;
+	uint32_t n;
+	uint64_t lsn;
+};
+
 int local_log_retry(store_t *s, err_t *err)
 {
-	if (!s->pending)
-		return 0;
-	if (apply_record(s, s->pending_lsn, s->pending_n, slice_make(s->pending, s->pending_bytes), err) <
-	    0) {
-		/* The new group waits behind it: 503 with the reason (a full disk: Retry-After 5). */
-		if (err->status != 503) {
-			err->status = 503;
-			err->retry_after = 5;
+	while (s->pending) {
+		local_pending_t *p = s->pending;
+		if (apply_record(s, p->lsn, p->n, slice_make(p->rec, p->bytes), err) < 0) {
+			/* Later groups wait behind it: 503 with the reason (a full disk: Retry-After 5). */
+			if (err->status != 503) {
+				err->status = 503;
+				err->retry_after = 5;
+			}
+			return -1;
 		}
-		return -1;
+		log_info("store: a group kept after a failed write is now in its partitions",
+		         "lsn=0x%" PRIx64, p->lsn);
+		s->pending = p->next;
+		free(p->rec);
+		free(p);
 	}
-	log_info("store: a group kept after a failed write is now in its partitions", "lsn=0x%" PRIx64,
-	         s->pending_lsn);
-	free(s->pending);
-	s->pending = NULL;
+	atomic_store(&s->behind, 0);
 	return 0;
 }
 
-/* ---- the writer's group ---- */
+/* ---- the writer's group: the log thread appends, the apply thread applies ---- */
 
-int local_log_write(store_t *s, model_batch_t *const *b, char *const *proj, uint32_t n, err_t *err)
+int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec, uint64_t *lsn, err_t *err)
 {
-	buf_t *r = &s->rec;
-	buf_reset(r);
+	buf_reset(rec);
 	for (uint32_t k = 0; k < n; k++) {
-		size_t at = r->n;
+		size_t at = rec->n;
 		uint8_t len[4] = {0};
-		buf_append(r, len, 4);
-		if (batch_codec_encode(b[k], r) < 0)
+		buf_append(rec, len, 4);
+		if (batch_codec_encode(b[k], rec) < 0)
 			return err_set(err, 413, "store: a group's record is too large");
-		uint32_t l = (uint32_t)(r->n - at - 4);
+		uint32_t l = (uint32_t)(rec->n - at - 4);
 		for (int i = 0; i < 4; i++)
-			r->p[at + i] = (uint8_t)(l >> (8 * i));
+			rec->p[at + i] = (uint8_t)(l >> (8 * i));
 	}
-	uint64_t lsn;
-	int rc = local_wal_append(s->wal, LOCAL_WAL_GROUP, n, slice_make(r->p, r->n), &lsn, err);
-	if (rc < 0) {
-		if (rc == LOCAL_WAL_FULL)
-			pthread_cond_signal(&s->ckpt_cv);
-		return -1;
+	int rc = local_wal_append(s->wal, LOCAL_WAL_GROUP, n, slice_make(rec->p, rec->n), lsn, err);
+	if (rc == LOCAL_WAL_FULL) {
+		pthread_mutex_lock(&s->ckpt_mu);
+		pthread_cond_signal(&s->ckpt_cv);
+		pthread_mutex_unlock(&s->ckpt_mu);
 	}
-	/* Durable: whatever happens below, the 200 stands. */
+	return rc < 0 ? -1 : 0;
+}
+
+void local_log_apply(store_t *s, uint64_t lsn, model_batch_t *const *b, char *const *proj, uint32_t n,
+                     const buf_t *rec)
+{
 	err_t e = {0};
-	uint64_t end = local_wal_end(s->wal);
-	if (apply_group(s, lsn, end, end - lsn, b, proj, n, &e) < 0) {
+	uint64_t bytes = (LOCAL_WAL_REC_HEADER + rec->n + 7) & ~(uint64_t)7;
+	/* A group after a kept one waits behind it: applying it first would mark
+	 * partitions past the kept group's LSN, and its retry would skip them. */
+	if ((s->pending && local_log_retry(s, &e) < 0) ||
+	    apply_group(s, lsn, lsn + bytes, bytes, b, proj, n, &e) < 0) {
 		log_error("store: a durable group could not be written to its partitions; kept and retried, "
 		          "writes refused until then",
 		          "lsn=0x%" PRIx64 " err=\"%s\"", lsn, e.msg);
-		s->pending = xmalloc(r->n ? r->n : 1);
-		memcpy(s->pending, r->p, r->n);
-		s->pending_bytes = r->n;
-		s->pending_n = n;
-		s->pending_lsn = lsn;
+		local_pending_t *p = xcalloc(1, sizeof *p);
+		p->rec = xmalloc(rec->n ? rec->n : 1);
+		memcpy(p->rec, rec->p, rec->n);
+		p->bytes = rec->n;
+		p->n = n;
+		p->lsn = lsn;
+		local_pending_t **tail = &s->pending;
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = p;
+		if (e.status != 503) {
+			e.status = 503;
+			e.retry_after = 5;
+		}
+		pthread_mutex_lock(&s->ap_mu);
+		if (!atomic_load(&s->behind))
+			s->behind_err = e;
+		atomic_store(&s->behind, 1);
+		pthread_mutex_unlock(&s->ap_mu);
 	}
-	if (r->cap > LIMIT_STORE_GROUP_BYTES * 2)
-		buf_free(r);
-	return 0;
 }
 
 /* ---- open and close ---- */
@@ -427,7 +455,6 @@ int local_log_open(store_t *s, err_t *err)
 	pthread_mutex_init(&s->ckpt_mu, NULL);
 	pthread_cond_init(&s->ckpt_cv, NULL);
 	pthread_cond_init(&s->ckpt_done, NULL);
-	buf_init(&s->rec, SIZE_MAX);
 	local_wal_opts_t o = {.sync = s->sync ? NULL : sync_none};
 	if (local_wal_open(s->dir, &o, &s->wal, err) < 0)
 		return -1;
@@ -485,11 +512,14 @@ void local_log_close(store_t *s)
 	free(s->dirty);
 	s->dirty = NULL;
 	s->n_dirty = 0;
-	free(s->pending);
-	s->pending = NULL;
+	while (s->pending) {
+		local_pending_t *p = s->pending;
+		s->pending = p->next;
+		free(p->rec);
+		free(p);
+	}
 	local_wal_close(s->wal);
 	s->wal = NULL;
-	buf_free(&s->rec);
 	pthread_cond_destroy(&s->ckpt_done);
 	pthread_cond_destroy(&s->ckpt_cv);
 	pthread_mutex_destroy(&s->ckpt_mu);

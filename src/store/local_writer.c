@@ -47,10 +47,13 @@ int local_mkdir_p(const char *dir, err_t *err)
 }
 
 static void run_group(void *ctx, store_job_t **jobs, size_t n);
+static int apply_start(store_t *s, err_t *err);
+static void apply_stop(store_t *s);
 
 /* What local_open set up, undone (the writer thread already joined or never started). */
 static void local_free(store_t *s)
 {
+	apply_stop(s);
 	local_scratch_t *sc = &s->sc;
 	free(sc->frame_map);
 	free(sc->node_map);
@@ -70,6 +73,9 @@ static void local_free(store_t *s)
 	local_retention_free(s);
 	local_damage_free(s);
 	store_writeq_destroy(&s->q);
+	pthread_cond_destroy(&s->ap_room);
+	pthread_cond_destroy(&s->ap_work);
+	pthread_mutex_destroy(&s->ap_mu);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	free(s->dir);
@@ -117,6 +123,9 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	buf_init(&s->sc.packed, SIZE_MAX);
 	buf_init(&s->sc.labels, SIZE_MAX);
 	s->sc.zc = xcheck(ZSTD_createCCtx());
+	pthread_mutex_init(&s->ap_mu, NULL);
+	pthread_cond_init(&s->ap_work, NULL);
+	pthread_cond_init(&s->ap_room, NULL);
 	local_damage_init(s);
 	store_writeq_config_t qc = {
 	    .window_ms = cfg->commit_interval_ms > 0 ? cfg->commit_interval_ms : 0,
@@ -133,6 +142,8 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	if (rc == 0 && !cfg->keys_usage_only) {
 		s->log_inited = 1;
 		rc = local_log_open(s, err);
+		if (rc == 0)
+			rc = apply_start(s, err);
 		if (rc == 0)
 			rc = store_writeq_start(&s->q, &qc, err);
 	} else { /* no writer thread: the queue refuses every job (503), as while draining */
@@ -151,6 +162,7 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 void local_drain(store_t *s)
 {
 	store_writeq_drain(&s->q);
+	apply_stop(s);
 }
 
 void local_close(store_t *s)
@@ -218,60 +230,200 @@ static int check_job(store_t *s, local_job_t *j, err_t *err)
 	return batch_codec_check(b, err);
 }
 
-/* Checks jobs[0..n), then commits those with profiles as one group; the
- * others fail with their own error. */
-static void write_group(store_t *s, store_job_t **jobs, size_t n)
+/* A group the log thread hands to the apply thread (or a sweep). */
+typedef struct local_apply_item {
+	struct local_apply_item *next;
+	store_job_t **jobs; /* all of the group, finished after applying */
+	size_t n;
+	model_batch_t **b; /* the appended ones, with their project dirs */
+	char **proj;
+	uint32_t m;
+	uint64_t lsn; /* 0: nothing was appended */
+	buf_t rec;
+	struct timespec t0;
+} local_apply_item_t;
+
+static int64_t elapsed_ns(const struct timespec *t0)
 {
-	model_batch_t **b = xmalloc(n * sizeof *b);
-	char **proj = xmalloc(n * sizeof *proj);
-	uint32_t m = 0;
-	for (size_t k = 0; k < n; k++) {
-		local_job_t *j = JOB(jobs[k]);
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000000000LL + (t1.tv_nsec - t0->tv_nsec);
+}
+
+/* Fails every job of it that has not failed yet. */
+static void fail_rest(local_apply_item_t *it, const err_t *err)
+{
+	for (size_t k = 0; k < it->n; k++) {
+		local_job_t *j = JOB(it->jobs[k]);
+		if (!j->failed && j->base.b->n_profiles) {
+			j->err = *err;
+			j->failed = 1;
+		}
+	}
+}
+
+/* The log thread's half of a group: checks jobs, then appends those with
+ * profiles as one record; the others fail with their own error. */
+static void log_group(store_t *s, local_apply_item_t *it)
+{
+	it->b = xmalloc(it->n * sizeof *it->b);
+	it->proj = xmalloc(it->n * sizeof *it->proj);
+	for (size_t k = 0; k < it->n; k++) {
+		local_job_t *j = JOB(it->jobs[k]);
 		if (!j->base.b->n_profiles)
 			continue;
 		if (check_job(s, j, &j->err) < 0) {
 			j->failed = 1;
 			continue;
 		}
-		b[m] = j->base.b;
-		proj[m++] = j->proj;
+		it->b[it->m] = j->base.b;
+		it->proj[it->m++] = j->proj;
 	}
+	if (!it->m)
+		return;
 	err_t err = {0};
-	if (m && (local_log_retry(s, &err) < 0 || local_log_write(s, b, proj, m, &err) < 0))
-		for (size_t k = 0; k < n; k++) {
-			local_job_t *j = JOB(jobs[k]);
-			if (!j->failed && j->base.b->n_profiles) {
-				j->err = err;
-				j->failed = 1;
-			}
-		}
-	free(b);
-	free(proj);
+	if (atomic_load(&s->behind)) {
+		/* A durable group waits for its partitions: nothing more is appended until it is in. */
+		pthread_mutex_lock(&s->ap_mu);
+		err = s->behind_err;
+		pthread_mutex_unlock(&s->ap_mu);
+		fail_rest(it, &err);
+		return;
+	}
+	buf_init(&it->rec, SIZE_MAX);
+	if (local_log_append(s, it->b, it->m, &it->rec, &it->lsn, &err) < 0) {
+		it->lsn = 0;
+		fail_rest(it, &err);
+	}
 }
 
-/* The queue's run: writes a group, or runs a sweep, and finishes its jobs. */
+/* The queue's run (the log thread): a group is checked and appended, then
+ * handed to the apply thread, which writes it to its partitions and
+ * finishes its jobs; a sweep goes there as it is. Waits while
+ * LOCAL_APPLY_DEPTH groups are handed over already. */
 static void run_group(void *ctx, store_job_t **jobs, size_t n)
 {
 	store_t *s = ctx;
-	if (!jobs[0]->b) { /* a retention sweep, always alone */
+	local_apply_item_t *it = xcalloc(1, sizeof *it);
+	clock_gettime(CLOCK_MONOTONIC, &it->t0);
+	it->jobs = xmalloc(n * sizeof *jobs);
+	memcpy(it->jobs, jobs, n * sizeof *jobs);
+	it->n = n;
+	if (jobs[0]->b)
+		log_group(s, it);
+	pthread_mutex_lock(&s->ap_mu);
+	while (s->ap_n >= LOCAL_APPLY_DEPTH)
+		pthread_cond_wait(&s->ap_room, &s->ap_mu);
+	if (s->ap_tail)
+		s->ap_tail->next = it;
+	else
+		s->ap_head = it;
+	s->ap_tail = it;
+	s->ap_n++;
+	pthread_cond_signal(&s->ap_work);
+	pthread_mutex_unlock(&s->ap_mu);
+}
+
+/* The apply thread's half: a sweep runs; an appended group is written to
+ * its partitions. Then every job is finished. */
+static void apply_item(store_t *s, local_apply_item_t *it)
+{
+	if (!it->jobs[0]->b) { /* a retention sweep, always alone */
 		err_t err = {0};
-		if (local_retention_run(s, JOB(jobs[0]), &err) < 0) {
-			JOB(jobs[0])->err = err;
-			JOB(jobs[0])->failed = 1;
+		if (local_retention_run(s, JOB(it->jobs[0]), &err) < 0) {
+			JOB(it->jobs[0])->err = err;
+			JOB(it->jobs[0])->failed = 1;
 		}
 	} else {
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		write_group(s, jobs, n);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-		store_commit_note(&s->commit_stats, ns);
+		if (it->lsn)
+			local_log_apply(s, it->lsn, it->b, it->proj, it->m, &it->rec);
+		store_commit_note(&s->commit_stats, (uint64_t)elapsed_ns(&it->t0));
 	}
 	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
-	for (size_t k = 0; k < n; k++) {
-		local_job_t *j = JOB(jobs[k]);
-		store_job_finish(jobs[k], j->failed ? &j->err : NULL);
+	for (size_t k = 0; k < it->n; k++) {
+		local_job_t *j = JOB(it->jobs[k]);
+		store_job_finish(it->jobs[k], j->failed ? &j->err : NULL);
 	}
+	if (it->lsn)
+		buf_free(&it->rec);
+	free(it->b);
+	free(it->proj);
+	free(it->jobs);
+	free(it);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void *apply_main(void *arg)
+{
+	store_t *s = arg;
+	int64_t last_retry = 0;
+	pthread_mutex_lock(&s->ap_mu);
+	for (;;) {
+		/* Kept groups are tried again every second (and before each new group). */
+		if (atomic_load(&s->behind) && mono_ms() - last_retry >= 1000) {
+			pthread_mutex_unlock(&s->ap_mu);
+			err_t err = {0};
+			local_log_retry(s, &err);
+			last_retry = mono_ms();
+			pthread_mutex_lock(&s->ap_mu);
+			continue;
+		}
+		if (!s->ap_head && !s->ap_stop) {
+			if (!atomic_load(&s->behind)) {
+				pthread_cond_wait(&s->ap_work, &s->ap_mu);
+			} else {
+				struct timespec t;
+				clock_gettime(CLOCK_REALTIME, &t);
+				t.tv_nsec += 250000000;
+				if (t.tv_nsec >= 1000000000) {
+					t.tv_sec++;
+					t.tv_nsec -= 1000000000;
+				}
+				pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
+			}
+			continue;
+		}
+		if (!s->ap_head)
+			break;
+		local_apply_item_t *it = s->ap_head;
+		s->ap_head = it->next;
+		if (!s->ap_head)
+			s->ap_tail = NULL;
+		s->ap_n--;
+		pthread_cond_signal(&s->ap_room);
+		pthread_mutex_unlock(&s->ap_mu);
+		apply_item(s, it);
+		pthread_mutex_lock(&s->ap_mu);
+	}
+	pthread_mutex_unlock(&s->ap_mu);
+	return NULL;
+}
+
+static int apply_start(store_t *s, err_t *err)
+{
+	if (pthread_create(&s->ap_thread, NULL, apply_main, s) != 0)
+		return err_set(err, 500, "store: cannot start the apply thread");
+	s->ap_running = 1;
+	return 0;
+}
+
+/* After the log thread stopped: the apply thread finishes what was handed to it and exits. */
+static void apply_stop(store_t *s)
+{
+	if (!s->ap_running)
+		return;
+	pthread_mutex_lock(&s->ap_mu);
+	s->ap_stop = 1;
+	pthread_cond_signal(&s->ap_work);
+	pthread_mutex_unlock(&s->ap_mu);
+	pthread_join(s->ap_thread, NULL);
+	s->ap_running = 0;
 }
 
 /* Counts DIR/<project>/YYYY-MM-DD.db files. */
