@@ -56,13 +56,6 @@ static int sync_none(int fd, void *arg)
 
 /* ---- the checkpointer ---- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Adds path to the partitions written since the last checkpoint (ckpt_mu held). */
 static void dirty_add(store_t *s, const char *path)
 {
@@ -175,11 +168,11 @@ static void *ckpt_main(void *arg)
 {
 	store_t *s = arg;
 	pthread_mutex_lock(&s->ckpt_mu);
-	int64_t last = mono_ms();
+	int64_t last = time_mono_ns() / 1000000;
 	for (;;) {
 		int due = s->ckpt_req != s->ckpt_gen || s->ckpt_stop ||
 		          (s->n_dirty && (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES ||
-		                          mono_ms() - last >= LIMIT_STORE_WAL_CHECKPOINT_MS));
+		                          time_mono_ns() / 1000000 - last >= LIMIT_STORE_WAL_CHECKPOINT_MS));
 		if (!due) {
 			struct timespec t;
 			clock_gettime(CLOCK_REALTIME, &t);
@@ -192,7 +185,7 @@ static void *ckpt_main(void *arg)
 		pthread_mutex_unlock(&s->ckpt_mu);
 		err_t err = {0};
 		int rc = ckpt_run(s, &err);
-		last = mono_ms();
+		last = time_mono_ns() / 1000000;
 		pthread_mutex_lock(&s->ckpt_mu);
 		s->ckpt_gen = req;
 		s->ckpt_rc = rc;

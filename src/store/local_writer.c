@@ -240,15 +240,8 @@ typedef struct local_apply_item {
 	uint32_t m;
 	uint64_t lsn; /* 0: nothing was appended */
 	buf_t rec;
-	struct timespec t0;
+	int64_t t0; /* time_mono_ns when the log thread took it */
 } local_apply_item_t;
-
-static int64_t elapsed_ns(const struct timespec *t0)
-{
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (t1.tv_sec - t0->tv_sec) * 1000000000LL + (t1.tv_nsec - t0->tv_nsec);
-}
 
 /* Fails every job of it that has not failed yet. */
 static void fail_rest(local_apply_item_t *it, const err_t *err)
@@ -305,7 +298,7 @@ static void run_group(void *ctx, store_job_t **jobs, size_t n)
 {
 	store_t *s = ctx;
 	local_apply_item_t *it = xcalloc(1, sizeof *it);
-	clock_gettime(CLOCK_MONOTONIC, &it->t0);
+	it->t0 = time_mono_ns();
 	it->jobs = xmalloc(n * sizeof *jobs);
 	memcpy(it->jobs, jobs, n * sizeof *jobs);
 	it->n = n;
@@ -337,7 +330,7 @@ static void apply_item(store_t *s, local_apply_item_t *it)
 	} else {
 		if (it->lsn)
 			local_log_apply(s, it->lsn, it->b, it->proj, it->m, &it->rec);
-		store_commit_note(&s->commit_stats, (uint64_t)elapsed_ns(&it->t0));
+		store_commit_note(&s->commit_stats, (uint64_t)(time_mono_ns() - it->t0));
 	}
 	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
 	for (size_t k = 0; k < it->n; k++) {
@@ -352,13 +345,6 @@ static void apply_item(store_t *s, local_apply_item_t *it)
 	free(it);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void *apply_main(void *arg)
 {
 	store_t *s = arg;
@@ -366,11 +352,11 @@ static void *apply_main(void *arg)
 	pthread_mutex_lock(&s->ap_mu);
 	for (;;) {
 		/* Kept groups are tried again every second (and before each new group). */
-		if (atomic_load(&s->behind) && mono_ms() - last_retry >= 1000) {
+		if (atomic_load(&s->behind) && time_mono_ns() / 1000000 - last_retry >= 1000) {
 			pthread_mutex_unlock(&s->ap_mu);
 			err_t err = {0};
 			local_log_retry(s, &err);
-			last_retry = mono_ms();
+			last_retry = time_mono_ns() / 1000000;
 			pthread_mutex_lock(&s->ap_mu);
 			continue;
 		}
