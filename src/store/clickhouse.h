@@ -60,7 +60,7 @@ typedef struct {
 
 typedef struct ch_store {
 	store_head_t head_; /* first: store.c dispatches through it */
-	char *url;        /* base URL, ending in '/' */
+	char *url;          /* base URL, ending in '/' */
 	char *db, *user, *password, *cluster;
 	int replicated;
 	size_t answer_max;   /* bytes one answer may hold (store.maxAnswerMiB, LIMIT_CH_ANSWER_BYTES) */

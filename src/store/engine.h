@@ -16,6 +16,8 @@ typedef struct store_engine {
 	void (*close)(store_t *s);
 	void (*submit)(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
 	uint32_t (*queue_depth)(store_t *s);
+	/* Waits until every write answered so far is visible to reads (NULL: they are once answered). */
+	void (*read_barrier)(store_t *s);
 	int (*set_retention)(store_t *s, slice_t project, int days, err_t *err);
 	int64_t (*retention_start)(store_t *s, slice_t project, int64_t now_ns);
 	int (*projects)(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err);
@@ -127,12 +129,19 @@ typedef struct store_job {
 	store_done_fn done;
 	void *ctx;
 	size_t bytes; /* b's memory, counted against the queue's byte cap (set by store_writeq_push) */
-	struct store_writeq *q; /* the queue that counts it until store_job_finish (NULL: not counted) */
+	struct store_writeq *q; /* the queue that counts it until it is answered (NULL: not counted) */
+	int answered;           /* store_job_answer ran: done was called, the counts released */
 } store_job_t;
 
-/* Takes j off its queue's counts (so a push the done callback answers finds
- * the room it left), frees j's batch, calls j->done(j->ctx, err) and frees
- * the engine's job. */
+/* Answers j before the engine is done with its batch (the embedded engine
+ * answers once the group is durable in its log, then writes the batch to its
+ * partitions): takes j off its queue's counts (so a push the done callback
+ * answers finds the room it left) and calls j->done(j->ctx, err). The batch
+ * stays until store_job_finish. */
+void store_job_answer(store_job_t *j, const err_t *err);
+/* Answers j (unless store_job_answer did: err is then ignored), frees j's
+ * batch, then the engine's job. Unanswered, the batch is freed before the
+ * done callback runs. */
 void store_job_finish(store_job_t *j, const err_t *err);
 
 typedef struct {

@@ -57,9 +57,23 @@ typedef struct {
 	uint32_t seen;        /* local_scratch_t.stamp of the last chunk that listed the set */
 } local_span_ref_t;
 
-/* Groups between the log thread and the apply thread: what arrives while
- * one is applied waits (and its acks with it). */
-#define LOCAL_APPLY_DEPTH 2
+/* Groups between the log thread and the apply thread, answered already
+ * (durable in the log) and not yet in their partitions: at most this many,
+ * and at most LIMIT_STORE_APPLY_BYTES of their batches (one more when none
+ * waits); past either the log thread waits, and the write queue's caps
+ * refuse pushes. The apply thread writes what waits in one pass (up to
+ * LIMIT_STORE_GROUP_BATCHES batches): one transaction per partition. */
+#define LOCAL_APPLY_DEPTH 8
+
+/* One group as the apply thread writes it: its batches b[0..n) with their
+ * project dirs, appended at lsn as record rec. */
+typedef struct {
+	uint64_t lsn;
+	model_batch_t *const *b;
+	char *const *proj;
+	uint32_t n;
+	const buf_t *rec;
+} local_group_t;
 
 typedef struct local_pending local_pending_t;
 
@@ -81,8 +95,8 @@ typedef struct {
 
 /* Retention of one project (store_set_retention, store_retention_sweep). */
 typedef struct {
-	char proj[3 * LIMIT_NAME_BYTES + 2];  /* encoded (local_project_dir) */
-	int days;                             /* store_set_retention; 0 = the store's default */
+	char proj[3 * LIMIT_NAME_BYTES + 2]; /* encoded (local_project_dir) */
+	int days;                            /* store_set_retention; 0 = the store's default */
 	int64_t floor_day; /* first day the last sweep kept: earlier days refuse writes; INT64_MIN = none */
 } local_retention_t;
 
@@ -134,8 +148,11 @@ struct store {
 	pthread_cond_t ap_work, ap_room;
 	struct local_apply_item *ap_head, *ap_tail;
 	uint32_t ap_n;
+	uint64_t ap_bytes; /* the batch memory of the groups handed over */
+	int ap_busy;       /* the apply thread is writing what it took */
 	int ap_stop;
-	err_t behind_err; /* why the first kept group could not be written (under ap_mu) */
+	pthread_cond_t ap_idle; /* signalled when nothing waits and ap_busy is 0 */
+	err_t behind_err;       /* why the first kept group could not be written (under ap_mu) */
 	/* The checkpointer thread and what it shares with the writer, under ckpt_mu. */
 	pthread_t ckpt_thread;
 	int ckpt_running; /* set and cleared by the thread that opens / closes the store */
@@ -144,8 +161,12 @@ struct store {
 	char **dirty; /* partition files written since the last checkpoint */
 	uint32_t n_dirty;
 	size_t cap_dirty;
-	uint64_t applied_end;    /* the end of the last group in its partitions */
-	uint64_t log_since_ckpt; /* log bytes since the last checkpoint started */
+	uint64_t applied_end;      /* the end of the last group in its partitions */
+	pthread_cond_t applied_cv; /* broadcast when applied_end moves or a group is kept */
+	/* The end of the last group durable in the log and answered (log thread
+	 * writes, readers wait for applied_end to reach it: local_read_barrier). */
+	_Atomic uint64_t durable_end;
+	uint64_t log_since_ckpt;     /* log bytes since the last checkpoint started */
 	uint64_t ckpt_req, ckpt_gen; /* checkpoints asked for, run */
 	int ckpt_stop, ckpt_rc;
 	err_t ckpt_err;
@@ -219,8 +240,8 @@ int local_part_begin(store_t *s, local_part_t *p, err_t *err);
 int local_part_commit(store_t *s, local_part_t *p, err_t *err);
 /* Rolls back the open transaction and forgets everything cached since. */
 void local_part_rollback(store_t *s, local_part_t *p);
-/* Sets meta.applied_lsn inside the open transaction. */
-int local_part_set_applied(local_part_t *p, uint64_t lsn, err_t *err);
+/* Sets meta.applied_lsn and meta.applied_log (the log's id) inside the open transaction. */
+int local_part_set_applied(local_part_t *p, uint64_t lsn, uint64_t log, err_t *err);
 /* Writes the profiles of b that belong to partition p (day). Inside a transaction. */
 int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_t day, err_t *err);
 /* Closes the writer's connections to partitions of project dir proj before day (none is in a transaction). */
@@ -251,12 +272,20 @@ void local_log_close(store_t *s);
  * with err (503 on I/O or a full log, 413 when the record cannot fit a
  * segment) and nothing stored. */
 int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec, uint64_t *lsn, err_t *err);
-/* The apply thread's half: the group appended at lsn (record rec) written
- * to its partitions, after any kept group. A group that cannot be written
- * yet is kept (a copy of rec) and `behind` set; it stays durable, so its
- * batches are acknowledged either way. */
-void local_log_apply(store_t *s, uint64_t lsn, model_batch_t *const *b, char *const *proj, uint32_t n,
-                     const buf_t *rec);
+/* The apply thread's half: the groups g[0..n) (in LSN order) written to
+ * their partitions after any kept group, one transaction per partition for
+ * all of them. Groups that cannot be written yet are kept (a copy of each
+ * rec) and `behind` set; they stay durable, so their batches are
+ * acknowledged either way. */
+void local_log_apply(store_t *s, const local_group_t *g, uint32_t n);
+/* Before a read: waits until every group answered so far is in its
+ * partitions, so a reader sees what was acknowledged before it began
+ * (not while groups are kept: `behind`; at most
+ * LIMIT_STORE_READ_BARRIER_MS). */
+void local_read_barrier(store_t *s);
+/* Waits until the apply thread has finished everything handed to it (the
+ * log thread after a sweep; tests that look at the writer's state). */
+void local_apply_wait(store_t *s);
 /* Writes the kept groups, in order, to their partitions. 0 when none is
  * left (`behind` cleared); -1 with a 503 while one still cannot be written. */
 int local_log_retry(store_t *s, err_t *err);

@@ -61,7 +61,8 @@ static int move_one(const char *from, const char *to, const char *suffix)
 	snprintf(b, sizeof b, "%s%s", to, suffix);
 	if (rename(a, b) == 0 || errno == ENOENT)
 		return 0;
-	log_error("store: cannot move a damaged partition aside", "file=%s to=%s error=\"%s\"", a, b, strerror(errno));
+	log_error("store: cannot move a damaged partition aside", "file=%s to=%s error=\"%s\"", a, b,
+	          strerror(errno));
 	return -1;
 }
 
@@ -73,7 +74,8 @@ int local_quarantine(store_t *s, const char *path, const char *why)
 	/* The WAL first: a -wal beside a fresh DAY.db would be replayed into it. */
 	if (move_one(path, to, "-wal") < 0 || move_one(path, to, "-shm") < 0 || move_one(path, to, "") < 0)
 		return -1;
-	log_warn("store: damaged partition moved aside; a new one is started", "file=%s moved_to=%s", path, to);
+	log_warn("store: damaged partition moved aside; a new one is started", "file=%s moved_to=%s", path,
+	         to);
 	char dir[4200];
 	snprintf(dir, sizeof dir, "%s", path);
 	char *slash = strrchr(dir, '/');

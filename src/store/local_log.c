@@ -224,7 +224,8 @@ static void mark_dirty(store_t *s, const char *path)
 }
 
 /* Every group up to end is in its partitions (dirty until the next
- * checkpoint); bytes more of log since the last one. */
+ * checkpoint); bytes more of log since the last one. Wakes the readers
+ * waiting for it (local_read_barrier). */
 static void applied(store_t *s, uint64_t end, uint64_t bytes)
 {
 	pthread_mutex_lock(&s->ckpt_mu);
@@ -233,20 +234,35 @@ static void applied(store_t *s, uint64_t end, uint64_t bytes)
 	s->log_since_ckpt += bytes;
 	if (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES)
 		pthread_cond_signal(&s->ckpt_cv);
+	pthread_cond_broadcast(&s->applied_cv);
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
-/* Writes the profiles of b[0..n) (project dirs proj[k]) into partition p in
- * one transaction that also sets its applied_lsn. */
-static int apply_part(store_t *s, local_part_t *p, uint64_t lsn, model_batch_t *const *b, char *const *proj,
-                      uint32_t n, err_t *err)
+/* The bytes a group's record takes in the log. */
+static uint64_t rec_bytes(size_t payload)
+{
+	return (LOCAL_WAL_REC_HEADER + payload + 7) & ~(uint64_t)7;
+}
+
+/* Writes the profiles of every group of g[0..ng) that partition p does not
+ * hold yet into p, in one transaction that also sets its applied_lsn to the
+ * last of them. */
+static int apply_part(store_t *s, local_part_t *p, const local_group_t *g, uint32_t ng, err_t *err)
 {
 	if (local_part_begin(s, p, err) < 0)
 		return -1;
-	for (uint32_t k = 0; k < n; k++)
-		if (batch_in_part(b[k], proj[k], p) && local_part_write(s, p, b[k], p->day, err) < 0)
-			goto fail;
-	if (local_part_set_applied(p, lsn, err) < 0 || local_part_commit(s, p, err) < 0)
+	uint64_t lsn = p->applied_lsn;
+	for (uint32_t i = 0; i < ng; i++) {
+		if (g[i].lsn <= p->applied_lsn)
+			continue;
+		for (uint32_t k = 0; k < g[i].n; k++)
+			if (batch_in_part(g[i].b[k], g[i].proj[k], p)) {
+				if (local_part_write(s, p, g[i].b[k], p->day, err) < 0)
+					goto fail;
+				lsn = g[i].lsn;
+			}
+	}
+	if (local_part_set_applied(p, lsn, local_wal_id(s->wal), err) < 0 || local_part_commit(s, p, err) < 0)
 		goto fail;
 	p->applied_lsn = lsn;
 	mark_dirty(s, p->path);
@@ -259,42 +275,43 @@ fail:
 	return -1;
 }
 
-/* Applies the group at lsn (its batches b[0..n), project dirs proj[k]; the
- * record ends at end and has bytes) to every partition it touches that does
- * not hold it yet. A partition found damaged is moved aside and the group
+/* Applies the groups g[0..ng) (in LSN order; the last record ends at end,
+ * bytes of log in all) to every partition they touch that does not hold
+ * them yet. A partition found damaged is moved aside and the groups
  * applied to a fresh file. 0, or -1 with err (the first failure; the other
- * partitions are applied, and applying again finishes the group). */
-static int apply_group(store_t *s, uint64_t lsn, uint64_t end, uint64_t bytes, model_batch_t *const *b,
-                       char *const *proj, uint32_t n, err_t *err)
+ * partitions are applied, and applying again finishes the groups). */
+static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, uint64_t end, uint64_t bytes,
+                       err_t *err)
 {
 	part_list_t l = {0};
 	int rc = 0;
-	for (uint32_t k = 0; k < n && rc == 0; k++)
-		for (uint32_t i = 0; i < b[k]->n_profiles; i++) {
-			local_part_t *p =
-			    local_part_get(s, proj[k], time_day(b[k]->profiles[i].time_ns), err);
-			if (!p) {
-				rc = -1;
-				break;
+	for (uint32_t i = 0; i < ng && rc == 0; i++)
+		for (uint32_t k = 0; k < g[i].n && rc == 0; k++)
+			for (uint32_t j = 0; j < g[i].b[k]->n_profiles; j++) {
+				local_part_t *p = local_part_get(
+				    s, g[i].proj[k], time_day(g[i].b[k]->profiles[j].time_ns), err);
+				if (!p) {
+					rc = -1;
+					break;
+				}
+				if (p->applied_lsn < g[i].lsn)
+					add_part(&l, p);
 			}
-			if (p->applied_lsn < lsn)
-				add_part(&l, p);
-		}
 	for (size_t i = 0; i < l.n && rc == 0; i++) {
-		if (apply_part(s, l.p[i], lsn, b, proj, n, err) == 0)
+		if (apply_part(s, l.p[i], g, ng, err) == 0)
 			continue;
 		if (!l.p[i]->damaged) {
 			rc = -1;
 			break;
 		}
-		/* Moved aside; the group goes into a fresh file of that day. */
+		/* Moved aside; the groups go into a fresh file of that day. */
 		char *proj_dir = xstrdup(l.p[i]->proj);
 		int64_t day = l.p[i]->day;
 		local_parts_drop_damaged(s);
 		err_t e = {0};
 		local_part_t *p = local_part_get(s, proj_dir, day, &e);
 		free(proj_dir);
-		if (!p || apply_part(s, p, lsn, b, proj, n, &e) < 0) {
+		if (!p || apply_part(s, p, g, ng, &e) < 0) {
 			*err = e;
 			rc = -1;
 			break;
@@ -340,14 +357,15 @@ static int record_decode(slice_t payload, uint32_t n, arena_t *a, model_batch_t 
 /* Decodes a group record and applies it (replay, or a group kept after its apply failed). */
 static int apply_record(store_t *s, uint64_t lsn, uint32_t n, slice_t payload, err_t *err)
 {
-	uint64_t bytes = LOCAL_WAL_REC_HEADER + payload.n;
-	bytes = (bytes + 7) & ~(uint64_t)7;
+	uint64_t bytes = rec_bytes(payload.n);
 	arena_t *a = arena_new();
 	model_batch_t **b;
 	char **proj;
 	int rc = record_decode(payload, n, a, &b, &proj, err);
-	if (rc == 0)
-		rc = apply_group(s, lsn, lsn + bytes, bytes, b, proj, n, err);
+	if (rc == 0) {
+		local_group_t g = {.lsn = lsn, .b = b, .proj = proj, .n = n};
+		rc = apply_group(s, &g, 1, lsn + bytes, bytes, err);
+	}
 	arena_free(a);
 	return rc;
 }
@@ -407,28 +425,36 @@ int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec
 	return rc < 0 ? -1 : 0;
 }
 
-void local_log_apply(store_t *s, uint64_t lsn, model_batch_t *const *b, char *const *proj, uint32_t n,
-                     const buf_t *rec)
+/* Keeps group g (a copy of its record) for another try. */
+static void keep(store_t *s, const local_group_t *g)
+{
+	local_pending_t *p = xcalloc(1, sizeof *p);
+	p->rec = xmalloc(g->rec->n ? g->rec->n : 1);
+	memcpy(p->rec, g->rec->p, g->rec->n);
+	p->bytes = g->rec->n;
+	p->n = g->n;
+	p->lsn = g->lsn;
+	local_pending_t **tail = &s->pending;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = p;
+}
+
+void local_log_apply(store_t *s, const local_group_t *g, uint32_t n)
 {
 	err_t e = {0};
-	uint64_t bytes = (LOCAL_WAL_REC_HEADER + rec->n + 7) & ~(uint64_t)7;
-	/* A group after a kept one waits behind it: applying it first would mark
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < n; i++)
+		bytes += rec_bytes(g[i].rec->n);
+	uint64_t end = g[n - 1].lsn + rec_bytes(g[n - 1].rec->n);
+	/* Groups after a kept one wait behind it: applying them first would mark
 	 * partitions past the kept group's LSN, and its retry would skip them. */
-	if ((s->pending && local_log_retry(s, &e) < 0) ||
-	    apply_group(s, lsn, lsn + bytes, bytes, b, proj, n, &e) < 0) {
+	if ((s->pending && local_log_retry(s, &e) < 0) || apply_group(s, g, n, end, bytes, &e) < 0) {
 		log_error("store: a durable group could not be written to its partitions; kept and retried, "
 		          "writes refused until then",
-		          "lsn=0x%" PRIx64 " err=\"%s\"", lsn, e.msg);
-		local_pending_t *p = xcalloc(1, sizeof *p);
-		p->rec = xmalloc(rec->n ? rec->n : 1);
-		memcpy(p->rec, rec->p, rec->n);
-		p->bytes = rec->n;
-		p->n = n;
-		p->lsn = lsn;
-		local_pending_t **tail = &s->pending;
-		while (*tail)
-			tail = &(*tail)->next;
-		*tail = p;
+		          "lsn=0x%" PRIx64 " groups=%" PRIu32 " err=\"%s\"", g[0].lsn, n, e.msg);
+		for (uint32_t i = 0; i < n; i++)
+			keep(s, &g[i]);
 		if (e.status != 503) {
 			e.status = 503;
 			e.retry_after = 5;
@@ -438,7 +464,31 @@ void local_log_apply(store_t *s, uint64_t lsn, model_batch_t *const *b, char *co
 			s->behind_err = e;
 		atomic_store(&s->behind, 1);
 		pthread_mutex_unlock(&s->ap_mu);
+		/* Readers waiting for these groups read without them (STORE: Writing). */
+		pthread_mutex_lock(&s->ckpt_mu);
+		pthread_cond_broadcast(&s->applied_cv);
+		pthread_mutex_unlock(&s->ckpt_mu);
 	}
+}
+
+void local_read_barrier(store_t *s)
+{
+	uint64_t want = atomic_load(&s->durable_end);
+	if (!s->log_inited || !want)
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += LIMIT_STORE_READ_BARRIER_MS / 1000;
+	until.tv_nsec += (long)(LIMIT_STORE_READ_BARRIER_MS % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&s->ckpt_mu);
+	while (s->applied_end < want && !atomic_load(&s->behind) &&
+	       pthread_cond_timedwait(&s->applied_cv, &s->ckpt_mu, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
 /* ---- open and close ---- */
@@ -448,6 +498,7 @@ int local_log_open(store_t *s, err_t *err)
 	pthread_mutex_init(&s->ckpt_mu, NULL);
 	pthread_cond_init(&s->ckpt_cv, NULL);
 	pthread_cond_init(&s->ckpt_done, NULL);
+	pthread_cond_init(&s->applied_cv, NULL);
 	local_wal_opts_t o = {.sync = s->sync ? NULL : sync_none};
 	if (local_wal_open(s->dir, &o, &s->wal, err) < 0)
 		return -1;
@@ -471,6 +522,7 @@ int local_log_open(store_t *s, err_t *err)
 	const local_wal_report_t *rep = local_wal_report(s->wal);
 	s->ckpt_lsn = rep->from_lsn;
 	s->applied_end = rep->end_lsn;
+	atomic_store(&s->durable_end, rep->end_lsn);
 	if (rep->damaged) {
 		log_error("store log damaged", "lsn=0x%" PRIx64 " bytes=%" PRIu64 " stretches=%" PRIu64,
 		          rep->first_damaged_lsn, rep->damaged_bytes, rep->damaged);
@@ -514,6 +566,7 @@ void local_log_close(store_t *s)
 	local_wal_close(s->wal);
 	s->wal = NULL;
 	pthread_cond_destroy(&s->ckpt_done);
+	pthread_cond_destroy(&s->applied_cv);
 	pthread_cond_destroy(&s->ckpt_cv);
 	pthread_mutex_destroy(&s->ckpt_mu);
 }

@@ -22,31 +22,31 @@
 static const char *const table_name[LT_COUNT] = {"frames", "nodes", "attrsets", "series"};
 
 static const char schema_sql[] =
-	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);"
-	"INSERT OR IGNORE INTO meta VALUES('format', 1);"
-	"CREATE TABLE IF NOT EXISTS frames(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, name TEXT,"
-	" file TEXT, binary TEXT, build_id TEXT, kind TEXT, unsym INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS nodes(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
-	" parent INTEGER NOT NULL, frame INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS attrsets(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
-	" labels BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS series(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, service TEXT,"
-	" type TEXT, period_type TEXT, period_unit TEXT, period INTEGER, aggregation INTEGER,"
-	" cpu_alias INTEGER, labels BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS payloads(local INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
-	" data BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS chunks(local INTEGER PRIMARY KEY, series INTEGER NOT NULL,"
-	" t_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL, n_entries INTEGER NOT NULL,"
-	" total INTEGER NOT NULL, scale INTEGER NOT NULL, payload INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS chunks_series_t ON chunks(series, t_ns);";
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);"
+    "INSERT OR IGNORE INTO meta VALUES('format', 1);"
+    "CREATE TABLE IF NOT EXISTS frames(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, name TEXT,"
+    " file TEXT, binary TEXT, build_id TEXT, kind TEXT, unsym INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS nodes(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
+    " parent INTEGER NOT NULL, frame INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS attrsets(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
+    " labels BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS series(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, service TEXT,"
+    " type TEXT, period_type TEXT, period_unit TEXT, period INTEGER, aggregation INTEGER,"
+    " cpu_alias INTEGER, labels BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS payloads(local INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
+    " data BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS chunks(local INTEGER PRIMARY KEY, series INTEGER NOT NULL,"
+    " t_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL, n_entries INTEGER NOT NULL,"
+    " total INTEGER NOT NULL, scale INTEGER NOT NULL, payload INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS chunks_series_t ON chunks(series, t_ns);";
 
 /* The span index (API: Span links), also created in format-1 files written before it
  * existed (no backfill). span/trace: hex as bytes, other strings as text
  * (local_span_key); trace NULL when the attribute set has none. */
 static const char spans_sql[] =
-	"CREATE TABLE IF NOT EXISTS spans(span BLOB NOT NULL, trace BLOB, chunk INTEGER NOT NULL,"
-	" attrset INTEGER NOT NULL, PRIMARY KEY(span, chunk, attrset)) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace) WHERE trace IS NOT NULL;";
+    "CREATE TABLE IF NOT EXISTS spans(span BLOB NOT NULL, trace BLOB, chunk INTEGER NOT NULL,"
+    " attrset INTEGER NOT NULL, PRIMARY KEY(span, chunk, attrset)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace) WHERE trace IS NOT NULL;";
 
 int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const char *what)
 {
@@ -65,7 +65,8 @@ int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const ch
 	default:
 		break;
 	}
-	err_set(err, st, "store: %s failed on %s: %s", what, path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	err_set(err, st, "store: %s failed on %s: %s", what, path,
+	        db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 	if (err && st == 503)
 		err->retry_after = 5;
 	return -1;
@@ -252,10 +253,11 @@ static int set_pragmas(store_t *s, sqlite3 *db)
 {
 	sqlite3_busy_timeout(db, 5000);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	return sqlite3_exec(db,
-	                    s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
-	                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0;",
-	                    NULL, NULL, NULL);
+	return sqlite3_exec(
+	    db,
+	    s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
+	            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0;",
+	    NULL, NULL, NULL);
 }
 
 /* Creates a partition file with its schema under a temporary name and renames
@@ -267,10 +269,12 @@ static int part_create(store_t *s, const char *path, const char *pdir, err_t *er
 	snprintf(tmp, n, "%s.new", path);
 	unlink(tmp);
 	sqlite3 *db = NULL;
-	int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc =
+	    sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-		                              : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
+		rc = sqlite3_exec(db,
+		                  s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+		                          : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
 		                  NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -319,10 +323,10 @@ static void part_close(store_t *s, local_part_t *p)
 static int part_prepare(local_part_t *p, err_t *err)
 {
 	static const char *const ins_sql[LT_COUNT] = {
-		"INSERT INTO frames VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-		"INSERT INTO nodes VALUES(?1, ?2, ?3, ?4)",
-		"INSERT INTO attrsets VALUES(?1, ?2, ?3)",
-		"INSERT INTO series VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	    "INSERT INTO frames VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	    "INSERT INTO nodes VALUES(?1, ?2, ?3, ?4)",
+	    "INSERT INTO attrsets VALUES(?1, ?2, ?3)",
+	    "INSERT INTO series VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	};
 	int rc = SQLITE_OK;
 	for (int t = 0; t < LT_COUNT && rc == SQLITE_OK; t++) {
@@ -330,13 +334,15 @@ static int part_prepare(local_part_t *p, err_t *err)
 		snprintf(sql, sizeof sql, "SELECT local FROM %s WHERE id = ?1", table_name[t]);
 		rc = sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &p->sel[t], NULL);
 		if (rc == SQLITE_OK)
-			rc = sqlite3_prepare_v3(p->db, ins_sql[t], -1, SQLITE_PREPARE_PERSISTENT, &p->ins[t], NULL);
+			rc = sqlite3_prepare_v3(p->db, ins_sql[t], -1, SQLITE_PREPARE_PERSISTENT, &p->ins[t],
+			                        NULL);
 	}
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(p->db,
-		                        "INSERT INTO chunks(series, t_ns, duration_ns, n_entries, total, scale, payload)"
-		                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-		                        -1, SQLITE_PREPARE_PERSISTENT, &p->ins_chunk, NULL);
+		rc = sqlite3_prepare_v3(
+		    p->db,
+		    "INSERT INTO chunks(series, t_ns, duration_ns, n_entries, total, scale, payload)"
+		    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		    -1, SQLITE_PREPARE_PERSISTENT, &p->ins_chunk, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(p->db, "SELECT local FROM payloads WHERE hash = ?1", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &p->sel_payload, NULL);
@@ -344,36 +350,46 @@ static int part_prepare(local_part_t *p, err_t *err)
 		rc = sqlite3_prepare_v3(p->db, "INSERT INTO payloads(hash, data) VALUES(?1, ?2)", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &p->ins_payload, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(p->db, "INSERT INTO spans(span, trace, chunk, attrset) VALUES(?1, ?2, ?3, ?4)",
-		                        -1, SQLITE_PREPARE_PERSISTENT, &p->ins_span, NULL);
+		rc = sqlite3_prepare_v3(
+		    p->db, "INSERT INTO spans(span, trace, chunk, attrset) VALUES(?1, ?2, ?3, ?4)", -1,
+		    SQLITE_PREPARE_PERSISTENT, &p->ins_span, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(p->db, "INSERT OR REPLACE INTO meta VALUES('applied_lsn', ?1)", -1,
-		                        SQLITE_PREPARE_PERSISTENT, &p->set_applied, NULL);
+		rc = sqlite3_prepare_v3(
+		    p->db, "INSERT OR REPLACE INTO meta VALUES('applied_lsn', ?1), ('applied_log', ?2)", -1,
+		    SQLITE_PREPARE_PERSISTENT, &p->set_applied, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "preparing statements");
 	return 0;
 }
 
 /* Checks meta.format and reads meta.applied_lsn (absent in files written
- * before the store's log: 0). */
-static int part_read_meta(local_part_t *p, err_t *err)
+ * before the store's log: 0), which counts only when meta.applied_log is
+ * the id of the store's log (absent: 0, a log from before ids): positions
+ * in a log that was deleted say nothing about the new one. */
+static int part_read_meta(const store_t *s, local_part_t *p, err_t *err)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(p->db, "SELECT key, value FROM meta WHERE key IN ('format', 'applied_lsn')", -1,
-	                            &st, NULL);
+	int rc = sqlite3_prepare_v2(
+	    p->db, "SELECT key, value FROM meta WHERE key IN ('format', 'applied_lsn', 'applied_log')", -1,
+	    &st, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "reading the format");
 	int64_t format = -1;
+	uint64_t log = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(st, 0);
 		if (k && !strcmp(k, "format"))
 			format = sqlite3_column_int64(st, 1);
+		else if (k && !strcmp(k, "applied_log"))
+			log = (uint64_t)sqlite3_column_int64(st, 1);
 		else
 			p->applied_lsn = (uint64_t)sqlite3_column_int64(st, 1);
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return local_sqlite_err(err, p->db, rc, p->path, "reading the format");
+	if (log != (s->wal ? local_wal_id(s->wal) : 0))
+		p->applied_lsn = 0;
 	if (format != LOCAL_FORMAT)
 		return err_set(err, 500, "store: %s has partition format %lld, this Kiln writes %d", p->path,
 		               (long long)format, LOCAL_FORMAT);
@@ -407,7 +423,8 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 	if (mkdir(pdir, 0755) == 0) {
 		local_fsync_dir(s->dir);
 	} else if (errno != EEXIST) {
-		err_set(err, errno == ENOSPC ? 503 : 500, "store: cannot create %s: %s", pdir, strerror(errno));
+		err_set(err, errno == ENOSPC ? 503 : 500, "store: cannot create %s: %s", pdir,
+		        strerror(errno));
 		if (err && errno == ENOSPC)
 			err->retry_after = 5;
 		goto fail;
@@ -420,7 +437,7 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 		local_sqlite_err(err, p->db, rc, p->path, "opening");
 		goto fail;
 	}
-	if (part_read_meta(p, err) < 0)
+	if (part_read_meta(s, p, err) < 0)
 		goto fail;
 	if ((rc = sqlite3_exec(p->db, spans_sql, NULL, NULL, NULL)) != SQLITE_OK) {
 		local_sqlite_err(err, p->db, rc, p->path, "creating the span index");
@@ -594,9 +611,10 @@ void local_part_rollback(store_t *s, local_part_t *p)
 	}
 }
 
-int local_part_set_applied(local_part_t *p, uint64_t lsn, err_t *err)
+int local_part_set_applied(local_part_t *p, uint64_t lsn, uint64_t log, err_t *err)
 {
 	sqlite3_bind_int64(p->set_applied, 1, (sqlite3_int64)lsn);
+	sqlite3_bind_int64(p->set_applied, 2, (sqlite3_int64)log);
 	return run_insert(p, p->set_applied, err);
 }
 
@@ -736,7 +754,8 @@ static int resolve_attrset(wctx_t *w, uint32_t i, uint32_t *out)
 		if ((uint64_t)a->first + a->count > b->n_attr_labels)
 			return bad_batch(w, "attribute labels");
 		local_labels_encode(b->attr_labels + a->first, a->count, &w->sc->labels);
-		sqlite3_bind_blob(w->p->ins[LT_ATTRSET], 3, w->sc->labels.p, (int)w->sc->labels.n, SQLITE_STATIC);
+		sqlite3_bind_blob(w->p->ins[LT_ATTRSET], 3, w->sc->labels.p, (int)w->sc->labels.n,
+		                  SQLITE_STATIC);
 		if (insert_row(w->s, w->p, LT_ATTRSET, a->id, out, w->err) < 0)
 			return -1;
 	}
@@ -801,14 +820,16 @@ static int write_profile(wctx_t *w, const model_profile_t *pr)
 		return bad_batch(w, "sample range");
 	if (resolve_series(w, pr, &series) < 0)
 		return -1;
-	sc->entries = xgrow(sc->entries, &sc->cap_entries, (size_t)pr->samples_count + 1, sizeof *sc->entries);
+	sc->entries =
+	    xgrow(sc->entries, &sc->cap_entries, (size_t)pr->samples_count + 1, sizeof *sc->entries);
 	uint32_t n = pr->samples_count;
 	sc->n_span_sets = 0;
 	sc->stamp++;
 	for (uint32_t i = 0; i < n; i++) {
 		const model_sample_t *smp = &b->samples[pr->samples_first + i];
 		store_wentry_t *e = &sc->entries[i];
-		if (resolve_node(w, smp->node, &e->node) < 0 || resolve_attrset(w, smp->attrset, &e->attrset) < 0)
+		if (resolve_node(w, smp->node, &e->node) < 0 ||
+		    resolve_attrset(w, smp->attrset, &e->attrset) < 0)
 			return -1;
 		local_span_ref_t *r = &sc->span_ref[smp->attrset];
 		if (smp->attrset && r->span && r->seen != sc->stamp && smp->value != 0) {

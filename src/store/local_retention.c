@@ -180,8 +180,9 @@ int local_retention_run(store_t *s, local_job_t *j, err_t *err)
 	if (n && s->sync)
 		local_fsync_dir(dir);
 	if (deleted)
-		log_info("store: retention deleted partitions", "project=%s keep_days=%d before=%s partitions=%u",
-		         j->proj, j->keep_days, first, deleted);
+		log_info("store: retention deleted partitions",
+		         "project=%s keep_days=%d before=%s partitions=%u", j->proj, j->keep_days, first,
+		         deleted);
 	*j->deleted = deleted;
 	free(names);
 	free(dir);
@@ -216,7 +217,8 @@ int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		snprintf(path, dn, "%s/%s", s->dir, names[i]);
-		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && local_project_name(names[i], name, &len) == 0)
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    local_project_name(names[i], name, &len) == 0)
 			cb(slice_make(name, len), ctx);
 		free(names[i]);
 	}

@@ -32,6 +32,8 @@
 /* Checkpoint file: "KILNCKPT", u64 lsn, u64 XXH3 of bytes 0..15. */
 #define CKPT_MAGIC "KILNCKPT"
 #define CKPT_BYTES 24u
+/* Id file: "KILNLGID", u64 id, u64 XXH3 of bytes 0..15 (the checkpoint's layout). */
+#define ID_MAGIC "KILNLGID"
 #define SCAN_BLOCK (1u << 20)      /* bytes read at a time when scanning for a valid header */
 #define ZERO_BLOCK (1u << 20)      /* bytes written at a time when zero-filling a spare */
 #define SEG_BYTES_MAX (1ull << 32) /* an offset is the low 32 bits of an LSN */
@@ -56,8 +58,10 @@ struct local_wal {
 	size_t n_segs, cap_segs;
 	int have_spare, making_spare;
 	uint64_t spare_bytes;
-	uint64_t next_bytes; /* size of the next spare: segments grow from LOCAL_WAL_SEGMENT_FIRST to seg_bytes */
+	uint64_t
+	    next_bytes; /* size of the next spare: segments grow from LOCAL_WAL_SEGMENT_FIRST to seg_bytes */
 	uint64_t ckpt, next_seq;
+	uint64_t id; /* the id file's value; 0: a log from before ids */
 	/* writer */
 	int fd; /* current segment, -1: none */
 	uint64_t cur_seq, cur_bytes, cur_salt, off, end_lsn;
@@ -306,26 +310,67 @@ static void why_add(local_wal_t *w, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void read_checkpoint(local_wal_t *w)
+/* The log's small files (checkpoint, id): magic[8], u64 value, u64 XXH3 of
+ * bytes 0..15. 1 with *value, 0 when absent, -1 when unreadable or damaged
+ * (why says which). */
+static int stamp_read(const local_wal_t *w, const char *name, const char *magic, uint64_t *value, char *why,
+                      size_t why_n)
 {
-	char *p = wal_path(w, "checkpoint");
+	char *p = wal_path(w, name);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	free(p);
 	if (fd < 0) {
-		if (errno != ENOENT)
-			snprintf(w->ckpt_why, sizeof w->ckpt_why, "checkpoint unreadable (%s)",
-			         strerror(errno));
-		return;
+		if (errno == ENOENT)
+			return 0;
+		snprintf(why, why_n, "%s unreadable (%s)", name, strerror(errno));
+		return -1;
 	}
 	uint8_t b[CKPT_BYTES];
 	ssize_t got = read_at(fd, b, sizeof b, 0);
 	close(fd);
-	if (got != (ssize_t)sizeof b || memcmp(b, CKPT_MAGIC, 8) != 0 ||
-	    get64(b + 16) != XXH3_64bits(b, 16)) {
-		snprintf(w->ckpt_why, sizeof w->ckpt_why, "checkpoint damaged");
-		return;
+	if (got != (ssize_t)sizeof b || memcmp(b, magic, 8) != 0 || get64(b + 16) != XXH3_64bits(b, 16)) {
+		snprintf(why, why_n, "%s damaged", name);
+		return -1;
 	}
-	w->ckpt = get64(b + 8);
+	*value = get64(b + 8);
+	return 1;
+}
+
+/* Writes a small file (stamp_read's layout) durably: a temporary file,
+ * fsync, rename, fsync of the directory. 0, or -1 with err. */
+static int stamp_write(local_wal_t *w, const char *name, const char *magic, uint64_t value, err_t *err)
+{
+	uint8_t b[CKPT_BYTES];
+	memcpy(b, magic, 8);
+	put64(b + 8, value);
+	put64(b + 16, XXH3_64bits(b, 16));
+	char tmp_name[32];
+	snprintf(tmp_name, sizeof tmp_name, "%s.tmp", name);
+	char *tmp = wal_path(w, tmp_name), *p = wal_path(w, name);
+	int rc = -1;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		io_err(err, "cannot create", tmp);
+	} else if (write_all(fd, b, sizeof b, 0) != 0 || fsync(fd) != 0) {
+		io_err(err, "cannot write", tmp);
+	} else if (rename(tmp, p) != 0 || dir_sync(w) != 0) {
+		io_err(err, "cannot rename to", p);
+	} else {
+		rc = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc != 0)
+		unlink(tmp);
+	free(tmp);
+	free(p);
+	return rc;
+}
+
+static void read_checkpoint(local_wal_t *w)
+{
+	if (stamp_read(w, "checkpoint", CKPT_MAGIC, &w->ckpt, w->ckpt_why, sizeof w->ckpt_why) < 0)
+		w->ckpt = 0;
 }
 
 static void seg_remove_at(local_wal_t *w, size_t i)
@@ -471,6 +516,20 @@ int local_wal_open(const char *dir, const local_wal_opts_t *o, local_wal_t **out
 	}
 	if (w->ckpt_why[0])
 		why_add(w, "%s: replayed from the oldest segment", w->ckpt_why);
+	/* The log's id: a new log gets a random one, so what recorded positions in
+	 * a log before it (a deleted DIR/_wal) can tell (local_wal_id). */
+	char id_why[96];
+	int id_rc = stamp_read(w, "id", ID_MAGIC, &w->id, id_why, sizeof id_why);
+	if (id_rc == 0 && !w->n_segs && !w->ckpt) {
+		while (!w->id)
+			if (getrandom(&w->id, sizeof w->id, 0) != (ssize_t)sizeof w->id)
+				w->id = XXH3_64bits_withSeed(w, sizeof *w, (uint64_t)time_now_ns());
+		if (stamp_write(w, "id", ID_MAGIC, w->id, err) != 0)
+			goto fail;
+	} else if (id_rc < 0) {
+		w->id = 0;
+		why_add(w, "%s: taken as 0", id_why);
+	}
 	/* the next segment continues the chain: no gap where an unstarted one was retired */
 	uint64_t top = w->n_segs ? w->segs[w->n_segs - 1].seq : 0;
 	w->next_seq = ((w->ckpt >> 32) > top ? (w->ckpt >> 32) : top) + 1;
@@ -1033,34 +1092,18 @@ int local_wal_checkpoint(local_wal_t *w, uint64_t lsn, err_t *err)
 	if (lsn > end)
 		return err_set(err, 500, "store log: checkpoint 0x%llx past the end of the log 0x%llx",
 		               (unsigned long long)lsn, (unsigned long long)end);
-	uint8_t b[CKPT_BYTES];
-	memcpy(b, CKPT_MAGIC, 8);
-	put64(b + 8, lsn);
-	put64(b + 16, XXH3_64bits(b, 16));
-	char *tmp = wal_path(w, "checkpoint.tmp"), *p = wal_path(w, "checkpoint");
-	int rc = -1;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		io_err(err, "cannot create", tmp);
-	} else if (write_all(fd, b, sizeof b, 0) != 0 || fsync(fd) != 0) {
-		io_err(err, "cannot write", tmp);
-	} else if (rename(tmp, p) != 0 || dir_sync(w) != 0) {
-		io_err(err, "cannot rename to", p);
-	} else {
-		rc = 0;
-	}
-	if (fd >= 0)
-		close(fd);
+	int rc = stamp_write(w, "checkpoint", CKPT_MAGIC, lsn, err);
 	if (rc == 0) {
 		pthread_mutex_lock(&w->mu);
 		w->ckpt = lsn;
 		if (recycle(w, lsn) != 0)
 			rc = io_err(err, "cannot sync", w->dir);
 		pthread_mutex_unlock(&w->mu);
-	} else {
-		unlink(tmp);
 	}
-	free(tmp);
-	free(p);
 	return rc;
+}
+
+uint64_t local_wal_id(const local_wal_t *w)
+{
+	return w->id;
 }

@@ -32,8 +32,9 @@
 #define LOCAL_WAL_HEADER_BYTES 4096u /* a segment's header block; its first record follows */
 #define LOCAL_WAL_REC_HEADER 40u     /* bytes of a record's header */
 #define LOCAL_WAL_SEGMENT_MIN 8192u  /* the smallest segment local_wal_open accepts (tests) */
-#define LOCAL_WAL_SEGMENT_FIRST (1u << 20) /* a new log's first segment; each next one is twice
-                                              the last, up to segment_bytes */
+#define LOCAL_WAL_SEGMENT_FIRST                                                                              \
+	(1u << 20) /* a new log's first segment; each next one is twice                                      \
+	              the last, up to segment_bytes */
 
 /* Record kinds (a record of another kind is not valid). */
 enum { LOCAL_WAL_GROUP = 1, LOCAL_WAL_FLOOR = 2, LOCAL_WAL_KIND_MAX = 2 };
@@ -111,6 +112,11 @@ int local_wal_append(local_wal_t *w, uint32_t kind, uint32_t n, slice_t payload,
 
 /* The end of the last durable record (0: none yet). */
 uint64_t local_wal_end(local_wal_t *w);
+/* The log's id, random, written when the log was created (DIR/_wal/id);
+ * 0 for a log made before ids. Whoever records LSNs of this log records
+ * its id with them: LSNs of another log (the directory deleted and made
+ * again) say nothing about this one. */
+uint64_t local_wal_id(const local_wal_t *w);
 /* Bytes of segment and spare files on disk. */
 uint64_t local_wal_disk_bytes(local_wal_t *w);
 

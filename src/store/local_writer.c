@@ -74,6 +74,7 @@ static void local_free(store_t *s)
 	local_damage_free(s);
 	store_writeq_destroy(&s->q);
 	pthread_cond_destroy(&s->ap_room);
+	pthread_cond_destroy(&s->ap_idle);
 	pthread_cond_destroy(&s->ap_work);
 	pthread_mutex_destroy(&s->ap_mu);
 	if (s->lock_fd >= 0)
@@ -126,6 +127,7 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	pthread_mutex_init(&s->ap_mu, NULL);
 	pthread_cond_init(&s->ap_work, NULL);
 	pthread_cond_init(&s->ap_room, NULL);
+	pthread_cond_init(&s->ap_idle, NULL);
 	local_damage_init(s);
 	store_writeq_config_t qc = {
 	    .window_ms = cfg->commit_interval_ms > 0 ? cfg->commit_interval_ms : 0,
@@ -233,14 +235,14 @@ static int check_job(store_t *s, local_job_t *j, err_t *err)
 /* A group the log thread hands to the apply thread (or a sweep). */
 typedef struct local_apply_item {
 	struct local_apply_item *next;
-	store_job_t **jobs; /* all of the group, finished after applying */
+	store_job_t **jobs; /* all of the group, answered by the log thread, finished after applying */
 	size_t n;
 	model_batch_t **b; /* the appended ones, with their project dirs */
 	char **proj;
 	uint32_t m;
-	uint64_t lsn; /* 0: nothing was appended */
+	uint64_t lsn;   /* 0: nothing was appended */
+	uint64_t bytes; /* the memory of its batches (counted in ap_bytes) */
 	buf_t rec;
-	int64_t t0; /* time_mono_ns when the log thread took it */
 } local_apply_item_t;
 
 /* Fails every job of it that has not failed yet. */
@@ -271,6 +273,7 @@ static void log_group(store_t *s, local_apply_item_t *it)
 		}
 		it->b[it->m] = j->base.b;
 		it->proj[it->m++] = j->proj;
+		it->bytes += it->jobs[k]->bytes;
 	}
 	if (!it->m)
 		return;
@@ -290,22 +293,11 @@ static void log_group(store_t *s, local_apply_item_t *it)
 	}
 }
 
-/* The queue's run (the log thread): a group is checked and appended, then
- * handed to the apply thread, which writes it to its partitions and
- * finishes its jobs; a sweep goes there as it is. Waits while
- * LOCAL_APPLY_DEPTH groups are handed over already. */
-static void run_group(void *ctx, store_job_t **jobs, size_t n)
+/* Hands it to the apply thread; waits while the groups handed over reach
+ * LOCAL_APPLY_DEPTH or LIMIT_STORE_APPLY_BYTES (ap_mu held). */
+static void hand_over(store_t *s, local_apply_item_t *it)
 {
-	store_t *s = ctx;
-	local_apply_item_t *it = xcalloc(1, sizeof *it);
-	it->t0 = time_mono_ns();
-	it->jobs = xmalloc(n * sizeof *jobs);
-	memcpy(it->jobs, jobs, n * sizeof *jobs);
-	it->n = n;
-	if (jobs[0]->b)
-		log_group(s, it);
-	pthread_mutex_lock(&s->ap_mu);
-	while (s->ap_n >= LOCAL_APPLY_DEPTH)
+	while (s->ap_n >= LOCAL_APPLY_DEPTH || (s->ap_n && s->ap_bytes + it->bytes > LIMIT_STORE_APPLY_BYTES))
 		pthread_cond_wait(&s->ap_room, &s->ap_mu);
 	if (s->ap_tail)
 		s->ap_tail->next = it;
@@ -313,26 +305,53 @@ static void run_group(void *ctx, store_job_t **jobs, size_t n)
 		s->ap_head = it;
 	s->ap_tail = it;
 	s->ap_n++;
+	s->ap_bytes += it->bytes;
 	pthread_cond_signal(&s->ap_work);
+}
+
+/* The queue's run (the log thread): a group is checked and appended, its
+ * jobs answered (durable in the log, the commit point), then it is handed
+ * to the apply thread, which writes it to its partitions. A sweep is handed
+ * over as it is, and the log thread waits for it, so every later group is
+ * checked against the floor it sets. */
+static void run_group(void *ctx, store_job_t **jobs, size_t n)
+{
+	store_t *s = ctx;
+	int64_t t0 = time_mono_ns();
+	local_apply_item_t *it = xcalloc(1, sizeof *it);
+	it->jobs = xmalloc(n * sizeof *jobs);
+	memcpy(it->jobs, jobs, n * sizeof *jobs);
+	it->n = n;
+	int sweep = !jobs[0]->b;
+	if (!sweep) {
+		log_group(s, it);
+		if (it->lsn)
+			atomic_store(&s->durable_end,
+			             it->lsn + ((LOCAL_WAL_REC_HEADER + it->rec.n + 7) & ~(uint64_t)7));
+		for (size_t k = 0; k < n; k++) {
+			local_job_t *j = JOB(jobs[k]);
+			store_job_answer(jobs[k], j->failed ? &j->err : NULL);
+		}
+		store_commit_note(&s->commit_stats, (uint64_t)(time_mono_ns() - t0));
+	}
+	pthread_mutex_lock(&s->ap_mu);
+	hand_over(s, it);
+	pthread_mutex_unlock(&s->ap_mu);
+	if (sweep)
+		local_apply_wait(s);
+}
+
+void local_apply_wait(store_t *s)
+{
+	pthread_mutex_lock(&s->ap_mu);
+	while (s->ap_n || s->ap_busy)
+		pthread_cond_wait(&s->ap_idle, &s->ap_mu);
 	pthread_mutex_unlock(&s->ap_mu);
 }
 
-/* The apply thread's half: a sweep runs; an appended group is written to
- * its partitions. Then every job is finished. */
-static void apply_item(store_t *s, local_apply_item_t *it)
+/* Finishes every job of it (answered already, unless a sweep) and frees it. */
+static void item_free(local_apply_item_t *it)
 {
-	if (!it->jobs[0]->b) { /* a retention sweep, always alone */
-		err_t err = {0};
-		if (local_retention_run(s, JOB(it->jobs[0]), &err) < 0) {
-			JOB(it->jobs[0])->err = err;
-			JOB(it->jobs[0])->failed = 1;
-		}
-	} else {
-		if (it->lsn)
-			local_log_apply(s, it->lsn, it->b, it->proj, it->m, &it->rec);
-		store_commit_note(&s->commit_stats, (uint64_t)(time_mono_ns() - it->t0));
-	}
-	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
 	for (size_t k = 0; k < it->n; k++) {
 		local_job_t *j = JOB(it->jobs[k]);
 		store_job_finish(it->jobs[k], j->failed ? &j->err : NULL);
@@ -343,6 +362,60 @@ static void apply_item(store_t *s, local_apply_item_t *it)
 	free(it->proj);
 	free(it->jobs);
 	free(it);
+}
+
+/* The apply thread's half: a sweep runs alone; appended groups taken
+ * together are written to their partitions in one pass. */
+static void apply_items(store_t *s, local_apply_item_t *first)
+{
+	if (!first->jobs[0]->b) { /* a retention sweep, always alone */
+		err_t err = {0};
+		if (local_retention_run(s, JOB(first->jobs[0]), &err) < 0) {
+			JOB(first->jobs[0])->err = err;
+			JOB(first->jobs[0])->failed = 1;
+		}
+	} else {
+		uint32_t n = 0;
+		for (local_apply_item_t *it = first; it; it = it->next)
+			n += it->lsn != 0;
+		local_group_t *g = xmalloc((n ? n : 1) * sizeof *g);
+		n = 0;
+		for (local_apply_item_t *it = first; it; it = it->next)
+			if (it->lsn)
+				g[n++] = (local_group_t){it->lsn, it->b, it->proj, it->m, &it->rec};
+		if (n)
+			local_log_apply(s, g, n);
+		free(g);
+	}
+	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
+	while (first) {
+		local_apply_item_t *next = first->next;
+		item_free(first);
+		first = next;
+	}
+}
+
+/* Takes what waits (ap_mu held, ap_head set): a sweep alone, else groups up
+ * to the next sweep and LIMIT_STORE_GROUP_BATCHES batches (at least one). */
+static local_apply_item_t *take_items(store_t *s)
+{
+	local_apply_item_t *first = s->ap_head, *last = first;
+	uint32_t batches = first->m;
+	if (first->jobs[0]->b)
+		while (last->next && last->next->jobs[0]->b &&
+		       batches + last->next->m <= LIMIT_STORE_GROUP_BATCHES) {
+			last = last->next;
+			batches += last->m;
+		}
+	s->ap_head = last->next;
+	if (!s->ap_head)
+		s->ap_tail = NULL;
+	last->next = NULL;
+	for (local_apply_item_t *it = first; it; it = it->next) {
+		s->ap_n--;
+		s->ap_bytes -= it->bytes;
+	}
+	return first;
 }
 
 static void *apply_main(void *arg)
@@ -377,15 +450,15 @@ static void *apply_main(void *arg)
 		}
 		if (!s->ap_head)
 			break;
-		local_apply_item_t *it = s->ap_head;
-		s->ap_head = it->next;
-		if (!s->ap_head)
-			s->ap_tail = NULL;
-		s->ap_n--;
+		local_apply_item_t *first = take_items(s);
+		s->ap_busy = 1;
 		pthread_cond_signal(&s->ap_room);
 		pthread_mutex_unlock(&s->ap_mu);
-		apply_item(s, it);
+		apply_items(s, first);
 		pthread_mutex_lock(&s->ap_mu);
+		s->ap_busy = 0;
+		if (!s->ap_head)
+			pthread_cond_broadcast(&s->ap_idle);
 	}
 	pthread_mutex_unlock(&s->ap_mu);
 	return NULL;
@@ -442,9 +515,24 @@ static uint32_t count_partitions(const char *dir)
 
 void local_get_stats(store_t *s, store_stats_t *out)
 {
+	local_read_barrier(s);
 	store_commit_read(&s->commit_stats, out);
 	out->partitions = count_partitions(s->dir);
 	out->damaged = atomic_load(&s->damaged_count);
+}
+
+/* Reads see every write answered before they began (local_read_barrier). */
+static int view_open_after_writes(store_t *s, slice_t project, int64_t from_ns, int64_t until_ns,
+                                  store_view_t **out, err_t *err)
+{
+	local_read_barrier(s);
+	return local_view_open(s, project, from_ns, until_ns, out, err);
+}
+
+static int projects_after_writes(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx, err_t *err)
+{
+	local_read_barrier(s);
+	return local_projects(s, cb, ctx, err);
 }
 
 const store_engine_t store_local_engine = {
@@ -453,9 +541,10 @@ const store_engine_t store_local_engine = {
     .close = local_close,
     .submit = local_submit,
     .queue_depth = local_queue_depth,
+    .read_barrier = local_read_barrier,
     .set_retention = local_set_retention,
     .retention_start = local_retention_start,
-    .projects = local_projects,
+    .projects = projects_after_writes,
     .retention_sweep = local_retention_sweep,
     .get_stats = local_get_stats,
     .usage_write = local_usage_write,
@@ -464,7 +553,7 @@ const store_engine_t store_local_engine = {
     .keys_revoke = local_keys_revoke,
     .keys_read = local_keys_read,
     .keys_poll = local_keys_poll,
-    .view_open = local_view_open,
+    .view_open = view_open_after_writes,
     .view_close = local_view_close,
     .view_partitions = local_view_partitions,
     .view_skipped = local_view_skipped,

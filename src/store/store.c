@@ -29,7 +29,10 @@ void store_drain(store_t *s)
 		ENGINE(s)->drain(s);
 }
 
-const char *store_engine_name(const store_t *s) { return ENGINE(s)->name; }
+const char *store_engine_name(const store_t *s)
+{
+	return ENGINE(s)->name;
+}
 
 void store_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx)
 {
@@ -75,7 +78,10 @@ int store_write_sync(store_t *s, model_batch_t *b, err_t *err)
 	store_waiter_t w;
 	store_waiter_init(&w);
 	store_submit(s, b, store_waiter_done, &w);
-	return store_waiter_wait(&w, err);
+	int rc = store_waiter_wait(&w, err);
+	if (rc == 0 && ENGINE(s)->read_barrier)
+		ENGINE(s)->read_barrier(s);
+	return rc;
 }
 
 void store_commit_note(store_commit_stats_t *c, uint64_t ns)
@@ -185,7 +191,10 @@ int store_floor_error(err_t *err, int64_t day, int64_t floor, slice_t project)
 	               d, (int)project.n, (const char *)project.p, first);
 }
 
-uint32_t store_queue_depth(store_t *s) { return ENGINE(s)->queue_depth(s); }
+uint32_t store_queue_depth(store_t *s)
+{
+	return ENGINE(s)->queue_depth(s);
+}
 
 int store_set_retention(store_t *s, slice_t project, int days, err_t *err)
 {

@@ -18,13 +18,13 @@ typedef struct store store_t;
 enum { STORE_ENGINE_LOCAL = 0, STORE_ENGINE_CLICKHOUSE = 1 };
 
 typedef struct {
-	int engine;               /* STORE_ENGINE_* (default local) */
-	const char *dir;          /* local: data directory (created if missing) */
+	int engine;      /* STORE_ENGINE_* (default local) */
+	const char *dir; /* local: data directory (created if missing) */
 	/* clickhouse: HTTP interface URL (http://host:8123), database (created if
 	 * missing), credentials, and an optional cluster name (tables created
 	 * ON CLUSTER: Distributed over MergeTree tables on every shard). */
 	const char *ch_url, *ch_database, *ch_user, *ch_password, *ch_cluster;
-	int ch_replicated;        /* with a cluster: Replicated*MergeTree local tables ({shard}, {replica} macros) */
+	int ch_replicated; /* with a cluster: Replicated*MergeTree local tables ({shard}, {replica} macros) */
 	/* clickhouse: MiB one answer may hold (0: LIMIT_CH_ANSWER_BYTES); past it a read fails with a
 	 * 503 that names store.maxAnswerMiB. */
 	uint32_t ch_max_answer_mib;
@@ -45,13 +45,13 @@ typedef struct {
 	 * which holds the writer. NULL: none. */
 	void (*hold)(void *arg, size_t n);
 	void *hold_arg;
-	int sync;                 /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
-	int retention_days;       /* retention of projects without store_set_retention; 0 (default):
-	                             none, views are not clamped (tools, tests); the server passes the
-	                             configured default (14 days, OPS: Retention). */
-	int keys_usage_only;      /* 1: only keys and usage will be used (kiln keys, kiln usage beside a
-	                             running server): the embedded engine takes no lock, starts no writer
-	                             (writes get a 503) and creates nothing until a key or count is written */
+	int sync;            /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
+	int retention_days;  /* retention of projects without store_set_retention; 0 (default):
+	                        none, views are not clamped (tools, tests); the server passes the
+	                        configured default (14 days, OPS: Retention). */
+	int keys_usage_only; /* 1: only keys and usage will be used (kiln keys, kiln usage beside a
+	                        running server): the embedded engine takes no lock, starts no writer
+	                        (writes get a 503) and creates nothing until a key or count is written */
 } store_config_t;
 
 store_t *store_open(const store_config_t *cfg, err_t *err);
@@ -80,7 +80,10 @@ typedef void (*store_done_fn)(void *ctx, const err_t *err);
 void store_submit(store_t *s, model_batch_t *b, store_done_fn done, void *ctx);
 /* 1 when err is that busy refusal (API: Push errors; the scraper's store_busy). */
 int store_busy(const err_t *err);
-/* store_submit + wait. For the CLI, tests and benchmarks. 0 or -1 with err. */
+/* store_submit + wait; on success every read begun after it returns sees
+ * the batch (the embedded engine answers a write once it is durable in its
+ * log and writes its partitions after: it waits for them here). For the
+ * CLI, tests and benchmarks. 0 or -1 with err. */
 int store_write_sync(store_t *s, model_batch_t *b, err_t *err);
 
 /* Queued batches not yet committed (for /metrics and backpressure). */
@@ -205,31 +208,31 @@ int store_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t
 typedef struct store_view store_view_t;
 
 typedef struct {
-	uint32_t local;         /* local id in its partition */
-	uint64_t id;            /* global series id (hash) */
+	uint32_t local; /* local id in its partition */
+	uint64_t id;    /* global series id (hash) */
 	slice_t service;
-	slice_t type;           /* "sample_type:sample_unit" */
+	slice_t type; /* "sample_type:sample_unit" */
 	slice_t period_type, period_unit;
 	int64_t period;
-	uint8_t aggregation;    /* MODEL_WINDOW / MODEL_SNAPSHOT */
+	uint8_t aggregation; /* MODEL_WINDOW / MODEL_SNAPSHOT */
 	uint8_t cpu_alias;
 	const model_label_t *labels; /* series labels, sorted by key */
 	uint32_t n_labels;
 } store_series_t;
 
 typedef struct {
-	uint32_t series;        /* local series id */
-	int64_t t_ns;           /* profile start */
+	uint32_t series; /* local series id */
+	int64_t t_ns;    /* profile start */
 	int64_t duration_ns;
 	uint32_t n_entries;
-	int64_t total;          /* sum of the chunk's values */
-	int64_t chunk_id;       /* unique within the view; tells chunks apart (not an order) */
+	int64_t total;            /* sum of the chunk's values */
+	int64_t chunk_id;         /* unique within the view; tells chunks apart (not an order) */
 	int64_t _payload, _scale; /* engine-private */
 } store_chunk_head_t;
 
 typedef struct {
-	uint32_t node;     /* local node id (leaf of the stack); 0: the root, an empty stack */
-	uint32_t attrset;  /* local attrset id, 0 = no attributes */
+	uint32_t node;    /* local node id (leaf of the stack); 0: the root, an empty stack */
+	uint32_t attrset; /* local attrset id, 0 = no attributes */
 	int64_t value;
 	int64_t t_ns; /* sample time at 1 s resolution (API: Frames); the chunk's t_ns when the
 	                 samples had none. A chunk may hold one (node, attrset) several
@@ -298,7 +301,7 @@ int store_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_
 
 typedef struct {
 	store_chunk_head_t head; /* a chunk with linked samples (pass to store_view_entries) */
-	uint32_t attrset;      /* local attrset id: its entries with this attrset are the linked ones */
+	uint32_t attrset;        /* local attrset id: its entries with this attrset are the linked ones */
 } store_span_hit_t;
 
 /* Chunks of partition p whose t_ns is in the view's range and that hold

@@ -39,21 +39,42 @@ static size_t batch_bytes(const model_batch_t *b)
 	return n;
 }
 
-void store_job_finish(store_job_t *j, const err_t *err)
+/* Takes j off its queue's counts. */
+static void job_uncount(store_job_t *j)
 {
 	store_writeq_t *q = j->q;
-	if (q) {
-		pthread_mutex_lock(&q->mu);
-		q->depth--;
-		if (j->b) {
-			q->queued--;
-			q->queued_bytes -= j->bytes;
-		}
-		pthread_mutex_unlock(&q->mu);
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->depth--;
+	if (j->b) {
+		q->queued--;
+		q->queued_bytes -= j->bytes;
 	}
-	model_batch_free(j->b);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void store_job_answer(store_job_t *j, const err_t *err)
+{
+	if (j->answered)
+		return;
+	j->answered = 1;
+	job_uncount(j);
 	if (j->done)
 		j->done(j->ctx, err);
+}
+
+void store_job_finish(store_job_t *j, const err_t *err)
+{
+	if (!j->answered) {
+		j->answered = 1;
+		job_uncount(j);
+		model_batch_free(j->b);
+		j->b = NULL;
+		if (j->done)
+			j->done(j->ctx, err);
+	}
+	model_batch_free(j->b);
 	free(j); /* j is the first member of the engine's job */
 }
 

@@ -233,6 +233,29 @@ static void test_reopen_and_dedupe(void **state)
 	assert_int_equal(count_rows(path, "payloads"), 1);
 }
 
+/* DIR/_wal deleted after a clean stop (nothing in it to replay): the new log
+ * numbers its records above the LSNs the partitions recorded from the old
+ * one, so a later write is applied, not skipped as already held. */
+static void test_log_deleted_after_clean_stop(void **state)
+{
+	store_fix *f = *state;
+	for (int i = 0; i < 3; i++)
+		write_ok(f->s, test_batch(DAY0 + i * 10 * NS_PER_SEC, 100));
+	store_close(f->s);
+	char wal[512];
+	snprintf(wal, sizeof wal, "%s/_wal", f->dir);
+	tmpdir_free(strdup(wal));
+	f->s = open_store(f->dir);
+	write_ok(f->s, test_batch(DAY0 + 30 * NS_PER_SEC, 100));
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 4 * 600);
+	assert_int_equal(chunks, 4);
+	store_close(f->s);
+	f->s = open_store(f->dir);
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 4 * 600);
+	assert_int_equal(chunks, 4);
+}
+
 typedef struct {
 	store_t *s;
 	int n, base;
@@ -603,6 +626,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_log_deleted_after_clean_stop, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reader_during_writes, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_partition_is_skipped, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit_many_threads, store_fix_setup, store_fix_teardown),

@@ -86,6 +86,14 @@ static void write_round(store_t *s, int64_t t_ns, int64_t v0)
 			;
 	sem_destroy(&r.sem);
 	assert_int_equal(atomic_load(&r.failed), 0);
+	local_apply_wait(s); /* answered once in the log: the partitions are written after */
+}
+
+/* write_ok, then the apply thread's pass is over (the LRU trimmed after it). */
+static void write_applied(store_t *s, model_batch_t *b)
+{
+	write_ok(s, b);
+	local_apply_wait(s);
 }
 
 /* store_fix_setup with fsync off (store_config_t.sync -1): 1,000 new files
@@ -116,6 +124,7 @@ static void test_thousand_projects_stay_open(void **state)
 	}
 	/* The store log's segment is opened by the first write: made before counting. */
 	assert_int_equal(store_write_sync(s, test_batch(DAY0, 1), &(err_t){0}), 0);
+	local_apply_wait(s);
 	local_parts_close_all(s);
 	s->part_opens = 0;
 	uint32_t fds0 = count_fds();
@@ -214,11 +223,11 @@ static void test_cache_evicts_least_recent(void **state)
 	 * (the empty attribute set has no row). Budget 30: two fit, a third
 	 * passes it. */
 	s->cache_budget = 30;
-	write_ok(s, project_batch("a", DAY0, 1));
-	write_ok(s, project_batch("b", DAY0, 2));
+	write_applied(s, project_batch("a", DAY0, 1));
+	write_applied(s, project_batch("b", DAY0, 2));
 	assert_int_equal(s->cache_entries, 22);
 	/* c's 9th id reaches 30: a, the least recently used, gives its 11 up. */
-	write_ok(s, project_batch("c", DAY0, 3));
+	write_applied(s, project_batch("c", DAY0, 3));
 	local_part_t *a = find_part(s, "a"), *b = find_part(s, "b"), *c = find_part(s, "c");
 	assert_int_equal(cached(a), 0);
 	assert_false(a->complete[LT_NODE]);
@@ -236,7 +245,7 @@ static void test_cache_evicts_least_recent(void **state)
 	model_profile_t *pr = test_profile(more, "cpu", "nanoseconds", DAY0 + NS_PER_SEC, "pod-1");
 	model_sample_add(more, pr, test_stack(more, "main;e"), 0, 7, 0);
 	model_profile_finish(more, pr);
-	write_ok(s, more);
+	write_applied(s, more);
 	assert_int_equal(cached(a), 3);
 	assert_int_equal(s->cache_entries, 25);
 	assert_int_equal(rows(f->dir, "a", "frames"), 6);
@@ -249,7 +258,7 @@ static void test_cache_evicts_least_recent(void **state)
 	/* Two partitions open at most: d's 6th id reaches 30 and b (least
 	 * recent with a cache) gives its 11 up; after the group b and c close. */
 	s->open_max = 2;
-	write_ok(s, project_batch("d", DAY0, 4));
+	write_applied(s, project_batch("d", DAY0, 4));
 	assert_int_equal(s->n_parts, 2);
 	assert_null(find_part(s, "b"));
 	assert_null(find_part(s, "c"));
@@ -264,7 +273,7 @@ static void test_cache_evicts_least_recent(void **state)
 	 * (19), then its 5 nodes need 15 or less: a (3) and d (11) give theirs up. */
 	s->cache_budget = 20;
 	uint64_t opens = s->part_opens;
-	write_ok(s, project_batch("b", DAY0 + NS_PER_SEC, 5));
+	write_applied(s, project_batch("b", DAY0 + NS_PER_SEC, 5));
 	assert_int_equal(s->part_opens, opens + 1);
 	b = find_part(s, "b");
 	assert_non_null(b);
@@ -279,7 +288,7 @@ static void test_cache_evicts_least_recent(void **state)
 	assert_int_equal(rows(f->dir, "b", "nodes"), 5);
 
 	/* d goes on through SELECT: same ids, no new rows. */
-	write_ok(s, project_batch("d", DAY0 + NS_PER_SEC, 6));
+	write_applied(s, project_batch("d", DAY0 + NS_PER_SEC, 6));
 	assert_int_equal(rows(f->dir, "d", "frames"), 5);
 	assert_int_equal(rows(f->dir, "d", "nodes"), 5);
 	assert_int_equal(sum_totals(s, "d", DAY0, DAY0 + NS_PER_DAY, &chunks), 24 + 36);

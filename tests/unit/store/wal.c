@@ -379,7 +379,7 @@ static void test_checkpoint_recycle_stale(void **state)
 	assert_string_equal(rep.why, "clean");
 	/* checkpoint everything: all but the current segment leave (one spare) */
 	assert_int_equal(local_wal_checkpoint(w, local_wal_end(w), &err), 0);
-	assert_int_equal(count_files(dir), 3); /* 0000…3.log, spare, checkpoint */
+	assert_int_equal(count_files(dir), 4); /* 0000…3.log, spare, checkpoint, id */
 	assert_int_equal(local_wal_disk_bytes(w), 2 * 16384);
 	uint64_t end = local_wal_end(w);
 	local_wal_close(w);
