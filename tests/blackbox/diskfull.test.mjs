@@ -166,9 +166,11 @@ test('damaged partitions: reported once, skipped by queries (the other days answ
   // A write to yesterday moves the damaged file aside and starts the day afresh.
   const r = await upload(s, body, { serviceName: svc, from: days[1] - 10, until: days[1] });
   assert.equal(r.status, 200, r.text);
+  // The 200 comes once the write is in the store's log; the partition is
+  // written just after, and a query waits for that (STORE: Writing).
+  assert.equal((await getJson(s.uiUrl, '/api/top', q)).total, 2 * one, 'today and the new yesterday');
   const moved = fs.readdirSync(path.dirname(y)).filter((n) => n.startsWith(`${path.basename(y)}.damaged-`));
   assert.equal(moved.length, 1, fs.readdirSync(path.dirname(y)).join(' '));
-  assert.equal((await getJson(s.uiUrl, '/api/top', q)).total, 2 * one, 'today and the new yesterday');
   assert.deepEqual(await s.stop(), { code: 0, signal: null });
   server = null;
 });
