@@ -148,7 +148,7 @@
 #define LIMIT_STORE_GROUP_BATCHES 256       /* batches in one commit group */
 #define LIMIT_STORE_GROUP_BYTES (16u << 20) /* their memory (a larger batch goes alone) */
 #define LIMIT_STORE_APPLY_BYTES (64u << 20) /* embedded: answered batches not yet in their partitions */
-#define LIMIT_STORE_READ_BARRIER_MS 5000    /* embedded: a read waits at most this for them */
+#define LIMIT_STORE_READ_BARRIER_MS 30000   /* embedded: a read waits at most this for them */
 #define LIMIT_PUSH_JOBS 10000u              /* push jobs waiting for a worker; past it: 503 busy */
 
 /* clang-format on */

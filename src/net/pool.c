@@ -63,6 +63,7 @@ pool_t *pool_new(int nthreads)
 			fprintf(stderr, "kiln: cannot start worker thread %d\n", i);
 			abort();
 		}
+		pthread_setname_np(p->threads[i], "kiln-worker");
 		p->n++;
 	}
 	return p;

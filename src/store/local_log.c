@@ -535,6 +535,7 @@ int local_log_open(store_t *s, err_t *err)
 	/* What replay wrote is made durable, and the log recycled, before new writes. */
 	if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) != 0)
 		return err_set(err, 500, "store: cannot start the checkpointer thread");
+	pthread_setname_np(s->ckpt_thread, "kiln-ckpt");
 	s->ckpt_running = 1;
 	if (groups && local_log_checkpoint(s, err) < 0)
 		return -1;

@@ -468,6 +468,7 @@ static int apply_start(store_t *s, err_t *err)
 {
 	if (pthread_create(&s->ap_thread, NULL, apply_main, s) != 0)
 		return err_set(err, 500, "store: cannot start the apply thread");
+	pthread_setname_np(s->ap_thread, "kiln-apply");
 	s->ap_running = 1;
 	return 0;
 }

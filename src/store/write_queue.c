@@ -101,6 +101,7 @@ int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_
 		q->closing = q->joined = 1; /* store_writeq_drain has nothing to join */
 		return err_set(err, 500, "store: cannot start the writer thread: %s", strerror(rc));
 	}
+	pthread_setname_np(q->thread, "kiln-writer"); /* the embedded engine's log thread */
 	return 0;
 }
 
