@@ -36,6 +36,7 @@ typedef struct local_part {
 	int in_txn;
 	int damaged;          /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
 	uint64_t applied_lsn; /* meta.applied_lsn: the last log group this file holds (0: none) */
+	uint64_t dirty_mark;  /* store's dirty_gen + 1 once on the checkpointer's list of that round */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 } local_part_t;
@@ -158,7 +159,8 @@ struct store {
 	int ckpt_running; /* set and cleared by the thread that opens / closes the store */
 	pthread_mutex_t ckpt_mu;
 	pthread_cond_t ckpt_cv, ckpt_done;
-	char **dirty; /* partition files written since the last checkpoint */
+	char **dirty;       /* partition files written since the last checkpoint */
+	uint64_t dirty_gen; /* rounds of that list taken by the checkpointer */
 	uint32_t n_dirty;
 	size_t cap_dirty;
 	uint64_t applied_end;      /* the end of the last group in its partitions */

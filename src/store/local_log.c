@@ -115,6 +115,18 @@ out:
 	return rc;
 }
 
+/* The next segment's file is made off the ack path (at open, and by the
+ * checkpointer once the current segment is half used), so an append seldom
+ * waits for a file to be zero-filled. */
+static void make_spare(store_t *s)
+{
+	if (!local_wal_wants_spare(s->wal))
+		return;
+	err_t e = {0};
+	if (local_wal_make_spare(s->wal, &e) < 0)
+		log_error("store: cannot make the next log segment", "err=\"%s\"", e.msg);
+}
+
 /* One checkpoint: every partition written before the group that ended at
  * applied_end is made durable, then the log records it and recycles. */
 static int ckpt_run(store_t *s, err_t *err)
@@ -126,6 +138,7 @@ static int ckpt_run(store_t *s, err_t *err)
 	s->dirty = NULL;
 	s->n_dirty = 0;
 	s->cap_dirty = 0;
+	s->dirty_gen++;
 	s->log_since_ckpt = 0;
 	pthread_mutex_unlock(&s->ckpt_mu);
 
@@ -154,13 +167,7 @@ static int ckpt_run(store_t *s, err_t *err)
 	if (rc < 0)
 		log_error("store: checkpoint failed, the log keeps its records",
 		          "partitions=%u failed=%u err=\"%s\"", n, failed, err->msg);
-	/* The next segment's file is made here, off the ack path, once the current one is half used. */
-	uint64_t end = local_wal_end(s->wal);
-	if ((end & 0xffffffffu) >= LIMIT_STORE_WAL_SEGMENT / 2) {
-		err_t e = {0};
-		if (local_wal_make_spare(s->wal, &e) < 0)
-			log_error("store: cannot make the next log segment", "err=\"%s\"", e.msg);
-	}
+	make_spare(s);
 	return rc;
 }
 
@@ -215,11 +222,17 @@ int local_log_checkpoint(store_t *s, err_t *err)
 
 /* ---- applying a group ---- */
 
-/* Partition path now holds a commit that the next checkpoint must make durable. */
-static void mark_dirty(store_t *s, const char *path)
+/* Partition p now holds a commit that the next checkpoint must make durable.
+ * O(1) per commit: p remembers the round of the list it is on (a partition
+ * closed and opened again in one round may be listed twice: checkpointed twice). */
+static void mark_dirty(store_t *s, local_part_t *p)
 {
 	pthread_mutex_lock(&s->ckpt_mu);
-	dirty_add(s, path);
+	if (p->dirty_mark != s->dirty_gen + 1) {
+		s->dirty = xgrow(s->dirty, &s->cap_dirty, (size_t)s->n_dirty + 1, sizeof *s->dirty);
+		s->dirty[s->n_dirty++] = xstrdup(p->path);
+		p->dirty_mark = s->dirty_gen + 1;
+	}
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
@@ -265,7 +278,7 @@ static int apply_part(store_t *s, local_part_t *p, const local_group_t *g, uint3
 	if (local_part_set_applied(p, lsn, local_wal_id(s->wal), err) < 0 || local_part_commit(s, p, err) < 0)
 		goto fail;
 	p->applied_lsn = lsn;
-	mark_dirty(s, p->path);
+	mark_dirty(s, p);
 	return 0;
 fail:
 	if (local_is_damage(sqlite3_extended_errcode(p->db)))
@@ -539,6 +552,7 @@ int local_log_open(store_t *s, err_t *err)
 	s->ckpt_running = 1;
 	if (groups && local_log_checkpoint(s, err) < 0)
 		return -1;
+	make_spare(s); /* so the first push does not zero-fill a segment */
 	return 0;
 }
 

@@ -1068,6 +1068,14 @@ int local_wal_append(local_wal_t *w, uint32_t kind, uint32_t n, slice_t payload,
 	return local_wal_appendv(w, kind, n, &v, payload.n ? 1 : 0, lsn, err);
 }
 
+int local_wal_wants_spare(local_wal_t *w)
+{
+	pthread_mutex_lock(&w->mu);
+	int want = !w->have_spare && !w->making_spare && (w->fd < 0 || w->off >= w->cur_bytes / 2);
+	pthread_mutex_unlock(&w->mu);
+	return want;
+}
+
 uint64_t local_wal_end(local_wal_t *w)
 {
 	pthread_mutex_lock(&w->mu);

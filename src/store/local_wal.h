@@ -112,6 +112,9 @@ int local_wal_append(local_wal_t *w, uint32_t kind, uint32_t n, slice_t payload,
 
 /* The end of the last durable record (0: none yet). */
 uint64_t local_wal_end(local_wal_t *w);
+/* 1 when there is no spare and the current segment is half used (or none is
+ * started): the time to local_wal_make_spare, off the append path. */
+int local_wal_wants_spare(local_wal_t *w);
 /* The log's id, random, written when the log was created (DIR/_wal/id);
  * 0 for a log made before ids. Whoever records LSNs of this log records
  * its id with them: LSNs of another log (the directory deleted and made
