@@ -148,6 +148,8 @@
 #define LIMIT_STORE_GROUP_BATCHES 256       /* batches in one commit group */
 #define LIMIT_STORE_GROUP_BYTES (16u << 20) /* their memory (a larger batch goes alone) */
 #define LIMIT_PUSH_JOBS 10000u              /* push jobs waiting for a worker; past it: 503 busy */
+#define LIMIT_STORE_HOURS_MARGIN_S 300      /* an hour is merged (store/local_hours.c) once it ended this long ago */
+#define LIMIT_STORE_HOURS_PASS_MS 5000      /*   and the compactor looks for such hours this often */
 
 /* clang-format on */
 

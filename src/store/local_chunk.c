@@ -305,3 +305,46 @@ int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n)
 	*n = v.n / 2;
 	return LOCAL_SPAN_HEX;
 }
+
+/* ---- merged hours: the sums of one (series, hour) ---- */
+
+void local_sums_encode(const local_hsum_t *r, uint32_t n, buf_t *out)
+{
+	buf_reset(out);
+	buf_put_uvarint(out, n);
+	uint32_t prev = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		buf_put_uvarint(out, r[i].node - prev);
+		buf_put_uvarint(out, r[i].attrset);
+		buf_put_uvarint(out, zigzag(r[i].value));
+		prev = r[i].node;
+	}
+}
+
+int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, local_hsum_t **out, size_t *cap,
+                      uint32_t *n)
+{
+	const uint8_t *p = (const uint8_t *)blob.p, *end = p + blob.n;
+	uint64_t count, v[3];
+	*n = 0;
+	/* Each row takes at least 3 bytes: a count beyond that is a lie. */
+	if (num_uvarint_get(&p, end, &count) < 0 || count > (uint64_t)(end - p) / 3)
+		return -1;
+	*out = xgrow(*out, cap, (size_t)count + 1, sizeof **out);
+	uint64_t node = 0, prev_attr = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		for (int k = 0; k < 3; k++)
+			if (num_uvarint_get(&p, end, &v[k]) < 0)
+				return -1;
+		/* Strictly increasing (node, attrset), every id in range. */
+		if (v[0] > max_node || (node += v[0]) > max_node || v[1] > max_attrset ||
+		    (i && v[0] == 0 && v[1] <= prev_attr))
+			return -1;
+		prev_attr = v[1];
+		(*out)[i] = (local_hsum_t){(uint32_t)node, (uint32_t)v[1], unzigzag(v[2])};
+	}
+	if (p != end)
+		return -1;
+	*n = (uint32_t)count;
+	return 0;
+}

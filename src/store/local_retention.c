@@ -99,10 +99,13 @@ int local_retention_check(store_t *s, const char *proj, const model_batch_t *b, 
 }
 
 /* The day of a partition file name "YYYY-MM-DD.db" followed by one of the
- * suffixes SQLite and the writer leave beside it; 0 when n is no such name. */
+ * suffixes SQLite and the writer leave beside it, or by the merged hours
+ * derived from it (local_hours.c) and their SQLite files; 0 when n is no
+ * such name. */
 static int part_file_day(const char *n, char day[11])
 {
-	static const char *const suffix[] = {"", "-wal", "-shm", "-journal", ".new"};
+	static const char *const suffix[] = {"",       "-wal",       "-shm",       "-journal",      ".new",
+	                                     ".hours", ".hours-wal", ".hours-shm", ".hours-journal"};
 	static const char pat[] = "####-##-##.db";
 	for (size_t i = 0; i < sizeof pat - 1; i++)
 		if (pat[i] == '#' ? (n[i] < '0' || n[i] > '9') : n[i] != pat[i])
@@ -180,8 +183,9 @@ int local_retention_run(store_t *s, local_job_t *j, err_t *err)
 	if (n && s->sync)
 		local_fsync_dir(dir);
 	if (deleted)
-		log_info("store: retention deleted partitions", "project=%s keep_days=%d before=%s partitions=%u",
-		         j->proj, j->keep_days, first, deleted);
+		log_info("store: retention deleted partitions",
+		         "project=%s keep_days=%d before=%s partitions=%u", j->proj, j->keep_days, first,
+		         deleted);
 	*j->deleted = deleted;
 	free(names);
 	free(dir);
@@ -216,7 +220,8 @@ int local_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		snprintf(path, dn, "%s/%s", s->dir, names[i]);
-		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && local_project_name(names[i], name, &len) == 0)
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    local_project_name(names[i], name, &len) == 0)
 			cb(slice_make(name, len), ctx);
 		free(names[i]);
 	}
