@@ -358,7 +358,8 @@ int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t
 /* ---- local_hours.c: merged hours (docs/STORE.md "Merged hours") ----
  * A derived file DAY.db.hours beside each day partition holds, per (series,
  * UTC hour) whose hour ended hours_margin_ns ago, the sums of its chunks and
- * the stamp of the chunks summed. Written only by the compactor thread,
+ * the stamp of the chunks summed; once the whole day has passed, the same
+ * per (series, day). Written only by the compactor thread,
  * never by the writer; read by store_view_sums (local_view.c), which uses a
  * row only when its stamp equals that of the chunks the view lists. */
 /* Starts the compactor (a pass every hours_pass_ms; KILN_TEST_HOURS_MS and
@@ -382,11 +383,12 @@ uint64_t local_file_ident(const char *path);
 /* Opens day_path's merged hours read-only when they were made from the file
  * of identity ident; NULL when absent, damaged or made from another file. */
 sqlite3 *local_hours_open_ro(const char *day_path, uint64_t ident);
-/* The merged row of (series, hour) when its stamp equals want and its sums
- * decode (ids within max_node, max_attrset): 1 with (*out)[0..*n). 0 when
- * there is none (or a bad one: the caller reads the chunks). *st is the
- * statement, prepared on first use (finalize it with the connection). */
-int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, uint32_t series, int64_t hour,
+/* The merged row of (series, hour), or with day set of (series, day), when
+ * its stamp equals want and its sums decode (ids within max_node,
+ * max_attrset): 1 with (*out)[0..*n). 0 when there is none (or a bad one:
+ * the caller reads the hours or chunks). *st is the statement of that kind,
+ * prepared on first use (finalize it with the connection). */
+int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, int day, uint32_t series, int64_t key,
                        const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset,
                        local_hsum_t **out, size_t *cap, uint32_t *n);
 /* 1 when n is a day partition's name, "YYYY-MM-DD.db". */

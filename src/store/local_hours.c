@@ -33,6 +33,9 @@ static const char hours_schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);"
     "CREATE TABLE IF NOT EXISTS hours(series INTEGER NOT NULL, hour INTEGER NOT NULL, n INTEGER NOT NULL,"
     " max_local INTEGER NOT NULL, hash INTEGER NOT NULL, sums BLOB, PRIMARY KEY(series, hour))"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS days(series INTEGER NOT NULL, day INTEGER NOT NULL, n INTEGER NOT NULL,"
+    " max_local INTEGER NOT NULL, hash INTEGER NOT NULL, sums BLOB, PRIMARY KEY(series, day))"
     " WITHOUT ROWID;";
 
 /* What a day file looked like when a pass last merged it: unchanged since,
@@ -177,16 +180,18 @@ sqlite3 *local_hours_open_ro(const char *day_path, uint64_t ident)
 	return db;
 }
 
-int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, uint32_t series, int64_t hour,
+int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, int day, uint32_t series, int64_t key,
                        const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset,
                        local_hsum_t **out, size_t *cap, uint32_t *n)
 {
 	if (!*st && sqlite3_prepare_v3(
-	                db, "SELECT n, max_local, hash, sums FROM hours WHERE series = ?1 AND hour = ?2", -1,
-	                SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+	                db,
+	                day ? "SELECT n, max_local, hash, sums FROM days WHERE series = ?1 AND day = ?2"
+	                    : "SELECT n, max_local, hash, sums FROM hours WHERE series = ?1 AND hour = ?2",
+	                -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_int64(*st, 1, series);
-	sqlite3_bind_int64(*st, 2, hour);
+	sqlite3_bind_int64(*st, 2, key);
 	int ok = 0;
 	if (sqlite3_step(*st) == SQLITE_ROW && sqlite3_column_int64(*st, 0) == (int64_t)want->n &&
 	    sqlite3_column_int64(*st, 1) == want->max_local &&
@@ -273,7 +278,93 @@ static void hours_discard(store_t *s, const char *path, const char *why)
  * identity ident: created when missing, emptied when made from another file.
  * Holds files_lock shared throughout, so the retention sweep cannot delete
  * the day in between and leave a derived file without its day. */
-static int hours_write_once(compactor_t *c, const char *day_path, uint64_t ident, err_t *err)
+/* The sums of a day's rows so far (series ser), written as its day row
+ * unless the stored one has this stamp already. */
+static int day_flush(compactor_t *c, sqlite3 *db, sqlite3_stmt *ins, int64_t day, uint32_t ser,
+                     const local_hstamp_t *st, int null_sums)
+{
+	sqlite3_stmt *sel;
+	int rc = sqlite3_prepare_v2(db, "SELECT n, max_local, hash FROM days WHERE series = ?1 AND day = ?2",
+	                            -1, &sel, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	int same = stored_stamp_is(db, sel, ser, day, st);
+	sqlite3_finalize(sel);
+	if (same)
+		return SQLITE_OK;
+	uint32_t nr;
+	null_sums |= local_hacc_rows(&c->acc, &c->rows, &c->cap_rows, &nr);
+	sqlite3_bind_int64(ins, 1, ser);
+	sqlite3_bind_int64(ins, 2, day);
+	sqlite3_bind_int64(ins, 3, st->n);
+	sqlite3_bind_int64(ins, 4, st->max_local);
+	sqlite3_bind_int64(ins, 5, (int64_t)st->hash);
+	if (null_sums) {
+		sqlite3_bind_null(ins, 6);
+	} else {
+		local_sums_encode(c->rows, nr, &c->one);
+		sqlite3_bind_blob(ins, 6, c->one.p, (int)c->one.n, SQLITE_STATIC);
+	}
+	rc = sqlite3_step(ins);
+	sqlite3_reset(ins);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* For a day whose every hour has passed: each series' day row, the sum of
+ * its hour rows (in the open transaction, after this pass wrote its own),
+ * stamped with their stamps combined, which is the stamp of every chunk of
+ * the series in the day file. */
+static int days_write(compactor_t *c, sqlite3 *db, int64_t day)
+{
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	int rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT series, n, max_local, hash, sums FROM hours WHERE hour >= ?1 AND hour < ?2"
+	    " ORDER BY series",
+	    -1, &sel, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO days VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1,
+		                        &ins, NULL);
+	if (rc != SQLITE_OK)
+		goto out;
+	sqlite3_bind_int64(sel, 1, day * 24);
+	sqlite3_bind_int64(sel, 2, day * 24 + 24);
+	uint32_t ser = 0, nr;
+	local_hstamp_t st = {0};
+	int null_sums = 0;
+	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		uint32_t s = (uint32_t)sqlite3_column_int64(sel, 0);
+		if (s != ser && ser && (rc = day_flush(c, db, ins, day, ser, &st, null_sums)) != SQLITE_OK)
+			goto out;
+		if (s != ser) {
+			ser = s;
+			memset(&st, 0, sizeof st);
+			null_sums = 0;
+			local_hacc_clear(&c->acc);
+		}
+		int64_t max_local = sqlite3_column_int64(sel, 2);
+		if (st.n == 0 || max_local > st.max_local)
+			st.max_local = max_local;
+		st.n += (uint32_t)sqlite3_column_int64(sel, 1);
+		st.hash += (uint64_t)sqlite3_column_int64(sel, 3);
+		slice_t blob = slice_make(sqlite3_column_blob(sel, 4), (size_t)sqlite3_column_bytes(sel, 4));
+		if (sqlite3_column_type(sel, 4) != SQLITE_BLOB ||
+		    local_sums_decode(blob, UINT32_MAX, UINT32_MAX, &c->rows, &c->cap_rows, &nr) < 0) {
+			null_sums = 1; /* beyond int64 (or unreadable): the day is read by its hours */
+			continue;
+		}
+		for (uint32_t i = 0; i < nr; i++)
+			local_hacc_add(&c->acc, c->rows[i].node, c->rows[i].attrset, c->rows[i].value);
+	}
+	if (rc == SQLITE_DONE)
+		rc = ser ? day_flush(c, db, ins, day, ser, &st, null_sums) : SQLITE_OK;
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	return rc;
+}
+
+static int hours_write_once(compactor_t *c, const char *day_path, uint64_t ident, int64_t day, err_t *err)
 {
 	store_t *s = c->s;
 	char *path = hours_path(day_path);
@@ -323,6 +414,8 @@ static int hours_write_once(compactor_t *c, const char *day_path, uint64_t ident
 		if (rc == SQLITE_DONE)
 			rc = SQLITE_OK;
 	}
+	if (rc == SQLITE_OK && day != INT64_MIN)
+		rc = days_write(c, db, day);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
@@ -347,11 +440,11 @@ out:
 }
 
 /* hours_write_once, once more when it found the file damaged (and deleted it). */
-static int hours_write(compactor_t *c, const char *day_path, uint64_t ident, err_t *err)
+static int hours_write(compactor_t *c, const char *day_path, uint64_t ident, int64_t day, err_t *err)
 {
-	int rc = hours_write_once(c, day_path, ident, err);
+	int rc = hours_write_once(c, day_path, ident, day, err);
 	if (rc == 1)
-		rc = hours_write_once(c, day_path, ident, err);
+		rc = hours_write_once(c, day_path, ident, day, err);
 	return rc < 0 || rc == 1 ? -1 : 0;
 }
 
@@ -433,8 +526,11 @@ static int compact_day(compactor_t *c, slice_t project, const char *path, int64_
 	sqlite3_finalize(sel);
 	if (ro)
 		sqlite3_close_v2(ro);
-	if (rc == 0 && c->n_pend)
-		rc = hours_write(c, path, ident, err);
+	/* A day whose every hour has passed also gets its day rows (once: the
+	 * pass that first sees it whole, and whenever its chunks change). */
+	int64_t day = until - from == NS_PER_DAY ? from / NS_PER_DAY : INT64_MIN;
+	if (rc == 0 && (c->n_pend || day != INT64_MIN))
+		rc = hours_write(c, path, ident, day, err);
 out:
 	local_view_close(v);
 	return rc;

@@ -52,7 +52,7 @@ typedef struct {
 	/* The merged hours of this partition (opened on the first sums_read). */
 	int hours_tried;
 	sqlite3 *hours;
-	sqlite3_stmt *hours_get;
+	sqlite3_stmt *hours_get[2]; /* merged hour, merged day */
 } view_part_t;
 
 struct store_view {
@@ -191,7 +191,7 @@ static int part_open_ro(view_part_t *vp, err_t *err)
 	rc = sqlite3_prepare_v3(
 	    vp->db,
 	    "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
-	    " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns",
+	    " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns, local",
 	    -1, SQLITE_PREPARE_PERSISTENT, &vp->heads, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(vp->db, "SELECT data FROM payloads WHERE local = ?1", -1,
@@ -209,8 +209,9 @@ static void part_disconnect(view_part_t *vp)
 	sqlite3_finalize(vp->payload);
 	sqlite3_finalize(vp->by_span);
 	sqlite3_finalize(vp->by_trace);
-	sqlite3_finalize(vp->hours_get);
-	vp->heads = vp->payload = vp->by_span = vp->by_trace = vp->hours_get = NULL;
+	sqlite3_finalize(vp->hours_get[0]);
+	sqlite3_finalize(vp->hours_get[1]);
+	vp->heads = vp->payload = vp->by_span = vp->by_trace = vp->hours_get[0] = vp->hours_get[1] = NULL;
 	if (vp->hours)
 		sqlite3_close_v2(vp->hours);
 	vp->hours = NULL;
@@ -488,7 +489,11 @@ static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32
 		memcpy(vp->sseries, series, n_series * sizeof *series);
 	vp->n_sseries = n_series;
 	vp->have_sheads = 1;
-	if (k > 1)
+	/* One series comes in head_cmp's order already (the index is on (series, t_ns), then local). */
+	size_t sorted = 1;
+	while (sorted < k && head_cmp(&v->heads[sorted - 1], &v->heads[sorted]) <= 0)
+		sorted++;
+	if (sorted < k)
 		qsort(v->heads, k, sizeof *v->heads, head_cmp);
 	*out = v->heads;
 	*n = (uint32_t)k;
@@ -691,26 +696,48 @@ uint64_t local_view_ident(store_view_t *v, uint32_t p)
 	return p < v->n_parts ? v->parts[p].ident : 0;
 }
 
+/* Adds the merged row of (series, hour) or with day set (series, day) when
+ * its stamp is st; 0 when there is none to add. */
+static int merged_add(store_view_t *v, view_part_t *vp, int day, uint32_t series, int64_t key,
+                      const local_hstamp_t *st)
+{
+	uint32_t nr;
+	if (!local_hours_lookup(vp->hours, &vp->hours_get[day], day, series, key, st, vp->max_node,
+	                        vp->max_attrset, &v->hrows, &v->cap_hrows, &nr))
+		return 0;
+	for (uint32_t k = 0; k < nr; k++)
+		local_hacc_add(&v->acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
+	return 1;
+}
+
 /* Adds the sums of one series' chunks h[0..n) (each hour's together, by
- * time): a whole hour of the view's range whose merged row has the stamp
- * of exactly these chunks is added from that row, every other hour chunk by
- * chunk. *used, *chunks count the two. */
+ * time): the whole day's merged row when the view covers the day and the
+ * row's stamp is that of all these chunks; else a whole hour of the view's range whose merged row has the
+ * stamp of exactly these chunks is added from that row, every other hour chunk by chunk. *used, *chunks count
+ * the two. */
 static int sums_series(store_view_t *v, uint32_t p, view_part_t *vp, const store_chunk_head_t *h, uint32_t n,
                        uint64_t *used, uint64_t *chunks, err_t *err)
 {
 	const int64_t hour_ns = 3600 * NS_PER_SEC;
+	if (!n)
+		return 0;
+	int64_t day = time_day(h[0].t_ns);
+	if (vp->hours && day * NS_PER_DAY >= v->from_ns && day * NS_PER_DAY + NS_PER_DAY <= v->until_ns) {
+		local_hstamp_t st = {0};
+		for (uint32_t i = 0; i < n; i++)
+			local_hstamp_add(&st, &h[i]);
+		if (merged_add(v, vp, 1, h[0].series, day, &st)) {
+			(*used)++;
+			return 0;
+		}
+	}
 	for (uint32_t i = 0, j; i < n; i = j) {
 		int64_t hour = local_hour(h[i].t_ns);
 		local_hstamp_t st = {0};
 		for (j = i; j < n && local_hour(h[j].t_ns) == hour; j++)
 			local_hstamp_add(&st, &h[j]);
-		uint32_t nr;
 		if (vp->hours && hour * hour_ns >= v->from_ns && hour * hour_ns + hour_ns <= v->until_ns &&
-		    local_hours_lookup(vp->hours, &vp->hours_get, h[i].series, hour, &st, vp->max_node,
-		                       vp->max_attrset, &v->hrows, &v->cap_hrows, &nr)) {
-			for (uint32_t k = 0; k < nr; k++)
-				local_hacc_add(&v->acc, v->hrows[k].node, v->hrows[k].attrset,
-				               v->hrows[k].value);
+		    merged_add(v, vp, 0, h[i].series, hour, &st)) {
 			(*used)++;
 			continue;
 		}

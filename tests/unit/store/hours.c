@@ -107,18 +107,26 @@ static void check_range(store_t *s, int64_t from, int64_t until, int merged, int
 			/* The prediction: a whole hour is one merged row per series
 			 * (counted once, at its first chunk in time order), any other
 			 * hour its chunks. */
-			int64_t hour = local_hour(h[i].t_ns);
-			int stale = hour == stale_hour && (!stale_t || h[i].series == stale_series);
+			int64_t hour = local_hour(h[i].t_ns), day = time_day(h[i].t_ns);
+			int late = stale_t && h[i].series == stale_series;
+			int stale = hour == stale_hour && (!stale_t || late);
 			int whole = hour * HOUR >= from && hour * HOUR + HOUR <= until && !stale;
-			if (merged && whole) {
-				int first = 1;
-				for (uint32_t j = 0; j < i; j++)
-					first &=
-					    !(h[j].series == h[i].series && local_hour(h[j].t_ns) == hour);
-				want.used += first;
-			} else {
-				want.chunks++;
+			/* A day the range covers is one row per series (unless a late chunk made it stale).
+			 */
+			int whole_day =
+			    day * NS_PER_DAY >= from && day * NS_PER_DAY + NS_PER_DAY <= until && !late;
+			int first_in_day = 1, first_in_hour = 1;
+			for (uint32_t j = 0; j < i; j++) {
+				first_in_day &= h[j].series != h[i].series;
+				first_in_hour &=
+				    !(h[j].series == h[i].series && local_hour(h[j].t_ns) == hour);
 			}
+			if (merged && whole_day)
+				want.used += first_in_day;
+			else if (merged && whole)
+				want.used += first_in_hour;
+			else
+				want.chunks++;
 		}
 		/* The heads again (the sums reuse what was listed last), then the sums. */
 		assert_int_equal(store_view_heads(v, p, ids, n_se, &hh, &n_h, &err), 0);
@@ -180,6 +188,12 @@ static void check_random_ranges(store_t *s, unsigned *seed, int n, int merged)
 {
 	/* Whole-hour edges half the time, any 10-minute edge otherwise, and the whole span. */
 	check_range(s, T_FIRST - HOUR, T_FIRST + T_SPAN + HOUR, merged, INT64_MIN, 0);
+	/* Whole days: the day before DAY0, DAY0, both, each with the other's edge. */
+	check_range(s, DAY0 - NS_PER_DAY, DAY0, merged, INT64_MIN, 0);
+	check_range(s, DAY0, DAY0 + NS_PER_DAY, merged, INT64_MIN, 0);
+	check_range(s, DAY0 - NS_PER_DAY, DAY0 + NS_PER_DAY, merged, INT64_MIN, 0);
+	check_range(s, DAY0 - NS_PER_DAY, DAY0 + 3 * HOUR + 600 * NS_PER_SEC, merged, INT64_MIN, 0);
+	check_range(s, DAY0 - 2 * HOUR - 600 * NS_PER_SEC, DAY0 + NS_PER_DAY, merged, INT64_MIN, 0);
 	for (int i = 0; i < n; i++) {
 		int64_t step = rand_r(seed) % 2 ? HOUR : 600 * NS_PER_SEC;
 		int64_t steps = (T_SPAN + 2 * HOUR) / step;
@@ -236,6 +250,7 @@ static void test_sums_exact(void **state)
 	write_ok(s, test_batch_at("default", t_late, 1, 777));
 	check_range(s, DAY0, DAY0 + 5 * HOUR, 1, INT64_MIN, t_late[0]);
 	check_range(s, T_FIRST, T_FIRST + T_SPAN, 1, INT64_MIN, t_late[0]);
+	check_range(s, DAY0 - NS_PER_DAY, DAY0 + NS_PER_DAY, 1, INT64_MIN, t_late[0]);
 	{
 		/* The hour with the late chunk: pod-1 decodes its chunks, pod-2 uses its row. */
 		store_view_t *v;
@@ -282,6 +297,7 @@ static void test_sums_exact(void **state)
 	sql_exec(day0, sql);
 	check_range(s, DAY0 + 3 * HOUR, DAY0 + 4 * HOUR, 1, local_hour(DAY0 + 3 * HOUR), 0);
 	check_range(s, DAY0 + 4 * HOUR, DAY0 + 5 * HOUR, 1, INT64_MIN, 0); /* the others still merged */
+	check_range(s, DAY0, DAY0 + NS_PER_DAY, 1, INT64_MIN, 0);          /* and the day rows */
 
 	/* A damaged derived file: ignored by reads (every chunk decoded), then
 	 * deleted and rebuilt by the compactor. */
