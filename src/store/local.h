@@ -242,13 +242,15 @@ int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n);
 int local_labels_decode(slice_t blob, arena_t *a, model_label_t **out, uint32_t *n);
 
 /* The sums of a merged hour, r[0..n) sorted by (node, attrset) with no
- * repeats, as stored: count, then per row the node's delta from the previous
- * row's, attrset, zigzag value (varints). */
-void local_sums_encode(const local_hsum_t *r, uint32_t n, buf_t *out);
-/* Decodes a stored sums blob into *out (grown; *cap its capacity); -1 when
- * it fails a check (length, order, nodes <= max_node, attrsets <= max_attrset). */
-int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, local_hsum_t **out, size_t *cap,
-                      uint32_t *n);
+ * repeats, raw: count, then per row the node's delta from the previous
+ * row's, attrset, zigzag value (varints). Stored as local_payload_pack
+ * leaves it (format byte, raw or zstd). */
+void local_sums_encode(const local_hsum_t *r, uint32_t n, buf_t *raw);
+/* Decodes a stored sums blob (packed) into *out (grown; *cap its capacity),
+ * decompressing with zd into *tmp; -1 when it fails a check (format,
+ * length, order, nodes <= max_node, attrsets <= max_attrset). */
+int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp,
+                      size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n);
 
 /* ---- local_partition.c: partition files for the writer ---- */
 /* Finds or opens the partition of (project dir, day); NULL with err. */
@@ -389,8 +391,8 @@ sqlite3 *local_hours_open_ro(const char *day_path, uint64_t ident);
  * the caller reads the hours or chunks). *st is the statement of that kind,
  * prepared on first use (finalize it with the connection). */
 int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, int day, uint32_t series, int64_t key,
-                       const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset,
-                       local_hsum_t **out, size_t *cap, uint32_t *n);
+                       const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset, void *zd,
+                       uint8_t **tmp, size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n);
 /* 1 when n is a day partition's name, "YYYY-MM-DD.db". */
 int local_name_is_day(const char *n);
 /* Identity (local_file_ident) of the file partition p of v opened; 0 unknown. */

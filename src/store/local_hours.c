@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "base/alloc.h"
 #include "base/hash.h"
@@ -181,8 +182,8 @@ sqlite3 *local_hours_open_ro(const char *day_path, uint64_t ident)
 }
 
 int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, int day, uint32_t series, int64_t key,
-                       const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset,
-                       local_hsum_t **out, size_t *cap, uint32_t *n)
+                       const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset, void *zd,
+                       uint8_t **tmp, size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n)
 {
 	if (!*st && sqlite3_prepare_v3(
 	                db,
@@ -198,7 +199,7 @@ int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, int day, uint32_t series,
 	    (uint64_t)sqlite3_column_int64(*st, 2) == want->hash &&
 	    sqlite3_column_type(*st, 3) == SQLITE_BLOB) {
 		slice_t blob = slice_make(sqlite3_column_blob(*st, 3), (size_t)sqlite3_column_bytes(*st, 3));
-		ok = local_sums_decode(blob, max_node, max_attrset, out, cap, n) == 0;
+		ok = local_sums_decode(blob, max_node, max_attrset, zd, tmp, cap_tmp, out, cap, n) == 0;
 	}
 	sqlite3_reset(*st);
 	return ok;
@@ -227,7 +228,19 @@ typedef struct {
 	size_t cap_heads;
 	uint32_t *locals;
 	size_t cap_locals;
+	ZSTD_CCtx *zc;
+	ZSTD_DCtx *zd;
+	uint8_t *tmp;
+	size_t cap_tmp;
+	buf_t raw;
 } compactor_t;
+
+/* c->rows[0..nr) in their stored form into c->one. */
+static void sums_pack(compactor_t *c, uint32_t nr)
+{
+	local_sums_encode(c->rows, nr, &c->raw);
+	local_payload_pack(&c->raw, &c->one, c->zc);
+}
 
 static int stopping(store_t *s)
 {
@@ -302,7 +315,7 @@ static int day_flush(compactor_t *c, sqlite3 *db, sqlite3_stmt *ins, int64_t day
 	if (null_sums) {
 		sqlite3_bind_null(ins, 6);
 	} else {
-		local_sums_encode(c->rows, nr, &c->one);
+		sums_pack(c, nr);
 		sqlite3_bind_blob(ins, 6, c->one.p, (int)c->one.n, SQLITE_STATIC);
 	}
 	rc = sqlite3_step(ins);
@@ -349,7 +362,8 @@ static int days_write(compactor_t *c, sqlite3 *db, int64_t day)
 		st.hash += (uint64_t)sqlite3_column_int64(sel, 3);
 		slice_t blob = slice_make(sqlite3_column_blob(sel, 4), (size_t)sqlite3_column_bytes(sel, 4));
 		if (sqlite3_column_type(sel, 4) != SQLITE_BLOB ||
-		    local_sums_decode(blob, UINT32_MAX, UINT32_MAX, &c->rows, &c->cap_rows, &nr) < 0) {
+		    local_sums_decode(blob, UINT32_MAX, UINT32_MAX, c->zd, &c->tmp, &c->cap_tmp, &c->rows,
+		                      &c->cap_rows, &nr) < 0) {
 			null_sums = 1; /* beyond int64 (or unreadable): the day is read by its hours */
 			continue;
 		}
@@ -448,7 +462,8 @@ static int hours_write(compactor_t *c, const char *day_path, uint64_t ident, int
 	return rc < 0 || rc == 1 ? -1 : 0;
 }
 
-/* Sums the chunks h[0..n) (one series and hour) into a pending row. */
+/* Sums the chunks h[0..n) (one series and hour) into a pending row: 0, 1
+ * when the day file turned out damaged (skipped), -1 with err. */
 static int merge_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *h, uint32_t n, err_t *err)
 {
 	local_hacc_clear(&c->acc);
@@ -459,7 +474,7 @@ static int merge_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *
 		if (local_view_entries(v, 0, &h[i], &e, &ne, err) < 0)
 			return -1;
 		if (local_view_skipped(v, 0))
-			return err_set(err, 500, "store: a damaged chunk");
+			return 1; /* damaged: the view reported it; this day is not merged */
 		for (uint32_t k = 0; k < ne; k++)
 			local_hacc_add(&c->acc, e[k].node, e[k].attrset, e[k].value);
 		local_hstamp_add(&r.stamp, &h[i]);
@@ -468,7 +483,7 @@ static int merge_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *
 	if (local_hacc_rows(&c->acc, &c->rows, &c->cap_rows, &nr)) {
 		r.len = SIZE_MAX; /* beyond int64: this hour is always read from its chunks */
 	} else {
-		local_sums_encode(c->rows, nr, &c->one);
+		sums_pack(c, nr);
 		r.off = c->blobs.n;
 		r.len = c->one.n;
 		buf_append(&c->blobs, c->one.p, c->one.n);
@@ -522,6 +537,11 @@ static int compact_day(compactor_t *c, slice_t project, const char *path, int64_
 		if (sel && stored_stamp_is(ro, sel, c->heads[i].series, hour, &st))
 			continue;
 		rc = merge_run(c, v, c->heads + i, j - i, err);
+	}
+	if (rc == 1) { /* a damaged day file: nothing to merge, no error to repeat every pass */
+		rc = 0;
+		c->n_pend = 0;
+		until = from; /* and no day rows */
 	}
 	sqlite3_finalize(sel);
 	if (ro)
@@ -633,8 +653,9 @@ int local_hours_pass(store_t *s, err_t *err)
 {
 	pthread_mutex_lock(&s->hours_pass_mu);
 	int64_t cutoff = local_hour(time_now_ns() - s->hours_margin_ns) * HOUR_NS;
-	compactor_t c = {.s = s};
+	compactor_t c = {.s = s, .zc = xcheck(ZSTD_createCCtx()), .zd = xcheck(ZSTD_createDCtx())};
 	local_hacc_init(&c.acc);
+	buf_init(&c.raw, SIZE_MAX);
 	buf_init(&c.one, SIZE_MAX);
 	buf_init(&c.blobs, SIZE_MAX);
 	int ret = 0;
@@ -648,8 +669,12 @@ int local_hours_pass(store_t *s, err_t *err)
 		closedir(d);
 	local_hacc_free(&c.acc);
 	free(c.rows);
+	buf_free(&c.raw);
 	buf_free(&c.one);
 	buf_free(&c.blobs);
+	free(c.tmp);
+	ZSTD_freeCCtx(c.zc);
+	ZSTD_freeDCtx(c.zd);
 	free(c.pend);
 	free(c.heads);
 	free(c.locals);

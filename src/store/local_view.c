@@ -703,7 +703,7 @@ static int merged_add(store_view_t *v, view_part_t *vp, int day, uint32_t series
 {
 	uint32_t nr;
 	if (!local_hours_lookup(vp->hours, &vp->hours_get[day], day, series, key, st, vp->max_node,
-	                        vp->max_attrset, &v->hrows, &v->cap_hrows, &nr))
+	                        vp->max_attrset, v->zd, &v->tmp, &v->cap_tmp, &v->hrows, &v->cap_hrows, &nr))
 		return 0;
 	for (uint32_t k = 0; k < nr; k++)
 		local_hacc_add(&v->acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);

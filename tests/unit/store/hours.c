@@ -11,6 +11,7 @@
 
 #include "helpers.h"
 #include "store/local.h"
+#include <zstd.h>
 
 #define HOUR (3600 * NS_PER_SEC)
 #define T_FIRST (DAY0 - 5 * HOUR) /* data from 19:00 of the day before DAY0 */
@@ -340,27 +341,55 @@ static void test_sums_codec(void **state)
 	local_hsum_t in[] = {{0, 0, -5}, {0, 3, INT64_MAX}, {7, 1, INT64_MIN}, {9, 0, 1}};
 	buf_t b;
 	buf_init(&b, SIZE_MAX);
-	local_sums_encode(in, 4, &b);
+	void *zd = ZSTD_createDCtx(), *zc = ZSTD_createCCtx();
+	uint8_t *tmp = NULL;
+	size_t cap_tmp = 0;
+	buf_t raw;
+	buf_init(&raw, SIZE_MAX);
+	local_sums_encode(in, 4, &raw);
+	local_payload_pack(&raw, &b, zc);
 	local_hsum_t *out = NULL;
 	size_t cap = 0;
 	uint32_t n;
-	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 9, 3, &out, &cap, &n), 0);
+	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 9, 3, zd, &tmp, &cap_tmp, &out, &cap, &n),
+	                 0);
 	assert_int_equal(n, 4);
 	for (uint32_t i = 0; i < 4; i++) {
 		assert_int_equal(out[i].node, in[i].node);
 		assert_int_equal(out[i].attrset, in[i].attrset);
 		assert_true(out[i].value == in[i].value);
 	}
-	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 8, 3, &out, &cap, &n), -1); /* node 9 > 8 */
-	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 9, 2, &out, &cap, &n),
+	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 8, 3, zd, &tmp, &cap_tmp, &out, &cap, &n),
+	                 -1); /* node 9 > 8 */
+	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 9, 2, zd, &tmp, &cap_tmp, &out, &cap, &n),
 	                 -1); /* attrset 3 > 2 */
-	assert_int_equal(local_sums_decode(slice_make(b.p, b.n - 1), 9, 3, &out, &cap, &n), -1);
+	assert_int_equal(
+	    local_sums_decode(slice_make(b.p, b.n - 1), 9, 3, zd, &tmp, &cap_tmp, &out, &cap, &n), -1);
 	local_hsum_t dup[] = {{2, 1, 1}, {2, 1, 2}};
-	local_sums_encode(dup, 2, &b);
-	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 9, 3, &out, &cap, &n),
+	local_sums_encode(dup, 2, &raw);
+	local_payload_pack(&raw, &b, zc);
+	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 9, 3, zd, &tmp, &cap_tmp, &out, &cap, &n),
 	                 -1); /* not increasing */
+	/* A long row is stored compressed, and reads back the same. */
+	local_hsum_t *many = calloc(5000, sizeof *many);
+	for (uint32_t i = 0; i < 5000; i++)
+		many[i] = (local_hsum_t){i / 2, i % 2, (int64_t)(i % 7) * 1000};
+	local_sums_encode(many, 5000, &raw);
+	local_payload_pack(&raw, &b, zc);
+	assert_true(b.n < raw.n / 2);
+	assert_int_equal(local_sums_decode(slice_make(b.p, b.n), 2500, 1, zd, &tmp, &cap_tmp, &out, &cap, &n),
+	                 0);
+	assert_int_equal(n, 5000);
+	assert_memory_equal(out, many, 5000 * sizeof *many);
+	assert_int_equal(
+	    local_sums_decode(slice_make(b.p, b.n - 1), 2500, 1, zd, &tmp, &cap_tmp, &out, &cap, &n), -1);
+	free(many);
 	free(out);
+	free(tmp);
+	buf_free(&raw);
 	buf_free(&b);
+	ZSTD_freeDCtx(zd);
+	ZSTD_freeCCtx(zc);
 }
 
 int main(void)
