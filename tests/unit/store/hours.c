@@ -91,7 +91,8 @@ static void check_range(store_t *s, int64_t from, int64_t until, int merged, int
 		const store_chunk_head_t *hh;
 		assert_int_equal(store_view_heads(v, p, ids, n_se, &hh, &n_h, &err), 0);
 		store_chunk_head_t *h = malloc((n_h + 1) * sizeof *h);
-		memcpy(h, hh, n_h * sizeof *h);
+		if (n_h)
+			memcpy(h, hh, n_h * sizeof *h);
 		uint32_t stale_series = 0;
 		for (uint32_t i = 0; stale_t && i < n_h; i++)
 			if (h[i].t_ns == stale_t) {
