@@ -287,10 +287,6 @@ static void hours_discard(store_t *s, const char *path, const char *why)
 	free(p);
 }
 
-/* Writes c->pend into the derived file of day_path, made from the file of
- * identity ident: created when missing, emptied when made from another file.
- * Holds files_lock shared throughout, so the retention sweep cannot delete
- * the day in between and leave a derived file without its day. */
 /* The sums of a day's rows so far (series ser), written as its day row
  * unless the stored one has this stamp already. */
 static int day_flush(compactor_t *c, sqlite3 *db, sqlite3_stmt *ins, int64_t day, uint32_t ser,
@@ -378,6 +374,11 @@ out:
 	return rc;
 }
 
+/* Writes c->pend into the derived file of day_path, made from the file of
+ * identity ident: created when missing, emptied when made from another file;
+ * then, with day set (not INT64_MIN), that day's rows (days_write).
+ * Holds files_lock shared throughout, so the retention sweep cannot delete
+ * the day in between and leave a derived file without its day. */
 static int hours_write_once(compactor_t *c, const char *day_path, uint64_t ident, int64_t day, err_t *err)
 {
 	store_t *s = c->s;
@@ -398,11 +399,11 @@ static int hours_write_once(compactor_t *c, const char *day_path, uint64_t ident
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, hours_schema, NULL, NULL, NULL);
 	if (rc == SQLITE_OK && !hours_match(db, ident)) {
-		char sql[160];
-		snprintf(
-		    sql, sizeof sql,
-		    "DELETE FROM hours; INSERT OR REPLACE INTO meta VALUES ('format', %d), ('ident', %lld)",
-		    HOURS_FORMAT, (long long)ident);
+		char sql[200];
+		snprintf(sql, sizeof sql,
+		         "DELETE FROM hours; DELETE FROM days; INSERT OR REPLACE INTO meta VALUES ('format', "
+		         "%d), ('ident', %lld)",
+		         HOURS_FORMAT, (long long)ident);
 		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
 	}
 	if (rc == SQLITE_OK)
