@@ -103,6 +103,8 @@ typedef struct {
 	local_i128_t *val;
 	size_t cap;
 	uint32_t n;
+	uint32_t *dense; /* attrset 0: node -> index + 1 (0: none yet) */
+	size_t cap_dense;
 } local_hacc_t;
 
 /* Retention of one project (store_set_retention, store_retention_sweep). */

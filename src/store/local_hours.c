@@ -70,13 +70,21 @@ void local_hacc_free(local_hacc_t *a)
 	u64map_free(&a->ix);
 	free(a->keys);
 	free(a->val);
+	free(a->dense);
 }
 
 void local_hacc_clear(local_hacc_t *a)
 {
+	for (uint32_t i = 0; i < a->n; i++)
+		if ((uint32_t)a->keys[i] == 0 && (a->keys[i] >> 32) < a->cap_dense)
+			a->dense[a->keys[i] >> 32] = 0;
 	u64map_clear(&a->ix);
 	a->n = 0;
 }
+
+/* Nodes below this without attributes (most samples) are found through a
+ * plain array, the rest through the map. */
+#define HACC_DENSE (1u << 20)
 
 void local_hacc_add(local_hacc_t *a, uint32_t node, uint32_t attrset, int64_t value)
 {
@@ -84,7 +92,20 @@ void local_hacc_add(local_hacc_t *a, uint32_t node, uint32_t attrset, int64_t va
 	 * the bijective mix spreads the map's probes. */
 	uint64_t key = ((uint64_t)node << 32 | attrset);
 	int inserted;
-	uint32_t i = u64map_get_or_put(&a->ix, num_mix64(key + 1), a->n, &inserted);
+	uint32_t i;
+	if (attrset == 0 && node < HACC_DENSE) {
+		if (node >= a->cap_dense) {
+			size_t old = a->cap_dense;
+			a->dense = xgrow(a->dense, &a->cap_dense, (size_t)node + 1, sizeof *a->dense);
+			memset(a->dense + old, 0, (a->cap_dense - old) * sizeof *a->dense);
+		}
+		inserted = a->dense[node] == 0;
+		if (inserted)
+			a->dense[node] = a->n + 1;
+		i = a->dense[node] - 1;
+	} else {
+		i = u64map_get_or_put(&a->ix, num_mix64(key + 1), a->n, &inserted);
+	}
 	if (inserted) {
 		if (a->n == a->cap) {
 			size_t cap = a->cap;
