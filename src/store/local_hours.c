@@ -454,6 +454,14 @@ static int hours_write_once(compactor_t *c, const char *day_path, uint64_t ident
 		rc = days_write(c, db, day);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	/* Copy the WAL into the file while readers go on (PASSIVE never waits
+	 * for them nor makes them wait), and do not checkpoint again at close,
+	 * which would take the file exclusively: a view opening it then would
+	 * wait in its busy handler. */
+	if (rc == SQLITE_OK)
+		sqlite3_exec(db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+	if (db)
+		sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	if (rc == SQLITE_OK)
 		atomic_fetch_add(&s->hours_written, c->n_pend);
 out:
