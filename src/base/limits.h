@@ -150,6 +150,9 @@
 #define LIMIT_STORE_APPLY_BYTES (64u << 20) /* embedded: answered batches not yet in their partitions */
 #define LIMIT_STORE_READ_BARRIER_MS 30000   /* embedded: a read waits at most this for them */
 #define LIMIT_PUSH_JOBS 10000u              /* push jobs waiting for a worker; past it: 503 busy */
+#define LIMIT_STORE_HOURS_MARGIN_S 300      /* an hour is merged (store/local_hours.c) once it ended this long ago */
+#define LIMIT_STORE_HOURS_PASS_MS 5000      /*   and the compactor looks for such hours this often */
+#define LIMIT_STORE_SUMS_BYTES (64u << 20)  /*   raw bytes of one merged row's sums a reader accepts */
 
 /* clang-format on */
 

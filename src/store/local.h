@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/timeutil.h"
 #include "base/u64map.h"
 #include "store/engine.h"
 #include "store/local_wal.h"
@@ -94,6 +95,33 @@ typedef struct {
 	void *zc; /* ZSTD_CCtx */
 } local_scratch_t;
 
+/* Merged hours (local_hours.c, docs/STORE.md "Merged hours"): one summed
+ * (node, attrset) of a (series, UTC hour), and the stamp of the chunks a
+ * merged row covered (local_hstamp_add over their heads). */
+typedef struct {
+	uint32_t node, attrset;
+	int64_t value;
+} local_hsum_t;
+typedef struct {
+	uint32_t n;        /* chunks */
+	int64_t max_local; /* their largest local id */
+	uint64_t hash;     /* sum of a hash of each head (local, t_ns, sizes, total, scale, payload) */
+} local_hstamp_t;
+typedef struct local_hours_seen local_hours_seen_t;
+/* Exact sums per (node, attrset) (local_hacc_*): int64 values added in 128
+ * bits, so the order of the additions never matters, then clamped to int64
+ * once, as ClickHouse's sum answers (ch_rd_sum). */
+__extension__ typedef __int128 local_i128_t;
+typedef struct {
+	u64map_t ix;    /* mixed (node << 32 | attrset) + 1 -> index */
+	uint64_t *keys; /* node << 32 | attrset */
+	local_i128_t *val;
+	size_t cap;
+	uint32_t n;
+	uint32_t *dense; /* attrset 0: node -> index + 1 (0: none yet) */
+	size_t cap_dense;
+} local_hacc_t;
+
 /* Retention of one project (store_set_retention, store_retention_sweep). */
 typedef struct {
 	char proj[3 * LIMIT_NAME_BYTES + 2]; /* encoded (local_project_dir) */
@@ -174,6 +202,22 @@ struct store {
 	err_t ckpt_err;
 	uint64_t ckpt_lsn; /* checkpointer thread: the log's checkpoint */
 
+	/* The merged-hours compactor (local_hours.c): its thread sleeps on
+	 * hours_cv under hours_mu; hours_pass_mu makes passes one at a time and
+	 * guards hours_seen (what each day file looked like at its last pass). */
+	pthread_t hours_thread;
+	int hours_inited, hours_running, hours_stop;
+	pthread_mutex_t hours_mu, hours_pass_mu;
+	pthread_cond_t hours_cv;
+	int64_t hours_margin_ns; /* an hour is merged once it ended this long ago */
+	int hours_pass_ms;       /* between passes */
+	local_hours_seen_t *hours_seen;
+	uint32_t n_hours_seen;
+	size_t cap_hours_seen;
+	/* Counters for tests and benchmarks: merged rows written; merged rows
+	 * and chunks that store_view_sums added. */
+	_Atomic uint64_t hours_written, hours_used, hours_chunks;
+
 	/* Writer thread only. */
 	local_part_t **parts;
 	uint32_t n_parts;
@@ -221,6 +265,17 @@ enum { LOCAL_SPAN_NONE, LOCAL_SPAN_HEX, LOCAL_SPAN_TEXT };
 int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n);
 /* Decodes a labels blob; strings are copied into the arena. -1 on damage. */
 int local_labels_decode(slice_t blob, arena_t *a, model_label_t **out, uint32_t *n);
+
+/* The sums of a merged hour, r[0..n) sorted by (node, attrset) with no
+ * repeats, raw: count, then per row the node's delta from the previous
+ * row's, attrset, zigzag value (varints). Stored as local_payload_pack
+ * leaves it (format byte, raw or zstd). */
+void local_sums_encode(const local_hsum_t *r, uint32_t n, buf_t *raw);
+/* Decodes a stored sums blob (packed) into *out (grown; *cap its capacity),
+ * decompressing with zd into *tmp; -1 when it fails a check (format,
+ * length, order, nodes <= max_node, attrsets <= max_attrset). */
+int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp,
+                      size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n);
 
 /* ---- local_partition.c: partition files for the writer ---- */
 /* Finds or opens the partition of (project dir, day); NULL with err. */
@@ -335,6 +390,53 @@ int local_keys_read(store_t *s, void (*cb)(const store_key_row_t *row, void *ctx
 int local_keys_poll(store_t *s, int64_t *stamp, void (*cb)(const store_key_row_t *row, void *ctx), void *ctx,
                     err_t *err);
 
+/* ---- local_hours.c: merged hours (docs/STORE.md "Merged hours") ----
+ * A derived file DAY.db.hours beside each day partition holds, per (series,
+ * UTC hour) whose hour ended hours_margin_ns ago, the sums of its chunks and
+ * the stamp of the chunks summed; once the whole day has passed, the same
+ * per (series, day). Written only by the compactor thread,
+ * never by the writer; read by store_view_sums (local_view.c), which uses a
+ * row only when its stamp equals that of the chunks the view lists. */
+/* Starts the compactor (a pass every hours_pass_ms; KILN_TEST_HOURS_MS and
+ * KILN_TEST_HOURS_MARGIN_S override the pass interval and the margin). */
+int local_hours_start(store_t *s, err_t *err);
+/* Stops and joins it (idempotent; nothing when it never started). */
+void local_hours_stop(store_t *s);
+/* One pass now, on the caller's thread (tests): every project, every day.
+ * 0, or -1 with err (a day that failed is left for the next pass). */
+int local_hours_pass(store_t *s, err_t *err);
+void local_hstamp_add(local_hstamp_t *st, const store_chunk_head_t *h);
+void local_hacc_init(local_hacc_t *a);
+void local_hacc_free(local_hacc_t *a);
+void local_hacc_clear(local_hacc_t *a);
+void local_hacc_add(local_hacc_t *a, uint32_t node, uint32_t attrset, int64_t value);
+/* The sums as rows sorted by (node, attrset) in *out (grown); 1 when a sum
+ * did not fit int64 and was clamped, else 0. */
+int local_hacc_rows(const local_hacc_t *a, local_hsum_t **out, size_t *cap, uint32_t *n);
+/* The identity of day file path (device and inode, hashed; 0 when it cannot be stat()ed). */
+uint64_t local_file_ident(const char *path);
+/* Opens day_path's merged hours read-only when they were made from the file
+ * of identity ident; NULL when absent, damaged or made from another file. */
+sqlite3 *local_hours_open_ro(const char *day_path, uint64_t ident);
+/* The merged row of (series, hour), or with day set of (series, day), when
+ * its stamp equals want and its sums decode (ids within max_node,
+ * max_attrset): 1 with (*out)[0..*n). 0 when there is none (or a bad one:
+ * the caller reads the hours or chunks). *st is the statement of that kind,
+ * prepared on first use (finalize it with the connection). */
+int local_hours_lookup(sqlite3 *db, sqlite3_stmt **st, int day, uint32_t series, int64_t key,
+                       const local_hstamp_t *want, uint32_t max_node, uint32_t max_attrset, void *zd,
+                       uint8_t **tmp, size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n);
+/* 1 when n is a day partition's name, "YYYY-MM-DD.db". */
+int local_name_is_day(const char *n);
+/* Identity (local_file_ident) of the file partition p of v opened; 0 unknown. */
+uint64_t local_view_ident(store_view_t *v, uint32_t p);
+/* The UTC hour (hours since 1970) of t_ns, rounded down. */
+static inline int64_t local_hour(int64_t t_ns)
+{
+	int64_t h = t_ns / (3600 * NS_PER_SEC);
+	return h - (t_ns % (3600 * NS_PER_SEC) < 0);
+}
+
 /* ---- the engine's entry points (store_local_engine, local_writer.c) ---- */
 /* mkdir -p dir. 0, or -1 + err (500). */
 int local_mkdir_p(const char *dir, err_t *err);
@@ -364,5 +466,7 @@ int local_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **set
                         const model_label_t **labels, uint32_t *n, err_t *err);
 int local_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t trace_id,
                            const store_span_hit_t **out, uint32_t *n, err_t *err);
+int local_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                    const store_sum_t **out, uint32_t *n, err_t *err);
 
 #endif

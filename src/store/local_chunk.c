@@ -153,38 +153,48 @@ static int bad(err_t *err, const char *what)
 	return err_set(err, 500, "%s", what);
 }
 
+/* The raw bytes [*p, *end) of a stored form (local_payload_pack), raw or
+ * decompressed into *tmp; a raw size above max_raw is damage. */
+static int payload_unpack(slice_t data, uint64_t max_raw, void *zd, uint8_t **tmp, size_t *cap_tmp,
+                          const uint8_t **p, const uint8_t **end, err_t *err)
+{
+	if (data.n < 1)
+		return bad(err, "empty payload");
+	if (data.p[0] == PAYLOAD_RAW) {
+		*p = data.p + 1;
+		*end = data.p + data.n;
+		return 0;
+	}
+	if (data.p[0] != PAYLOAD_ZSTD)
+		return bad(err, "unknown payload format");
+	const uint8_t *q = data.p + 1, *qend = data.p + data.n;
+	uint64_t raw_n;
+	if (num_uvarint_get(&q, qend, &raw_n) < 0 || raw_n > max_raw)
+		return bad(err, "bad payload length");
+	if (*cap_tmp < raw_n) {
+		*tmp = xrealloc(*tmp, (size_t)raw_n);
+		*cap_tmp = (size_t)raw_n;
+	}
+	size_t got = ZSTD_decompressDCtx(zd, *tmp, (size_t)raw_n, q, (size_t)(qend - q));
+	if (ZSTD_isError(got) || got != raw_n)
+		return bad(err, "payload does not decompress");
+	*p = *tmp;
+	*end = *tmp + raw_n;
+	return 0;
+}
+
 int local_payload_decode(slice_t data, int64_t t_ns, int64_t scale, uint32_t n_expect, int64_t total_expect,
                          uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp, size_t *cap_tmp,
                          store_entry_t **out, size_t *cap_out, err_t *err)
 {
 	const uint8_t *p, *end;
-	if (data.n < 1)
-		return bad(err, "empty payload");
 	if (scale < 1)
 		return bad(err, "bad value scale");
 	if (n_expect > LIMIT_CHUNK_ENTRIES)
 		return bad(err, "entry count out of range");
-	if (data.p[0] == PAYLOAD_RAW) {
-		p = data.p + 1;
-		end = data.p + data.n;
-	} else if (data.p[0] == PAYLOAD_ZSTD) {
-		const uint8_t *q = data.p + 1, *qend = data.p + data.n;
-		uint64_t raw_n;
-		/* At most 2 + 4 varints of <= 10 bytes per entry. */
-		if (num_uvarint_get(&q, qend, &raw_n) < 0 || raw_n > 24 + (uint64_t)n_expect * 40)
-			return bad(err, "bad payload length");
-		if (*cap_tmp < raw_n) {
-			*tmp = xrealloc(*tmp, (size_t)raw_n);
-			*cap_tmp = (size_t)raw_n;
-		}
-		size_t got = ZSTD_decompressDCtx(zd, *tmp, (size_t)raw_n, q, (size_t)(qend - q));
-		if (ZSTD_isError(got) || got != raw_n)
-			return bad(err, "payload does not decompress");
-		p = *tmp;
-		end = *tmp + raw_n;
-	} else {
-		return bad(err, "unknown payload format");
-	}
+	/* At most 2 + 4 varints of <= 10 bytes per entry. */
+	if (payload_unpack(data, 24 + (uint64_t)n_expect * 40, zd, tmp, cap_tmp, &p, &end, err) < 0)
+		return -1;
 
 	uint64_t n, flags;
 	if (num_uvarint_get(&p, end, &n) < 0 || num_uvarint_get(&p, end, &flags) < 0)
@@ -304,4 +314,50 @@ int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n)
 	}
 	*n = v.n / 2;
 	return LOCAL_SPAN_HEX;
+}
+
+/* ---- merged hours: the sums of one (series, hour) ---- */
+
+void local_sums_encode(const local_hsum_t *r, uint32_t n, buf_t *out)
+{
+	buf_reset(out);
+	buf_put_uvarint(out, n);
+	uint32_t prev = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		buf_put_uvarint(out, r[i].node - prev);
+		buf_put_uvarint(out, r[i].attrset);
+		buf_put_uvarint(out, zigzag(r[i].value));
+		prev = r[i].node;
+	}
+}
+
+int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp,
+                      size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n)
+{
+	const uint8_t *p, *end;
+	uint64_t count, v[3];
+	err_t err;
+	*n = 0;
+	if (payload_unpack(blob, LIMIT_STORE_SUMS_BYTES, zd, tmp, cap_tmp, &p, &end, &err) < 0)
+		return -1;
+	/* Each row takes at least 3 bytes: a count beyond that is a lie. */
+	if (num_uvarint_get(&p, end, &count) < 0 || count > (uint64_t)(end - p) / 3)
+		return -1;
+	*out = xgrow(*out, cap, (size_t)count + 1, sizeof **out);
+	uint64_t node = 0, prev_attr = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		for (int k = 0; k < 3; k++)
+			if (num_uvarint_get(&p, end, &v[k]) < 0)
+				return -1;
+		/* Strictly increasing (node, attrset), every id in range. */
+		if (v[0] > max_node || (node += v[0]) > max_node || v[1] > max_attrset ||
+		    (i && v[0] == 0 && v[1] <= prev_attr))
+			return -1;
+		prev_attr = v[1];
+		(*out)[i] = (local_hsum_t){(uint32_t)node, (uint32_t)v[1], unzigzag(v[2])};
+	}
+	if (p != end)
+		return -1;
+	*n = (uint32_t)count;
+	return 0;
 }

@@ -249,15 +249,22 @@ static int insert_row(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t 
  * the durable copy; the checkpointer syncs partitions behind it, local_log.c),
  * no automatic checkpoint on COMMIT or close (those would fsync on the ack
  * path). */
+/* Bytes of a partition's -wal kept after it is started over (SQLite's journal_size_limit). */
+#define LOCAL_WAL_KEEP "4194304"
+
 static int set_pragmas(store_t *s, sqlite3 *db)
 {
 	sqlite3_busy_timeout(db, 5000);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	return sqlite3_exec(
-	    db,
-	    s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
-	            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0;",
-	    NULL, NULL, NULL);
+	/* journal_size_limit: a -wal that a burst grew is cut back when the writer
+	 * starts it over after a checkpoint, so an idle day does not keep
+	 * (and a restart does not index) a burst's worth of frames. */
+	return sqlite3_exec(db,
+	                    s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA "
+	                              "wal_autocheckpoint=0; PRAGMA journal_size_limit=" LOCAL_WAL_KEEP ";"
+	                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA "
+	                              "wal_autocheckpoint=0; PRAGMA journal_size_limit=" LOCAL_WAL_KEEP ";",
+	                    NULL, NULL, NULL);
 }
 
 /* Creates a partition file with its schema under a temporary name and renames

@@ -99,10 +99,13 @@ int local_retention_check(store_t *s, const char *proj, const model_batch_t *b, 
 }
 
 /* The day of a partition file name "YYYY-MM-DD.db" followed by one of the
- * suffixes SQLite and the writer leave beside it; 0 when n is no such name. */
+ * suffixes SQLite and the writer leave beside it, or by the merged hours
+ * derived from it (local_hours.c) and their SQLite files; 0 when n is no
+ * such name. */
 static int part_file_day(const char *n, char day[11])
 {
-	static const char *const suffix[] = {"", "-wal", "-shm", "-journal", ".new"};
+	static const char *const suffix[] = {"",       "-wal",       "-shm",       "-journal",      ".new",
+	                                     ".hours", ".hours-wal", ".hours-shm", ".hours-journal"};
 	static const char pat[] = "####-##-##.db";
 	for (size_t i = 0; i < sizeof pat - 1; i++)
 		if (pat[i] == '#' ? (n[i] < '0' || n[i] > '9') : n[i] != pat[i])

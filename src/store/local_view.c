@@ -2,7 +2,9 @@
  * range. Each partition gets its own read-only connection, opened on first
  * use, holding one read transaction (WAL: writers go on); dictionaries load
  * lazily, once, with one prepared SELECT each; span lookups use the spans
- * index. Never writes; never trusts what it reads. */
+ * index. Sums (store_view_sums) add the merged hours of local_hours.c
+ * whose stamp matches the chunks listed, and the chunks of every other hour.
+ * Never writes; never trusts what it reads. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -35,8 +37,22 @@ typedef struct {
 	model_label_t *attr_labels;
 	uint32_t n_attrsets;
 	uint32_t max_node, max_attrset, max_frame; /* largest local ids in the snapshot */
-	int damage; /* the last failure was damage (corrupt file, impossible values, another format) */
-	int bad;    /* reported; reads as empty for the rest of the view */
+	int damage;     /* the last failure was damage (corrupt file, impossible values, another format) */
+	int bad;        /* reported; reads as empty for the rest of the view */
+	uint64_t ident; /* local_file_ident of the file this connection opened; 0 unknown */
+	/* The last heads_read, in the order the index gave them (series by
+	 * series in the order asked, each by time): what sums_read adds up. */
+	store_chunk_head_t *sheads;
+	size_t cap_sheads;
+	uint32_t n_sheads;
+	uint32_t *sseries;
+	size_t cap_sseries;
+	uint32_t n_sseries;
+	int have_sheads;
+	/* The merged hours of this partition (opened on the first sums_read). */
+	int hours_tried;
+	sqlite3 *hours;
+	sqlite3_stmt *hours_get[2]; /* merged hour, merged day */
 } view_part_t;
 
 struct store_view {
@@ -54,6 +70,12 @@ struct store_view {
 	uint8_t *tmp;
 	size_t cap_tmp;
 	ZSTD_DCtx *zd;
+	/* store_view_sums: the accumulator, merged rows, the answer. */
+	local_hacc_t acc;
+	local_hsum_t *hrows;
+	size_t cap_hrows;
+	store_sum_t *sums;
+	size_t cap_sums;
 	/* The last decoded chunk's payload: equal payloads decode once. */
 	uint32_t last_part;
 	int64_t last_payload, last_scale, last_t;
@@ -86,7 +108,7 @@ static int part_skip(store_view_t *v, view_part_t *vp, const err_t *err)
 	return 1;
 }
 
-static int name_is_day(const char *n)
+int local_name_is_day(const char *n)
 {
 	static const char pat[] = "####-##-##.db";
 	if (strlen(n) != sizeof pat - 1)
@@ -113,7 +135,7 @@ static char **list_days(const char *dir, const char *first, const char *last, ui
 	size_t cap = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!name_is_day(de->d_name) || strncmp(de->d_name, first, 10) < 0 ||
+		if (!local_name_is_day(de->d_name) || strncmp(de->d_name, first, 10) < 0 ||
 		    strncmp(de->d_name, last, 10) > 0)
 			continue;
 		names = xgrow(names, &cap, (size_t)*n + 1, sizeof *names);
@@ -131,6 +153,8 @@ static int part_open_ro(view_part_t *vp, err_t *err)
 {
 	struct stat stbuf;
 	int rc;
+	vp->ident = 0;
+	uint64_t ident = local_file_ident(vp->path);
 	if (stat(vp->path, &stbuf) != 0 && errno == ENOENT) {
 		rc = sqlite3_open_v2(":memory:", &vp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 		if (rc == SQLITE_OK)
@@ -159,10 +183,15 @@ static int part_open_ro(view_part_t *vp, err_t *err)
 		return err_set(err, 500, "store: %s has partition format %lld, this Kiln reads %d", vp->path,
 		               (long long)v, LOCAL_FORMAT);
 	}
+	/* The file read is the one stat()ed before and after opening (a file
+	 * renamed in between, e.g. moved aside as damaged, gets none): merged
+	 * hours are used only when made from this very file. */
+	if (ident && local_file_ident(vp->path) == ident)
+		vp->ident = ident;
 	rc = sqlite3_prepare_v3(
 	    vp->db,
 	    "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
-	    " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns",
+	    " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns, local",
 	    -1, SQLITE_PREPARE_PERSISTENT, &vp->heads, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(vp->db, "SELECT data FROM payloads WHERE local = ?1", -1,
@@ -180,7 +209,13 @@ static void part_disconnect(view_part_t *vp)
 	sqlite3_finalize(vp->payload);
 	sqlite3_finalize(vp->by_span);
 	sqlite3_finalize(vp->by_trace);
-	vp->heads = vp->payload = vp->by_span = vp->by_trace = NULL;
+	sqlite3_finalize(vp->hours_get[0]);
+	sqlite3_finalize(vp->hours_get[1]);
+	vp->heads = vp->payload = vp->by_span = vp->by_trace = vp->hours_get[0] = vp->hours_get[1] = NULL;
+	if (vp->hours)
+		sqlite3_close_v2(vp->hours);
+	vp->hours = NULL;
+	vp->hours_tried = 0;
 	if (vp->db) {
 		sqlite3_exec(vp->db, "COMMIT", NULL, NULL, NULL);
 		sqlite3_close_v2(vp->db);
@@ -199,6 +234,8 @@ static void part_close_ro(view_part_t *vp)
 	free(vp->frame);
 	free(vp->node_id);
 	free(vp->attrsets);
+	free(vp->sheads);
+	free(vp->sseries);
 	free(vp->path);
 }
 
@@ -220,6 +257,7 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	v->until_ns = until_ns;
 	v->zd = xcheck(ZSTD_createDCtx());
 	v->last_payload = -1;
+	local_hacc_init(&v->acc);
 	if (until_ns <= from_ns) {
 		*out = v;
 		return 0;
@@ -259,6 +297,9 @@ void local_view_close(store_view_t *v)
 	free(v->hits);
 	free(v->entries);
 	free(v->tmp);
+	local_hacc_free(&v->acc);
+	free(v->hrows);
+	free(v->sums);
 	ZSTD_freeDCtx(v->zd);
 	free(v);
 }
@@ -421,6 +462,7 @@ static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32
 {
 	size_t k = 0;
 	sqlite3_stmt *st = vp->heads;
+	vp->have_sheads = 0;
 	for (uint32_t i = 0; i < n_series; i++) {
 		sqlite3_bind_int64(st, 1, series[i]);
 		sqlite3_bind_int64(st, 2, v->from_ns);
@@ -437,7 +479,21 @@ static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32
 		if (rc != SQLITE_DONE)
 			return part_err(err, vp, rc, "reading chunk headers");
 	}
-	if (k > 1)
+	/* Kept for sums_read in this order: each series' chunks together. */
+	vp->sheads = xgrow(vp->sheads, &vp->cap_sheads, k + 1, sizeof *vp->sheads);
+	if (k)
+		memcpy(vp->sheads, v->heads, k * sizeof *vp->sheads);
+	vp->n_sheads = (uint32_t)k;
+	vp->sseries = xgrow(vp->sseries, &vp->cap_sseries, (size_t)n_series + 1, sizeof *vp->sseries);
+	if (n_series)
+		memcpy(vp->sseries, series, n_series * sizeof *series);
+	vp->n_sseries = n_series;
+	vp->have_sheads = 1;
+	/* One series comes in head_cmp's order already (the index is on (series, t_ns), then local). */
+	size_t sorted = 1;
+	while (sorted < k && head_cmp(&v->heads[sorted - 1], &v->heads[sorted]) <= 0)
+		sorted++;
+	if (sorted < k)
 		qsort(v->heads, k, sizeof *v->heads, head_cmp);
 	*out = v->heads;
 	*n = (uint32_t)k;
@@ -633,6 +689,111 @@ static int attrsets_read(store_view_t *v, uint32_t p, view_part_t *vp, const mod
 	return 0;
 }
 
+/* ---- sums: merged hours, and the chunks of every other hour ---- */
+
+uint64_t local_view_ident(store_view_t *v, uint32_t p)
+{
+	return p < v->n_parts ? v->parts[p].ident : 0;
+}
+
+/* Adds the merged row of (series, hour) or with day set (series, day) when
+ * its stamp is st; 0 when there is none to add. */
+static int merged_add(store_view_t *v, view_part_t *vp, int day, uint32_t series, int64_t key,
+                      const local_hstamp_t *st)
+{
+	uint32_t nr;
+	if (!local_hours_lookup(vp->hours, &vp->hours_get[day], day, series, key, st, vp->max_node,
+	                        vp->max_attrset, v->zd, &v->tmp, &v->cap_tmp, &v->hrows, &v->cap_hrows, &nr))
+		return 0;
+	for (uint32_t k = 0; k < nr; k++)
+		local_hacc_add(&v->acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
+	return 1;
+}
+
+/* Adds the sums of one series' chunks h[0..n) (each hour's together, by
+ * time): the whole day's merged row when the view covers the day and the
+ * row's stamp is that of all these chunks; else a whole hour of the view's range whose merged row has the
+ * stamp of exactly these chunks is added from that row, every other hour chunk by chunk. *used, *chunks count
+ * the two. */
+static int sums_series(store_view_t *v, uint32_t p, view_part_t *vp, const store_chunk_head_t *h, uint32_t n,
+                       uint64_t *used, uint64_t *chunks, err_t *err)
+{
+	const int64_t hour_ns = 3600 * NS_PER_SEC;
+	if (!n)
+		return 0;
+	int64_t day = time_day(h[0].t_ns);
+	if (vp->hours && day * NS_PER_DAY >= v->from_ns && day * NS_PER_DAY + NS_PER_DAY <= v->until_ns) {
+		local_hstamp_t st = {0};
+		for (uint32_t i = 0; i < n; i++)
+			local_hstamp_add(&st, &h[i]);
+		if (merged_add(v, vp, 1, h[0].series, day, &st)) {
+			(*used)++;
+			return 0;
+		}
+	}
+	for (uint32_t i = 0, j; i < n; i = j) {
+		int64_t hour = local_hour(h[i].t_ns);
+		local_hstamp_t st = {0};
+		for (j = i; j < n && local_hour(h[j].t_ns) == hour; j++)
+			local_hstamp_add(&st, &h[j]);
+		if (vp->hours && hour * hour_ns >= v->from_ns && hour * hour_ns + hour_ns <= v->until_ns &&
+		    merged_add(v, vp, 0, h[i].series, hour, &st)) {
+			(*used)++;
+			continue;
+		}
+		for (uint32_t c = i; c < j; c++) {
+			const store_entry_t *e;
+			uint32_t ne;
+			if (entries_read(v, p, vp, &h[c], &e, &ne, err) < 0)
+				return -1;
+			for (uint32_t k = 0; k < ne; k++)
+				local_hacc_add(&v->acc, e[k].node, e[k].attrset, e[k].value);
+		}
+		*chunks += j - i;
+	}
+	return 0;
+}
+
+static int sums_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32_t *series, uint32_t n_series,
+                     const store_sum_t **out, uint32_t *n, err_t *err)
+{
+	const store_chunk_head_t *unused;
+	uint32_t nh;
+	if (load_counts(vp, err) < 0)
+		return -1;
+	/* The heads the caller listed are kept; list them again only when it asked for others. */
+	if (!vp->have_sheads || vp->n_sseries != n_series ||
+	    (n_series && memcmp(vp->sseries, series, n_series * sizeof *series) != 0))
+		if (heads_read(v, p, vp, series, n_series, &unused, &nh, err) < 0)
+			return -1;
+	if (!vp->hours_tried) {
+		vp->hours_tried = 1;
+		vp->hours = local_hours_open_ro(vp->path, vp->ident);
+	}
+	uint64_t used = 0, chunks = 0;
+	size_t k = 0;
+	const store_chunk_head_t *h = vp->sheads;
+	for (uint32_t i = 0, j; i < vp->n_sheads; i = j) {
+		for (j = i; j < vp->n_sheads && h[j].series == h[i].series; j++)
+			;
+		local_hacc_clear(&v->acc);
+		if (sums_series(v, p, vp, h + i, j - i, &used, &chunks, err) < 0)
+			return -1;
+		uint32_t nr;
+		local_hacc_rows(&v->acc, &v->hrows, &v->cap_hrows, &nr);
+		v->sums = xgrow(v->sums, &v->cap_sums, k + nr + 1, sizeof *v->sums);
+		for (uint32_t r = 0; r < nr; r++)
+			v->sums[k++] = (store_sum_t){h[i].series, v->hrows[r].node, v->hrows[r].attrset,
+			                             v->hrows[r].value};
+	}
+	atomic_fetch_add(&v->s->hours_used, used);
+	atomic_fetch_add(&v->s->hours_chunks, chunks);
+	/* Each series' rows together, by (node, attrset). */
+	*out = v->sums;
+	*n = (uint32_t)k;
+	return 0;
+}
+
 /* ---- span links ---- */
 
 /* Prepares the two span lookups once; *absent when the file predates the index. */
@@ -812,6 +973,21 @@ int local_view_attrsets(store_view_t *v, uint32_t p, const model_attrset_t **set
 		return -1;
 	*sets = &empty_set; /* attrsets[0], the empty set, stays valid */
 	*labels = NULL;
+	*n = 0;
+	return 0;
+}
+
+int local_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
+                    const store_sum_t **out, uint32_t *n, err_t *err)
+{
+	view_part_t *vp = get_part(v, p, err);
+	if (!vp)
+		return -1;
+	if (!vp->bad && sums_read(v, p, vp, series, n_series, out, n, err) == 0)
+		return 0;
+	if (!part_skip(v, vp, err))
+		return -1;
+	*out = v->sums;
 	*n = 0;
 	return 0;
 }

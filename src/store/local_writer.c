@@ -53,6 +53,7 @@ static void apply_stop(store_t *s);
 /* What local_open set up, undone (the writer thread already joined or never started). */
 static void local_free(store_t *s)
 {
+	local_hours_stop(s);
 	apply_stop(s);
 	local_scratch_t *sc = &s->sc;
 	free(sc->frame_map);
@@ -148,6 +149,8 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 			rc = apply_start(s, err);
 		if (rc == 0)
 			rc = store_writeq_start(&s->q, &qc, err);
+		if (rc == 0)
+			rc = local_hours_start(s, err);
 	} else { /* no writer thread: the queue refuses every job (503), as while draining */
 		s->q.cfg = qc;
 		pthread_mutex_init(&s->q.mu, NULL);
@@ -565,4 +568,5 @@ const store_engine_t store_local_engine = {
     .view_frames = local_view_frames,
     .view_attrsets = local_view_attrsets,
     .view_span_chunks = local_view_span_chunks,
+    .view_sums = local_view_sums,
 };
