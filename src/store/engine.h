@@ -140,8 +140,7 @@ typedef struct store_job {
  * stays until store_job_finish. */
 void store_job_answer(store_job_t *j, const err_t *err);
 /* Answers j (unless store_job_answer did: err is then ignored), frees j's
- * batch, then the engine's job. Unanswered, the batch is freed before the
- * done callback runs. */
+ * batch, then the engine's job. */
 void store_job_finish(store_job_t *j, const err_t *err);
 
 typedef struct {

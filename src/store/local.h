@@ -325,7 +325,8 @@ int local_log_open(store_t *s, err_t *err);
 void local_log_close(store_t *s);
 /* The log thread's half of a group commit: b[0..n) (checked:
  * batch_codec_check, project dirs, retention floor) encoded into rec and
- * appended as one record, synced; *lsn its position. 0 once durable; -1
+ * appended as one record, synced; *lsn its position, and durable_end moved
+ * past it (local_read_barrier). 0 once durable; -1
  * with err (503 on I/O or a full log, 413 when the record cannot fit a
  * segment) and nothing stored. */
 int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec, uint64_t *lsn, err_t *err);

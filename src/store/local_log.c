@@ -435,7 +435,11 @@ int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec
 		pthread_cond_signal(&s->ckpt_cv);
 		pthread_mutex_unlock(&s->ckpt_mu);
 	}
-	return rc < 0 ? -1 : 0;
+	if (rc < 0)
+		return -1;
+	/* Durable: readers from now on wait for the group (local_read_barrier). */
+	atomic_store(&s->durable_end, *lsn + rec_bytes(rec->n));
+	return 0;
 }
 
 /* Keeps group g (a copy of its record) for another try. */

@@ -66,14 +66,7 @@ void store_job_answer(store_job_t *j, const err_t *err)
 
 void store_job_finish(store_job_t *j, const err_t *err)
 {
-	if (!j->answered) {
-		j->answered = 1;
-		job_uncount(j);
-		model_batch_free(j->b);
-		j->b = NULL;
-		if (j->done)
-			j->done(j->ctx, err);
-	}
+	store_job_answer(j, err);
 	model_batch_free(j->b);
 	free(j); /* j is the first member of the engine's job */
 }
