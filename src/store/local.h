@@ -63,18 +63,24 @@ typedef struct {
  * (durable in the log) and not yet in their partitions: at most this many,
  * and at most LIMIT_STORE_APPLY_BYTES of their batches (one more when none
  * waits); past either the log thread waits, and the write queue's caps
- * refuse pushes. The apply thread writes what waits in one pass (up to
- * LIMIT_STORE_GROUP_BATCHES batches): one transaction per partition. */
-#define LOCAL_APPLY_DEPTH 8
+ * refuse pushes. */
+#define LOCAL_APPLY_DEPTH 64
+/* The apply thread lets groups gather before a pass (one transaction per
+ * partition it touches, so a pass over more groups costs fewer per upload
+ * when many projects write): it starts one once the oldest waiting group is
+ * this old, or half the depth or bytes above wait, or LOCAL_APPLY_PASS_BATCHES
+ * batches, or at once when a reader, a sweep or a test waits for it. */
+#define LOCAL_APPLY_DELAY_MS 250
+#define LOCAL_APPLY_PASS_BATCHES 4096 /* batches in one pass at most */
 
 /* One group as the apply thread writes it: its batches b[0..n) with their
- * project dirs, appended at lsn as record rec. */
+ * project dirs, appended at lsn as a record of rec_n bytes. */
 typedef struct {
 	uint64_t lsn;
 	model_batch_t *const *b;
 	char *const *proj;
 	uint32_t n;
-	const buf_t *rec;
+	uint64_t rec_n;
 } local_group_t;
 
 typedef struct local_pending local_pending_t;
@@ -165,6 +171,7 @@ struct store {
 	/* The write-ahead log (local_log.c). Writer thread: rec, pending*. */
 	int log_inited; /* local_log_open was called: local_log_close is due */
 	local_wal_t *wal;
+	buf_t log_rec; /* the log thread's record being appended */
 	/* Durable groups not yet in all their partitions (apply thread), and
 	 * whether there are any (read by the log thread: it refuses groups then). */
 	local_pending_t *pending;
@@ -177,9 +184,11 @@ struct store {
 	pthread_cond_t ap_work, ap_room;
 	struct local_apply_item *ap_head, *ap_tail;
 	uint32_t ap_n;
-	uint64_t ap_bytes; /* the batch memory of the groups handed over */
-	int ap_busy;       /* the apply thread is writing what it took */
+	uint64_t ap_bytes;   /* the batch memory of the groups handed over */
+	uint32_t ap_batches; /* their batches */
+	int ap_busy;         /* the apply thread is writing what it took */
 	int ap_stop;
+	uint32_t ap_urgent;     /* readers, sweeps and waiters that need a pass now */
 	pthread_cond_t ap_idle; /* signalled when nothing waits and ap_busy is 0 */
 	err_t behind_err;       /* why the first kept group could not be written (under ap_mu) */
 	/* The checkpointer thread and what it shares with the writer, under ckpt_mu. */
@@ -191,6 +200,12 @@ struct store {
 	uint64_t dirty_gen; /* rounds of that list taken by the checkpointer */
 	uint32_t n_dirty;
 	size_t cap_dirty;
+	/* Partition files and directories made since the last checkpoint, not
+	 * synced when made (the log holds all they contain): the checkpointer
+	 * fsyncs them before it lets the log recycle. */
+	char **fresh;
+	uint32_t n_fresh;
+	size_t cap_fresh;
 	uint64_t applied_end;      /* the end of the last group in its partitions */
 	pthread_cond_t applied_cv; /* broadcast when applied_end moves or a group is kept */
 	/* The end of the last group durable in the log and answered (log thread
@@ -223,6 +238,8 @@ struct store {
 	uint32_t n_parts;
 	size_t cap_parts;
 	uint64_t tick;
+	unsigned char *part_tmpl; /* a new partition file's bytes (local_partition.c: part_create) */
+	size_t part_tmpl_len;
 	uint32_t open_max;   /* the LRU's size: LIMIT_STORE_OPEN_PARTS or what RLIMIT_NOFILE allows */
 	uint64_t part_opens; /* partitions opened so far (tests: the LRU kept them) */
 	size_t cache_entries;
@@ -324,16 +341,17 @@ int local_log_open(store_t *s, err_t *err);
  * its partitions closed), closes the log. */
 void local_log_close(store_t *s);
 /* The log thread's half of a group commit: b[0..n) (checked:
- * batch_codec_check, project dirs, retention floor) encoded into rec and
- * appended as one record, synced; *lsn its position, and durable_end moved
- * past it (local_read_barrier). 0 once durable; -1
- * with err (503 on I/O or a full log, 413 when the record cannot fit a
+ * batch_codec_check, project dirs, retention floor) encoded into one record
+ * (in log_rec, reused) and appended, synced; *lsn its position, *rec_n its
+ * size, and durable_end moved past it (local_read_barrier). 0 once durable;
+ * -1 with err (503 on I/O or a full log, 413 when the record cannot fit a
  * segment) and nothing stored. */
-int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec, uint64_t *lsn, err_t *err);
+int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, uint64_t *lsn, uint64_t *rec_n,
+                     err_t *err);
 /* The apply thread's half: the groups g[0..n) (in LSN order) written to
  * their partitions after any kept group, one transaction per partition for
- * all of them. Groups that cannot be written yet are kept (a copy of each
- * rec) and `behind` set; they stay durable, so their batches are
+ * all of them. Groups that cannot be written yet are kept (each record
+ * encoded again from its batches) and `behind` set; they stay durable, so their batches are
  * acknowledged either way. */
 void local_log_apply(store_t *s, const local_group_t *g, uint32_t n);
 /* Before a read: waits until every group answered so far is in its
@@ -344,6 +362,9 @@ void local_read_barrier(store_t *s);
 /* Waits until the apply thread has finished everything handed to it (the
  * log thread after a sweep; tests that look at the writer's state). */
 void local_apply_wait(store_t *s);
+/* delta +1: a reader waits for what was answered, so the apply thread
+ * starts its pass now (LOCAL_APPLY_DELAY_MS); -1 once it stopped waiting. */
+void local_apply_hurry(store_t *s, int delta);
 /* Writes the kept groups, in order, to their partitions. 0 when none is
  * left (`behind` cleared); -1 with a 503 while one still cannot be written. */
 int local_log_retry(store_t *s, err_t *err);
@@ -351,6 +372,9 @@ int local_log_retry(store_t *s, err_t *err);
  * durable in its partitions and never replayed (the sweep calls it before it
  * deletes files). 0, or -1 with err. */
 int local_log_checkpoint(store_t *s, err_t *err);
+/* Adds a file or directory the apply thread made (unsynced) to what the next
+ * checkpoint fsyncs before the log lets go of the records it holds. */
+void local_log_fresh(store_t *s, const char *path);
 
 /* ---- local_damage.c: partitions SQLite calls corrupt ---- */
 /* 1 for SQLITE_CORRUPT / SQLITE_NOTADB (and their extended codes). */

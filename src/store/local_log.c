@@ -66,17 +66,26 @@ static void dirty_add(store_t *s, const char *path)
 	s->dirty[s->n_dirty++] = xstrdup(path);
 }
 
-/* fdatasync()s path when it exists. 0, or -1 with errno. */
-static int sync_file(const char *path)
+/* Syncs path (a file or a directory) with sync (fdatasync or fsync) when it
+ * exists. 0, or -1 with errno. */
+static int sync_path(const char *path, int (*sync)(int))
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	int rc = fdatasync(fd);
+	int rc = sync(fd);
 	int e = errno;
 	close(fd);
 	errno = e;
 	return rc;
+}
+
+void local_log_fresh(store_t *s, const char *path)
+{
+	pthread_mutex_lock(&s->ckpt_mu);
+	s->fresh = xgrow(s->fresh, &s->cap_fresh, (size_t)s->n_fresh + 1, sizeof *s->fresh);
+	s->fresh[s->n_fresh++] = xstrdup(path);
+	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
 /* Makes partition path durable up to its last commit: a PASSIVE checkpoint
@@ -106,7 +115,7 @@ static int ckpt_part(store_t *s, const char *path, err_t *err)
 	size_t n = strlen(path) + 5;
 	char *wal = xmalloc(n);
 	snprintf(wal, n, "%s-wal", path);
-	if (sync_file(wal) < 0)
+	if (sync_path(wal, fdatasync) < 0)
 		rc = err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));
 	free(wal);
 out:
@@ -134,10 +143,15 @@ static int ckpt_run(store_t *s, err_t *err)
 	pthread_mutex_lock(&s->ckpt_mu);
 	char **paths = s->dirty;
 	uint32_t n = s->n_dirty;
+	char **fresh = s->fresh;
+	uint32_t n_fresh = s->n_fresh;
 	uint64_t lsn = s->applied_end;
 	s->dirty = NULL;
 	s->n_dirty = 0;
 	s->cap_dirty = 0;
+	s->fresh = NULL;
+	s->n_fresh = 0;
+	s->cap_fresh = 0;
 	s->dirty_gen++;
 	s->log_since_ckpt = 0;
 	pthread_mutex_unlock(&s->ckpt_mu);
@@ -159,6 +173,19 @@ static int ckpt_run(store_t *s, err_t *err)
 		free(paths[i]);
 	}
 	free(paths);
+	/* New files and the directories that name them, so the log lets go only
+	 * of records whose files survive a crash. */
+	for (uint32_t i = 0; i < n_fresh; i++) {
+		if (sync_path(fresh[i], fsync) < 0) {
+			if (!failed++) {
+				err_set(err, 503, "store: cannot sync %s: %s", fresh[i], strerror(errno));
+				rc = -1;
+			}
+			local_log_fresh(s, fresh[i]);
+		}
+		free(fresh[i]);
+	}
+	free(fresh);
 	if (rc == 0 && lsn > s->ckpt_lsn) {
 		rc = local_wal_checkpoint(s->wal, lsn, err);
 		if (rc == 0)
@@ -416,39 +443,58 @@ int local_log_retry(store_t *s, err_t *err)
 
 /* ---- the writer's group: the log thread appends, the apply thread applies ---- */
 
-int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, buf_t *rec, uint64_t *lsn, err_t *err)
+/* Encodes batches b[0..n) as a group's record into rec: each batch_codec
+ * encoding after its length (4 bytes, little-endian). -1 when too large. */
+static int rec_encode(model_batch_t *const *b, uint32_t n, buf_t *rec)
 {
 	buf_reset(rec);
 	for (uint32_t k = 0; k < n; k++) {
 		size_t at = rec->n;
 		uint8_t len[4] = {0};
-		buf_append(rec, len, 4);
-		if (batch_codec_encode(b[k], rec) < 0)
-			return err_set(err, 413, "store: a group's record is too large");
+		if (buf_append(rec, len, 4) < 0 || batch_codec_encode(b[k], rec) < 0)
+			return -1;
 		uint32_t l = (uint32_t)(rec->n - at - 4);
 		for (int i = 0; i < 4; i++)
 			rec->p[at + i] = (uint8_t)(l >> (8 * i));
 	}
+	return 0;
+}
+
+int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, uint64_t *lsn, uint64_t *rec_n,
+                     err_t *err)
+{
+	buf_t *rec = &s->log_rec;
+	if (rec_encode(b, n, rec) < 0)
+		return err_set(err, 413, "store: a group's record is too large");
 	int rc = local_wal_append(s->wal, LOCAL_WAL_GROUP, n, slice_make(rec->p, rec->n), lsn, err);
 	if (rc == LOCAL_WAL_FULL) {
 		pthread_mutex_lock(&s->ckpt_mu);
 		pthread_cond_signal(&s->ckpt_cv);
 		pthread_mutex_unlock(&s->ckpt_mu);
 	}
+	/* A record that grew the buffer past a segment's worth is not kept around. */
+	size_t n_rec = rec->n;
+	if (rec->cap > LIMIT_STORE_GROUP_BYTES * 2u) {
+		buf_free(rec);
+		buf_init(rec, SIZE_MAX);
+	}
 	if (rc < 0)
 		return -1;
+	*rec_n = n_rec;
 	/* Durable: readers from now on wait for the group (local_read_barrier). */
-	atomic_store(&s->durable_end, *lsn + rec_bytes(rec->n));
+	atomic_store(&s->durable_end, *lsn + rec_bytes(n_rec));
 	return 0;
 }
 
-/* Keeps group g (a copy of its record) for another try. */
+/* Keeps group g for another try: its record, encoded again from its batches. */
 static void keep(store_t *s, const local_group_t *g)
 {
+	buf_t rec;
+	buf_init(&rec, SIZE_MAX);
+	xcheck(rec_encode(g->b, g->n, &rec) == 0 && rec.n == g->rec_n ? &rec : NULL);
 	local_pending_t *p = xcalloc(1, sizeof *p);
-	p->rec = xmalloc(g->rec->n ? g->rec->n : 1);
-	memcpy(p->rec, g->rec->p, g->rec->n);
-	p->bytes = g->rec->n;
+	p->rec = rec.p; /* the buffer's memory, now the pending record's */
+	p->bytes = rec.n;
 	p->n = g->n;
 	p->lsn = g->lsn;
 	local_pending_t **tail = &s->pending;
@@ -462,8 +508,8 @@ void local_log_apply(store_t *s, const local_group_t *g, uint32_t n)
 	err_t e = {0};
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < n; i++)
-		bytes += rec_bytes(g[i].rec->n);
-	uint64_t end = g[n - 1].lsn + rec_bytes(g[n - 1].rec->n);
+		bytes += rec_bytes(g[i].rec_n);
+	uint64_t end = g[n - 1].lsn + rec_bytes(g[n - 1].rec_n);
 	/* Groups after a kept one wait behind it: applying them first would mark
 	 * partitions past the kept group's LSN, and its retry would skip them. */
 	if ((s->pending && local_log_retry(s, &e) < 0) || apply_group(s, g, n, end, bytes, &e) < 0) {
@@ -502,10 +548,17 @@ void local_read_barrier(store_t *s)
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&s->ckpt_mu);
+	int done = s->applied_end >= want;
+	pthread_mutex_unlock(&s->ckpt_mu);
+	if (done)
+		return;
+	local_apply_hurry(s, 1);
+	pthread_mutex_lock(&s->ckpt_mu);
 	while (s->applied_end < want && !atomic_load(&s->behind) &&
 	       pthread_cond_timedwait(&s->applied_cv, &s->ckpt_mu, &until) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&s->ckpt_mu);
+	local_apply_hurry(s, -1);
 }
 
 /* ---- open and close ---- */
@@ -576,6 +629,11 @@ void local_log_close(store_t *s)
 	free(s->dirty);
 	s->dirty = NULL;
 	s->n_dirty = 0;
+	for (uint32_t i = 0; i < s->n_fresh; i++)
+		free(s->fresh[i]);
+	free(s->fresh);
+	s->fresh = NULL;
+	s->n_fresh = 0;
 	while (s->pending) {
 		local_pending_t *p = s->pending;
 		s->pending = p->next;

@@ -245,67 +245,101 @@ static int insert_row(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t 
 
 /* ---- open / close / LRU ---- */
 
-/* The writer's connections: WAL without a sync at COMMIT (the store's log is
- * the durable copy; the checkpointer syncs partitions behind it, local_log.c),
- * no automatic checkpoint on COMMIT or close (those would fsync on the ack
- * path). */
+/* The writer's connections: WAL with no sync at all (synchronous=OFF: the
+ * store's log is the durable copy and the checkpointer syncs partitions
+ * behind it with a connection of its own, local_log.c; NORMAL would also
+ * fsync the -wal's header each time the writer starts it over after a
+ * checkpoint, on the apply thread), no automatic checkpoint on COMMIT or
+ * close. After a crash a partition holds what its last synced state and
+ * whole SQLite frames give, with the applied_lsn of that state, and replay
+ * writes the rest. */
 /* Bytes of a partition's -wal kept after it is started over (SQLite's journal_size_limit). */
 #define LOCAL_WAL_KEEP "4194304"
 
 static int set_pragmas(store_t *s, sqlite3 *db)
 {
+	(void)s;
 	sqlite3_busy_timeout(db, 5000);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	/* journal_size_limit: a -wal that a burst grew is cut back when the writer
 	 * starts it over after a checkpoint, so an idle day does not keep
 	 * (and a restart does not index) a burst's worth of frames. */
 	return sqlite3_exec(db,
-	                    s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA "
-	                              "wal_autocheckpoint=0; PRAGMA journal_size_limit=" LOCAL_WAL_KEEP ";"
-	                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA "
-	                              "wal_autocheckpoint=0; PRAGMA journal_size_limit=" LOCAL_WAL_KEEP ";",
+	                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA "
+	                    "wal_autocheckpoint=0; PRAGMA journal_size_limit=" LOCAL_WAL_KEEP ";",
 	                    NULL, NULL, NULL);
 }
 
-/* Creates a partition file with its schema under a temporary name and renames
- * it into place, so a reader never lists a file without tables. */
+/* The bytes of an empty partition: the schema, made once by SQLite in memory
+ * and serialized, marked as a WAL database (file format bytes 18 and 19 are
+ * 2, SQLite's file format) so the writer's first open changes nothing. */
+static int part_template(store_t *s, err_t *err)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK)
+		rc = local_schema_init(db);
+	sqlite3_int64 n = 0;
+	unsigned char *bytes = rc == SQLITE_OK ? sqlite3_serialize(db, "main", &n, 0) : NULL;
+	if (!bytes || n < 100) {
+		local_sqlite_err(err, db, rc == SQLITE_OK ? SQLITE_NOMEM : rc,
+		                 ":memory:", "making the partition template");
+		sqlite3_free(bytes);
+		sqlite3_close_v2(db);
+		return -1;
+	}
+	sqlite3_close_v2(db);
+	bytes[18] = bytes[19] = 2;
+	s->part_tmpl = xmalloc((size_t)n);
+	memcpy(s->part_tmpl, bytes, (size_t)n);
+	s->part_tmpl_len = (size_t)n;
+	sqlite3_free(bytes);
+	return 0;
+}
+
+/* Creates a partition file: the template's bytes under a temporary name,
+ * renamed into place, so a reader never lists a file without tables. No
+ * fsync here: every row the file will get is in the store's log until the
+ * checkpointer has synced the file and then its directory (local_log_fresh);
+ * a file a crash left empty is made again (part_open) and replay refills it. */
 static int part_create(store_t *s, const char *path, const char *pdir, err_t *err)
 {
+	if (!s->part_tmpl && part_template(s, err) < 0)
+		return -1;
 	size_t n = strlen(path) + 8;
 	char *tmp = xmalloc(n);
 	snprintf(tmp, n, "%s.new", path);
-	unlink(tmp);
-	sqlite3 *db = NULL;
-	int rc =
-	    sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db,
-		                  s->sync ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-		                          : "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;",
-		                  NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = local_schema_init(db);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		local_sqlite_err(err, db, rc, tmp, "creating the schema");
-		sqlite3_close_v2(db);
-		unlink(tmp);
-		free(tmp);
-		return -1;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	size_t done = 0;
+	while (fd >= 0 && done < s->part_tmpl_len) {
+		ssize_t w = write(fd, s->part_tmpl + done, s->part_tmpl_len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
 	}
-	sqlite3_close_v2(db); /* checkpoints (and syncs) the WAL into the file */
-	if (rename(tmp, path) != 0) {
-		err_set(err, 500, "store: cannot rename %s: %s", tmp, strerror(errno));
+	int e = errno;
+	if (fd >= 0 && close(fd) != 0 && done == s->part_tmpl_len) {
+		e = errno;
+		done = 0;
+	}
+	if (fd < 0 || done != s->part_tmpl_len || rename(tmp, path) != 0) {
+		if (fd >= 0 && done == s->part_tmpl_len)
+			e = errno; /* the rename's */
+		err_set(err, e == ENOSPC || e == EDQUOT ? 503 : 500, "store: cannot create %s: %s", path,
+		        strerror(e));
+		if (err && err->status == 503)
+			err->retry_after = 5;
 		unlink(tmp);
 		free(tmp);
 		return -1;
 	}
 	free(tmp);
-	if (s->sync)
-		local_fsync_dir(pdir);
+	if (s->sync) {
+		local_log_fresh(s, path);
+		local_log_fresh(s, pdir);
+	}
 	return 0;
 }
 
@@ -428,7 +462,8 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 	p->path = part_path(s, proj_dir, day);
 
 	if (mkdir(pdir, 0755) == 0) {
-		local_fsync_dir(s->dir);
+		if (s->sync)
+			local_log_fresh(s, s->dir); /* synced by the next checkpoint, as the file */
 	} else if (errno != EEXIST) {
 		err_set(err, errno == ENOSPC ? 503 : 500, "store: cannot create %s: %s", pdir,
 		        strerror(errno));
@@ -437,7 +472,8 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 		goto fail;
 	}
 	struct stat stbuf;
-	if (stat(p->path, &stbuf) != 0 && part_create(s, p->path, pdir, err) < 0)
+	/* Empty: made by part_create just before a crash, before the checkpointer synced it. */
+	if ((stat(p->path, &stbuf) != 0 || stbuf.st_size == 0) && part_create(s, p->path, pdir, err) < 0)
 		goto fail;
 	int rc = sqlite3_open_v2(p->path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK || (rc = set_pragmas(s, p->db)) != SQLITE_OK) {

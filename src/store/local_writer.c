@@ -66,6 +66,7 @@ static void local_free(store_t *s)
 	buf_free(&sc->raw);
 	buf_free(&sc->packed);
 	buf_free(&sc->labels);
+	buf_free(&s->log_rec);
 	ZSTD_freeCCtx(sc->zc);
 	local_parts_close_all(s);
 	if (s->log_inited)
@@ -124,6 +125,7 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	buf_init(&s->sc.raw, SIZE_MAX);
 	buf_init(&s->sc.packed, SIZE_MAX);
 	buf_init(&s->sc.labels, SIZE_MAX);
+	buf_init(&s->log_rec, SIZE_MAX);
 	s->sc.zc = xcheck(ZSTD_createCCtx());
 	pthread_mutex_init(&s->ap_mu, NULL);
 	pthread_cond_init(&s->ap_work, NULL);
@@ -245,7 +247,8 @@ typedef struct local_apply_item {
 	uint32_t m;
 	uint64_t lsn;   /* 0: nothing was appended */
 	uint64_t bytes; /* the memory of its batches (counted in ap_bytes) */
-	buf_t rec;
+	uint64_t rec_n; /* its record's bytes in the log */
+	int64_t t_ns;   /* when it was handed over */
 } local_apply_item_t;
 
 /* Fails every job of it that has not failed yet. */
@@ -289,8 +292,7 @@ static void log_group(store_t *s, local_apply_item_t *it)
 		fail_rest(it, &err);
 		return;
 	}
-	buf_init(&it->rec, SIZE_MAX);
-	if (local_log_append(s, it->b, it->m, &it->rec, &it->lsn, &err) < 0) {
+	if (local_log_append(s, it->b, it->m, &it->lsn, &it->rec_n, &err) < 0) {
 		it->lsn = 0;
 		fail_rest(it, &err);
 	}
@@ -307,8 +309,12 @@ static void hand_over(store_t *s, local_apply_item_t *it)
 	else
 		s->ap_head = it;
 	s->ap_tail = it;
+	it->t_ns = time_mono_ns();
 	s->ap_n++;
 	s->ap_bytes += it->bytes;
+	s->ap_batches += it->m;
+	if (!it->jobs[0]->b)
+		s->ap_urgent++; /* a sweep: everything before it is written now */
 	pthread_cond_signal(&s->ap_work);
 }
 
@@ -345,8 +351,20 @@ static void run_group(void *ctx, store_job_t **jobs, size_t n)
 void local_apply_wait(store_t *s)
 {
 	pthread_mutex_lock(&s->ap_mu);
+	s->ap_urgent++;
+	pthread_cond_signal(&s->ap_work);
 	while (s->ap_n || s->ap_busy)
 		pthread_cond_wait(&s->ap_idle, &s->ap_mu);
+	s->ap_urgent--;
+	pthread_mutex_unlock(&s->ap_mu);
+}
+
+void local_apply_hurry(store_t *s, int delta)
+{
+	pthread_mutex_lock(&s->ap_mu);
+	s->ap_urgent += (uint32_t)delta;
+	if (delta > 0)
+		pthread_cond_signal(&s->ap_work);
 	pthread_mutex_unlock(&s->ap_mu);
 }
 
@@ -357,8 +375,6 @@ static void item_free(local_apply_item_t *it)
 		local_job_t *j = JOB(it->jobs[k]);
 		store_job_finish(it->jobs[k], j->failed ? &j->err : NULL);
 	}
-	if (it->lsn)
-		buf_free(&it->rec);
 	free(it->b);
 	free(it->proj);
 	free(it->jobs);
@@ -383,7 +399,7 @@ static void apply_items(store_t *s, local_apply_item_t *first)
 		n = 0;
 		for (local_apply_item_t *it = first; it; it = it->next)
 			if (it->lsn)
-				g[n++] = (local_group_t){it->lsn, it->b, it->proj, it->m, &it->rec};
+				g[n++] = (local_group_t){it->lsn, it->b, it->proj, it->m, it->rec_n};
 		if (n)
 			local_log_apply(s, g, n);
 		free(g);
@@ -397,14 +413,14 @@ static void apply_items(store_t *s, local_apply_item_t *first)
 }
 
 /* Takes what waits (ap_mu held, ap_head set): a sweep alone, else groups up
- * to the next sweep and LIMIT_STORE_GROUP_BATCHES batches (at least one). */
+ * to the next sweep and LOCAL_APPLY_PASS_BATCHES batches (at least one). */
 static local_apply_item_t *take_items(store_t *s)
 {
 	local_apply_item_t *first = s->ap_head, *last = first;
 	uint32_t batches = first->m;
 	if (first->jobs[0]->b)
 		while (last->next && last->next->jobs[0]->b &&
-		       batches + last->next->m <= LIMIT_STORE_GROUP_BATCHES) {
+		       batches + last->next->m <= LOCAL_APPLY_PASS_BATCHES) {
 			last = last->next;
 			batches += last->m;
 		}
@@ -415,8 +431,22 @@ static local_apply_item_t *take_items(store_t *s)
 	for (local_apply_item_t *it = first; it; it = it->next) {
 		s->ap_n--;
 		s->ap_bytes -= it->bytes;
+		s->ap_batches -= it->m;
+		if (!it->jobs[0]->b)
+			s->ap_urgent--;
 	}
 	return first;
+}
+
+/* Nanoseconds until what waits is due for a pass (ap_mu held, ap_head set):
+ * 0 when it is (LOCAL_APPLY_DELAY_MS). */
+static int64_t apply_due_in(const store_t *s)
+{
+	if (s->ap_urgent || s->ap_stop || atomic_load(&s->behind) || s->ap_n >= LOCAL_APPLY_DEPTH / 2 ||
+	    s->ap_bytes >= LIMIT_STORE_APPLY_BYTES / 2 || s->ap_batches >= LOCAL_APPLY_PASS_BATCHES)
+		return 0;
+	int64_t left = s->ap_head->t_ns + (int64_t)LOCAL_APPLY_DELAY_MS * 1000000 - time_mono_ns();
+	return left > 0 ? left : 0;
 }
 
 static void *apply_main(void *arg)
@@ -451,6 +481,19 @@ static void *apply_main(void *arg)
 		}
 		if (!s->ap_head)
 			break;
+		int64_t wait_ns = apply_due_in(s);
+		if (wait_ns > 0) {
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_sec += wait_ns / 1000000000;
+			t.tv_nsec += wait_ns % 1000000000;
+			if (t.tv_nsec >= 1000000000) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
+			continue;
+		}
 		local_apply_item_t *first = take_items(s);
 		s->ap_busy = 1;
 		pthread_cond_signal(&s->ap_room);

@@ -3,6 +3,7 @@
  * random moment, reopens the store and checks that every acknowledged batch
  * is there and that every chunk still decodes. Many rounds on one directory. */
 #include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -106,10 +107,62 @@ static void test_kill_during_ingest(void **state)
 	tmpdir_free(dir);
 }
 
+/* Writes one batch to a new project's new day, reports it acknowledged and
+ * waits to be killed: no checkpoint has synced the partition file since. */
+static void child_fresh(const char *dir, int round, int fd)
+{
+	store_t *s = open_store(dir);
+	int64_t t = DAY0 + round;
+	err_t err = {0};
+	if (store_write_sync(s, test_batch_at("fresh", &t, 1, 5), &err) != 0)
+		_exit(3);
+	if (write(fd, &round, sizeof round) != sizeof round)
+		_exit(4);
+	pause();
+}
+
+/* A partition file is made without an fsync (the log holds its rows until
+ * the checkpointer syncs it). What a power cut can leave of it: nothing of
+ * its bytes (an empty file) or no name at all; in both cases the store
+ * starts, makes the file again and replay puts the acknowledged batch back. */
+static void test_fresh_partition_lost(void **state)
+{
+	(void)state;
+	for (int how = 0; how < 2; how++) {
+		char *dir = tmpdir_new();
+		int fd;
+		pid_t pid = fork_writer(child_fresh, dir, how, &fd);
+		int got;
+		assert_int_equal(read(fd, &got, sizeof got), (ssize_t)sizeof got);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(fd);
+		char path[4200], side[4300];
+		snprintf(path, sizeof path, "%s/fresh/2023-05-24.db", dir);
+		assert_int_equal(access(path, F_OK), 0);
+		for (int k = 0; k < 2; k++) {
+			snprintf(side, sizeof side, "%s%s", path, k ? "-shm" : "-wal");
+			unlink(side);
+		}
+		if (how == 0)
+			assert_int_equal(truncate(path, 0), 0);
+		else
+			assert_int_equal(unlink(path), 0);
+		store_t *s = open_store(dir);
+		uint32_t chunks;
+		assert_int_equal(sum_totals(s, "fresh", DAY0, DAY0 + NS_PER_DAY, &chunks), 30);
+		assert_int_equal(chunks, 1);
+		assert_int_equal(sql_int(path, "SELECT count(*) FROM chunks"), 1);
+		store_close(s);
+		tmpdir_free(dir);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kill_during_ingest),
+	    cmocka_unit_test(test_fresh_partition_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
