@@ -65,6 +65,33 @@ void model_batch_free(model_batch_t *b)
 	free(b);
 }
 
+/* Shrinks *p (of *cap elements of size sz) to n elements (at least 1). */
+static void shrink(void **p, size_t *cap, size_t n, size_t sz)
+{
+	if (!*p || *cap <= n)
+		return;
+	void *q = realloc(*p, (n ? n : 1) * sz);
+	if (q) {
+		*p = q;
+		*cap = n ? n : 1;
+	}
+}
+
+void model_batch_seal(model_batch_t *b)
+{
+	u64map_free(&b->_frame_ix);
+	u64map_free(&b->_node_ix);
+	u64map_free(&b->_attrset_ix);
+	shrink((void **)&b->frames, &b->cap_frames, b->n_frames, sizeof *b->frames);
+	shrink((void **)&b->nodes, &b->cap_nodes, b->n_nodes, sizeof *b->nodes);
+	shrink((void **)&b->attr_labels, &b->cap_attr_labels, b->n_attr_labels, sizeof *b->attr_labels);
+	shrink((void **)&b->attrsets, &b->cap_attrsets, b->n_attrsets, sizeof *b->attrsets);
+	shrink((void **)&b->series_labels, &b->cap_series_labels, b->n_series_labels,
+	       sizeof *b->series_labels);
+	shrink((void **)&b->samples, &b->cap_samples, b->n_samples, sizeof *b->samples);
+	shrink((void **)&b->profiles, &b->cap_profiles, b->n_profiles, sizeof *b->profiles);
+}
+
 /* Hashes a field with its length so ("ab","c") and ("a","bc") differ. */
 static uint64_t mix_field(uint64_t h, slice_t s)
 {
@@ -397,8 +424,8 @@ void model_profile_finish(model_batch_t *b, model_profile_t *p)
 
 void model_type_name(const model_profile_t *p, char *out, size_t n)
 {
-	snprintf(out, n, "%.*s:%.*s", (int)p->sample_type.n, (const char *)p->sample_type.p, (int)p->sample_unit.n,
-	         (const char *)p->sample_unit.p);
+	snprintf(out, n, "%.*s:%.*s", (int)p->sample_type.n, (const char *)p->sample_type.p,
+	         (int)p->sample_unit.n, (const char *)p->sample_unit.p);
 }
 
 int model_profile_name_valid(slice_t name)

@@ -123,6 +123,10 @@ typedef struct model_batch {
 
 model_batch_t *model_batch_new(slice_t project);
 void model_batch_free(model_batch_t *b);
+/* Done building: frees the interning maps and gives back the arrays' unused
+ * capacity, so a batch that waits (the store's queue, its log's apply
+ * thread) holds what it contains and little more. No interning after it. */
+void model_batch_seal(model_batch_t *b);
 
 /* Interns a frame: computes f->id from its fields, copies the strings into
  * the batch arena unless an equal frame exists. Returns its index. */

@@ -101,6 +101,8 @@ int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_
 void store_writeq_push(store_writeq_t *q, store_job_t *j)
 {
 	j->next = NULL;
+	if (j->b)
+		model_batch_seal(j->b);
 	j->bytes = j->b ? batch_bytes(j->b) : 0;
 	err_t e = {0};
 	pthread_mutex_lock(&q->mu);

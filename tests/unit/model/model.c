@@ -158,6 +158,38 @@ static void test_finish_merges_in_added_order(void **state)
 	}
 }
 
+/* Sealing keeps every element and id, and drops the maps and spare capacity. */
+static void test_seal_keeps_content(void **state)
+{
+	(void)state;
+	model_batch_t *b = model_batch_new(slice_cstr("p"));
+	uint32_t node = MODEL_NONE;
+	char name[16];
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		node = model_node_intern(b, node, frame(b, name));
+	}
+	model_profile_t *p = model_profile_add(b);
+	model_profile_set_type(b, p, slice_cstr("cpu"), slice_cstr("nanoseconds"), slice_cstr("cpu"),
+	                       slice_cstr("nanoseconds"), 10);
+	model_sample_add(b, p, node, 0, 7, 0);
+	model_profile_finish(b, p);
+	uint64_t last_node = b->nodes[node].id, last_frame = b->frames[39].id;
+	assert_true(b->cap_frames > b->n_frames && b->_frame_ix.cap > 0);
+	model_batch_seal(b);
+	assert_int_equal(b->n_frames, 40);
+	assert_int_equal(b->n_nodes, 40);
+	assert_int_equal(b->cap_frames, 40);
+	assert_int_equal(b->cap_nodes, 40);
+	assert_int_equal(b->_frame_ix.cap, 0);
+	assert_int_equal(b->_node_ix.cap, 0);
+	assert_true(b->nodes[node].id == last_node && b->frames[39].id == last_frame);
+	assert_true(slice_eq_cstr(b->frames[39].name, "f39"));
+	assert_int_equal(b->n_samples, 1);
+	assert_int_equal(b->samples[0].value, 7);
+	model_batch_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +197,7 @@ int main(void)
 	    cmocka_unit_test(test_profile_finish_merges_and_drops_zero),
 	    cmocka_unit_test(test_samples_order_is_stable),
 	    cmocka_unit_test(test_finish_merges_in_added_order),
+	    cmocka_unit_test(test_seal_keeps_content),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
