@@ -69,6 +69,7 @@ static void local_free(store_t *s)
 	buf_free(&s->log_rec);
 	ZSTD_freeCCtx(sc->zc);
 	local_parts_close_all(s);
+	free(s->part_tmpl);
 	if (s->log_inited)
 		local_log_close(s);
 	local_shared_close(s);
