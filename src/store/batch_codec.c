@@ -5,17 +5,23 @@
  * counts, then frames, nodes, attribute labels, attribute sets (after the
  * implied empty set 0), series labels, samples and profiles. Ids are 8 bytes
  * little-endian (they are hashes: a varint would be longer), everything else
- * a LEB128 varint (signed values zigzag), strings a varint length and bytes.
- * The decoder checks every count against what is left of the record before
+ * a LEB128 varint (signed values zigzag), strings a varint length and bytes
+ * (version 2, after the project: 2 × length and bytes, or 2 × i + 1 for the
+ * i-th non-empty string written whole before; the string total counts the
+ * bytes written). The decoder checks every count against what is left of the record before
  * it allocates, so a record of N bytes never makes it allocate more than
- * 16 N (labels: 32-byte structs from 2 bytes; most elements ~6 N). */
+ * 16 N (labels: 32-byte structs from 2 bytes; most elements ~6 N), plus
+ * a temporary table of version 2's strings (16 bytes per 2 of record). */
 #include "store/batch_codec.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/hash.h"
 #include "base/limits.h"
 #include "base/num.h"
 
@@ -52,12 +58,25 @@ static inline int64_t unzigzag(uint64_t v)
 
 /* ---- encoding ---- */
 
+/* Version 2's strings already written (a batch repeats its mapping's file
+ * name and build id on every frame, its files on many), found by content:
+ * one XXH3 pass over the string bytes, small next to the copy. Open
+ * addressing; once 3/4 full, later strings are written whole (still
+ * numbered). */
+#define DEDUP_SLOTS 1024u
+typedef struct {
+	const uint8_t *p; /* NULL: empty slot */
+	uint32_t n, idx;
+} dedup_slot_t;
+
 /* A write cursor into out's spare capacity; out->n is brought up to date
  * only when the buffer must grow and at the end. */
 typedef struct {
 	buf_t *out;
 	uint8_t *w, *lim;
-	int full; /* the ceiling was reached: the encoding is abandoned */
+	int full;             /* the ceiling was reached: the encoding is abandoned */
+	dedup_slot_t *dedup;  /* version 2 (NULL: version 1) */
+	uint32_t n_lit, used; /* strings written whole so far; slots in use */
 } enc_t;
 
 /* Makes room for need more bytes at the cursor: 1, or 0 when the ceiling
@@ -111,23 +130,62 @@ static inline uint8_t *put_u64(uint8_t *w, uint64_t v)
 	return w + 8;
 }
 
+/* Version 2: a string written before is its number, odd (2 i + 1); else
+ * the string whole after its length, even (2 n), and it takes the next
+ * number when not empty. The slot of an equal string written before, else
+ * NULL (and s is remembered when there is room). */
+static const dedup_slot_t *enc_seen(enc_t *e, slice_t s)
+{
+	uint32_t i = (uint32_t)(hash_bytes(s.p, s.n, 0) >> 54); /* 10 bits: DEDUP_SLOTS */
+	for (;; i = (i + 1) & (DEDUP_SLOTS - 1)) {
+		dedup_slot_t *d = &e->dedup[i];
+		if (!d->p) {
+			if (e->used < DEDUP_SLOTS / 4 * 3) {
+				*d = (dedup_slot_t){s.p, (uint32_t)s.n, e->n_lit};
+				e->used++;
+			}
+			return NULL;
+		}
+		if (d->n == s.n && memcmp(d->p, s.p, s.n) == 0)
+			return d;
+	}
+}
+
 static void enc_str(enc_t *e, slice_t s, uint64_t *total)
 {
+	uint64_t len = s.n;
+	if (e->dedup && s.n) {
+		const dedup_slot_t *d = s.n <= UINT32_MAX ? enc_seen(e, s) : NULL;
+		if (d) {
+			uint8_t ref[NUM_UVARINT_MAX];
+			size_t k = num_uvarint_put(ref, 2 * (uint64_t)d->idx + 1);
+			if (!enc_room(e, k)) {
+				e->full = 1;
+				return;
+			}
+			memcpy(e->w, ref, k);
+			e->w += k;
+			return;
+		}
+		e->n_lit++;
+	}
+	if (e->dedup)
+		len = 2 * (uint64_t)s.n;
 	*total += s.n;
 	if (enc_room(e, NUM_UVARINT_MAX + s.n)) {
-		e->w = put_uv(e->w, s.n);
+		e->w = put_uv(e->w, len);
 		if (s.n)
 			memcpy(e->w, s.p, s.n);
 		e->w += s.n;
 		return;
 	}
-	uint8_t len[NUM_UVARINT_MAX]; /* near the ceiling: exactly what it takes */
-	size_t k = num_uvarint_put(len, s.n);
+	uint8_t lenb[NUM_UVARINT_MAX]; /* near the ceiling: exactly what it takes */
+	size_t k = num_uvarint_put(lenb, len);
 	if (!enc_room(e, k + s.n)) {
 		e->full = 1;
 		return;
 	}
-	memcpy(e->w, len, k);
+	memcpy(e->w, lenb, k);
 	if (s.n)
 		memcpy(e->w + k, s.p, s.n);
 	e->w += k + s.n;
@@ -143,8 +201,14 @@ static void enc_labels(enc_t *e, const model_label_t *l, uint32_t n, uint64_t *t
 
 int batch_codec_encode(const model_batch_t *b, buf_t *out)
 {
+	return batch_codec_encode_version(b, out, BATCH_CODEC_VERSION);
+}
+
+int batch_codec_encode_version(const model_batch_t *b, buf_t *out, int version)
+{
 	size_t start = out->n;
-	enc_t e = {out, NULL, NULL, 0};
+	dedup_slot_t dedup[DEDUP_SLOTS];
+	enc_t e = {out, NULL, NULL, 0, NULL, 0, 0};
 	if (out->p) /* a buffer that never held a byte has no pointer to offset */
 		e.w = out->p + out->n, e.lim = out->p + out->cap;
 	uint64_t strings = 0;
@@ -153,10 +217,14 @@ int batch_codec_encode(const model_batch_t *b, buf_t *out)
 	/* head: version, string total (patched at the end), project, frames_written, counts */
 	uint32_t n_sets = b->n_attrsets ? b->n_attrsets - 1 : 0;
 	w = s = enc_begin(&e, 1 + 4, tmp);
-	*w++ = BATCH_CODEC_VERSION;
+	*w++ = (uint8_t)version;
 	memset(w, 0, 4);
 	enc_end(&e, s, w + 4);
-	enc_str(&e, b->project, &strings);
+	enc_str(&e, b->project, &strings); /* the project is always whole, as in version 1 */
+	if (version >= 2) {
+		memset(dedup, 0, sizeof dedup);
+		e.dedup = dedup;
+	}
 	w = s = enc_begin(&e, MAX_HEAD, tmp);
 	w = put_uv(w, b->frames_written);
 	w = put_uv(w, b->n_frames);
@@ -243,6 +311,10 @@ typedef struct {
 	const uint8_t *start, *p, *end;
 	uint8_t *str, *str_end; /* the arena's string bytes not yet used */
 	err_t *err;
+	int version;
+	slice_t *lit; /* version 2: the strings written whole so far (malloc'd) */
+	uint32_t n_lit;
+	size_t cap_lit;
 } dec_t;
 
 /* Fails with "batch record: FIELD at byte AT: ...", FIELD formatted from
@@ -338,6 +410,17 @@ static int dec_str(dec_t *d, const char *what, uint32_t ix, slice_t *s)
 	uint64_t n;
 	if (dec_uv(d, what, ix, &n) < 0)
 		return -1;
+	if (d->version >= 2) {
+		if (n & 1) {
+			if (n >> 1 >= d->n_lit)
+				return dec_fail(d, what, ix, at,
+				                "string %" PRIu64 " is not among the %u before it", n >> 1,
+				                d->n_lit);
+			*s = d->lit[n >> 1];
+			return 0;
+		}
+		n >>= 1;
+	}
 	if (n > (uint64_t)(d->end - d->p))
 		return dec_fail(d, what, ix, at,
 		                "length %" PRIu64 " is truncated (the record ends at byte %zu)", n,
@@ -353,6 +436,10 @@ static int dec_str(dec_t *d, const char *what, uint32_t ix, slice_t *s)
 	*s = slice_make(d->str, n);
 	d->str += n;
 	d->p += n;
+	if (d->version >= 2) { /* at most one per 2 bytes of record */
+		d->lit = xgrow(d->lit, &d->cap_lit, (size_t)d->n_lit + 1, sizeof *d->lit);
+		d->lit[d->n_lit++] = *s;
+	}
 	return 0;
 }
 
@@ -504,12 +591,13 @@ static void *carve(uint8_t **mem, uint32_t n, size_t sz)
 int batch_codec_decode(slice_t in, arena_t *a, model_batch_t *out, err_t *err)
 {
 	memset(out, 0, sizeof *out);
-	dec_t d = {in.p, in.p, in.p + in.n, NULL, NULL, err};
+	dec_t d = {in.p, in.p, in.p + in.n, NULL, NULL, err, 0, NULL, 0, 0};
 	if (in.n == 0)
 		return dec_fail(&d, "version", 0, d.p, "the record is empty");
-	if (in.p[0] != BATCH_CODEC_VERSION)
-		return dec_fail(&d, "version", 0, d.p, "%u; this Kiln reads %u", in.p[0],
+	if (in.p[0] < 1 || in.p[0] > BATCH_CODEC_VERSION)
+		return dec_fail(&d, "version", 0, d.p, "%u; this Kiln reads 1 to %u", in.p[0],
 		                BATCH_CODEC_VERSION);
+	d.version = in.p[0];
 	d.p++;
 	if (d.end - d.p < 4)
 		return dec_fail(&d, "string_bytes", 0, d.p, "truncated (the record ends at byte %zu)", in.n);
@@ -609,8 +697,10 @@ int batch_codec_decode(slice_t in, arena_t *a, model_batch_t *out, err_t *err)
 		dec_fail(&d, "end", 0, d.p, "%zu bytes after the batch", (size_t)(d.end - d.p));
 		goto fail;
 	}
+	free(d.lit);
 	return 0;
 fail:
+	free(d.lit);
 	memset(out, 0, sizeof *out);
 	return -1;
 }

@@ -6,6 +6,8 @@
 #include <pthread.h>
 
 #include "helpers.h"
+#include "store/batch_codec.h"
+#include "store/local_wal.h"
 
 static store_view_t *view_or_fail(store_t *s, const char *project, int64_t from, int64_t until)
 {
@@ -254,6 +256,41 @@ static void test_log_deleted_after_clean_stop(void **state)
 	f->s = open_store(f->dir);
 	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 4 * 600);
 	assert_int_equal(chunks, 4);
+}
+
+/* A log written by a Kiln before batch codec version 2 (its records in
+ * version 1) replays: the group is put in by hand, as that Kiln left it. */
+static void test_log_of_version_1_replays(void **state)
+{
+	store_fix *f = *state;
+	store_close(f->s);
+	f->s = NULL;
+	local_wal_t *w;
+	err_t err = {0};
+	if (local_wal_open(f->dir, NULL, &w, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	local_wal_rec_t rec;
+	while (local_wal_replay_next(w, &rec, &err) == 1)
+		;
+	model_batch_t *b = test_batch(DAY0 + 5 * NS_PER_SEC, 100);
+	buf_t r;
+	buf_init(&r, SIZE_MAX);
+	uint8_t len[4] = {0};
+	buf_append(&r, len, 4);
+	assert_int_equal(batch_codec_encode_version(b, &r, 1), 0);
+	assert_int_equal(r.p[4], 1);
+	for (int i = 0; i < 4; i++)
+		r.p[i] = (uint8_t)((r.n - 4) >> (8 * i));
+	uint64_t lsn;
+	if (local_wal_append(w, LOCAL_WAL_GROUP, 1, buf_slice(&r), &lsn, &err) != 0)
+		fail_msg("append: %s", err.msg);
+	local_wal_close(w);
+	buf_free(&r);
+	model_batch_free(b);
+	f->s = open_store(f->dir);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 600);
+	assert_int_equal(chunks, 1);
 }
 
 typedef struct {
@@ -627,6 +664,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_deleted_after_clean_stop, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_log_of_version_1_replays, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reader_during_writes, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_partition_is_skipped, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit_many_threads, store_fix_setup, store_fix_teardown),
