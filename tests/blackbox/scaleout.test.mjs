@@ -144,6 +144,10 @@ test('40 concurrent uploads spread over both ingestors: each one visible exactly
 });
 
 test('both query processes answer alike', async (t) => {
+  // Each ingestor flushes its usage counters every second: without this
+  // wait a flush can land between the two processes' /api/usage reads
+  // (seen once: accepted 303 vs 280).
+  await sleep(1500);
   const w = W();
   for (const [route, params] of [
     ['/api/services', w],
