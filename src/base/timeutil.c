@@ -14,6 +14,14 @@ int64_t time_now_ns(void)
 	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
+void time_deadline(struct timespec *ts, int64_t ns)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	int64_t at = (int64_t)ts->tv_nsec + ns;
+	ts->tv_sec += (time_t)(at / NS_PER_SEC);
+	ts->tv_nsec = (long)(at % NS_PER_SEC);
+}
+
 int64_t time_mono_ns(void)
 {
 	struct timespec ts;
@@ -98,6 +106,6 @@ void time_day_str(int64_t day, char out[11])
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	unsigned y = (unsigned)(tm.tm_year + 1900) % 10000u, m = (unsigned)(tm.tm_mon + 1) % 100u,
-		 d = (unsigned)tm.tm_mday % 100u;
+	         d = (unsigned)tm.tm_mday % 100u;
 	snprintf(out, 11, "%04u-%02u-%02u", y, m, d);
 }

@@ -7,8 +7,11 @@
 #define NS_PER_SEC 1000000000LL
 #define NS_PER_DAY (86400LL * NS_PER_SEC)
 
-int64_t time_now_ns(void);     /* CLOCK_REALTIME */
-int64_t time_mono_ns(void);    /* CLOCK_MONOTONIC */
+int64_t time_now_ns(void);  /* CLOCK_REALTIME */
+int64_t time_mono_ns(void); /* CLOCK_MONOTONIC */
+/* *ts = CLOCK_REALTIME now + ns (ns ≥ 0): pthread_cond_timedwait's deadline. */
+struct timespec;
+void time_deadline(struct timespec *ts, int64_t ns);
 /* Parses unix seconds ("1700000000", at most TIME_PARSE_MAX_SECONDS), "now", or
  * "now-1h"/"now-15m"/"now-30s"/"now-7d" relative to now_ns. Returns 0 and sets
  * *out_ns, or -1. */

@@ -25,6 +25,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/num.h"
+#include "base/timeutil.h"
 #include "store/local.h"
 
 #define HOURS_FORMAT 1
@@ -719,10 +720,7 @@ static void *hours_main(void *arg)
 	for (;;) {
 		/* The first pass waits too: the store has just opened (replay, the first writes). */
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t at = ts.tv_sec * NS_PER_SEC + ts.tv_nsec + (int64_t)s->hours_pass_ms * 1000000;
-		ts.tv_sec = at / NS_PER_SEC;
-		ts.tv_nsec = at % NS_PER_SEC;
+		time_deadline(&ts, (int64_t)s->hours_pass_ms * 1000000);
 		while (!s->hours_stop && pthread_cond_timedwait(&s->hours_cv, &s->hours_mu, &ts) != ETIMEDOUT)
 			;
 		if (s->hours_stop)

@@ -209,8 +209,7 @@ static void *ckpt_main(void *arg)
 		                          time_mono_ns() / 1000000 - last >= LIMIT_STORE_WAL_CHECKPOINT_MS));
 		if (!due) {
 			struct timespec t;
-			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_sec += 1;
+			time_deadline(&t, NS_PER_SEC);
 			pthread_cond_timedwait(&s->ckpt_cv, &s->ckpt_mu, &t);
 			continue;
 		}
@@ -540,13 +539,7 @@ void local_read_barrier(store_t *s)
 	if (!s->log_inited || !want)
 		return;
 	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += LIMIT_STORE_READ_BARRIER_MS / 1000;
-	until.tv_nsec += (long)(LIMIT_STORE_READ_BARRIER_MS % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	time_deadline(&until, (int64_t)LIMIT_STORE_READ_BARRIER_MS * 1000000);
 	pthread_mutex_lock(&s->ckpt_mu);
 	int done = s->applied_end >= want;
 	pthread_mutex_unlock(&s->ckpt_mu);

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/timeutil.h"
@@ -256,9 +257,8 @@ static int insert_row(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t 
 /* Bytes of a partition's -wal kept after it is started over (SQLite's journal_size_limit). */
 #define LOCAL_WAL_KEEP "4194304"
 
-static int set_pragmas(store_t *s, sqlite3 *db)
+static int set_pragmas(sqlite3 *db)
 {
-	(void)s;
 	sqlite3_busy_timeout(db, 5000);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	/* journal_size_limit: a -wal that a burst grew is cut back when the writer
@@ -310,23 +310,13 @@ static int part_create(store_t *s, const char *path, const char *pdir, err_t *er
 	char *tmp = xmalloc(n);
 	snprintf(tmp, n, "%s.new", path);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	size_t done = 0;
-	while (fd >= 0 && done < s->part_tmpl_len) {
-		ssize_t w = write(fd, s->part_tmpl + done, s->part_tmpl_len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		done += (size_t)w;
-	}
+	int rc = fd >= 0 ? fd_write_all(fd, s->part_tmpl, s->part_tmpl_len, 0) : -1;
 	int e = errno;
-	if (fd >= 0 && close(fd) != 0 && done == s->part_tmpl_len) {
-		e = errno;
-		done = 0;
-	}
-	if (fd < 0 || done != s->part_tmpl_len || rename(tmp, path) != 0) {
-		if (fd >= 0 && done == s->part_tmpl_len)
-			e = errno; /* the rename's */
+	if (fd >= 0 && close(fd) != 0 && rc == 0)
+		rc = -1, e = errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -1, e = errno;
+	if (rc != 0) {
 		err_set(err, e == ENOSPC || e == EDQUOT ? 503 : 500, "store: cannot create %s: %s", path,
 		        strerror(e));
 		if (err && err->status == 503)
@@ -476,7 +466,7 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 	if ((stat(p->path, &stbuf) != 0 || stbuf.st_size == 0) && part_create(s, p->path, pdir, err) < 0)
 		goto fail;
 	int rc = sqlite3_open_v2(p->path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK || (rc = set_pragmas(s, p->db)) != SQLITE_OK) {
+	if (rc != SQLITE_OK || (rc = set_pragmas(p->db)) != SQLITE_OK) {
 		local_sqlite_err(err, p->db, rc, p->path, "opening");
 		goto fail;
 	}

@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
 #include "store/local_wal.h"
@@ -176,20 +177,6 @@ static ssize_t read_at(int fd, void *p, size_t n, uint64_t off)
 		got += (size_t)r;
 	}
 	return (ssize_t)got;
-}
-
-static int write_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += (size_t)r;
-	}
-	return 0;
 }
 
 static uint64_t disk_bytes(const local_wal_t *w)
@@ -351,7 +338,7 @@ static int stamp_write(local_wal_t *w, const char *name, const char *magic, uint
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		io_err(err, "cannot create", tmp);
-	} else if (write_all(fd, b, sizeof b, 0) != 0 || fsync(fd) != 0) {
+	} else if (fd_write_all(fd, b, sizeof b, 0) != 0 || fsync(fd) != 0) {
 		io_err(err, "cannot write", tmp);
 	} else if (rename(tmp, p) != 0 || dir_sync(w) != 0) {
 		io_err(err, "cannot rename to", p);
@@ -823,7 +810,7 @@ static int spare_write(local_wal_t *w, uint64_t bytes, err_t *err)
 	uint8_t *zero = xcalloc(1, ZERO_BLOCK);
 	uint64_t off = 0;
 	for (; off < bytes; off += ZERO_BLOCK)
-		if (write_all(fd, zero, bytes - off < ZERO_BLOCK ? bytes - off : ZERO_BLOCK, off) != 0)
+		if (fd_write_all(fd, zero, bytes - off < ZERO_BLOCK ? bytes - off : ZERO_BLOCK, off) != 0)
 			break;
 	free(zero);
 	if (off < bytes)
@@ -939,7 +926,7 @@ static int seg_start(local_wal_t *w, int forced, uint64_t need, err_t *err)
 		s.salt = XXH3_64bits_withSeed(&s, sizeof s, (uint64_t)time_now_ns());
 	uint8_t *h = xcalloc(1, LOCAL_WAL_HEADER_BYTES);
 	seg_header_encode(h, &s, (uint64_t)time_now_ns());
-	int wrc = write_all(fd, h, LOCAL_WAL_HEADER_BYTES, 0);
+	int wrc = fd_write_all(fd, h, LOCAL_WAL_HEADER_BYTES, 0);
 	free(h);
 	if (wrc != 0 || do_sync(w, fd) != 0 || dir_sync(w) != 0) {
 		io_err(err, "cannot write the header of", p);

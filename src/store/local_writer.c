@@ -470,12 +470,7 @@ static void *apply_main(void *arg)
 				pthread_cond_wait(&s->ap_work, &s->ap_mu);
 			} else {
 				struct timespec t;
-				clock_gettime(CLOCK_REALTIME, &t);
-				t.tv_nsec += 250000000;
-				if (t.tv_nsec >= 1000000000) {
-					t.tv_sec++;
-					t.tv_nsec -= 1000000000;
-				}
+				time_deadline(&t, 250 * 1000000);
 				pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
 			}
 			continue;
@@ -485,13 +480,7 @@ static void *apply_main(void *arg)
 		int64_t wait_ns = apply_due_in(s);
 		if (wait_ns > 0) {
 			struct timespec t;
-			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_sec += wait_ns / 1000000000;
-			t.tv_nsec += wait_ns % 1000000000;
-			if (t.tv_nsec >= 1000000000) {
-				t.tv_sec++;
-				t.tv_nsec -= 1000000000;
-			}
+			time_deadline(&t, wait_ns);
 			pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
 			continue;
 		}

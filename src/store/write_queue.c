@@ -16,6 +16,7 @@
 
 #include "base/alloc.h"
 #include "base/arena.h"
+#include "base/timeutil.h"
 #include "store/engine.h"
 
 #define BUSY_PREFIX "store: busy"
@@ -167,14 +168,6 @@ void store_writeq_destroy(store_writeq_t *q)
 	pthread_mutex_destroy(&q->mu);
 }
 
-static void deadline_in(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_nsec += (long)ms * 1000000L;
-	ts->tv_sec += ts->tv_nsec / 1000000000L;
-	ts->tv_nsec %= 1000000000L;
-}
-
 /* Takes the next group into jobs (q->mu held, q->head set): a sweep alone,
  * else batches until one of the group's caps is reached (at least one). */
 static size_t take_group(store_writeq_t *q, store_job_t **jobs)
@@ -204,7 +197,7 @@ static size_t take_group(store_writeq_t *q, store_job_t **jobs)
 static void gather(store_writeq_t *q)
 {
 	struct timespec until;
-	deadline_in(&until, q->cfg.window_ms);
+	time_deadline(&until, (int64_t)q->cfg.window_ms * 1000000);
 	while (!q->closing && q->depth < (uint32_t)q->cfg.max_jobs &&
 	       pthread_cond_timedwait(&q->cv, &q->mu, &until) != ETIMEDOUT)
 		;
