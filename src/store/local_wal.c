@@ -1079,6 +1079,78 @@ uint64_t local_wal_disk_bytes(local_wal_t *w)
 	return b;
 }
 
+/* ---- reading back ---- */
+
+int local_wal_read(local_wal_t *w, uint64_t lsn, local_wal_rec_t *rec, uint64_t *next, uint8_t **buf,
+                   size_t *cap, err_t *err)
+{
+	pthread_mutex_lock(&w->mu);
+	if (lsn >= w->end_lsn) {
+		pthread_mutex_unlock(&w->mu);
+		return 0;
+	}
+	/* The segment holding lsn; at or past its last record, the next one's first. */
+	uint64_t seq = lsn >> 32, off = lsn & 0xffffffffu;
+	wal_seg_t s = {0};
+	size_t i = 0;
+	while (i < w->n_segs && w->segs[i].seq < seq)
+		i++;
+	for (; i < w->n_segs; i++, off = LOCAL_WAL_HEADER_BYTES) {
+		const wal_seg_t *c = &w->segs[i];
+		if (!c->valid || !c->end || (c->end >> 32) != c->seq)
+			continue;
+		if (c->seq == seq && off < (c->end & 0xffffffffu) && off >= LOCAL_WAL_HEADER_BYTES) {
+			s = *c;
+			break;
+		}
+		if (c->seq > seq && (c->end & 0xffffffffu) > LOCAL_WAL_HEADER_BYTES) {
+			s = *c;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (!s.valid)
+		return err_set(err, 500, "store log: no record at lsn 0x%llx", (unsigned long long)lsn);
+	/* Durable records are never rewritten, and segments at or after the
+	 * checkpoint are not recycled: read without the lock. */
+	char *p = seg_path(w, s.seq);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		io_err(err, "cannot open", p);
+		free(p);
+		return -1;
+	}
+	free(p);
+	uint64_t limit = s.end & 0xffffffffu;
+	uint8_t h[LOCAL_WAL_REC_HEADER];
+	int rc = -1;
+	const char *why = NULL;
+	if (read_at(fd, h, sizeof h, off) != (ssize_t)sizeof h) {
+		why = "cannot read the header";
+	} else if ((why = rec_header_check(h, &s, off, limit)) == NULL) {
+		uint32_t len = get32(h + 4);
+		*buf = xgrow(*buf, cap, len ? len : 1, 1);
+		if (read_at(fd, *buf, len, off + LOCAL_WAL_REC_HEADER) != (ssize_t)len)
+			why = "cannot read the payload";
+		else if (XXH3_64bits_withSeed(*buf, len, s.salt) != get64(h + 24))
+			why = "payload checksum";
+		else {
+			rec->lsn = lsn_of(s.seq, off);
+			rec->kind = get32(h + 16);
+			rec->n = get32(h + 20);
+			rec->payload = slice_make(*buf, len);
+			uint64_t after = off + align8(LOCAL_WAL_REC_HEADER + len);
+			*next = lsn_of(s.seq, after < limit ? after : limit);
+			rc = 1;
+		}
+	}
+	close(fd);
+	if (rc < 0)
+		err_set(err, 500, "store log: reading back lsn 0x%llx: %s",
+		        (unsigned long long)lsn_of(s.seq, off), why);
+	return rc;
+}
+
 /* ---- checkpoint ---- */
 
 int local_wal_checkpoint(local_wal_t *w, uint64_t lsn, err_t *err)

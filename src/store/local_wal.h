@@ -110,6 +110,17 @@ int local_wal_appendv(local_wal_t *w, uint32_t kind, uint32_t n, const struct io
                       uint64_t *lsn, err_t *err);
 int local_wal_append(local_wal_t *w, uint32_t kind, uint32_t n, slice_t payload, uint64_t *lsn, err_t *err);
 
+/* Reads back the durable record at lsn, or the first one after it when lsn is
+ * the end of its segment (a record that did not fit started the next one, a
+ * failed append abandoned the rest): 1 with *rec set (its payload in *buf, of
+ * *cap bytes, grown as needed; valid until the next call with that buffer)
+ * and *next the LSN to read next, 0 at the end of the log, -1 with err (500:
+ * no valid record there; 503: I/O). Records at or after the checkpoint only
+ * (older segments are recycled). For a group that was appended but could not
+ * be applied: the caller keeps LSNs, not copies. Any thread, after replay. */
+int local_wal_read(local_wal_t *w, uint64_t lsn, local_wal_rec_t *rec, uint64_t *next, uint8_t **buf,
+                   size_t *cap, err_t *err);
+
 /* The end of the last durable record (0: none yet). */
 uint64_t local_wal_end(local_wal_t *w);
 /* 1 when there is no spare and the current segment is half used (or none is

@@ -142,6 +142,33 @@ static uint64_t rec_size(uint32_t len)
 	return (LOCAL_WAL_REC_HEADER + len + 7) & ~7ull;
 }
 
+/* local_wal_read from lsn on, chained by its next: exactly want[0..n) (by index
+ * into rs), then the end of the log. */
+static void read_back_expect(local_wal_t *w, uint64_t lsn, const recs_t *rs, const size_t *want, size_t n)
+{
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	err_t err = {0};
+	local_wal_rec_t rec;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t next = 0;
+		if (local_wal_read(w, lsn, &rec, &next, &buf, &cap, &err) != 1)
+			fail_msg("read back %zu at 0x%llx: %s", i, (unsigned long long)lsn, err.msg);
+		const rec_t *e = &rs->r[want[i]];
+		assert_int_equal(rec.lsn, e->lsn);
+		assert_int_equal(rec.kind, e->kind);
+		assert_int_equal(rec.n, e->n);
+		assert_int_equal(rec.payload.n, e->len);
+		assert_memory_equal(rec.payload.p, e->p, e->len);
+		assert_true(next > lsn);
+		lsn = next;
+	}
+	uint64_t next = 0;
+	assert_int_equal(local_wal_read(w, lsn, &rec, &next, &buf, &cap, &err), 0);
+	assert_int_equal(lsn, local_wal_end(w));
+	free(buf);
+}
+
 static void test_roundtrip(void **state)
 {
 	(void)state;
@@ -172,10 +199,24 @@ static void test_roundtrip(void **state)
 	free(big);
 	uint64_t end = local_wal_end(w);
 	assert_int_equal(end, rs.r[rs.n - 1].lsn + rec_size(10));
-	local_wal_close(w);
 	size_t want[16] = {0};
 	seq_list(want, rs.n);
+	/* read back while open, across the segments, from the first and from a later one */
+	read_back_expect(w, rs.r[0].lsn, &rs, want, rs.n);
+	read_back_expect(w, rs.r[5].lsn, &rs, want + 5, rs.n - 5);
+	{
+		uint8_t *buf = NULL;
+		size_t cap = 0;
+		local_wal_rec_t rec;
+		uint64_t next;
+		assert_int_equal(local_wal_read(w, rs.r[5].lsn + 8, &rec, &next, &buf, &cap, &err), -1);
+		assert_int_equal(err.status, 500);
+		assert_non_null(strstr(err.msg, "reading back lsn"));
+		free(buf);
+	}
+	local_wal_close(w);
 	w = replay_expect(dir, &o, &rs, want, rs.n, &rep);
+	read_back_expect(w, rs.r[0].lsn, &rs, want, rs.n); /* segment ends known from replay */
 	assert_string_equal(rep.why, "clean");
 	assert_int_equal(rep.end_lsn, end);
 	assert_int_equal(rep.damaged + rep.torn_bytes, 0);
@@ -461,12 +502,14 @@ static void test_sync_failure(void **state)
 	assert_int_equal(header_prev_end(dir, 2), end1);
 	add(w, &rs, 3, 50);
 	assert_int_equal(rs.r[2].lsn >> 32, 2);
+	size_t want[8] = {0, 1, 2};
+	read_back_expect(w, rs.r[0].lsn, &rs, want, 3); /* the abandoned record is skipped */
 	local_wal_close(w);
 	/* record 2 is in segment 1 whole and valid, yet never replayed */
 	h = (hook_t){0};
-	size_t want[8] = {0, 1, 2};
 	local_wal_report_t rep;
 	w = replay_expect(dir, &o, &rs, want, 3, &rep);
+	read_back_expect(w, rs.r[0].lsn, &rs, want, 3);
 	assert_string_equal(rep.why, "clean");
 	/* both the record's sync and the new segment header's fail: appends are refused */
 	h.fail_from = h.calls + 1;
