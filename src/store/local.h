@@ -35,9 +35,14 @@ typedef struct local_part {
 	uint32_t next[LT_COUNT]; /* next local id to assign */
 	int complete[LT_COUNT];  /* 1: cache holds every row, a miss means "new" */
 	int in_txn;
-	int damaged;          /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
-	uint64_t applied_lsn; /* meta.applied_lsn: the last log group this file holds (0: none) */
-	uint64_t dirty_mark;  /* store's dirty_gen + 1 once on the checkpointer's list of that round */
+	int damaged;            /* a write found the file corrupt: local_parts_drop_damaged moves it aside */
+	uint64_t applied_lsn;   /* meta.applied_lsn: the last log group this file holds (0: none),
+	                           counting the open transaction */
+	uint64_t committed_lsn; /* the same, committed: what a rollback goes back to */
+	uint64_t txn_lsn;       /* the first group the open transaction holds (0: none yet) */
+	int64_t txn_t0;         /* when the open transaction began (time_mono_ns) */
+	uint32_t txn_batches;   /* batches it holds */
+	uint64_t dirty_mark;    /* store's dirty_gen + 1 once on the checkpointer's list of that round */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 } local_part_t;
@@ -72,6 +77,17 @@ typedef struct {
  * batches, or at once when a reader, a sweep or a test waits for it. */
 #define LOCAL_APPLY_DELAY_MS 250
 #define LOCAL_APPLY_PASS_BATCHES 4096 /* batches in one pass at most */
+/* A partition's transaction stays open across passes (SQLite keeps what it
+ * wrote in the connection's page cache, and a page written by many uploads
+ * goes to the file once) and is committed once it is this old, or at once
+ * when a reader, a sweep, a test or the close waits, or the LRU must close
+ * partitions. The log keeps every group an open transaction holds. */
+#define LOCAL_APPLY_TXN_MS 1000
+/* ... and once it holds this many batches, at the end of the pass that
+ * wrote them: a partition that takes thousands of uploads a second commits
+ * each pass, as one transaction of a second would stall the apply thread
+ * (and the log thread behind it) for the time of its COMMIT. */
+#define LOCAL_APPLY_TXN_BATCHES 512
 
 /* One group as the apply thread writes it: its batches b[0..n) with their
  * project dirs, appended at lsn as a record of rec_n bytes. */
@@ -82,8 +98,6 @@ typedef struct {
 	uint32_t n;
 	uint64_t rec_n;
 } local_group_t;
-
-typedef struct local_pending local_pending_t;
 
 /* Writer-thread scratch, reused across batches. */
 typedef struct {
@@ -172,10 +186,18 @@ struct store {
 	int log_inited; /* local_log_open was called: local_log_close is due */
 	local_wal_t *wal;
 	buf_t log_rec; /* the log thread's record being appended */
-	/* Durable groups not yet in all their partitions (apply thread), and
-	 * whether there are any (read by the log thread: it refuses groups then). */
-	local_pending_t *pending;
+	/* Durable groups that could not be written to (or committed in) their
+	 * partitions: the log records in [redo_from, redo_to), read back and
+	 * written again in order (apply thread); and whether there are any (read
+	 * by the log thread: it refuses groups then). */
+	uint64_t redo_from, redo_to;
+	uint8_t *redo_buf;
+	size_t redo_cap;
 	_Atomic int behind;
+	/* Apply thread: where the groups handed to it so far end, and when its
+	 * oldest open partition transaction began (0: none open). */
+	uint64_t apply_end;
+	int64_t txn_oldest;
 	/* The apply thread and the groups handed to it (at most
 	 * LOCAL_APPLY_DEPTH), under ap_mu. */
 	pthread_t ap_thread;
@@ -189,6 +211,7 @@ struct store {
 	int ap_busy;         /* the apply thread is writing what it took */
 	int ap_stop;
 	uint32_t ap_urgent;     /* readers, sweeps and waiters that need a pass now */
+	uint32_t ap_open;       /* partition transactions the apply thread holds open */
 	pthread_cond_t ap_idle; /* signalled when nothing waits and ap_busy is 0 */
 	err_t behind_err;       /* why the first kept group could not be written (under ap_mu) */
 	/* The checkpointer thread and what it shares with the writer, under ckpt_mu. */
@@ -206,7 +229,7 @@ struct store {
 	char **fresh;
 	uint32_t n_fresh;
 	size_t cap_fresh;
-	uint64_t applied_end;      /* the end of the last group in its partitions */
+	uint64_t applied_end;      /* every group before it is committed in its partitions */
 	pthread_cond_t applied_cv; /* broadcast when applied_end moves or a group is kept */
 	/* The end of the last group durable in the log and answered (log thread
 	 * writes, readers wait for applied_end to reach it: local_read_barrier). */
@@ -311,6 +334,8 @@ void local_parts_close_all(store_t *s);
  * write to that day starts a fresh file. */
 void local_parts_drop_damaged(store_t *s);
 int local_part_begin(store_t *s, local_part_t *p, err_t *err);
+/* -1 with err when COMMIT fails: the transaction is still open (the caller
+ * reads the error code, then rolls back). */
 int local_part_commit(store_t *s, local_part_t *p, err_t *err);
 /* Rolls back the open transaction and forgets everything cached since. */
 void local_part_rollback(store_t *s, local_part_t *p);
@@ -349,11 +374,15 @@ void local_log_close(store_t *s);
 int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, uint64_t *lsn, uint64_t *rec_n,
                      err_t *err);
 /* The apply thread's half: the groups g[0..n) (in LSN order) written to
- * their partitions after any kept group, one transaction per partition for
- * all of them. Groups that cannot be written yet are kept (each record
- * encoded again from its batches) and `behind` set; they stay durable, so their batches are
- * acknowledged either way. */
+ * their partitions after any group to redo, into each partition's open
+ * transaction (begun if none). Groups that cannot be written yet are left
+ * in the log to redo (redo_from, redo_to) and `behind` set; they stay
+ * durable, so their batches are acknowledged either way. */
 void local_log_apply(store_t *s, const local_group_t *g, uint32_t n);
+/* Commits the open partition transactions that are LOCAL_APPLY_TXN_MS old
+ * (all of them when all is set) and moves applied_end to the first group
+ * not committed everywhere. A commit that fails leaves its groups to redo. */
+void local_log_settle(store_t *s, int all);
 /* Before a read: waits until every group answered so far is in its
  * partitions, so a reader sees what was acknowledged before it began
  * (not while groups are kept: `behind`; at most
@@ -365,8 +394,9 @@ void local_apply_wait(store_t *s);
 /* delta +1: a reader waits for what was answered, so the apply thread
  * starts its pass now (LOCAL_APPLY_DELAY_MS); -1 once it stopped waiting. */
 void local_apply_hurry(store_t *s, int delta);
-/* Writes the kept groups, in order, to their partitions. 0 when none is
- * left (`behind` cleared); -1 with a 503 while one still cannot be written. */
+/* Writes the groups to redo, read back from the log in order, to their
+ * partitions and commits. 0 when none is left (`behind` cleared); -1 with a
+ * 503 while one still cannot be written. */
 int local_log_retry(store_t *s, err_t *err);
 /* Runs a checkpoint now and waits for it: every group written so far is then
  * durable in its partitions and never replayed (the sweep calls it before it

@@ -270,18 +270,24 @@ static void mark_dirty(store_t *s, local_part_t *p)
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
-/* Every group up to end is in its partitions (dirty until the next
- * checkpoint); bytes more of log since the last one. Wakes the readers
- * waiting for it (local_read_barrier). */
-static void applied(store_t *s, uint64_t end, uint64_t bytes)
+/* applied_end moves to end (never back): readers waiting for it wake
+ * (local_read_barrier), and the next checkpoint may let the log go up to it. */
+static void set_applied_end(store_t *s, uint64_t end)
 {
 	pthread_mutex_lock(&s->ckpt_mu);
 	if (end > s->applied_end)
 		s->applied_end = end;
+	pthread_cond_broadcast(&s->applied_cv);
+	pthread_mutex_unlock(&s->ckpt_mu);
+}
+
+/* bytes more of log written to partitions since the last checkpoint. */
+static void log_bytes_applied(store_t *s, uint64_t bytes)
+{
+	pthread_mutex_lock(&s->ckpt_mu);
 	s->log_since_ckpt += bytes;
 	if (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES)
 		pthread_cond_signal(&s->ckpt_cv);
-	pthread_cond_broadcast(&s->applied_cv);
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
@@ -291,13 +297,53 @@ static uint64_t rec_bytes(size_t payload)
 	return (LOCAL_WAL_REC_HEADER + payload + 7) & ~(uint64_t)7;
 }
 
+/* The open transactions local_apply_wait waits for. */
+static void open_count(store_t *s, int delta)
+{
+	pthread_mutex_lock(&s->ap_mu);
+	s->ap_open = (uint32_t)((int64_t)s->ap_open + delta);
+	if (!s->ap_open)
+		pthread_cond_broadcast(&s->ap_idle);
+	pthread_mutex_unlock(&s->ap_mu);
+}
+
+/* The groups of the log from `from` up to where the applied groups end are
+ * written again (local_log_retry); partitions that hold one skip it. */
+static void redo_add(store_t *s, uint64_t from, uint64_t to)
+{
+	if (!s->redo_from || from < s->redo_from)
+		s->redo_from = from;
+	if (to > s->redo_to)
+		s->redo_to = to;
+}
+
+/* p's write or commit failed: its transaction is rolled back, and the
+ * groups it held (from txn_lsn) and those from first on are to be written
+ * again. A file SQLite calls corrupt is marked for local_parts_drop_damaged. */
+static void part_failed(store_t *s, local_part_t *p, uint64_t first)
+{
+	if (local_is_damage(sqlite3_extended_errcode(p->db)))
+		p->damaged = 1;
+	uint64_t from = p->txn_lsn && p->txn_lsn < first ? p->txn_lsn : first;
+	if (p->in_txn) {
+		local_part_rollback(s, p);
+		open_count(s, -1);
+	}
+	if (from < s->apply_end)
+		redo_add(s, from, s->apply_end);
+}
+
 /* Writes the profiles of every group of g[0..ng) that partition p does not
- * hold yet into p, in one transaction that also sets its applied_lsn to the
- * last of them. */
+ * hold yet into p's open transaction (begun here if none), which also sets
+ * its applied_lsn to the last of them. On failure the transaction is gone
+ * and the groups are left to redo (part_failed). */
 static int apply_part(store_t *s, local_part_t *p, const local_group_t *g, uint32_t ng, err_t *err)
 {
-	if (local_part_begin(s, p, err) < 0)
-		return -1;
+	if (!p->in_txn) {
+		if (local_part_begin(s, p, err) < 0)
+			goto fail;
+		open_count(s, 1);
+	}
 	uint64_t lsn = p->applied_lsn;
 	for (uint32_t i = 0; i < ng; i++) {
 		if (g[i].lsn <= p->applied_lsn)
@@ -306,29 +352,43 @@ static int apply_part(store_t *s, local_part_t *p, const local_group_t *g, uint3
 			if (batch_in_part(g[i].b[k], g[i].proj[k], p)) {
 				if (local_part_write(s, p, g[i].b[k], p->day, err) < 0)
 					goto fail;
+				p->txn_batches++;
 				lsn = g[i].lsn;
+				if (!p->txn_lsn)
+					p->txn_lsn = lsn;
 			}
 	}
-	if (local_part_set_applied(p, lsn, local_wal_id(s->wal), err) < 0 || local_part_commit(s, p, err) < 0)
-		goto fail;
-	p->applied_lsn = lsn;
-	mark_dirty(s, p);
+	if (lsn != p->applied_lsn) {
+		if (local_part_set_applied(p, lsn, local_wal_id(s->wal), err) < 0)
+			goto fail;
+		p->applied_lsn = lsn;
+	}
 	return 0;
 fail:
-	if (local_is_damage(sqlite3_extended_errcode(p->db)))
-		p->damaged = 1;
-	if (p->in_txn)
-		local_part_rollback(s, p);
+	part_failed(s, p, g[0].lsn);
 	return -1;
 }
 
-/* Applies the groups g[0..ng) (in LSN order; the last record ends at end,
- * bytes of log in all) to every partition they touch that does not hold
- * them yet. A partition found damaged is moved aside and the groups
- * applied to a fresh file. 0, or -1 with err (the first failure; the other
- * partitions are applied, and applying again finishes the groups). */
-static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, uint64_t end, uint64_t bytes,
-                       err_t *err)
+/* Commits p's open transaction; on failure it is rolled back and its groups
+ * are left to redo. */
+static int commit_part(store_t *s, local_part_t *p, err_t *err)
+{
+	if (local_part_commit(s, p, err) < 0) {
+		part_failed(s, p, p->txn_lsn ? p->txn_lsn : s->apply_end);
+		return -1;
+	}
+	open_count(s, -1);
+	mark_dirty(s, p);
+	return 0;
+}
+
+/* Writes the groups g[0..ng) (in LSN order) to every partition they touch
+ * that does not hold them yet, into open transactions. A partition found
+ * damaged is moved aside and the groups go to a fresh file of that day:
+ * here when its transaction held nothing older than g, else from the log
+ * (*damaged set: local_log_apply redoes at once). 0, or -1 with err (the
+ * first failure, groups left to redo). */
+static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, int *damaged, err_t *err)
 {
 	part_list_t l = {0};
 	int rc = 0;
@@ -338,6 +398,7 @@ static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, uint64_t
 				local_part_t *p = local_part_get(
 				    s, g[i].proj[k], time_day(g[i].b[k]->profiles[j].time_ns), err);
 				if (!p) {
+					redo_add(s, g[0].lsn, s->apply_end);
 					rc = -1;
 					break;
 				}
@@ -345,28 +406,39 @@ static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, uint64_t
 					add_part(&l, p);
 			}
 	for (size_t i = 0; i < l.n && rc == 0; i++) {
-		if (apply_part(s, l.p[i], g, ng, err) == 0)
+		local_part_t *p = l.p[i];
+		uint64_t held = p->txn_lsn, from = s->redo_from, to = s->redo_to;
+		if (apply_part(s, p, g, ng, err) == 0) {
+			if (p->txn_batches >= LOCAL_APPLY_TXN_BATCHES && commit_part(s, p, err) < 0) {
+				if (p->damaged && damaged)
+					*damaged = 1;
+				rc = -1;
+			}
 			continue;
-		if (!l.p[i]->damaged) {
+		}
+		if (!p->damaged || (held && held < g[0].lsn)) {
+			if (p->damaged && damaged)
+				*damaged = 1;
 			rc = -1;
 			break;
 		}
 		/* Moved aside; the groups go into a fresh file of that day. */
-		char *proj_dir = xstrdup(l.p[i]->proj);
-		int64_t day = l.p[i]->day;
+		char *proj_dir = xstrdup(p->proj);
+		int64_t day = p->day;
 		local_parts_drop_damaged(s);
 		err_t e = {0};
-		local_part_t *p = local_part_get(s, proj_dir, day, &e);
+		p = local_part_get(s, proj_dir, day, &e);
 		free(proj_dir);
 		if (!p || apply_part(s, p, g, ng, &e) < 0) {
 			*err = e;
 			rc = -1;
 			break;
 		}
+		/* written: what part_failed left to redo for the damaged file is done */
+		s->redo_from = from;
+		s->redo_to = to;
 		l.p[i] = p;
 	}
-	if (rc == 0)
-		applied(s, end, bytes);
 	local_parts_drop_damaged(s);
 	free(l.p);
 	return rc;
@@ -401,51 +473,150 @@ static int record_decode(slice_t payload, uint32_t n, arena_t *a, model_batch_t 
 	return 0;
 }
 
-/* Decodes a group record and applies it (replay, or a group kept after its apply failed). */
-static int apply_record(store_t *s, uint64_t lsn, uint32_t n, slice_t payload, err_t *err)
+/* Decodes a group record and writes it to its partitions' open transactions
+ * (replay, redo). */
+static int apply_record(store_t *s, uint64_t lsn, uint32_t n, slice_t payload, int *damaged, err_t *err)
 {
-	uint64_t bytes = rec_bytes(payload.n);
 	arena_t *a = arena_new();
 	model_batch_t **b;
 	char **proj;
 	int rc = record_decode(payload, n, a, &b, &proj, err);
 	if (rc == 0) {
 		local_group_t g = {.lsn = lsn, .b = b, .proj = proj, .n = n};
-		rc = apply_group(s, &g, 1, lsn + bytes, bytes, err);
+		rc = apply_group(s, &g, 1, damaged, err);
 	}
 	arena_free(a);
 	return rc;
 }
 
-/* A durable group kept for another try (the apply thread's list, in LSN order). */
-struct local_pending {
-	struct local_pending *next;
-	uint8_t *rec;
-	size_t bytes;
-	uint32_t n;
-	uint64_t lsn;
-};
+/* Commits the due open transactions (all of them when all is set, or when
+ * the LRU holds more partitions than it may keep open) and moves
+ * applied_end to the first group not committed everywhere. 0, or -1 with
+ * err (the first failure; its groups are left to redo; *damaged set when
+ * the file was damaged, may be NULL). */
+static int settle(store_t *s, int all, int *damaged, err_t *err)
+{
+	int64_t now = time_mono_ns(), oldest = 0;
+	uint64_t lowest = 0;
+	int rc = 0;
+	if (s->n_parts > s->open_max)
+		all = 1;
+	for (uint32_t i = 0; i < s->n_parts; i++) {
+		local_part_t *p = s->parts[i];
+		if (!p->in_txn)
+			continue;
+		if (all || now - p->txn_t0 >= (int64_t)LOCAL_APPLY_TXN_MS * 1000000) {
+			err_t e = {0};
+			if (commit_part(s, p, &e) < 0) {
+				if (p->damaged && damaged)
+					*damaged = 1;
+				if (rc == 0)
+					*err = e;
+				rc = -1;
+			}
+			continue;
+		}
+		if (!oldest || p->txn_t0 < oldest)
+			oldest = p->txn_t0;
+		if (p->txn_lsn && (!lowest || p->txn_lsn < lowest))
+			lowest = p->txn_lsn;
+	}
+	s->txn_oldest = oldest;
+	uint64_t done = s->apply_end;
+	if (lowest && lowest < done)
+		done = lowest;
+	if (s->redo_from && s->redo_from < done)
+		done = s->redo_from;
+	set_applied_end(s, done);
+	local_parts_drop_damaged(s);
+	return rc;
+}
+
+/* One attempt at the groups to redo: read back from the log in order,
+ * written and committed. 0 when none is left; -1 with err, all of them
+ * left to redo (partitions that hold one skip it next time). */
+static int redo(store_t *s, int *damaged, err_t *err)
+{
+	uint64_t from = s->redo_from, to = s->redo_to;
+	s->redo_from = s->redo_to = 0;
+	int rc = 0;
+	for (uint64_t lsn = from; rc == 0 && lsn < to;) {
+		local_wal_rec_t rec;
+		uint64_t next = 0;
+		int r = local_wal_read(s->wal, lsn, &rec, &next, &s->redo_buf, &s->redo_cap, err);
+		if (r == 0)
+			break;
+		if (r < 0 || (rec.kind == LOCAL_WAL_GROUP &&
+		              apply_record(s, rec.lsn, rec.n, rec.payload, damaged, err) < 0))
+			rc = -1;
+		lsn = next;
+	}
+	if (rc == 0)
+		rc = settle(s, 1, damaged, err);
+	if (rc < 0)
+		redo_add(s, from, to);
+	return rc;
+}
+
+/* Redoes until nothing is left; tries again at once while the failure was
+ * a damaged file (moved aside: the next try writes a fresh one), a few times. */
+static int redo_all(store_t *s, err_t *err)
+{
+	for (int tries = 0; s->redo_from; tries++) {
+		int damaged = 0;
+		if (redo(s, &damaged, err) < 0 && (!damaged || tries >= 3))
+			return -1;
+	}
+	return 0;
+}
+
+/* The groups to redo could not be written: pushes are refused until they
+ * are (503 with the reason; a full disk: Retry-After 5), and readers waiting
+ * for them read without them (STORE: Writing). */
+static void fall_behind(store_t *s, err_t *e)
+{
+	if (e->status != 503) {
+		e->status = 503;
+		e->retry_after = 5;
+	}
+	pthread_mutex_lock(&s->ap_mu);
+	int was = atomic_load(&s->behind);
+	if (!was)
+		s->behind_err = *e;
+	atomic_store(&s->behind, 1);
+	pthread_mutex_unlock(&s->ap_mu);
+	if (!was)
+		log_error("store: a durable group could not be written to its partitions; kept and retried, "
+		          "writes refused until then",
+		          "lsn=0x%" PRIx64 " err=\"%s\"", s->redo_from, e->msg);
+	pthread_mutex_lock(&s->ckpt_mu);
+	pthread_cond_broadcast(&s->applied_cv);
+	pthread_mutex_unlock(&s->ckpt_mu);
+}
 
 int local_log_retry(store_t *s, err_t *err)
 {
-	while (s->pending) {
-		local_pending_t *p = s->pending;
-		if (apply_record(s, p->lsn, p->n, slice_make(p->rec, p->bytes), err) < 0) {
-			/* Later groups wait behind it: 503 with the reason (a full disk: Retry-After 5). */
-			if (err->status != 503) {
-				err->status = 503;
-				err->retry_after = 5;
-			}
-			return -1;
+	uint64_t from = s->redo_from;
+	if (redo_all(s, err) < 0) {
+		if (err->status != 503) {
+			err->status = 503;
+			err->retry_after = 5;
 		}
-		log_info("store: a group kept after a failed write is now in its partitions",
-		         "lsn=0x%" PRIx64, p->lsn);
-		s->pending = p->next;
-		free(p->rec);
-		free(p);
+		return -1;
 	}
+	if (from)
+		log_info("store: a group kept after a failed write is now in its partitions",
+		         "lsn=0x%" PRIx64, from);
 	atomic_store(&s->behind, 0);
 	return 0;
+}
+
+void local_log_settle(store_t *s, int all)
+{
+	err_t e = {0};
+	int damaged = 0;
+	if (settle(s, all, &damaged, &e) < 0 && !(damaged && redo_all(s, &e) == 0))
+		fall_behind(s, &e);
 }
 
 /* ---- the writer's group: the log thread appends, the apply thread applies ---- */
@@ -493,52 +664,26 @@ int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, uint64_t *
 	return 0;
 }
 
-/* Keeps group g for another try: its record, encoded again from its batches. */
-static void keep(store_t *s, const local_group_t *g)
-{
-	buf_t rec;
-	buf_init(&rec, SIZE_MAX);
-	xcheck(rec_encode(g->b, g->n, &rec) == 0 && rec.n == g->rec_n ? &rec : NULL);
-	local_pending_t *p = xcalloc(1, sizeof *p);
-	p->rec = rec.p; /* the buffer's memory, now the pending record's */
-	p->bytes = rec.n;
-	p->n = g->n;
-	p->lsn = g->lsn;
-	local_pending_t **tail = &s->pending;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = p;
-}
-
 void local_log_apply(store_t *s, const local_group_t *g, uint32_t n)
 {
-	err_t e = {0};
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < n; i++)
 		bytes += rec_bytes(g[i].rec_n);
-	uint64_t end = g[n - 1].lsn + rec_bytes(g[n - 1].rec_n);
-	/* Groups after a kept one wait behind it: applying them first would mark
-	 * partitions past the kept group's LSN, and its retry would skip them. */
-	if ((s->pending && local_log_retry(s, &e) < 0) || apply_group(s, g, n, end, bytes, &e) < 0) {
-		log_error("store: a durable group could not be written to its partitions; kept and retried, "
-		          "writes refused until then",
-		          "lsn=0x%" PRIx64 " groups=%" PRIu32 " err=\"%s\"", g[0].lsn, n, e.msg);
-		for (uint32_t i = 0; i < n; i++)
-			keep(s, &g[i]);
-		if (e.status != 503) {
-			e.status = 503;
-			e.retry_after = 5;
-		}
-		pthread_mutex_lock(&s->ap_mu);
-		if (!atomic_load(&s->behind))
-			s->behind_err = e;
-		atomic_store(&s->behind, 1);
-		pthread_mutex_unlock(&s->ap_mu);
-		/* Readers waiting for these groups read without them (STORE: Writing). */
-		pthread_mutex_lock(&s->ckpt_mu);
-		pthread_cond_broadcast(&s->applied_cv);
-		pthread_mutex_unlock(&s->ckpt_mu);
+	s->apply_end = g[n - 1].lsn + rec_bytes(g[n - 1].rec_n);
+	log_bytes_applied(s, bytes);
+	err_t e = {0};
+	if (s->redo_from) {
+		/* Groups after one to redo wait behind it (written first, they would
+		 * mark partitions past it, and its redo would skip them): they are
+		 * read back from the log with it. */
+		redo_add(s, g[0].lsn, s->apply_end);
+		if (local_log_retry(s, &e) < 0)
+			fall_behind(s, &e);
+		return;
 	}
+	int damaged = 0;
+	if (apply_group(s, g, n, &damaged, &e) < 0 && !(damaged && redo_all(s, &e) == 0))
+		fall_behind(s, &e);
 }
 
 void local_read_barrier(store_t *s)
@@ -580,7 +725,11 @@ int local_log_open(store_t *s, err_t *err)
 	while ((rc = local_wal_replay_next(s->wal, &rec, err)) == 1) {
 		if (rec.kind != LOCAL_WAL_GROUP)
 			continue;
-		if (apply_record(s, rec.lsn, rec.n, rec.payload, err) < 0) {
+		/* Each group committed before the next: a damaged file found on the
+		 * way takes the group in a fresh file (apply_group), nothing older. */
+		s->apply_end = rec.lsn + rec_bytes(rec.payload.n);
+		if (apply_record(s, rec.lsn, rec.n, rec.payload, NULL, err) < 0 ||
+		    settle(s, 1, NULL, err) < 0) {
 			err_prefix(err, "store: replaying the log at lsn 0x%" PRIx64 ": ", rec.lsn);
 			return -1;
 		}
@@ -592,7 +741,7 @@ int local_log_open(store_t *s, err_t *err)
 		return -1;
 	const local_wal_report_t *rep = local_wal_report(s->wal);
 	s->ckpt_lsn = rep->from_lsn;
-	s->applied_end = rep->end_lsn;
+	s->applied_end = s->apply_end = rep->end_lsn;
 	atomic_store(&s->durable_end, rep->end_lsn);
 	if (rep->damaged) {
 		log_error("store log damaged", "lsn=0x%" PRIx64 " bytes=%" PRIu64 " stretches=%" PRIu64,
@@ -635,12 +784,9 @@ void local_log_close(store_t *s)
 	free(s->fresh);
 	s->fresh = NULL;
 	s->n_fresh = 0;
-	while (s->pending) {
-		local_pending_t *p = s->pending;
-		s->pending = p->next;
-		free(p->rec);
-		free(p);
-	}
+	free(s->redo_buf);
+	s->redo_buf = NULL;
+	s->redo_from = s->redo_to = 0;
 	local_wal_close(s->wal);
 	s->wal = NULL;
 	pthread_cond_destroy(&s->ckpt_done);

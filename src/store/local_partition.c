@@ -421,6 +421,7 @@ static int part_read_meta(const store_t *s, local_part_t *p, err_t *err)
 		return local_sqlite_err(err, p->db, rc, p->path, "reading the format");
 	if (log != (s->wal ? local_wal_id(s->wal) : 0))
 		p->applied_lsn = 0;
+	p->committed_lsn = p->applied_lsn;
 	if (format != LOCAL_FORMAT)
 		return err_set(err, 500, "store: %s has partition format %lld, this Kiln writes %d", p->path,
 		               (long long)format, LOCAL_FORMAT);
@@ -616,18 +617,20 @@ int local_part_begin(store_t *s, local_part_t *p, err_t *err)
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "BEGIN");
 	p->in_txn = 1;
+	p->txn_lsn = 0;
+	p->txn_t0 = time_mono_ns();
+	p->txn_batches = 0;
 	return 0;
 }
 
 int local_part_commit(store_t *s, local_part_t *p, err_t *err)
 {
 	int rc = sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		local_sqlite_err(err, p->db, rc, p->path, "COMMIT");
-		local_part_rollback(s, p);
-		return -1;
-	}
+	if (rc != SQLITE_OK)
+		return local_sqlite_err(err, p->db, rc, p->path, "COMMIT");
 	p->in_txn = 0;
+	p->txn_lsn = 0;
+	p->committed_lsn = p->applied_lsn;
 	return 0;
 }
 
@@ -636,6 +639,8 @@ void local_part_rollback(store_t *s, local_part_t *p)
 	if (!sqlite3_get_autocommit(p->db))
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
 	p->in_txn = 0;
+	p->txn_lsn = 0;
+	p->applied_lsn = p->committed_lsn;
 	/* Ids cached or assigned inside the transaction are gone with it. */
 	if (part_load(s, p, NULL) < 0) {
 		part_drop_caches(s, p);

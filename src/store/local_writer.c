@@ -354,7 +354,7 @@ void local_apply_wait(store_t *s)
 	pthread_mutex_lock(&s->ap_mu);
 	s->ap_urgent++;
 	pthread_cond_signal(&s->ap_work);
-	while (s->ap_n || s->ap_busy)
+	while (s->ap_n || s->ap_busy || s->ap_open)
 		pthread_cond_wait(&s->ap_idle, &s->ap_mu);
 	s->ap_urgent--;
 	pthread_mutex_unlock(&s->ap_mu);
@@ -382,11 +382,14 @@ static void item_free(local_apply_item_t *it)
 	free(it);
 }
 
-/* The apply thread's half: a sweep runs alone; appended groups taken
- * together are written to their partitions in one pass. */
-static void apply_items(store_t *s, local_apply_item_t *first)
+/* The apply thread's half: a sweep runs alone, after every open partition
+ * transaction is committed; appended groups taken together are written to
+ * their partitions in one pass, then the transactions that are due (all of
+ * them when all is set: someone waits) are committed. */
+static void apply_items(store_t *s, local_apply_item_t *first, int all)
 {
 	if (!first->jobs[0]->b) { /* a retention sweep, always alone */
+		local_log_settle(s, 1);
 		err_t err = {0};
 		if (local_retention_run(s, JOB(first->jobs[0]), &err) < 0) {
 			JOB(first->jobs[0])->err = err;
@@ -404,6 +407,7 @@ static void apply_items(store_t *s, local_apply_item_t *first)
 		if (n)
 			local_log_apply(s, g, n);
 		free(g);
+		local_log_settle(s, all);
 	}
 	local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
 	while (first) {
@@ -466,17 +470,42 @@ static void *apply_main(void *arg)
 			continue;
 		}
 		if (!s->ap_head && !s->ap_stop) {
-			if (!atomic_load(&s->behind)) {
+			/* Nothing to write: open transactions are committed when due, or
+			 * at once when someone waits for them. */
+			int64_t due = s->ap_open ? s->txn_oldest + (int64_t)LOCAL_APPLY_TXN_MS * 1000000 -
+			                               time_mono_ns()
+			                         : -1;
+			if (s->ap_open && (s->ap_urgent || due <= 0)) {
+				int all = s->ap_urgent > 0;
+				s->ap_busy = 1;
+				pthread_mutex_unlock(&s->ap_mu);
+				local_log_settle(s, all);
+				local_parts_trim(s, LIMIT_STORE_OPEN_PARTS);
+				pthread_mutex_lock(&s->ap_mu);
+				s->ap_busy = 0;
+				if (!s->ap_head)
+					pthread_cond_broadcast(&s->ap_idle);
+				continue;
+			}
+			if (!atomic_load(&s->behind) && due < 0) {
 				pthread_cond_wait(&s->ap_work, &s->ap_mu);
 			} else {
+				int64_t ns = atomic_load(&s->behind) ? 250 * 1000000 : INT64_MAX;
+				if (due >= 0 && due < ns)
+					ns = due;
 				struct timespec t;
-				time_deadline(&t, 250 * 1000000);
+				time_deadline(&t, ns);
 				pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
 			}
 			continue;
 		}
-		if (!s->ap_head)
+		if (!s->ap_head) {
+			/* Stopping: what is open is committed before the thread ends. */
+			pthread_mutex_unlock(&s->ap_mu);
+			local_log_settle(s, 1);
+			pthread_mutex_lock(&s->ap_mu);
 			break;
+		}
 		int64_t wait_ns = apply_due_in(s);
 		if (wait_ns > 0) {
 			struct timespec t;
@@ -485,10 +514,11 @@ static void *apply_main(void *arg)
 			continue;
 		}
 		local_apply_item_t *first = take_items(s);
+		int all = s->ap_urgent || s->ap_stop;
 		s->ap_busy = 1;
 		pthread_cond_signal(&s->ap_room);
 		pthread_mutex_unlock(&s->ap_mu);
-		apply_items(s, first);
+		apply_items(s, first, all);
 		pthread_mutex_lock(&s->ap_mu);
 		s->ap_busy = 0;
 		if (!s->ap_head)
