@@ -59,6 +59,7 @@ struct local_wal {
 	size_t n_segs, cap_segs;
 	int have_spare, making_spare;
 	uint64_t spare_bytes;
+	uint32_t n_reserve; /* full-size retired segments kept as DIR/_wal/reserve.<k>, k < n_reserve */
 	uint64_t
 	    next_bytes; /* size of the next spare: segments grow from LOCAL_WAL_SEGMENT_FIRST to seg_bytes */
 	uint64_t ckpt, next_seq;
@@ -182,6 +183,7 @@ static ssize_t read_at(int fd, void *p, size_t n, uint64_t off)
 static uint64_t disk_bytes(const local_wal_t *w)
 {
 	uint64_t b = w->have_spare || w->making_spare ? w->spare_bytes : 0;
+	b += (uint64_t)w->n_reserve * w->seg_bytes;
 	for (size_t i = 0; i < w->n_segs; i++)
 		b += w->segs[i].file_bytes;
 	return b;
@@ -366,23 +368,37 @@ static void seg_remove_at(local_wal_t *w, size_t i)
 	w->n_segs--;
 }
 
-/* Segment i leaves the list: it becomes the spare when there is none, else it is removed.
- * The caller syncs the directory. */
+static char *reserve_path(const local_wal_t *w, uint32_t k)
+{
+	char name[32];
+	snprintf(name, sizeof name, "reserve.%u", k);
+	return wal_path(w, name);
+}
+
+/* Segment i leaves the list: a full-size one becomes the spare when there is
+ * none, else a reserve while there are fewer than LOCAL_WAL_RESERVE (a later
+ * spare is then a rename, not a zero-fill); any other is removed. The caller
+ * syncs the directory. */
 static void seg_retire(local_wal_t *w, size_t i)
 {
 	char *p = seg_path(w, w->segs[i].seq);
-	int spare = 0;
-	if (!w->have_spare && !w->making_spare && w->segs[i].file_bytes == w->seg_bytes) {
+	int full = w->segs[i].file_bytes == w->seg_bytes, kept = 0;
+	if (full && !w->have_spare && !w->making_spare) {
 		char *sp = wal_path(w, "spare");
-		spare = rename(p, sp) == 0;
+		kept = rename(p, sp) == 0;
 		free(sp);
+		if (kept) {
+			w->have_spare = 1;
+			w->spare_bytes = w->segs[i].file_bytes;
+		}
+	} else if (full && w->n_reserve < LOCAL_WAL_RESERVE) {
+		char *rp = reserve_path(w, w->n_reserve);
+		kept = rename(p, rp) == 0;
+		free(rp);
+		w->n_reserve += (uint32_t)kept;
 	}
-	if (spare) {
-		w->have_spare = 1;
-		w->spare_bytes = w->segs[i].file_bytes;
-	} else {
+	if (!kept)
 		unlink(p);
-	}
 	free(p);
 	seg_remove_at(w, i);
 }
@@ -409,6 +425,8 @@ static int list_dir(local_wal_t *w, err_t *err)
 	DIR *d = opendir(w->dir);
 	if (!d)
 		return err_set(err, 500, "store log: cannot read %s: %s", w->dir, strerror(errno));
+	uint32_t res[LOCAL_WAL_RESERVE];
+	uint32_t n_res = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
@@ -425,6 +443,16 @@ static int list_dir(local_wal_t *w, err_t *err)
 			} else {
 				unlink(p);
 			}
+		} else if (strncmp(e->d_name, "reserve.", 8) == 0) {
+			/* renumbered below; one of another size (the setting changed) goes */
+			char *end;
+			unsigned long k = strtoul(e->d_name + 8, &end, 10);
+			if (*end == 0 && end != e->d_name + 8 && k < 1000 && stat(p, &st) == 0 &&
+			    S_ISREG(st.st_mode) && (uint64_t)st.st_size == w->seg_bytes &&
+			    n_res < LOCAL_WAL_RESERVE)
+				res[n_res++] = (uint32_t)k;
+			else
+				unlink(p);
 		} else if (parse_seg_name(e->d_name, &seq) && stat(p, &st) == 0) {
 			w->segs = xgrow(w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs);
 			w->segs[w->n_segs++] = (wal_seg_t){.seq = seq, .file_bytes = (uint64_t)st.st_size};
@@ -432,6 +460,23 @@ static int list_dir(local_wal_t *w, err_t *err)
 		free(p);
 	}
 	closedir(d);
+	/* Numbered 0.. in the order of their numbers: each goes to a number at
+	 * most its own, never onto one not yet moved. */
+	for (uint32_t i = 1; i < n_res; i++)
+		for (uint32_t j = i; j > 0 && res[j - 1] > res[j]; j--) {
+			uint32_t t = res[j];
+			res[j] = res[j - 1];
+			res[j - 1] = t;
+		}
+	for (uint32_t i = 0; i < n_res; i++) {
+		char *from = reserve_path(w, res[i]), *to = reserve_path(w, w->n_reserve);
+		if (res[i] == w->n_reserve || rename(from, to) == 0)
+			w->n_reserve++;
+		else
+			unlink(from);
+		free(from);
+		free(to);
+	}
 	if (w->n_segs) /* segs is NULL in an empty directory: qsort's argument must not be */
 		qsort(w->segs, w->n_segs, sizeof *w->segs, seg_cmp);
 	return 0;
@@ -839,6 +884,20 @@ static int spare_make_locked(local_wal_t *w, int bounded, uint64_t need, err_t *
 		unlink(sp);
 		free(sp);
 		w->have_spare = 0;
+	}
+	if (!w->have_spare && w->n_reserve && need <= w->seg_bytes) {
+		/* a reserve becomes the spare: a rename (made durable by the directory
+		 * sync of the segment start that takes it) */
+		char *rp = reserve_path(w, w->n_reserve - 1), *sp = wal_path(w, "spare");
+		int ok = rename(rp, sp) == 0;
+		free(rp);
+		free(sp);
+		if (ok) {
+			w->n_reserve--;
+			w->have_spare = 1;
+			w->spare_bytes = w->seg_bytes;
+			return 1;
+		}
 	}
 	uint64_t bytes = w->next_bytes;
 	while (bytes < need && bytes < w->seg_bytes)

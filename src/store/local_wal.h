@@ -1,7 +1,8 @@
 /* The embedded engine's process-wide write-ahead log (STORE: Next version of
  * the embedded engine, "The log: files and record format", "Checkpointing"):
  * segment files DIR/_wal/<seq, 16 hex digits>.log, one zero-filled spare
- * (DIR/_wal/spare), records appended with one pwrite and made durable with one
+ * (DIR/_wal/spare) and up to LOCAL_WAL_RESERVE recycled segments waiting to
+ * be the spare (DIR/_wal/reserve.<k>), records appended with one pwrite and made durable with one
  * fdatasync, a replay iterator from the checkpoint LSN that tells a torn tail
  * from damage inside the log, the checkpoint file DIR/_wal/checkpoint, and
  * segment recycling. Payloads are opaque bytes here (the caller encodes
@@ -35,6 +36,12 @@
 #define LOCAL_WAL_SEGMENT_FIRST                                                                              \
 	(1u << 20) /* a new log's first segment; each next one is twice                                      \
 	              the last, up to segment_bytes */
+
+/* Full-size segments a checkpoint retires beyond the spare are kept (as
+ * DIR/_wal/reserve.<k>) up to this many and become the spare by a rename,
+ * so a busy log between checkpoints does not zero-fill a segment per segment
+ * it moves on by; more are removed. */
+#define LOCAL_WAL_RESERVE 4
 
 /* Record kinds (a record of another kind is not valid). */
 enum { LOCAL_WAL_GROUP = 1, LOCAL_WAL_FLOOR = 2, LOCAL_WAL_KIND_MAX = 2 };

@@ -549,14 +549,36 @@ static void test_log_full(void **state)
 	assert_non_null(strstr(err.msg, "store log full"));
 	assert_int_equal(local_wal_disk_bytes(w), 4 * 16384);
 	assert_int_equal(local_wal_make_spare(w, &err), 0); /* no room for one */
-	/* a checkpoint frees segments 1..3 (one stays as the spare) */
+	/* a checkpoint retires segments 1..3: the first becomes the spare, the
+	 * others reserves (LOCAL_WAL_RESERVE), so the log keeps its files and
+	 * moves on into them by renames, never past the bound */
+	char *seg2 = seg_file(dir, 2), *seg3 = seg_file(dir, 3), res0[512], res1[512];
+	ino_t ino2 = inode(seg2), ino3 = inode(seg3);
 	assert_int_equal(local_wal_checkpoint(w, rs.r[5].lsn + rec_size(5000), &err), 0);
-	assert_int_equal(local_wal_disk_bytes(w), 2 * 16384);
-	add(w, &rs, 8, 5000);
-	add(w, &rs, 9, 5000);
+	snprintf(res0, sizeof res0, "%s/_wal/reserve.0", dir);
+	snprintf(res1, sizeof res1, "%s/_wal/reserve.1", dir);
+	assert_int_equal(inode(res0), ino2);
+	assert_int_equal(inode(res1), ino3);
+	assert_int_equal(local_wal_disk_bytes(w), 4 * 16384);
+	/* segments 5 (the spare), 6 (reserve.1: the last one first) and 7 (reserve.0) */
+	for (uint32_t i = 8; i < 14; i++)
+		add(w, &rs, i, 5000);
+	assert_int_equal(rs.r[rs.n - 1].lsn >> 32, 7);
+	char *seg6 = seg_file(dir, 6), *seg7 = seg_file(dir, 7);
+	assert_int_equal(inode(seg6), ino3);
+	assert_int_equal(inode(seg7), ino2);
+	assert_int_equal(access(res0, F_OK), -1);
+	assert_int_equal(access(res1, F_OK), -1);
+	assert_int_equal(local_wal_disk_bytes(w), 4 * 16384);
+	/* full again until a checkpoint */
+	assert_int_equal(local_wal_append(w, 1, 8, slice_make(p, 5000), NULL, &err), LOCAL_WAL_FULL);
 	local_wal_close(w);
-	size_t want[8] = {6, 7, 8, 9};
-	finish_clean(dir, &o, &rs, want, 4);
+	free(seg2);
+	free(seg3);
+	free(seg6);
+	free(seg7);
+	size_t want[8] = {6, 7, 8, 9, 10, 11, 12, 13};
+	finish_clean(dir, &o, &rs, want, 8);
 }
 
 static void test_spare_and_bad_files(void **state)
@@ -736,6 +758,48 @@ static void test_random_damage(void **state)
 	tmpdir_free(dir);
 }
 
+/* Reserves found at open: those of the segment size are kept and numbered
+ * from 0, others removed; the first segment is then a reserve, renamed. */
+static void test_reserves_on_open(void **state)
+{
+	(void)state;
+	char *dir = tmpdir_new();
+	local_wal_opts_t o = {.segment_bytes = 16384};
+	local_wal_t *w = wopen_new(dir, &o);
+	local_wal_close(w);
+	const char *names[] = {"reserve.2", "reserve.7", "reserve.0"};
+	const off_t sizes[] = {16384, 100, 16384};
+	ino_t ino[3];
+	for (int i = 0; i < 3; i++) {
+		char p[512];
+		snprintf(p, sizeof p, "%s/_wal/%s", dir, names[i]);
+		int fd = open(p, O_WRONLY | O_CREAT, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, sizes[i]), 0);
+		close(fd);
+		ino[i] = inode(p);
+	}
+	w = wopen_new(dir, &o);
+	assert_int_equal(local_wal_disk_bytes(w), 2 * 16384);
+	char r0[512], r1[512], r7[512];
+	snprintf(r0, sizeof r0, "%s/_wal/reserve.0", dir);
+	snprintf(r1, sizeof r1, "%s/_wal/reserve.1", dir);
+	snprintf(r7, sizeof r7, "%s/_wal/reserve.7", dir);
+	assert_int_equal(access(r0, F_OK), 0);
+	assert_int_equal(access(r1, F_OK), 0);
+	assert_int_equal(access(r7, F_OK), -1);
+	recs_t rs = {0};
+	add(w, &rs, 0, 100);
+	char *seg1 = seg_file(dir, 1);
+	ino_t i1 = inode(seg1);
+	assert_true(i1 == ino[0] || i1 == ino[2]);
+	assert_int_equal(local_wal_disk_bytes(w), 2 * 16384);
+	local_wal_close(w);
+	free(seg1);
+	size_t want[1] = {0};
+	finish_clean(dir, &o, &rs, want, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -745,6 +809,7 @@ int main(void)
 	    cmocka_unit_test(test_checkpoint_recycle_stale),
 	    cmocka_unit_test(test_sync_failure),
 	    cmocka_unit_test(test_log_full),
+	    cmocka_unit_test(test_reserves_on_open),
 	    cmocka_unit_test(test_spare_and_bad_files),
 	    cmocka_unit_test(test_damaged_segment_header),
 	    cmocka_unit_test(test_random_damage),
