@@ -131,7 +131,8 @@
 #define LIMIT_DAMAGED_FILES 256        /* distinct damaged files logged per process; later ones are counted */
 #define LIMIT_STORE_WAL_SEGMENT (64u << 20) /* one store log segment file (store/local_wal.c) */
 #define LIMIT_STORE_WAL_BYTES (1ull << 30)  /* store log segments + spare on disk; past it: 503 "store log full" */
-#define LIMIT_STORE_WAL_CHECKPOINT_BYTES (256u << 20) /* log written since the last checkpoint that starts one */
+#define LIMIT_STORE_WAL_CHECKPOINT_BYTES (64u << 20) /* log written since the last checkpoint that starts one, */
+#define LIMIT_STORE_WAL_CHECKPOINT_BYTES_MAX (256u << 20) /* growing by the former per 128 dirty partitions up to this */
 #define LIMIT_STORE_WAL_CHECKPOINT_MS 10000          /* and at least this often while partitions are dirty */
 #define LIMIT_STORE_BLOCK_BYTES (16u << 20) /* raw (decompressed) head or data of one block (store/local_block.c) */
 #define LIMIT_CH_ROWS (1u << 26)       /* rows one ClickHouse read accepts (a bound on a hostile answer) */

@@ -206,6 +206,20 @@ static int ckpt_run(store_t *s, err_t *err)
 	return rc;
 }
 
+/* The log written since the last checkpoint that starts one (ckpt_mu held):
+ * 64 MiB, and 64 MiB more per 128 partitions written since, up to 256 MiB.
+ * A round's cost is mostly per partition (two fsyncs each) when many are
+ * dirty, and per byte copied when few are: rarer rounds amortize the first,
+ * smaller ones keep the second's bursts of I/O (which the log's fdatasync
+ * waits behind) short. */
+static int ckpt_due_bytes(const store_t *s)
+{
+	uint64_t want = (uint64_t)LIMIT_STORE_WAL_CHECKPOINT_BYTES * (1 + s->n_dirty / 128);
+	if (want > LIMIT_STORE_WAL_CHECKPOINT_BYTES_MAX)
+		want = LIMIT_STORE_WAL_CHECKPOINT_BYTES_MAX;
+	return s->log_since_ckpt >= want;
+}
+
 static void *ckpt_main(void *arg)
 {
 	store_t *s = arg;
@@ -213,7 +227,7 @@ static void *ckpt_main(void *arg)
 	int64_t last = time_mono_ns() / 1000000;
 	for (;;) {
 		int due = s->ckpt_req != s->ckpt_gen || s->ckpt_stop ||
-		          (s->n_dirty && (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES ||
+		          (s->n_dirty && (ckpt_due_bytes(s) ||
 		                          time_mono_ns() / 1000000 - last >= LIMIT_STORE_WAL_CHECKPOINT_MS));
 		if (!due) {
 			struct timespec t;
@@ -286,7 +300,7 @@ static void log_bytes_applied(store_t *s, uint64_t bytes)
 {
 	pthread_mutex_lock(&s->ckpt_mu);
 	s->log_since_ckpt += bytes;
-	if (s->log_since_ckpt >= LIMIT_STORE_WAL_CHECKPOINT_BYTES)
+	if (ckpt_due_bytes(s))
 		pthread_cond_signal(&s->ckpt_cv);
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
