@@ -584,15 +584,22 @@ static int redo_all(store_t *s, err_t *err)
 	return 0;
 }
 
-/* The groups to redo could not be written: pushes are refused until they
- * are (503 with the reason; a full disk: Retry-After 5), and readers waiting
- * for them read without them (STORE: Writing). */
-static void fall_behind(store_t *s, err_t *e)
+/* What a push is refused with while groups wait to be redone: the reason,
+ * as a 503 (a full disk: Retry-After 5). */
+static void as_unavailable(err_t *e)
 {
 	if (e->status != 503) {
 		e->status = 503;
 		e->retry_after = 5;
 	}
+}
+
+/* The groups to redo could not be written: pushes are refused until they
+ * are (503 with the reason; a full disk: Retry-After 5), and readers waiting
+ * for them read without them (STORE: Writing). */
+static void fall_behind(store_t *s, err_t *e)
+{
+	as_unavailable(e);
 	pthread_mutex_lock(&s->ap_mu);
 	int was = atomic_load(&s->behind);
 	if (!was)
@@ -612,10 +619,7 @@ int local_log_retry(store_t *s, err_t *err)
 {
 	uint64_t from = s->redo_from;
 	if (redo_all(s, err) < 0) {
-		if (err->status != 503) {
-			err->status = 503;
-			err->retry_after = 5;
-		}
+		as_unavailable(err);
 		return -1;
 	}
 	if (from)

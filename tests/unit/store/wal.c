@@ -51,6 +51,16 @@ static void add(local_wal_t *w, recs_t *rs, uint32_t i, uint32_t len)
 	rs->r[rs->n++] = r;
 }
 
+/* rec (from replay or read back) is exactly the oracle's e. */
+static void rec_expect(const local_wal_rec_t *rec, const rec_t *e)
+{
+	assert_int_equal(rec->lsn, e->lsn);
+	assert_int_equal(rec->kind, e->kind);
+	assert_int_equal(rec->n, e->n);
+	assert_int_equal(rec->payload.n, e->len);
+	assert_memory_equal(rec->payload.p, e->p, e->len);
+}
+
 static local_wal_t *wopen(const char *dir, const local_wal_opts_t *o)
 {
 	local_wal_t *w;
@@ -73,12 +83,7 @@ static local_wal_t *replay_expect(const char *dir, const local_wal_opts_t *o, co
 	while ((rc = local_wal_replay_next(w, &rec, &err)) == 1) {
 		if (got >= n)
 			fail_msg("extra record at lsn 0x%llx (%zu expected)", (unsigned long long)rec.lsn, n);
-		const rec_t *e = &rs->r[want[got]];
-		assert_int_equal(rec.lsn, e->lsn);
-		assert_int_equal(rec.kind, e->kind);
-		assert_int_equal(rec.n, e->n);
-		assert_int_equal(rec.payload.n, e->len);
-		assert_memory_equal(rec.payload.p, e->p, e->len);
+		rec_expect(&rec, &rs->r[want[got]]);
 		got++;
 	}
 	if (rc != 0)
@@ -154,12 +159,7 @@ static void read_back_expect(local_wal_t *w, uint64_t lsn, const recs_t *rs, con
 		uint64_t next = 0;
 		if (local_wal_read(w, lsn, &rec, &next, &buf, &cap, &err) != 1)
 			fail_msg("read back %zu at 0x%llx: %s", i, (unsigned long long)lsn, err.msg);
-		const rec_t *e = &rs->r[want[i]];
-		assert_int_equal(rec.lsn, e->lsn);
-		assert_int_equal(rec.kind, e->kind);
-		assert_int_equal(rec.n, e->n);
-		assert_int_equal(rec.payload.n, e->len);
-		assert_memory_equal(rec.payload.p, e->p, e->len);
+		rec_expect(&rec, &rs->r[want[i]]);
 		assert_true(next > lsn);
 		lsn = next;
 	}
