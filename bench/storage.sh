@@ -25,13 +25,23 @@ gen() {
 	echo "$g"
 }
 
+# project_files DATA FORMAT: find -printf FORMAT for every file of the
+# project directories (not DIR/_wal, keys.db, usage.db).
+project_files() {
+	local d
+	for d in "$1"/*/; do
+		[ "$(basename "$d")" = _wal ] || find "$d" -type f -printf "$2"
+	done
+}
+
 # run_case NAME COUNT: similar (generated) or identical (go-cpu-fib itself).
 run_case() {
 	local name=$1 COUNT=$2 gz_avg GEN
 	local data=$TMPD/storage-$name-$COUNT-data
 	rm -rf "$data"
 	start_server "$data" "$TMPD/storage-$name-$COUNT.log"
-	local t0=$(($(date +%s) / 3600 * 3600 - 10 * COUNT - 3600))
+	# From yesterday's 00:00 UTC: up to 8,640 profiles (a day) in one day file.
+	local t0=$(($(date +%s) / 86400 * 86400 - 86400))
 	local args
 	if [ "$name" != identical ]; then
 		GEN=$(gen "$COUNT")
@@ -57,22 +67,29 @@ run_case() {
 		ch_query "SELECT table, sum(rows), sum(bytes_on_disk), sum(data_compressed_bytes), sum(data_uncompressed_bytes), count() FROM system.parts WHERE database = '$CH_DB' AND active GROUP BY table ORDER BY table FORMAT PrettyCompactMonoBlock" >&2
 		ch_query "SELECT table, name, data_compressed_bytes, data_uncompressed_bytes FROM system.columns WHERE database = '$CH_DB' ORDER BY data_compressed_bytes DESC LIMIT 12 FORMAT PrettyCompactMonoBlock" >&2
 	else
-		apparent=$(du -sb "$data" | cut -f1)
-		alloc=$(du -sB1 "$data" | cut -f1)
-		log "storage $name: data dir while running $live B (with WAL), after SIGTERM $apparent B apparent, $alloc B allocated:"
+		# The profiles' bytes: the project directories (day files and their
+		# merged hours), not DIR/_wal: the store's log is reused, bounded
+		# (LIMIT_STORE_WAL_BYTES) and empty after a clean stop, a cost per
+		# data directory, not per profile (its size is logged).
+		local whole logb
+		whole=$(du -sb "$data" | cut -f1)
+		logb=$(du -sb "$data/_wal" | cut -f1)
+		apparent=$(project_files "$data" '%s\n' | awk '{ t += $1 } END { print t + 0 }')
+		alloc=$(project_files "$data" '%b\n' | awk '{ t += $1 * 512 } END { print t + 0 }')
+		log "storage $name: data dir while running $live B (with WAL), after SIGTERM $whole B ($logb B of them the store's log), day files $apparent B apparent, $alloc B allocated:"
 		find "$data" -type f -printf '  %p %s\n' >&2
 	fi
 	local per ratio
 	per=$(calc "$apparent / $COUNT")
 	ratio=$(calc "100 * $per / $gz_avg")
-	local cmd="upload $COUNT $name profiles (one per 10 s), kill -TERM, du -sb DATA / $COUNT"
+	local cmd="upload $COUNT $name profiles (one per 10 s), kill -TERM, bytes of DATA/<project>/* / $COUNT"
 	[ "$ENGINE" = local ] || cmd="upload $COUNT $name profiles (one per 10 s), kill -TERM, OPTIMIZE TABLE … FINAL, sum(bytes_on_disk) of active parts / $COUNT"
 	local target="<= 10%"
 	[ "$COUNT" = 1000 ] || target="- (10%)"
 	result storage "$name x$COUNT: bytes/profile (% of gzip)" "$(printf '%.0f' "$per") ($(printf '%.1f' "$ratio")% of $(printf '%.0f' "$gz_avg"))" \
 		"$target" "$(awk -v r="$ratio" 'BEGIN { if (r <= 10) print "met"; else printf "MISSED: %.1fx the target", r / 10 }')" "$cmd"
 	result storage "$name x$COUNT: du alloc / running+WAL" "$(calc "$alloc / $COUNT") / $(calc "$live / $COUNT") B/profile" "-" "-" \
-		"$([ "$ENGINE" = local ] && echo "du -sB1 after stop; du -sb while running" || echo "du -sB1 of the active parts; bytes_on_disk before OPTIMIZE")"
+		"$([ "$ENGINE" = local ] && echo "blocks of DATA/<project>/* after stop; du -sb DATA while running" || echo "du -sB1 of the active parts; bytes_on_disk before OPTIMIZE")"
 }
 
 run_case similar "$COUNT"

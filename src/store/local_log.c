@@ -93,7 +93,7 @@ void local_log_fresh(store_t *s, const char *path)
  * .db after), then, when a reader kept it from copying every frame, an
  * fdatasync of the -wal for those frames. A partition that no longer exists (the sweep deleted it) is
  * done. Under files_lock shared, as a view opens files. 0, or -1 with err. */
-static int ckpt_part(store_t *s, const char *path, err_t *err)
+static int ckpt_part(store_t *s, const char *path, int last, err_t *err)
 {
 	pthread_rwlock_rdlock(&s->files_lock);
 	int rc = 0;
@@ -103,7 +103,9 @@ static int ckpt_part(store_t *s, const char *path, err_t *err)
 	int src = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (src == SQLITE_OK) {
 		sqlite3_busy_timeout(db, 5000);
-		sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		/* The round at close: this connection, the file's last, deletes
+		 * the -wal and -shm as it closes (all frames copied by then). */
+		sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, !last, NULL);
 		src = sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
 	}
 	int n_log = -1, n_ckpt = -1;
@@ -115,8 +117,16 @@ static int ckpt_part(store_t *s, const char *path, err_t *err)
 	}
 	/* Every frame copied: SQLite synced the -wal before copying and the .db
 	 * after, so the commits are durable in the .db and one sync is saved. */
-	if (src == SQLITE_OK && n_log >= 0 && n_log == n_ckpt)
+	if (src == SQLITE_OK && n_log > 0 && n_log == n_ckpt)
 		goto out;
+	/* An empty -wal: the writer's connection copied it into the .db as it
+	 * closed (local_parts_close_all; synced then, and here once more at
+	 * little cost, so that no path that empties a -wal needs to). */
+	if (src == SQLITE_OK && n_log == 0) {
+		if (sync_path(path, fdatasync) < 0)
+			rc = err_set(err, 503, "store: cannot sync %s: %s", path, strerror(errno));
+		goto out;
+	}
 	size_t n = strlen(path) + 5;
 	char *wal = xmalloc(n);
 	snprintf(wal, n, "%s-wal", path);
@@ -143,7 +153,7 @@ static void make_spare(store_t *s)
 
 /* One checkpoint: every partition written before the group that ended at
  * applied_end is made durable, then the log records it and recycles. */
-static int ckpt_run(store_t *s, err_t *err)
+static int ckpt_run(store_t *s, int last, err_t *err)
 {
 	pthread_mutex_lock(&s->ckpt_mu);
 	char **paths = s->dirty;
@@ -167,8 +177,9 @@ static int ckpt_run(store_t *s, err_t *err)
 		err_t e = {0};
 		/* A round over many partitions takes seconds while the log fills
 		 * segments: the next one is made here, not on the ack path. */
-		make_spare(s);
-		if (ckpt_part(s, paths[i], &e) < 0) {
+		if (!last)
+			make_spare(s);
+		if (ckpt_part(s, paths[i], last, &e) < 0) {
 			if (!failed++) {
 				*err = e;
 				rc = -1;
@@ -202,7 +213,8 @@ static int ckpt_run(store_t *s, err_t *err)
 	if (rc < 0)
 		log_error("store: checkpoint failed, the log keeps its records",
 		          "partitions=%u failed=%u err=\"%s\"", n, failed, err->msg);
-	make_spare(s);
+	if (!last) /* at close: made again at the next open when missing */
+		make_spare(s);
 	return rc;
 }
 
@@ -239,7 +251,7 @@ static void *ckpt_main(void *arg)
 		int stop = s->ckpt_stop;
 		pthread_mutex_unlock(&s->ckpt_mu);
 		err_t err = {0};
-		int rc = ckpt_run(s, &err);
+		int rc = ckpt_run(s, stop, &err);
 		last = time_mono_ns() / 1000000;
 		pthread_mutex_lock(&s->ckpt_mu);
 		s->ckpt_gen = req;

@@ -599,10 +599,21 @@ void local_parts_drop_damaged(store_t *s)
 	}
 }
 
+/* At the store's close (nothing written any more): each connection, the
+ * last one on its file, copies its -wal into the file and deletes the -wal
+ * and -shm as it closes, so a stopped store leaves only .db files. With
+ * synchronous=FULL for that checkpoint (the -wal synced before the copy,
+ * the .db after it and before the -wal goes), as the checkpointer's would
+ * have been. At runtime (LRU) a partition closes without this: the
+ * exclusive lock it takes would make a view that opens the file wait. */
 void local_parts_close_all(store_t *s)
 {
-	for (uint32_t i = 0; i < s->n_parts; i++)
+	for (uint32_t i = 0; i < s->n_parts; i++) {
+		sqlite3 *db = s->parts[i]->db;
+		if (sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) == SQLITE_OK)
+			sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, NULL);
 		part_close(s, s->parts[i]);
+	}
 	free(s->parts);
 	s->parts = NULL;
 	s->n_parts = 0;

@@ -235,6 +235,30 @@ static void test_reopen_and_dedupe(void **state)
 	assert_int_equal(count_rows(path, "payloads"), 1);
 }
 
+/* A clean stop leaves each day as one file: the writer's connections copy
+ * their -wal in as they close and the checkpointer's last round syncs the
+ * files and deletes what it opened again; everything reads back. */
+static void test_clean_stop_leaves_db_files_only(void **state)
+{
+	store_fix *f = *state;
+	for (int d = 0; d < 2; d++)
+		for (int i = 0; i < 3; i++)
+			write_ok(f->s, test_batch(DAY0 + d * NS_PER_DAY + i * 10 * NS_PER_SEC, 100));
+	store_close(f->s);
+	f->s = NULL;
+	for (int d = 0; d < 2; d++)
+		for (int k = 0; k < 3; k++) {
+			static const char *const suffix[] = {"", "-wal", "-shm"};
+			char path[512];
+			snprintf(path, sizeof path, "%s/default/2023-05-2%d.db%s", f->dir, 4 + d, suffix[k]);
+			assert_int_equal(access(path, F_OK) == 0, k == 0);
+		}
+	f->s = open_store(f->dir);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + 2 * NS_PER_DAY, &chunks), 6 * 600);
+	assert_int_equal(chunks, 6);
+}
+
 /* DIR/_wal deleted after a clean stop (nothing in it to replay): the new log
  * numbers its records above the LSNs the partitions recorded from the old
  * one, so a later write is applied, not skipped as already held. */
@@ -663,6 +687,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_clean_stop_leaves_db_files_only, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_deleted_after_clean_stop, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_of_version_1_replays, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reader_during_writes, store_fix_setup, store_fix_teardown),
