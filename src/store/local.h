@@ -18,7 +18,11 @@
 #include "store/local_wal.h"
 #include "store/store.h"
 
-#define LOCAL_FORMAT 1 /* meta.format of the partition files this code writes */
+/* meta.format of the partition files this code makes; it reads and writes
+ * 1 too (an existing format-1 file stays format 1). Format 2: stack nodes
+ * as node_runs (no nodes table, no index on node ids). */
+#define LOCAL_FORMAT 2
+#define LOCAL_FORMAT_MIN 1
 
 /* The dictionaries of a partition that the writer caches (hash id -> local id). */
 enum { LT_FRAME, LT_NODE, LT_ATTRSET, LT_SERIES, LT_COUNT };
@@ -31,6 +35,10 @@ typedef struct local_part {
 	sqlite3 *db;
 	sqlite3_stmt *ins[LT_COUNT], *sel[LT_COUNT];
 	sqlite3_stmt *ins_chunk, *sel_payload, *ins_payload, *ins_span, *set_applied;
+	sqlite3_stmt *ins_run; /* format 2: INSERT INTO node_runs */
+	int format;            /* meta.format: 1 or 2 */
+	buf_t run;             /* format 2: nodes added by the batch being written (local_node_run_add) */
+	uint32_t run_first, run_n;
 	u64map_t cache[LT_COUNT];
 	uint32_t next[LT_COUNT]; /* next local id to assign */
 	int complete[LT_COUNT];  /* 1: cache holds every row, a miss means "new" */
@@ -261,8 +269,10 @@ struct store {
 	uint32_t n_parts;
 	size_t cap_parts;
 	uint64_t tick;
+	int part_format;          /* format of new partition files: LOCAL_FORMAT (tests set 1) */
 	unsigned char *part_tmpl; /* a new partition file's bytes (local_partition.c: part_create) */
 	size_t part_tmpl_len;
+	int part_tmpl_format;
 	uint32_t open_max;   /* the LRU's size: LIMIT_STORE_OPEN_PARTS or what RLIMIT_NOFILE allows */
 	uint64_t part_opens; /* partitions opened so far (tests: the LRU kept them) */
 	size_t cache_entries;
@@ -303,6 +313,20 @@ void local_labels_encode(const model_label_t *l, uint32_t n, buf_t *out);
  * LIMIT_SPAN_ID_BYTES bytes (not indexed). */
 enum { LOCAL_SPAN_NONE, LOCAL_SPAN_HEX, LOCAL_SPAN_TEXT };
 int local_span_key(slice_t v, uint8_t out[LIMIT_SPAN_ID_BYTES / 2], size_t *n);
+/* Format 2's stack nodes (node_runs rows): the nodes a write added, local
+ * ids first..first+n-1, each as varints local - parent (>= 1; the root's
+ * children have parent 0) and frame local id. The node's 64-bit id is not
+ * stored: it is hash_pair(parent's id, frame's id) (model/model.h), which
+ * local_node_ids recomputes. */
+void local_node_run_add(buf_t *run, uint32_t local, uint32_t parent, uint32_t frame);
+/* Decodes the run of nodes first..first+n-1 into parent[] and frame[]
+ * (indexed by local id); -1 with *what when a varint is cut short, a parent
+ * is not below its node, a frame is not in 1..max_frame, or bytes are left. */
+int local_node_run_decode(slice_t data, uint32_t first, uint32_t n, uint32_t max_frame, uint32_t *parent,
+                          uint32_t *frame, const char **what);
+/* id[k] for k in from..to (parents before children, id[0] = 0: the root). */
+void local_node_ids(const uint32_t *parent, const uint32_t *frame, const uint64_t *frame_id, uint32_t from,
+                    uint32_t to, uint64_t *id);
 /* Decodes a labels blob; strings are copied into the arena. -1 on damage. */
 int local_labels_decode(slice_t blob, arena_t *a, model_label_t **out, uint32_t *n);
 
@@ -347,7 +371,13 @@ int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_
 void local_parts_close_before(store_t *s, const char *proj, int64_t day);
 /* Creates the tables of a partition in db (an empty partition: the writer's new
  * files, a view's stand-in for a partition deleted since it was listed). */
-int local_schema_init(sqlite3 *db);
+int local_schema_init(sqlite3 *db, int format);
+/* Reads format 2's node_runs of db into parent[1..max_node] and
+ * frame[1..max_node] (local_node_run_decode). SQLITE_DONE when done, with
+ * *what set when they are damaged (not dense, or a run fails to decode);
+ * another SQLite code when reading failed. */
+int local_node_runs_load(sqlite3 *db, uint32_t max_node, uint32_t max_frame, uint32_t *parent,
+                         uint32_t *frame, const char **what);
 /* fsync()s a directory so the names created or removed in it are durable (errors ignored). */
 void local_fsync_dir(const char *dir);
 /* Binds span or trace id v at parameter i of st in its stored form

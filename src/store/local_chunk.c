@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/arena.h"
+#include "base/hash.h"
 #include "base/num.h"
 #include "store/local.h"
 
@@ -265,6 +266,41 @@ void local_labels_encode(const model_label_t *l, uint32_t n, buf_t *out)
 		buf_put_uvarint(out, l[i].value.n);
 		buf_append(out, l[i].value.p, l[i].value.n);
 	}
+}
+
+void local_node_run_add(buf_t *run, uint32_t local, uint32_t parent, uint32_t frame)
+{
+	buf_put_uvarint(run, local - parent);
+	buf_put_uvarint(run, frame);
+}
+
+int local_node_run_decode(slice_t data, uint32_t first, uint32_t n, uint32_t max_frame, uint32_t *parent,
+                          uint32_t *frame, const char **what)
+{
+	const uint8_t *p = data.p, *end = data.p + data.n;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t local = first + k;
+		uint64_t back, f;
+		if (num_uvarint_get(&p, end, &back) < 0 || num_uvarint_get(&p, end, &f) < 0)
+			return *what = "node run truncated", -1;
+		if (back < 1 || back > local)
+			return *what = "node parent out of range", -1;
+		if (f < 1 || f > max_frame)
+			return *what = "node frame out of range", -1;
+		parent[local] = local - (uint32_t)back;
+		frame[local] = (uint32_t)f;
+	}
+	if (p != end)
+		return *what = "node run longer than its count", -1;
+	return 0;
+}
+
+void local_node_ids(const uint32_t *parent, const uint32_t *frame, const uint64_t *frame_id, uint32_t from,
+                    uint32_t to, uint64_t *id)
+{
+	id[0] = 0;
+	for (uint32_t k = from; k <= to; k++)
+		id[k] = hash_pair(id[parent[k]], frame_id[frame[k]]);
 }
 
 static int get_bytes(const uint8_t **p, const uint8_t *end, arena_t *a, slice_t *out)

@@ -22,13 +22,12 @@
 
 static const char *const table_name[LT_COUNT] = {"frames", "nodes", "attrsets", "series"};
 
+/* The tables of both formats; then format 1's nodes table or format 2's
+ * node runs (docs/STORE.md, Files). */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER);"
-    "INSERT OR IGNORE INTO meta VALUES('format', 1);"
     "CREATE TABLE IF NOT EXISTS frames(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, name TEXT,"
     " file TEXT, binary TEXT, build_id TEXT, kind TEXT, unsym INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS nodes(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
-    " parent INTEGER NOT NULL, frame INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS attrsets(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
     " labels BLOB NOT NULL);"
     "CREATE TABLE IF NOT EXISTS series(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, service TEXT,"
@@ -40,6 +39,14 @@ static const char schema_sql[] =
     " t_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL, n_entries INTEGER NOT NULL,"
     " total INTEGER NOT NULL, scale INTEGER NOT NULL, payload INTEGER NOT NULL);"
     "CREATE INDEX IF NOT EXISTS chunks_series_t ON chunks(series, t_ns);";
+static const char schema1_sql[] =
+    "INSERT OR IGNORE INTO meta VALUES('format', 1);"
+    "CREATE TABLE IF NOT EXISTS nodes(local INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
+    " parent INTEGER NOT NULL, frame INTEGER NOT NULL);";
+static const char schema2_sql[] =
+    "INSERT OR IGNORE INTO meta VALUES('format', 2);"
+    "CREATE TABLE IF NOT EXISTS node_runs(first INTEGER PRIMARY KEY, n INTEGER NOT NULL,"
+    " data BLOB NOT NULL);";
 
 /* The span index (API: Span links), also created in format-1 files written before it
  * existed (no backfill). span/trace: hex as bytes, other strings as text
@@ -73,10 +80,38 @@ int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const ch
 	return -1;
 }
 
-int local_schema_init(sqlite3 *db)
+int local_schema_init(sqlite3 *db, int format)
 {
 	int rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, format == 1 ? schema1_sql : schema2_sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? sqlite3_exec(db, spans_sql, NULL, NULL, NULL) : rc;
+}
+
+int local_node_runs_load(sqlite3 *db, uint32_t max_node, uint32_t max_frame, uint32_t *parent,
+                         uint32_t *frame, const char **what)
+{
+	sqlite3_stmt *st;
+	*what = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT first, n, data FROM node_runs ORDER BY first", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	uint32_t next = 1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t first = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
+		if (first != next || n < 1 || n > (int64_t)max_node - first + 1) {
+			*what = "node runs are not dense";
+			break;
+		}
+		slice_t data = slice_make(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
+		if (local_node_run_decode(data, next, (uint32_t)n, max_frame, parent, frame, what) < 0)
+			break;
+		next += (uint32_t)n;
+	}
+	sqlite3_finalize(st);
+	if (!*what && rc == SQLITE_DONE && next != max_node + 1)
+		*what = "node runs are not dense";
+	return *what ? SQLITE_DONE : rc;
 }
 
 void local_fsync_dir(const char *dir)
@@ -98,13 +133,25 @@ static size_t part_cache_len(const local_part_t *p)
 	return n;
 }
 
+/* Format 2 has no index on node ids: the writer needs every (id, local)
+ * of the partition's nodes in memory to find them. */
+static int cache_required(const local_part_t *p, int t)
+{
+	return p->format >= 2 && t == LT_NODE;
+}
+
+static void drop_cache(store_t *s, local_part_t *p, int t)
+{
+	s->cache_entries -= p->cache[t].len;
+	u64map_free(&p->cache[t]);
+	p->complete[t] = 0;
+}
+
+/* A dropped required map is loaded again before the next write (local_part_write). */
 static void part_drop_caches(store_t *s, local_part_t *p)
 {
-	for (int t = 0; t < LT_COUNT; t++) {
-		s->cache_entries -= p->cache[t].len;
-		u64map_free(&p->cache[t]);
-		p->complete[t] = 0;
-	}
+	for (int t = 0; t < LT_COUNT; t++)
+		drop_cache(s, p, t);
 }
 
 /* Drops the caches of the least recently used partitions other than keep
@@ -139,6 +186,52 @@ static int part_cache_size(store_t *s, local_part_t *p, err_t *err)
 	return rc == SQLITE_OK ? 0 : local_sqlite_err(err, p->db, rc, p->path, "setting the cache size");
 }
 
+/* Format 2: every node's (id, local) into the cache, from node_runs and
+ * the frames' ids (read before: the frames table is part_load's first). */
+static int node_map_load(store_t *s, local_part_t *p, err_t *err)
+{
+	drop_cache(s, p, LT_NODE);
+	uint32_t max_frame = p->next[LT_FRAME] - 1, max_node = p->next[LT_NODE] - 1;
+	uint64_t *fid = xcalloc((size_t)max_frame + 1, sizeof *fid);
+	uint32_t *parent = xcalloc((size_t)max_node + 1, sizeof *parent);
+	uint32_t *frame = xcalloc((size_t)max_node + 1, sizeof *frame);
+	uint64_t *id = xcalloc((size_t)max_node + 1, sizeof *id);
+	const char *what = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(p->db, "SELECT local, id FROM frames", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t local = sqlite3_column_int64(st, 0);
+			if (local < 1 || local > (int64_t)max_frame) {
+				what = "frame ids out of range";
+				break;
+			}
+			fid[local] = (uint64_t)sqlite3_column_int64(st, 1);
+		}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!what && rc == SQLITE_DONE)
+		rc = local_node_runs_load(p->db, max_node, max_frame, parent, frame, &what);
+	int ret = 0;
+	if (what) { /* moved aside as SQLite's corruption is (part_open, local_parts_drop_damaged) */
+		p->damaged = 1;
+		ret = err_set(err, 500, "store: %s is damaged: %s", p->path, what);
+	} else if (rc != SQLITE_DONE) {
+		ret = local_sqlite_err(err, p->db, rc, p->path, "reading node runs");
+	} else {
+		local_node_ids(parent, frame, fid, 1, max_node, id);
+		for (uint32_t k = 1; k <= max_node; k++)
+			u64map_put(&p->cache[LT_NODE], id[k], k);
+		s->cache_entries += p->cache[LT_NODE].len;
+		p->complete[LT_NODE] = 1;
+	}
+	free(fid);
+	free(parent);
+	free(frame);
+	free(id);
+	return ret;
+}
+
 /* Reads next local ids, and every (id, local) when they fit in the cache
  * budget: the partition being loaded is the most recently used, so the
  * least recently used others give their caches up for it. */
@@ -150,7 +243,13 @@ static int part_load(store_t *s, local_part_t *p, err_t *err)
 	for (int t = 0; t < LT_COUNT; t++) {
 		char sql[128];
 		sqlite3_stmt *st;
-		snprintf(sql, sizeof sql, "SELECT coalesce(max(local), 0), count(*) FROM %s", table_name[t]);
+		if (cache_required(p, t))
+			snprintf(
+			    sql, sizeof sql,
+			    "SELECT coalesce(max(first + n - 1), 0), coalesce(sum(n), 0) FROM node_runs");
+		else
+			snprintf(sql, sizeof sql, "SELECT coalesce(max(local), 0), count(*) FROM %s",
+			         table_name[t]);
 		int rc = sqlite3_prepare_v2(p->db, sql, -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return local_sqlite_err(err, p->db, rc, p->path, "reading ids");
@@ -162,6 +261,13 @@ static int part_load(store_t *s, local_part_t *p, err_t *err)
 		if (max < 0 || max >= (int64_t)UINT32_MAX - 1)
 			return err_set(err, 500, "store: %s: %s ids out of range", p->path, table_name[t]);
 		p->next[t] = (uint32_t)max + 1;
+		if (cache_required(p, t)) {
+			caches_evict(s, p,
+			             s->cache_budget > (size_t)count ? s->cache_budget - (size_t)count : 0);
+			if (node_map_load(s, p, err) < 0)
+				return -1;
+			continue;
+		}
 		if ((size_t)count > s->cache_budget)
 			continue;
 		caches_evict(s, p, s->cache_budget - (size_t)count);
@@ -189,8 +295,10 @@ static void cache_add(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t 
 {
 	if (s->cache_entries >= s->cache_budget)
 		caches_evict(s, p, s->cache_budget - s->cache_budget / 8);
-	if (s->cache_entries >= s->cache_budget)
-		part_drop_caches(s, p); /* p alone fills it */
+	if (s->cache_entries >= s->cache_budget) /* p alone fills it: all but what p's writes need */
+		for (int k = 0; k < LT_COUNT; k++)
+			if (!cache_required(p, k))
+				drop_cache(s, p, k);
 	int inserted = 0;
 	u64map_get_or_put(&p->cache[t], id, local, &inserted);
 	s->cache_entries += (size_t)inserted;
@@ -203,6 +311,8 @@ static int lookup(local_part_t *p, int t, uint64_t id, uint32_t *local, err_t *e
 		return 1;
 	if (p->complete[t])
 		return 0;
+	if (!p->sel[t]) /* a required map dropped during a write: never (cache_add keeps it) */
+		return err_set(err, 500, "store: %s: %s map not loaded", p->path, table_name[t]);
 	sqlite3_stmt *st = p->sel[t];
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
 	int rc = sqlite3_step(st);
@@ -278,7 +388,7 @@ static int part_template(store_t *s, err_t *err)
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc == SQLITE_OK)
-		rc = local_schema_init(db);
+		rc = local_schema_init(db, s->part_format);
 	sqlite3_int64 n = 0;
 	unsigned char *bytes = rc == SQLITE_OK ? sqlite3_serialize(db, "main", &n, 0) : NULL;
 	if (!bytes || n < 100) {
@@ -293,6 +403,7 @@ static int part_template(store_t *s, err_t *err)
 	s->part_tmpl = xmalloc((size_t)n);
 	memcpy(s->part_tmpl, bytes, (size_t)n);
 	s->part_tmpl_len = (size_t)n;
+	s->part_tmpl_format = s->part_format;
 	sqlite3_free(bytes);
 	return 0;
 }
@@ -304,6 +415,10 @@ static int part_template(store_t *s, err_t *err)
  * a file a crash left empty is made again (part_open) and replay refills it. */
 static int part_create(store_t *s, const char *path, const char *pdir, err_t *err)
 {
+	if (s->part_tmpl && s->part_tmpl_format != s->part_format) {
+		free(s->part_tmpl);
+		s->part_tmpl = NULL;
+	}
 	if (!s->part_tmpl && part_template(s, err) < 0)
 		return -1;
 	size_t n = strlen(path) + 8;
@@ -345,6 +460,8 @@ static void part_close(store_t *s, local_part_t *p)
 	sqlite3_finalize(p->ins_payload);
 	sqlite3_finalize(p->ins_span);
 	sqlite3_finalize(p->set_applied);
+	sqlite3_finalize(p->ins_run);
+	buf_free(&p->run);
 	sqlite3_close_v2(p->db);
 	free(p->path);
 	free(p->proj);
@@ -361,6 +478,8 @@ static int part_prepare(local_part_t *p, err_t *err)
 	};
 	int rc = SQLITE_OK;
 	for (int t = 0; t < LT_COUNT && rc == SQLITE_OK; t++) {
+		if (cache_required(p, t))
+			continue; /* format 2's nodes: node_runs, the map in memory */
 		char sql[96];
 		snprintf(sql, sizeof sql, "SELECT local FROM %s WHERE id = ?1", table_name[t]);
 		rc = sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &p->sel[t], NULL);
@@ -388,6 +507,9 @@ static int part_prepare(local_part_t *p, err_t *err)
 		rc = sqlite3_prepare_v3(
 		    p->db, "INSERT OR REPLACE INTO meta VALUES('applied_lsn', ?1), ('applied_log', ?2)", -1,
 		    SQLITE_PREPARE_PERSISTENT, &p->set_applied, NULL);
+	if (rc == SQLITE_OK && p->format >= 2)
+		rc = sqlite3_prepare_v3(p->db, "INSERT INTO node_runs VALUES(?1, ?2, ?3)", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &p->ins_run, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "preparing statements");
 	return 0;
@@ -422,9 +544,10 @@ static int part_read_meta(const store_t *s, local_part_t *p, err_t *err)
 	if (log != (s->wal ? local_wal_id(s->wal) : 0))
 		p->applied_lsn = 0;
 	p->committed_lsn = p->applied_lsn;
-	if (format != LOCAL_FORMAT)
-		return err_set(err, 500, "store: %s has partition format %lld, this Kiln writes %d", p->path,
-		               (long long)format, LOCAL_FORMAT);
+	if (format < LOCAL_FORMAT_MIN || format > LOCAL_FORMAT)
+		return err_set(err, 500, "store: %s has partition format %lld, this Kiln writes %d to %d",
+		               p->path, (long long)format, LOCAL_FORMAT_MIN, LOCAL_FORMAT);
+	p->format = (int)format;
 	return 0;
 }
 
@@ -445,6 +568,7 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 {
 	*damage = 0;
 	local_part_t *p = xcalloc(1, sizeof *p);
+	buf_init(&p->run, SIZE_MAX);
 	p->proj = xstrdup(proj_dir);
 	p->day = day;
 	size_t n = strlen(s->dir) + strlen(proj_dir) + 2;
@@ -483,7 +607,7 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 	return p;
 fail:
 	free(pdir);
-	*damage = p->db && local_is_damage(sqlite3_extended_errcode(p->db));
+	*damage = p->damaged || (p->db && local_is_damage(sqlite3_extended_errcode(p->db)));
 	part_close(s, p);
 	return NULL;
 }
@@ -519,6 +643,7 @@ local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_
 void local_parts_init(store_t *s)
 {
 	s->cache_budget = LIMIT_STORE_CACHE;
+	s->part_format = LOCAL_FORMAT;
 	s->open_max = LIMIT_STORE_OPEN_PARTS;
 	if (s->keys_usage_only)
 		return;
@@ -734,11 +859,22 @@ static int resolve_node(wctx_t *w, uint32_t i, uint32_t *out)
 			uint32_t frame;
 			if (resolve_frame(w, n->frame, &frame) < 0)
 				return -1;
-			sqlite3_stmt *st = w->p->ins[LT_NODE];
-			sqlite3_bind_int64(st, 3, n->parent == MODEL_NONE ? 0 : sc->node_map[n->parent]);
-			sqlite3_bind_int64(st, 4, frame);
-			if (insert_row(w->s, w->p, LT_NODE, n->id, &local, w->err) < 0)
-				return -1;
+			uint32_t parent = n->parent == MODEL_NONE ? 0 : sc->node_map[n->parent];
+			if (w->p->format >= 2) {
+				/* Written as one node_runs row at the end of the batch (run_flush). */
+				local_part_t *p = w->p;
+				local = p->next[LT_NODE]++;
+				if (!p->run_n++)
+					p->run_first = local;
+				local_node_run_add(&p->run, local, parent, frame);
+				cache_add(w->s, p, LT_NODE, n->id, local);
+			} else {
+				sqlite3_stmt *st = w->p->ins[LT_NODE];
+				sqlite3_bind_int64(st, 3, parent);
+				sqlite3_bind_int64(st, 4, frame);
+				if (insert_row(w->s, w->p, LT_NODE, n->id, &local, w->err) < 0)
+					return -1;
+			}
 		}
 		sc->node_map[k] = local;
 	}
@@ -915,11 +1051,31 @@ static void *grow_zeroed(void *p, size_t *cap, size_t need, size_t elem)
 	return p;
 }
 
+/* Format 2: the nodes the batch added, as one node_runs row. */
+static int run_flush(local_part_t *p, err_t *err)
+{
+	if (!p->run_n)
+		return 0;
+	sqlite3_bind_int64(p->ins_run, 1, p->run_first);
+	sqlite3_bind_int64(p->ins_run, 2, p->run_n);
+	sqlite3_bind_blob(p->ins_run, 3, p->run.p, (int)p->run.n, SQLITE_STATIC);
+	int rc = run_insert(p, p->ins_run, err);
+	p->run_n = 0;
+	buf_reset(&p->run);
+	return rc;
+}
+
 int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_t day, err_t *err)
 {
 	local_scratch_t *sc = &s->sc;
 	if (!p->next[LT_FRAME])
 		return err_set(err, 503, "store: %s is unusable after a failed rollback", p->path);
+	/* A write that failed left a run: its transaction is rolled back (and
+	 * the caches reloaded) before this one. */
+	p->run_n = 0;
+	buf_reset(&p->run);
+	if (cache_required(p, LT_NODE) && !p->complete[LT_NODE] && node_map_load(s, p, err) < 0)
+		return -1;
 	sc->frame_map = grow_zeroed(sc->frame_map, &sc->cap_frames, b->n_frames, sizeof *sc->frame_map);
 	sc->node_map = grow_zeroed(sc->node_map, &sc->cap_nodes, b->n_nodes, sizeof *sc->node_map);
 	sc->chain = xgrow(sc->chain, &sc->cap_chain, (size_t)b->n_nodes + 1, sizeof *sc->chain);
@@ -930,5 +1086,5 @@ int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_
 	for (uint32_t i = 0; i < b->n_profiles; i++)
 		if (time_day(b->profiles[i].time_ns) == day && write_profile(&w, &b->profiles[i]) < 0)
 			return -1;
-	return 0;
+	return run_flush(p, err);
 }

@@ -25,6 +25,7 @@ typedef struct {
 	sqlite3_stmt *by_span, *by_trace; /* prepared on first span lookup */
 	int spans_table;                  /* 0 unknown, 1 present, -1 absent (written before the index) */
 	arena_t *arena;
+	int format; /* meta.format: 1 or 2 */
 	int have_series, have_frames, have_nodes, have_attrsets, have_counts;
 	store_series_t *series;
 	uint32_t n_series;
@@ -158,7 +159,7 @@ static int part_open_ro(view_part_t *vp, err_t *err)
 	if (stat(vp->path, &stbuf) != 0 && errno == ENOENT) {
 		rc = sqlite3_open_v2(":memory:", &vp->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 		if (rc == SQLITE_OK)
-			rc = local_schema_init(vp->db);
+			rc = local_schema_init(vp->db, LOCAL_FORMAT);
 	} else {
 		rc = sqlite3_open_v2(vp->path, &vp->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	}
@@ -178,11 +179,12 @@ static int part_open_ro(view_part_t *vp, err_t *err)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return part_err(err, vp, rc, "reading the format");
-	if (v != LOCAL_FORMAT) {
+	if (v < LOCAL_FORMAT_MIN || v > LOCAL_FORMAT) {
 		vp->damage = 1; /* unreadable here, as good as damaged: skipped, reported */
-		return err_set(err, 500, "store: %s has partition format %lld, this Kiln reads %d", vp->path,
-		               (long long)v, LOCAL_FORMAT);
+		return err_set(err, 500, "store: %s has partition format %lld, this Kiln reads %d to %d",
+		               vp->path, (long long)v, LOCAL_FORMAT_MIN, LOCAL_FORMAT);
 	}
+	vp->format = (int)v;
 	/* The file read is the one stat()ed before and after opening (a file
 	 * renamed in between, e.g. moved aside as damaged, gets none): merged
 	 * hours are used only when made from this very file. */
@@ -336,11 +338,16 @@ static int load_counts(view_part_t *vp, err_t *err)
 	if (vp->have_counts)
 		return 0;
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(vp->db,
-	                            "SELECT (SELECT coalesce(max(local), 0) FROM nodes),"
-	                            " (SELECT coalesce(max(local), 0) FROM attrsets),"
-	                            " (SELECT coalesce(max(local), 0) FROM frames)",
-	                            -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(
+	    vp->db,
+	    vp->format == 1
+	        ? "SELECT (SELECT coalesce(max(local), 0) FROM nodes),"
+	          " (SELECT coalesce(max(local), 0) FROM attrsets),"
+	          " (SELECT coalesce(max(local), 0) FROM frames)"
+	        : "SELECT coalesce((SELECT first + n - 1 FROM node_runs ORDER BY first DESC LIMIT 1), 0),"
+	          " (SELECT coalesce(max(local), 0) FROM attrsets),"
+	          " (SELECT coalesce(max(local), 0) FROM frames)",
+	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return part_err(err, vp, rc, "counting");
 	rc = sqlite3_step(st);
@@ -541,42 +548,77 @@ static int entries_read(store_view_t *v, uint32_t p, view_part_t *vp, const stor
 	return 0;
 }
 
+static int frames_read(store_view_t *v, uint32_t p, view_part_t *vp, const model_frame_t **out, uint32_t *n,
+                       err_t *err);
+
+/* Format 1: one nodes row each, with its id. */
+static int nodes_rows_read(view_part_t *vp, err_t *err)
+{
+	uint32_t n = vp->max_node;
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(vp->db, "SELECT local, id, parent, frame FROM nodes ORDER BY local", -1,
+	                            &st, NULL);
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "reading nodes");
+	uint32_t k = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t parent = sqlite3_column_int64(st, 2), frame = sqlite3_column_int64(st, 3);
+		if (k >= n || dense_rows(vp, st, k + 1, err) < 0)
+			break;
+		k++;
+		if (parent < 0 || parent >= (int64_t)k || frame < 1 || frame > (int64_t)vp->max_frame) {
+			damaged(err, vp, "node parent or frame out of range");
+			break;
+		}
+		vp->parent[k] = (uint32_t)parent;
+		vp->frame[k] = (uint32_t)frame;
+		vp->node_id[k] = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return k >= n ? damaged(err, vp, "node ids are not dense") : -1;
+	if (rc != SQLITE_DONE)
+		return part_err(err, vp, rc, "reading nodes");
+	if (k != n)
+		return damaged(err, vp, "node ids are not dense");
+	return 0;
+}
+
+/* Format 2: node_runs (local_node_run_decode), ids recomputed from the frames'. */
+static int node_runs_read(store_view_t *v, uint32_t p, view_part_t *vp, err_t *err)
+{
+	const model_frame_t *frames;
+	uint32_t n_frames, n = vp->max_node;
+	if (frames_read(v, p, vp, &frames, &n_frames, err) < 0)
+		return -1;
+	const char *what;
+	int rc = local_node_runs_load(vp->db, n, vp->max_frame, vp->parent, vp->frame, &what);
+	if (what)
+		return damaged(err, vp, what);
+	if (rc != SQLITE_DONE)
+		return part_err(err, vp, rc, "reading node runs");
+	uint64_t *fid = xmalloc(((size_t)n_frames + 1) * sizeof *fid);
+	for (uint32_t k = 1; k <= n_frames; k++)
+		fid[k] = frames[k].id;
+	local_node_ids(vp->parent, vp->frame, fid, 1, n, vp->node_id);
+	free(fid);
+	return 0;
+}
+
 static int nodes_read(store_view_t *v, uint32_t p, view_part_t *vp, store_nodes_t *out, err_t *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
 	if (!vp->have_nodes) {
 		uint32_t n = vp->max_node;
+		free(vp->parent);
+		free(vp->frame);
+		free(vp->node_id);
 		vp->parent = xcalloc((size_t)n + 1, sizeof *vp->parent);
 		vp->frame = xcalloc((size_t)n + 1, sizeof *vp->frame);
 		vp->node_id = xcalloc((size_t)n + 1, sizeof *vp->node_id);
-		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(
-		    vp->db, "SELECT local, id, parent, frame FROM nodes ORDER BY local", -1, &st, NULL);
-		if (rc != SQLITE_OK)
-			return part_err(err, vp, rc, "reading nodes");
-		uint32_t k = 0;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			int64_t parent = sqlite3_column_int64(st, 2), frame = sqlite3_column_int64(st, 3);
-			if (k >= n || dense_rows(vp, st, k + 1, err) < 0)
-				break;
-			k++;
-			if (parent < 0 || parent >= (int64_t)k || frame < 1 ||
-			    frame > (int64_t)vp->max_frame) {
-				damaged(err, vp, "node parent or frame out of range");
-				break;
-			}
-			vp->parent[k] = (uint32_t)parent;
-			vp->frame[k] = (uint32_t)frame;
-			vp->node_id[k] = (uint64_t)sqlite3_column_int64(st, 1);
-		}
-		sqlite3_finalize(st);
-		if (rc == SQLITE_ROW)
-			return k >= n ? damaged(err, vp, "node ids are not dense") : -1;
-		if (rc != SQLITE_DONE)
-			return part_err(err, vp, rc, "reading nodes");
-		if (k != n)
-			return damaged(err, vp, "node ids are not dense");
+		if ((vp->format == 1 ? nodes_rows_read(vp, err) : node_runs_read(v, p, vp, err)) < 0)
+			return -1;
 		vp->n_nodes = n;
 		vp->have_nodes = 1;
 	}

@@ -7,6 +7,7 @@
 
 #include "helpers.h"
 #include "store/batch_codec.h"
+#include "store/local.h"
 #include "store/local_wal.h"
 
 static store_view_t *view_or_fail(store_t *s, const char *project, int64_t from, int64_t until)
@@ -209,6 +210,14 @@ static int64_t count_rows(const char *path, const char *table)
 	return sql_int(path, sql);
 }
 
+/* Stack nodes of a partition: rows of format 1's nodes, or format 2's node_runs counts. */
+static int64_t count_nodes(const char *path)
+{
+	return sql_int(path, "SELECT value FROM meta WHERE key = 'format'") == 1
+	           ? count_rows(path, "nodes")
+	           : sql_int(path, "SELECT coalesce(sum(n), 0) FROM node_runs");
+}
+
 static void test_reopen_and_dedupe(void **state)
 {
 	store_fix *f = *state;
@@ -228,11 +237,75 @@ static void test_reopen_and_dedupe(void **state)
 	store_close(f->s);
 	f->s = open_store(f->dir);
 	assert_int_equal(count_rows(path, "frames"), 5);
-	assert_int_equal(count_rows(path, "nodes"), 5);
+	assert_int_equal(count_nodes(path), 5);
 	assert_int_equal(count_rows(path, "series"), 1);
 	assert_int_equal(count_rows(path, "chunks"), 5);
 	/* Equal payloads are stored once: values 100/200/300 and 1/2/3 differ only by the scale. */
 	assert_int_equal(count_rows(path, "payloads"), 1);
+}
+
+/* The nodes, frames and node ids a view gives for project's partition of DAY0. */
+static void view_nodes(store_t *s, const char *project, store_view_t **v, store_nodes_t *nodes)
+{
+	err_t err = {0};
+	*v = view_or_fail(s, project, DAY0, DAY0 + NS_PER_DAY);
+	assert_int_equal(store_view_partitions(*v), 1);
+	if (store_view_nodes(*v, 0, nodes, &err) != 0)
+		fail_msg("%s", err.msg);
+}
+
+/* Format 1 files (made by a Kiln before format 2) are written on as format 1
+ * and read beside format 2 ones; both give the same node ids (format 2
+ * recomputes them from parent and frame), so answers do not depend on
+ * the format. */
+static void test_formats_1_and_2(void **state)
+{
+	store_fix *f = *state;
+	f->s->part_format = 1;
+	model_batch_t *b = test_batch(DAY0 + NS_PER_SEC, 1);
+	b->project = slice_cstr("one");
+	write_ok(f->s, b);
+	store_close(f->s);
+	f->s = open_store(f->dir); /* part_format back to 2 */
+	for (int k = 0; k < 2; k++) {
+		b = test_batch(DAY0 + 2 * NS_PER_SEC, 10);
+		model_profile_t *p = test_profile(b, "cpu", "nanoseconds", DAY0 + 2 * NS_PER_SEC, "pod-1");
+		model_sample_add(b, p, test_stack(b, "main;e;f"), 0, 100, 0);
+		model_profile_finish(b, p);
+		b->project = slice_cstr(k ? "two" : "one");
+		write_ok(f->s, b);
+	}
+	char one[512], two[512];
+	snprintf(one, sizeof one, "%s/one/2023-05-24.db", f->dir);
+	snprintf(two, sizeof two, "%s/two/2023-05-24.db", f->dir);
+	assert_int_equal(sql_int(one, "SELECT value FROM meta WHERE key = 'format'"), 1);
+	assert_int_equal(sql_int(two, "SELECT value FROM meta WHERE key = 'format'"), 2);
+	assert_int_equal(count_nodes(one), 7);
+	assert_int_equal(count_nodes(two), 7);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "one", DAY0, DAY0 + NS_PER_DAY, &chunks), 6 + 60 + 100);
+	assert_int_equal(chunks, 3); /* a profile per write, and main;e;f's */
+	assert_int_equal(sum_totals(f->s, "two", DAY0, DAY0 + NS_PER_DAY, &chunks), 60 + 100);
+	assert_int_equal(chunks, 2);
+	/* Both files were given the same stacks in the same order: same local
+	 * ids, and the same ids, the model's (stored in format 1). */
+	store_view_t *v1, *v2;
+	store_nodes_t n1, n2;
+	view_nodes(f->s, "one", &v1, &n1);
+	view_nodes(f->s, "two", &v2, &n2);
+	assert_int_equal(n1.n, 7);
+	assert_int_equal(n2.n, 7);
+	for (uint32_t k = 1; k <= 7; k++) {
+		assert_int_equal(n1.id[k], n2.id[k]);
+		assert_int_equal(n1.parent[k], n2.parent[k]);
+		assert_int_equal(n1.frame[k], n2.frame[k]);
+	}
+	b = test_batch(DAY0, 1);
+	uint32_t leaf = test_stack(b, "main;e;f");
+	assert_int_equal(n2.id[7], b->nodes[leaf].id);
+	model_batch_free(b);
+	store_view_close(v1);
+	store_view_close(v2);
 }
 
 /* A clean stop leaves each day as one file: the writer's connections copy
@@ -427,6 +500,43 @@ static uint64_t damaged_count(store_t *s)
 	return st.damaged;
 }
 
+/* Files DIR/default/2023-05-24.db.damaged-<seconds>: DAY0's moved aside. */
+static int moved_aside(const char *dir)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/default", dir);
+	DIR *d = opendir(path);
+	assert_non_null(d);
+	int found = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		found += strncmp(de->d_name, "2023-05-24.db.damaged-", 22) == 0 && !strchr(de->d_name + 22, '-');
+	closedir(d);
+	return found;
+}
+
+/* Sends stderr (the log) to a temporary file until stderr_back, which puts
+ * the saved fd back and reads what was logged into out. */
+static int stderr_to_file(void)
+{
+	fflush(stderr);
+	int saved = dup(2);
+	FILE *tmp = tmpfile();
+	assert_non_null(tmp);
+	dup2(fileno(tmp), 2);
+	fclose(tmp); /* fd 2 keeps the file */
+	return saved;
+}
+
+static void stderr_back(int saved, char *out, size_t cap)
+{
+	fflush(stderr);
+	ssize_t n = pread(2, out, cap - 1, 0);
+	out[n > 0 ? n : 0] = 0;
+	dup2(saved, 2);
+	close(saved);
+}
+
 /* Damage of every kind is found, reported once and skipped by reads (never
  * an error, never a crash); the writer moves a file SQLite cannot read aside
  * and starts the day afresh. */
@@ -440,34 +550,52 @@ static void test_damaged_partition_is_skipped(void **state)
 	assert_int_equal(read_all(f->s, &err, &skipped), 0);
 	assert_int_equal(skipped, 0);
 	assert_int_equal(damaged_count(f->s), 0);
-	static const char *const damage[] = {
-		"UPDATE payloads SET data = substr(data, 1, length(data) - 2)",
-		"UPDATE payloads SET data = x'01ff7f28b52ffd'",
-		"UPDATE payloads SET data = x'00030011ff'",
-		"UPDATE payloads SET data = x'0003000102030406080c'",      /* node id past the table */
-		"UPDATE payloads SET data = x'02'",                        /* unknown format */
-		"UPDATE payloads SET data = zeroblob(0)",
-		"UPDATE chunks SET n_entries = 1000000000",
-		"UPDATE chunks SET total = total + 1",
-		"UPDATE chunks SET payload = 99",
-		"UPDATE nodes SET parent = local + 1 WHERE local = 2",
-		"UPDATE nodes SET frame = 1000 WHERE local = 2",
-		"DELETE FROM nodes WHERE local = 2",
-		"UPDATE meta SET value = 7",
+	/* The file's format, the damage, what the reader says. Format 2's one
+	 * node run holds 5 nodes as (local - parent, frame): 01 01, 01 02 ... */
+	static const struct {
+		int format;
+		const char *sql, *msg;
+	} damage[] = {
+		{2, "UPDATE payloads SET data = substr(data, 1, length(data) - 2)", "truncated value column"},
+		{2, "UPDATE payloads SET data = x'01ff7f28b52ffd'", "bad payload length"},
+		{2, "UPDATE payloads SET data = x'00030011ff'", "node id out of range"},
+		{2, "UPDATE payloads SET data = x'0003000102030406080c'", "node id out of range"},
+		{2, "UPDATE payloads SET data = x'02'", "unknown payload format"},
+		{2, "UPDATE payloads SET data = zeroblob(0)", "empty payload"},
+		{2, "UPDATE chunks SET n_entries = 1000000000", "chunk header out of range"},
+		{2, "UPDATE chunks SET total = total + 1", "values do not add up to the chunk total"},
+		{2, "UPDATE chunks SET payload = 99", "chunk payload missing"},
+		{1, "UPDATE nodes SET parent = local + 1 WHERE local = 2", "node parent or frame out of range"},
+		{1, "UPDATE nodes SET frame = 1000 WHERE local = 2", "node parent or frame out of range"},
+		{1, "DELETE FROM nodes WHERE local = 2", "local ids are not dense"},
+		{2, "UPDATE node_runs SET data = x'0201' || substr(data, 3)", "node parent out of range"},
+		{2, "UPDATE node_runs SET data = x'01e807' || substr(data, 3)", "node frame out of range"},
+		{2, "UPDATE node_runs SET data = substr(data, 1, length(data) - 1)", "node run truncated"},
+		{2, "UPDATE node_runs SET data = data || x'0101'", "node run longer than its count"},
+		{2, "UPDATE node_runs SET n = n + 1", "node run truncated"},
+		{2, "UPDATE node_runs SET first = 2", "node runs are not dense"},
+		{2, "DELETE FROM node_runs", "node id out of range"},
+		{2, "UPDATE meta SET value = 7", "partition format 7"},
+		{1, "UPDATE meta SET value = 0", "partition format 0"},
 	};
 	for (size_t i = 0; i < sizeof damage / sizeof *damage; i++) {
 		store_close(f->s);
 		tmpdir_free(f->dir);
 		f->dir = tmpdir_new();
 		f->s = open_store(f->dir);
+		f->s->part_format = damage[i].format;
 		write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
 		write_ok(f->s, test_batch(DAY0 + 2 * NS_PER_SEC, 5));
-		corrupt(f->dir, damage[i]);
+		corrupt(f->dir, damage[i].sql);
 		memset(&err, 0, sizeof err);
+		char logged[4096];
+		int saved = stderr_to_file();
 		int st = read_all(f->s, &err, &skipped);
-		if (st != 0 || !skipped || damaged_count(f->s) != 1)
-			fail_msg("%s: status %d skipped %d damaged %llu msg %s", damage[i], st, skipped,
-			         (unsigned long long)damaged_count(f->s), err.msg);
+		stderr_back(saved, logged, sizeof logged);
+		if (st != 0 || !skipped || damaged_count(f->s) != 1 || !strstr(logged, damage[i].msg) ||
+		    !strstr(logged, "store partition is damaged"))
+			fail_msg("%s: status %d skipped %d damaged %llu msg %s logged %s", damage[i].sql, st, skipped,
+			         (unsigned long long)damaged_count(f->s), err.msg, logged);
 		/* Reported once per file: a second read skips it silently. */
 		assert_int_equal(read_all(f->s, &err, &skipped), 0);
 		assert_int_equal(skipped, 1);
@@ -491,16 +619,28 @@ static void test_damaged_partition_is_skipped(void **state)
 	write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
 	assert_int_equal(read_all(f->s, &err, &skipped), 0);
 	assert_int_equal(skipped, 0);
-	char moved[600];
-	snprintf(moved, sizeof moved, "%s/default", f->dir);
-	DIR *d = opendir(moved);
-	assert_non_null(d);
-	int found = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		found += strncmp(de->d_name, "2023-05-24.db.damaged-", 22) == 0 && !strchr(de->d_name + 22, '-');
-	closedir(d);
-	assert_int_equal(found, 1);
+	assert_int_equal(moved_aside(f->dir), 1);
+}
+
+/* Format 2's writer needs every node of a partition (no index on their
+ * ids): node runs it cannot load make the file damaged, moved aside when
+ * the day is next written, and the write goes to a fresh file. */
+static void test_damaged_node_runs_moved_aside(void **state)
+{
+	store_fix *f = *state;
+	write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 1));
+	store_close(f->s);
+	corrupt(f->dir, "UPDATE node_runs SET data = x'0201' || substr(data, 3)");
+	f->s = open_store(f->dir);
+	char logged[4096];
+	int saved = stderr_to_file();
+	write_ok(f->s, test_batch(DAY0 + 2 * NS_PER_SEC, 5));
+	stderr_back(saved, logged, sizeof logged);
+	assert_non_null(strstr(logged, "is damaged: node parent out of range"));
+	assert_int_equal(moved_aside(f->dir), 1);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 30);
+	assert_int_equal(chunks, 1);
 }
 
 typedef struct {
@@ -595,7 +735,7 @@ static void test_bad_batch_fails_alone(void **state)
 	assert_int_equal(skipped, 0);
 	char path[512];
 	snprintf(path, sizeof path, "%s/default/2023-05-24.db", f->dir);
-	assert_int_equal(count_rows(path, "nodes"), 5);
+	assert_int_equal(count_nodes(path), 5);
 	assert_int_equal(count_rows(path, "series"), 1);
 }
 
@@ -688,6 +828,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_clean_stop_leaves_db_files_only, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_formats_1_and_2, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_node_runs_moved_aside, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_deleted_after_clean_stop, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_of_version_1_replays, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reader_during_writes, store_fix_setup, store_fix_teardown),

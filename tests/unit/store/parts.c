@@ -199,6 +199,14 @@ static int64_t rows(const char *dir, const char *proj, const char *table)
 	return sql_int(path, sql);
 }
 
+/* Format 2's stack nodes of proj's partition: the counts of its node runs. */
+static int64_t node_rows(const char *dir, const char *proj)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s/2023-05-24.db", dir, proj);
+	return sql_int(path, "SELECT coalesce(sum(n), 0) FROM node_runs");
+}
+
 static size_t cached(const local_part_t *p)
 {
 	size_t n = 0;
@@ -215,10 +223,13 @@ static int all_complete(const local_part_t *p)
 	return n == LT_COUNT;
 }
 
+/* Format 1 (files written before format 2, written on as format 1): ids
+ * not cached are found by SELECT through the tables' UNIQUE indexes. */
 static void test_cache_evicts_least_recent(void **state)
 {
 	store_fix *f = *state;
 	store_t *s = f->s;
+	s->part_format = 1;
 	/* Each project's batch caches 11 ids: 5 frames, 5 nodes, 1 series
 	 * (the empty attribute set has no row). Budget 30: two fit, a third
 	 * passes it. */
@@ -295,12 +306,60 @@ static void test_cache_evicts_least_recent(void **state)
 	assert_int_equal(chunks, 2);
 }
 
+/* Stack nodes of format 2 (node_runs: no index on their ids): a partition
+ * whose node map was evicted loads it whole before its next write, and one
+ * whose map alone passes the budget keeps it while it writes. */
+static void test_cache_node_maps(void **state)
+{
+	store_fix *f = *state;
+	store_t *s = f->s;
+	s->cache_budget = 30;
+	write_applied(s, project_batch("a", DAY0, 1));
+	write_applied(s, project_batch("b", DAY0, 2));
+	write_applied(s, project_batch("c", DAY0, 3));
+	local_part_t *a = find_part(s, "a");
+	assert_int_equal(cached(a), 0);
+	assert_false(a->complete[LT_NODE]);
+	model_batch_t *more = project_batch("a", DAY0 + NS_PER_SEC, 10);
+	model_profile_t *pr = test_profile(more, "cpu", "nanoseconds", DAY0 + NS_PER_SEC, "pod-1");
+	model_sample_add(more, pr, test_stack(more, "main;e"), 0, 7, 0);
+	model_profile_finish(more, pr);
+	write_applied(s, more);
+	assert_true(a->complete[LT_NODE]);
+	assert_int_equal(a->cache[LT_NODE].len, 6); /* 5 loaded, main;e's e added */
+	assert_int_equal(rows(f->dir, "a", "frames"), 6);
+	assert_int_equal(node_rows(f->dir, "a"), 6);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(s, "a", DAY0, DAY0 + NS_PER_DAY, &chunks), 6 + 60 + 7);
+	assert_int_equal(chunks, 3);
+
+	/* Budget 3: d's 5 nodes alone pass it; its frames and series go, its
+	 * nodes stay, and the same stacks again add no node. */
+	s->cache_budget = 3;
+	write_applied(s, project_batch("d", DAY0, 4));
+	local_part_t *d = find_part(s, "d");
+	assert_true(d->complete[LT_NODE]);
+	assert_int_equal(d->cache[LT_NODE].len, 5);
+	write_applied(s, project_batch("d", DAY0 + NS_PER_SEC, 6));
+	assert_int_equal(node_rows(f->dir, "d"), 5);
+	assert_int_equal(rows(f->dir, "d", "frames"), 5);
+	assert_int_equal(sum_totals(s, "d", DAY0, DAY0 + NS_PER_DAY, &chunks), 24 + 36);
+	assert_int_equal(chunks, 2);
+	/* Reopened, the map is loaded from the runs and finds the same ids. */
+	store_close(f->s);
+	f->s = s = open_store(f->dir);
+	write_applied(s, project_batch("a", DAY0 + 2 * NS_PER_SEC, 1));
+	assert_int_equal(node_rows(f->dir, "a"), 6);
+	assert_int_equal(rows(f->dir, "a", "node_runs"), 2); /* one per write that added nodes */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_open_files_size_the_lru),
 	    cmocka_unit_test_setup_teardown(test_thousand_projects_stay_open, nosync_setup,
 	                                    store_fix_teardown),
+	    cmocka_unit_test_setup_teardown(test_cache_node_maps, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_evicts_least_recent, store_fix_setup,
 	                                    store_fix_teardown),
 	};
