@@ -216,11 +216,20 @@ void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out)
 	           "aside by the writer).\n"
 	           "# TYPE kiln_store_partitions_damaged_total counter\n"
 	           "kiln_store_partitions_damaged_total %llu\n"
+	           "# HELP kiln_store_blocks_sealed_total Blocks written by sealing hours of the embedded "
+	           "engine's partitions.\n"
+	           "# TYPE kiln_store_blocks_sealed_total counter\n"
+	           "kiln_store_blocks_sealed_total %llu\n"
+	           "# HELP kiln_store_chunks_sealed_total Stored profiles (chunks) those blocks took in.\n"
+	           "# TYPE kiln_store_chunks_sealed_total counter\n"
+	           "kiln_store_chunks_sealed_total %llu\n"
 	           "# HELP kiln_inflight_requests Requests being worked on.\n"
 	           "# TYPE kiln_inflight_requests gauge\n"
 	           "kiln_inflight_requests %u\n",
 	           store_queue_depth(a->store), st.commit_ns_sum / 1e9, (unsigned long long)st.commits,
-	           st.commit_ns_max / 1e9, st.partitions, (unsigned long long)st.damaged, api_inflight(a));
+	           st.commit_ns_max / 1e9, st.partitions, (unsigned long long)st.damaged,
+	           (unsigned long long)st.sealed_blocks, (unsigned long long)st.sealed_chunks,
+	           api_inflight(a));
 	if (a->scraper)
 		scraper_write_metrics(a->scraper, out);
 }

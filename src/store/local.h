@@ -51,6 +51,8 @@ typedef struct local_part {
 	int64_t txn_t0;         /* when the open transaction began (time_mono_ns) */
 	uint32_t txn_batches;   /* batches it holds */
 	uint64_t dirty_mark;    /* store's dirty_gen + 1 once on the checkpointer's list of that round */
+	int64_t seal_check;     /* time_mono_ns before which sealing does not look at it again */
+	int seal_broken;        /* an hour failed to seal (logged): not tried again while open */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 } local_part_t;
@@ -222,6 +224,17 @@ struct store {
 	uint32_t ap_open;       /* partition transactions the apply thread holds open */
 	pthread_cond_t ap_idle; /* signalled when nothing waits and ap_busy is 0 */
 	err_t behind_err;       /* why the first kept group could not be written (under ap_mu) */
+	/* Sealing (local_seal.c), on the apply thread between passes: when the
+	 * next step is due (time_mono_ns), the open partition it looks at next,
+	 * and local_seal_wait's requests (seal_req, under ap_mu) and the last
+	 * one done (seal_gen). */
+	int64_t seal_next;
+	uint32_t seal_cursor;
+	int seal_found; /* the first step opened today's and yesterday's files (seal_discover) */
+	int seal_off;   /* store_config_t.seal_off */
+	uint64_t seal_req, seal_gen;
+	struct local_sealer *sealer;
+	_Atomic uint64_t sealed_blocks, sealed_chunks;
 	/* The checkpointer thread and what it shares with the writer, under ckpt_mu. */
 	pthread_t ckpt_thread;
 	int ckpt_running; /* set and cleared by the thread that opens / closes the store */
@@ -341,9 +354,33 @@ void local_sums_encode(const local_hsum_t *r, uint32_t n, buf_t *raw);
 int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, void *zd, uint8_t **tmp,
                       size_t *cap_tmp, local_hsum_t **out, size_t *cap, uint32_t *n);
 
+/* ---- local_seal.c: hours of format-2 partitions into blocks ---- */
+/* An hour is sealed once it ended this long ago (late pushes go in first;
+ * the merged hours, 5 min, then read it sealed). */
+#define LOCAL_SEAL_DELAY_S 120
+/* Entries of one block at most (its chunks' entries decoded in memory):
+ * an hour with more is split. */
+#define LOCAL_SEAL_MAX_ENTRIES (1u << 20)
+/* An open partition is looked at again this long after it had nothing to seal. */
+#define LOCAL_SEAL_POLL_MS 10000
+/* The apply thread takes a sealing step this often when idle or waiting
+ * for groups to gather, at once again after a step that sealed. */
+#define LOCAL_SEAL_STEP_MS 1000
+typedef struct local_sealer local_sealer_t;
+/* Seals the oldest hour of one series of p (format 2) with chunks before
+ * cutoff_ns whose payloads are stored one by one, in p's open transaction.
+ * 1 when a block was written, 0 when there is nothing to seal (or the hour
+ * cannot be: logged, p->seal_broken), -1 with err on a SQLite failure (the
+ * caller rolls the transaction back). Apply thread. */
+int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, err_t *err);
+void local_sealer_free(local_sealer_t *z);
+
 /* ---- local_partition.c: partition files for the writer ---- */
 /* Finds or opens the partition of (project dir, day); NULL with err. */
 local_part_t *local_part_get(store_t *s, const char *proj, int64_t day, err_t *err);
+/* The same for a file that exists, never made nor moved aside: NULL (err
+ * unset) when there is none, NULL with err when it does not open. */
+local_part_t *local_part_get_existing(store_t *s, const char *proj, int64_t day, err_t *err);
 /* Sizes the writer's LRU and id caches (local_open): raises RLIMIT_NOFILE's
  * soft limit to its hard limit, then keeps open at most
  * (nofile - max(LIMIT_STORE_FD_RESERVE, nofile / 4)) / 3 partitions (3 fds
@@ -418,6 +455,14 @@ void local_log_settle(store_t *s, int all);
  * (not while groups are kept: `behind`; at most
  * LIMIT_STORE_READ_BARRIER_MS). */
 void local_read_barrier(store_t *s);
+/* One sealing step (apply thread, between passes): the open format-2
+ * partitions whose time to be looked at came (all of them when all is
+ * set), in turn from where the last step stopped, until one seals an hour
+ * (1; in its transaction, begun if none) or 64 had nothing (0). A SQLite
+ * failure rolls that partition's transaction back (its groups redone). */
+int local_log_seal_step(store_t *s, int all);
+/* Seals every hour due in the open partitions and commits (tests, benchmarks). */
+void local_seal_wait(store_t *s);
 /* Waits until the apply thread has finished everything handed to it (the
  * log thread after a sweep; tests that look at the writer's state). */
 void local_apply_wait(store_t *s);

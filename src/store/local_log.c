@@ -6,6 +6,7 @@
  * not be applied (kept and retried), and the checkpointer thread that makes
  * partitions durable behind the log and lets the log recycle its segments.
  * The writer thread calls everything here except the checkpointer's loop. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -647,6 +648,77 @@ void local_log_settle(store_t *s, int all)
 	int damaged = 0;
 	if (settle(s, all, &damaged, &e) < 0 && !(damaged && redo_all(s, &e) == 0))
 		fall_behind(s, &e);
+}
+
+/* ---- sealing (local_seal.c), on the apply thread ---- */
+
+/* Once, at the first step: today's and yesterday's day files of every
+ * project (UTC) are opened, so that hours a stopped Kiln left unsealed are
+ * sealed without waiting for a write to their day. */
+static void seal_discover(store_t *s)
+{
+	s->seal_found = 1;
+	DIR *d = opendir(s->dir);
+	if (!d)
+		return;
+	int64_t today = time_day(time_now_ns());
+	struct dirent *e;
+	while ((e = readdir(d)) && s->n_parts < s->open_max) {
+		char name[LIMIT_NAME_BYTES];
+		size_t n;
+		if (local_project_name(e->d_name, name, &n) < 0)
+			continue;
+		for (int64_t day = today - NS_PER_DAY; day <= today; day += NS_PER_DAY) {
+			err_t err = {0};
+			if (!local_part_get_existing(s, e->d_name, day, &err) && err.status)
+				log_error("store: cannot seal", "project=%s err=\"%s\"", e->d_name, err.msg);
+		}
+	}
+	closedir(d);
+}
+
+int local_log_seal_step(store_t *s, int all)
+{
+	if (!s->seal_found)
+		seal_discover(s);
+	int64_t now = time_mono_ns();
+	int64_t cutoff = time_now_ns() - (int64_t)LOCAL_SEAL_DELAY_S * NS_PER_SEC;
+	/* A step looks at a bounded number of partitions, so that one never
+	 * holds the groups waiting behind it for long. */
+	for (uint32_t looked = 0; looked < s->n_parts && (all || looked < 64); looked++) {
+		if (s->seal_cursor >= s->n_parts)
+			s->seal_cursor = 0;
+		local_part_t *p = s->parts[s->seal_cursor];
+		if (p->format < 2 || p->seal_broken || (!all && p->seal_check > now)) {
+			s->seal_cursor++;
+			continue;
+		}
+		err_t e = {0};
+		if (!p->in_txn) {
+			if (local_part_begin(s, p, &e) < 0) {
+				log_error("store: cannot seal", "file=%s err=\"%s\"", p->path, e.msg);
+				p->seal_check = now + (int64_t)LOCAL_SEAL_POLL_MS * 1000000;
+				s->seal_cursor++;
+				continue;
+			}
+			open_count(s, 1);
+		}
+		int r = local_part_seal(s, p, cutoff, &e);
+		if (r > 0)
+			return 1; /* the same partition first next time: its next hour */
+		if (r < 0) {
+			log_error("store: cannot seal", "file=%s err=\"%s\"", p->path, e.msg);
+			/* Rolled back: the groups its transaction held are written again from the log. */
+			part_failed(s, p, p->txn_lsn ? p->txn_lsn : s->apply_end);
+			local_parts_drop_damaged(s);
+			if (s->redo_from)
+				fall_behind(s, &e);
+			return 0;
+		}
+		p->seal_check = now + (int64_t)LOCAL_SEAL_POLL_MS * 1000000;
+		s->seal_cursor++;
+	}
+	return 0;
 }
 
 /* ---- the writer's group: the log thread appends, the apply thread applies ---- */

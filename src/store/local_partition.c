@@ -46,7 +46,10 @@ static const char schema1_sql[] =
 static const char schema2_sql[] =
     "INSERT OR IGNORE INTO meta VALUES('format', 2);"
     "CREATE TABLE IF NOT EXISTS node_runs(first INTEGER PRIMARY KEY, n INTEGER NOT NULL,"
-    " data BLOB NOT NULL);";
+    " data BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS blocks(local INTEGER PRIMARY KEY, series INTEGER NOT NULL,"
+    " hour INTEGER NOT NULL, head BLOB NOT NULL, data BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS chunks_open ON chunks(payload) WHERE payload > 0;";
 
 /* The span index (API: Span links), also created in format-1 files written before it
  * existed (no backfill). span/trace: hex as bytes, other strings as text
@@ -82,7 +85,13 @@ int local_sqlite_err(err_t *err, sqlite3 *db, int rc, const char *path, const ch
 
 int local_schema_init(sqlite3 *db, int format)
 {
-	int rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
+	/* Format 2: the pages sealing frees (payloads moved into blocks) go back
+	 * to the file system (local_part_seal runs PRAGMA incremental_vacuum);
+	 * it takes effect only before the first table. */
+	int rc =
+	    format == 1 ? SQLITE_OK : sqlite3_exec(db, "PRAGMA auto_vacuum = INCREMENTAL", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, format == 1 ? schema1_sql : schema2_sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? sqlite3_exec(db, spans_sql, NULL, NULL, NULL) : rc;
@@ -612,7 +621,7 @@ fail:
 	return NULL;
 }
 
-local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_t *err)
+static local_part_t *part_get(store_t *s, const char *proj_dir, int64_t day, int existing, err_t *err)
 {
 	uint64_t key = hash_bytes(proj_dir, strlen(proj_dir), (uint64_t)day);
 	for (uint32_t i = 0; i < s->n_parts; i++)
@@ -621,9 +630,16 @@ local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_
 			s->parts[i]->last_use = ++s->tick;
 			return s->parts[i];
 		}
+	if (existing) {
+		char *path = part_path(s, proj_dir, day);
+		int there = access(path, F_OK) == 0;
+		free(path);
+		if (!there)
+			return NULL;
+	}
 	int damage;
 	local_part_t *p = part_open(s, proj_dir, day, &damage, err);
-	if (!p && damage) {
+	if (!p && damage && !existing) {
 		/* Ingestion goes on in a fresh file; the damaged one is kept aside. */
 		char *path = part_path(s, proj_dir, day);
 		if (local_quarantine(s, path, err->msg) == 0)
@@ -638,6 +654,16 @@ local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_
 	s->parts = xgrow(s->parts, &s->cap_parts, (size_t)s->n_parts + 1, sizeof *s->parts);
 	s->parts[s->n_parts++] = p;
 	return p;
+}
+
+local_part_t *local_part_get(store_t *s, const char *proj_dir, int64_t day, err_t *err)
+{
+	return part_get(s, proj_dir, day, 0, err);
+}
+
+local_part_t *local_part_get_existing(store_t *s, const char *proj_dir, int64_t day, err_t *err)
+{
+	return part_get(s, proj_dir, day, 1, err);
 }
 
 void local_parts_init(store_t *s)

@@ -17,11 +17,14 @@
 #include "base/arena.h"
 #include "base/timeutil.h"
 #include "store/local.h"
+#include "store/local_block.h"
 
 typedef struct {
 	char *path;
 	sqlite3 *db;
 	sqlite3_stmt *heads, *payload;
+	sqlite3_stmt *block; /* format 2: prepared on the first sealed chunk read */
+	uint32_t gen;        /* connections opened so far: decoded blocks of an earlier one are stale */
 	sqlite3_stmt *by_span, *by_trace; /* prepared on first span lookup */
 	int spans_table;                  /* 0 unknown, 1 present, -1 absent (written before the index) */
 	arena_t *arena;
@@ -56,6 +59,16 @@ typedef struct {
 	sqlite3_stmt *hours_get[2]; /* merged hour, merged day */
 } view_part_t;
 
+/* A decoded block in a view's cache (block_get). */
+struct view_block {
+	const view_part_t *vp;
+	uint32_t gen;
+	int64_t id;
+	size_t bytes;
+	uint64_t used;
+	local_block_t b;
+};
+
 struct store_view {
 	store_head_t head_; /* first: store.c dispatches through it */
 	store_t *s;
@@ -77,6 +90,13 @@ struct store_view {
 	size_t cap_hrows;
 	store_sum_t *sums;
 	size_t cap_sums;
+	/* Decoded blocks (sealed chunks' entries), least recently used first
+	 * out when they pass LIMIT_STORE_VIEW_BLOCK_BYTES. */
+	struct view_block *blocks;
+	uint32_t n_blocks;
+	size_t cap_blocks, block_bytes;
+	uint64_t block_tick;
+	local_block_scratch_t bs;
 	/* The last decoded chunk's payload: equal payloads decode once. */
 	uint32_t last_part;
 	int64_t last_payload, last_scale, last_t;
@@ -209,6 +229,9 @@ static void part_disconnect(view_part_t *vp)
 {
 	sqlite3_finalize(vp->heads);
 	sqlite3_finalize(vp->payload);
+	sqlite3_finalize(vp->block);
+	vp->block = NULL;
+	vp->gen++;
 	sqlite3_finalize(vp->by_span);
 	sqlite3_finalize(vp->by_trace);
 	sqlite3_finalize(vp->hours_get[0]);
@@ -258,6 +281,7 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	v->from_ns = from_ns;
 	v->until_ns = until_ns;
 	v->zd = xcheck(ZSTD_createDCtx());
+	local_block_scratch_init(&v->bs);
 	v->last_payload = -1;
 	local_hacc_init(&v->acc);
 	if (until_ns <= from_ns) {
@@ -303,6 +327,10 @@ void local_view_close(store_view_t *v)
 	free(v->hrows);
 	free(v->sums);
 	ZSTD_freeDCtx(v->zd);
+	for (uint32_t i = 0; i < v->n_blocks; i++)
+		local_block_free(&v->blocks[i].b);
+	free(v->blocks);
+	local_block_scratch_free(&v->bs);
 	free(v);
 }
 
@@ -507,11 +535,101 @@ static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32
 	return 0;
 }
 
+/* Block id of vp decoded into the view's cache (the least recently used
+ * ones out past LIMIT_STORE_VIEW_BLOCK_BYTES); NULL with err on damage. */
+static struct view_block *block_get(store_view_t *v, view_part_t *vp, int64_t id, err_t *err)
+{
+	for (uint32_t i = 0; i < v->n_blocks; i++)
+		if (v->blocks[i].vp == vp && v->blocks[i].gen == vp->gen && v->blocks[i].id == id) {
+			v->blocks[i].used = ++v->block_tick;
+			return &v->blocks[i];
+		}
+	int rc = SQLITE_OK;
+	if (!vp->block)
+		rc = sqlite3_prepare_v3(vp->db, "SELECT head, data FROM blocks WHERE local = ?1", -1,
+		                        SQLITE_PREPARE_PERSISTENT, &vp->block, NULL);
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "reading a block"), NULL;
+	sqlite3_bind_int64(vp->block, 1, id);
+	if ((rc = sqlite3_step(vp->block)) != SQLITE_ROW) {
+		sqlite3_reset(vp->block);
+		if (rc == SQLITE_DONE) {
+			char what[64];
+			snprintf(what, sizeof what, "block %lld missing", (long long)id);
+			return damaged(err, vp, what), NULL;
+		}
+		return part_err(err, vp, rc, "reading a block"), NULL;
+	}
+	local_block_t b = {0};
+	slice_t head =
+	    slice_make(sqlite3_column_blob(vp->block, 0), (size_t)sqlite3_column_bytes(vp->block, 0));
+	slice_t data =
+	    slice_make(sqlite3_column_blob(vp->block, 1), (size_t)sqlite3_column_bytes(vp->block, 1));
+	rc = local_block_decode_head(head, v->zd, &v->bs, &b, err);
+	if (rc == 0)
+		rc = local_block_decode_data(data, vp->max_node, vp->max_attrset, v->zd, &v->bs, &b, err);
+	sqlite3_reset(vp->block);
+	if (rc < 0) {
+		local_block_free(&b);
+		char what[sizeof err->msg];
+		snprintf(what, sizeof what, "block %lld: %.200s", (long long)id, err->msg);
+		return damaged(err, vp, what), NULL;
+	}
+	size_t bytes = b.n * sizeof *b.chunks + b.n_entries * sizeof *b.entries;
+	while (v->n_blocks && v->block_bytes + bytes > LIMIT_STORE_VIEW_BLOCK_BYTES) {
+		uint32_t old = 0;
+		for (uint32_t i = 1; i < v->n_blocks; i++)
+			if (v->blocks[i].used < v->blocks[old].used)
+				old = i;
+		v->block_bytes -= v->blocks[old].bytes;
+		local_block_free(&v->blocks[old].b);
+		v->blocks[old] = v->blocks[--v->n_blocks];
+	}
+	v->blocks = xgrow(v->blocks, &v->cap_blocks, (size_t)v->n_blocks + 1, sizeof *v->blocks);
+	struct view_block *vb = &v->blocks[v->n_blocks++];
+	*vb = (struct view_block){
+	    .vp = vp, .gen = vp->gen, .id = id, .bytes = bytes, .used = ++v->block_tick, .b = b};
+	v->block_bytes += bytes;
+	return vb;
+}
+
+/* A sealed chunk's entries: its block's (payload column = -block id), the
+ * chunk found there by id and checked against its row. */
+static int block_entries(store_view_t *v, view_part_t *vp, const store_chunk_head_t *h,
+                         const store_entry_t **out, uint32_t *n, err_t *err)
+{
+	struct view_block *vb = block_get(v, vp, -h->_payload, err);
+	if (!vb)
+		return -1;
+	const local_block_t *b = &vb->b;
+	uint32_t lo = 0, hi = b->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (b->chunks[mid].id < h->chunk_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const local_block_chunk_t *c = lo < b->n ? &b->chunks[lo] : NULL;
+	if (!c || c->id != h->chunk_id || c->t_ns != h->t_ns || c->n_entries != h->n_entries ||
+	    c->total != h->total || c->scale != h->_scale) {
+		char what[96];
+		snprintf(what, sizeof what, "chunk %lld: %s its block", (long long)h->chunk_id,
+		         c && c->id == h->chunk_id ? "header differs from" : "not in");
+		return damaged(err, vp, what);
+	}
+	*out = b->entries + c->first;
+	*n = c->n_entries;
+	return 0;
+}
+
 static int entries_read(store_view_t *v, uint32_t p, view_part_t *vp, const store_chunk_head_t *h,
                         const store_entry_t **out, uint32_t *n, err_t *err)
 {
 	if (load_counts(vp, err) < 0)
 		return -1;
+	if (h->_payload < 0 && vp->format >= 2)
+		return block_entries(v, vp, h, out, n, err);
 	if (v->last_part == p && v->last_payload == h->_payload && v->last_scale == h->_scale &&
 	    v->last_t == h->t_ns && v->last_n == h->n_entries) {
 		*out = v->entries;

@@ -68,6 +68,7 @@ static void local_free(store_t *s)
 	buf_free(&sc->labels);
 	buf_free(&s->log_rec);
 	ZSTD_freeCCtx(sc->zc);
+	local_sealer_free(s->sealer);
 	local_parts_close_all(s);
 	free(s->part_tmpl);
 	if (s->log_inited)
@@ -119,6 +120,7 @@ store_t *local_open(const store_config_t *cfg, err_t *err)
 	s->keys_usage_only = cfg->keys_usage_only;
 	s->dir = xstrdup(cfg->dir);
 	s->sync = cfg->sync >= 0; /* 0 (unset) and 1 fsync; -1 turns it off (benchmarks only) */
+	s->seal_off = cfg->seal_off;
 	local_parts_init(s);
 	local_retention_init(s, cfg->retention_days > 0 && cfg->retention_days <= LIMIT_RETENTION_DAYS
 	                            ? cfg->retention_days
@@ -454,6 +456,37 @@ static int64_t apply_due_in(const store_t *s)
 	return left > 0 ? left : 0;
 }
 
+/* ap_mu held: one sealing step (local_log_seal_step) when one is due or
+ * asked for (local_seal_wait), with ap_mu released meanwhile. 1 when it ran. */
+static int seal_if_due(store_t *s)
+{
+	int asked = s->seal_req != s->seal_gen;
+	if (atomic_load(&s->behind) || (!asked && (s->seal_off || time_mono_ns() < s->seal_next)))
+		return 0;
+	uint64_t req = s->seal_req;
+	s->ap_busy = 1;
+	pthread_mutex_unlock(&s->ap_mu);
+	int more = local_log_seal_step(s, asked);
+	pthread_mutex_lock(&s->ap_mu);
+	s->ap_busy = 0;
+	s->seal_next = time_mono_ns() + (more ? 0 : (int64_t)LOCAL_SEAL_STEP_MS * 1000000);
+	if (asked && !more)
+		s->seal_gen = req;
+	pthread_cond_broadcast(&s->ap_idle);
+	return 1;
+}
+
+void local_seal_wait(store_t *s)
+{
+	pthread_mutex_lock(&s->ap_mu);
+	uint64_t want = ++s->seal_req;
+	pthread_cond_signal(&s->ap_work);
+	while (s->seal_gen < want && s->ap_running)
+		pthread_cond_wait(&s->ap_idle, &s->ap_mu);
+	pthread_mutex_unlock(&s->ap_mu);
+	local_apply_wait(s);
+}
+
 static void *apply_main(void *arg)
 {
 	store_t *s = arg;
@@ -487,16 +520,16 @@ static void *apply_main(void *arg)
 					pthread_cond_broadcast(&s->ap_idle);
 				continue;
 			}
-			if (!atomic_load(&s->behind) && due < 0) {
-				pthread_cond_wait(&s->ap_work, &s->ap_mu);
-			} else {
-				int64_t ns = atomic_load(&s->behind) ? 250 * 1000000 : INT64_MAX;
-				if (due >= 0 && due < ns)
-					ns = due;
-				struct timespec t;
-				time_deadline(&t, ns);
-				pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
-			}
+			if (seal_if_due(s))
+				continue;
+			/* Until work comes, a transaction is due, the next sealing
+			 * step, or (kept groups) the next retry. */
+			int64_t ns = atomic_load(&s->behind) ? 250 * 1000000 : s->seal_next - time_mono_ns();
+			if (due >= 0 && due < ns)
+				ns = due;
+			struct timespec t;
+			time_deadline(&t, ns > 0 ? ns : 0);
+			pthread_cond_timedwait(&s->ap_work, &s->ap_mu, &t);
 			continue;
 		}
 		if (!s->ap_head) {
@@ -507,6 +540,8 @@ static void *apply_main(void *arg)
 			break;
 		}
 		int64_t wait_ns = apply_due_in(s);
+		if (wait_ns > 0 && seal_if_due(s))
+			continue;
 		if (wait_ns > 0) {
 			struct timespec t;
 			time_deadline(&t, wait_ns);
@@ -585,6 +620,8 @@ void local_get_stats(store_t *s, store_stats_t *out)
 	store_commit_read(&s->commit_stats, out);
 	out->partitions = count_partitions(s->dir);
 	out->damaged = atomic_load(&s->damaged_count);
+	out->sealed_blocks = atomic_load(&s->sealed_blocks);
+	out->sealed_chunks = atomic_load(&s->sealed_chunks);
 }
 
 /* Reads see every write answered before they began (local_read_barrier). */

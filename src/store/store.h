@@ -46,6 +46,8 @@ typedef struct {
 	void (*hold)(void *arg, size_t n);
 	void *hold_arg;
 	int sync;            /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
+	int seal_off;        /* test-only: 1, the embedded engine seals no hour into blocks unless a test
+	                        asks (local_seal_wait), so tests can look at payload rows */
 	int retention_days;  /* retention of projects without store_set_retention; 0 (default):
 	                        none, views are not clamped (tools, tests); the server passes the
 	                        configured default (14 days, OPS: Retention). */
@@ -143,6 +145,8 @@ typedef struct {
 	uint32_t partitions;    /* day partition files on disk (all projects) */
 	uint64_t damaged;       /* damaged partition files found since open (skipped by reads, moved aside
 	                           by the writer; docs/OPERATIONS.md) */
+	uint64_t sealed_blocks; /* embedded engine: blocks written by sealing since open (STORE: Blocks) */
+	uint64_t sealed_chunks; /* the chunks they took in */
 } store_stats_t;
 void store_get_stats(store_t *s, store_stats_t *out);
 /* "local" or "clickhouse". */

@@ -52,7 +52,7 @@ static inline void tmpdir_free(char *d)
 
 static inline store_t *open_store(const char *dir)
 {
-	store_config_t cfg = {.dir = dir, .sync = 1};
+	store_config_t cfg = {.dir = dir, .sync = 1, .seal_off = 1};
 	err_t err = {0};
 	store_t *s = store_open(&cfg, &err);
 	if (!s)
@@ -202,15 +202,17 @@ static inline void write_ok(store_t *s, model_batch_t *b)
 }
 
 /* Sum of the totals of every chunk of every series of the project over [from, until). */
-static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, int64_t until,
-                                 uint32_t *chunks)
+/* Calls fn with the heads of every series of each partition of project's
+ * view [from, until) (in the view's order; fn may read entries). */
+static inline void each_heads(store_t *s, const char *project, int64_t from, int64_t until,
+                              void (*fn)(store_view_t *v, uint32_t p, const store_chunk_head_t *h, uint32_t n,
+                                         void *ctx),
+                              void *ctx)
 {
 	store_view_t *v;
 	err_t err = {0};
 	if (store_view_open(s, slice_cstr(project), from, until, &v, &err) != 0)
 		fail_msg("view: %s", err.msg);
-	int64_t sum = 0;
-	*chunks = 0;
 	for (uint32_t p = 0; p < store_view_partitions(v); p++) {
 		const store_series_t *se;
 		uint32_t n_se, n_h;
@@ -221,12 +223,55 @@ static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, 
 			ids[i] = se[i].local;
 		const store_chunk_head_t *h;
 		assert_int_equal(store_view_heads(v, p, ids, n_se, &h, &n_h, &err), 0);
-		for (uint32_t i = 0; i < n_h; i++)
-			sum += h[i].total;
-		*chunks += n_h;
+		fn(v, p, h, n_h, ctx);
 	}
 	store_view_close(v);
-	return sum;
+}
+
+typedef struct {
+	int64_t sum;
+	uint32_t chunks;
+} test_totals_t;
+
+static inline void add_totals(store_view_t *v, uint32_t p, const store_chunk_head_t *h, uint32_t n, void *ctx)
+{
+	(void)v, (void)p;
+	test_totals_t *t = ctx;
+	for (uint32_t i = 0; i < n; i++)
+		t->sum += h[i].total;
+	t->chunks += n;
+}
+
+/* The sum of the chunk totals of project in [from, until); *chunks = how many chunks. */
+static inline int64_t sum_totals(store_t *s, const char *project, int64_t from, int64_t until,
+                                 uint32_t *chunks)
+{
+	test_totals_t t = {0, 0};
+	each_heads(s, project, from, until, add_totals, &t);
+	*chunks = t.chunks;
+	return t.sum;
+}
+
+/* Sends stderr (the log) to a temporary file until stderr_back, which puts
+ * the saved fd back and reads what was logged into out. */
+static inline int stderr_to_file(void)
+{
+	fflush(stderr);
+	int saved = dup(2);
+	FILE *tmp = tmpfile();
+	assert_non_null(tmp);
+	dup2(fileno(tmp), 2);
+	fclose(tmp); /* fd 2 keeps the file */
+	return saved;
+}
+
+static inline void stderr_back(int saved, char *out, size_t cap)
+{
+	fflush(stderr);
+	ssize_t n = pread(2, out, cap - 1, 0);
+	out[n > 0 ? n : 0] = 0;
+	dup2(saved, 2);
+	close(saved);
 }
 
 #endif

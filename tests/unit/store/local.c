@@ -515,28 +515,6 @@ static int moved_aside(const char *dir)
 	return found;
 }
 
-/* Sends stderr (the log) to a temporary file until stderr_back, which puts
- * the saved fd back and reads what was logged into out. */
-static int stderr_to_file(void)
-{
-	fflush(stderr);
-	int saved = dup(2);
-	FILE *tmp = tmpfile();
-	assert_non_null(tmp);
-	dup2(fileno(tmp), 2);
-	fclose(tmp); /* fd 2 keeps the file */
-	return saved;
-}
-
-static void stderr_back(int saved, char *out, size_t cap)
-{
-	fflush(stderr);
-	ssize_t n = pread(2, out, cap - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	dup2(saved, 2);
-	close(saved);
-}
-
 /* Damage of every kind is found, reported once and skipped by reads (never
  * an error, never a crash); the writer moves a file SQLite cannot read aside
  * and starts the day afresh. */
