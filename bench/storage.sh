@@ -53,21 +53,9 @@ run_case() {
 	fi
 	"$BENCH_BIN/upload" --port "$UPLOAD_PORT" --service "st-$name" --conc "$CONC" --t0 "$t0" --step 10 "${args[@]}" >"$TMPD/storage-$name-$COUNT-upload.json"
 	[ "$(json_get "$TMPD/storage-$name-$COUNT-upload.json" 'j.ok')" = "$COUNT" ] || die "not every upload answered 200"
-	if [ "$ENGINE" = local ]; then
-		# Every profile is in an hour that ended long ago: wait until the
-		# store has sealed them all into blocks (docs/STORE.md, Blocks).
-		# (A profile may be several chunks, one per sample type: the count
-		# passes COUNT, then stays put for a second.)
-		local sealed=0 last=-1 same=0 i
-		for i in $(seq 1 1200); do
-			sealed=$(curl -sf "http://127.0.0.1:$UI_PORT/metrics" | awk '/^kiln_store_chunks_sealed_total / { print $2 }')
-			if [ "${sealed:-0}" = "$last" ]; then same=$((same + 1)); else same=0; fi
-			last=${sealed:-0}
-			[ "$last" -ge "$COUNT" ] && [ "$same" -ge 10 ] && break
-			sleep 0.1
-		done
-		log "storage $name: $sealed chunks of $COUNT profiles sealed into blocks"
-	fi
+	# Every profile is in an hour that ended long ago: sealed into blocks
+	# before the bytes are counted (docs/STORE.md, Blocks).
+	[ "$ENGINE" != local ] || wait_sealed "$COUNT"
 	local live
 	live=$(store_bytes "$data")
 	stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"

@@ -53,6 +53,8 @@ typedef struct local_part {
 	uint64_t dirty_mark;    /* store's dirty_gen + 1 once on the checkpointer's list of that round */
 	int64_t seal_check;     /* time_mono_ns before which sealing does not look at it again */
 	int seal_broken;        /* an hour failed to seal (logged): not tried again while open */
+	int64_t late_hour;      /* the hour of the last profile written after its hour was due for sealing */
+	int64_t late_at;        /* when (time_mono_ns; 0: never) */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 } local_part_t;
@@ -366,13 +368,20 @@ int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, voi
 /* The apply thread takes a sealing step this often when idle or waiting
  * for groups to gather, at once again after a step that sealed. */
 #define LOCAL_SEAL_STEP_MS 1000
+/* An hour that profiles are still being written into after it was due
+ * (late pushes, replay, a backfill) is sealed once this long passed
+ * without one, so it becomes one block, not one per step. */
+#define LOCAL_SEAL_QUIET_MS 30000
+/* The start of t's UTC hour. */
+int64_t local_hour_floor(int64_t t);
 typedef struct local_sealer local_sealer_t;
 /* Seals the oldest hour of one series of p (format 2) with chunks before
- * cutoff_ns whose payloads are stored one by one, in p's open transaction.
+ * cutoff_ns whose payloads are stored one by one, in p's open transaction
+ * (not one written into late in the last LOCAL_SEAL_QUIET_MS, unless now).
  * 1 when a block was written, 0 when there is nothing to seal (or the hour
  * cannot be: logged, p->seal_broken), -1 with err on a SQLite failure (the
  * caller rolls the transaction back). Apply thread. */
-int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, err_t *err);
+int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now, err_t *err);
 void local_sealer_free(local_sealer_t *z);
 
 /* ---- local_partition.c: partition files for the writer ---- */

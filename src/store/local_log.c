@@ -703,7 +703,7 @@ int local_log_seal_step(store_t *s, int all)
 			}
 			open_count(s, 1);
 		}
-		int r = local_part_seal(s, p, cutoff, &e);
+		int r = local_part_seal(s, p, cutoff, all, &e);
 		if (r > 0)
 			return 1; /* the same partition first next time: its next hour */
 		if (r < 0) {

@@ -1094,6 +1094,14 @@ static int run_flush(local_part_t *p, err_t *err)
 int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_t day, err_t *err)
 {
 	local_scratch_t *sc = &s->sc;
+	/* A profile for an hour already due for sealing (late, replayed or
+	 * backfilled): that hour waits until such writes stop (local_part_seal). */
+	int64_t due = time_now_ns() - (int64_t)LOCAL_SEAL_DELAY_S * NS_PER_SEC;
+	for (uint32_t i = 0; i < b->n_profiles; i++)
+		if (b->profiles[i].time_ns < due && time_day(b->profiles[i].time_ns) == day) {
+			p->late_hour = local_hour_floor(b->profiles[i].time_ns);
+			p->late_at = time_mono_ns();
+		}
 	if (!p->next[LT_FRAME])
 		return err_set(err, 503, "store: %s is unusable after a failed rollback", p->path);
 	/* A write that failed left a run: its transaction is rolled back (and

@@ -66,7 +66,7 @@ static local_sealer_t *sealer(store_t *s)
 	return s->sealer;
 }
 
-static int64_t hour_floor(int64_t t)
+int64_t local_hour_floor(int64_t t)
 {
 	int64_t h = 3600 * NS_PER_SEC;
 	return t >= 0 ? t - t % h : t - ((t % h) + h) % h;
@@ -214,18 +214,24 @@ out:
 	return ret;
 }
 
-int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, err_t *err)
+int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now, err_t *err)
 {
 	if (p->format < 2 || p->seal_broken)
 		return 0;
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(
-	    p->db, "SELECT series, t_ns FROM chunks WHERE payload > 0 AND t_ns < ?1 LIMIT 1", -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(p->db,
+	                            "SELECT series, t_ns FROM chunks WHERE payload > 0 AND t_ns < ?1"
+	                            " AND NOT (t_ns >= ?2 AND t_ns < ?3) LIMIT 1",
+	                            -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return local_sqlite_err(err, p->db, rc, p->path, "sealing");
 	sqlite3_bind_int64(st, 1, cutoff_ns);
+	/* Not the hour that profiles went into late less than LOCAL_SEAL_QUIET_MS ago. */
+	int quiet = now || !p->late_at || time_mono_ns() - p->late_at >= (int64_t)LOCAL_SEAL_QUIET_MS * 1000000;
+	sqlite3_bind_int64(st, 2, quiet ? 0 : p->late_hour);
+	sqlite3_bind_int64(st, 3, quiet ? 0 : p->late_hour + 3600 * NS_PER_SEC);
 	rc = sqlite3_step(st);
-	int64_t series = sqlite3_column_int64(st, 0), hour = hour_floor(sqlite3_column_int64(st, 1));
+	int64_t series = sqlite3_column_int64(st, 0), hour = local_hour_floor(sqlite3_column_int64(st, 1));
 	sqlite3_finalize(st);
 	if (rc == SQLITE_DONE)
 		return 0;
