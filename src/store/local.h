@@ -376,12 +376,15 @@ int local_sums_decode(slice_t blob, uint32_t max_node, uint32_t max_attrset, voi
 int64_t local_hour_floor(int64_t t);
 typedef struct local_sealer local_sealer_t;
 /* Seals the oldest hour of one series of p (format 2) with chunks before
- * cutoff_ns whose payloads are stored one by one, in p's open transaction
- * (not one written into late in the last LOCAL_SEAL_QUIET_MS, unless now).
- * 1 when a block was written, 0 when there is nothing to seal (or the hour
- * cannot be: logged, p->seal_broken), -1 with err on a SQLite failure (the
- * caller rolls the transaction back). Apply thread. */
-int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now, err_t *err);
+ * cutoff_ns whose payloads are stored one by one (not one written into late
+ * in the last LOCAL_SEAL_QUIET_MS, unless now), in p's transaction: begin
+ * opens one when none is open, only once there is a block to write (a look
+ * that finds nothing writes nothing). 1 when a block was written, 0 when
+ * there is nothing to seal (or the hour cannot be: logged, p->seal_broken),
+ * -1 with err on a SQLite failure (the caller rolls the transaction back
+ * when one is open). Apply thread. */
+int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now,
+                    int (*begin)(store_t *s, local_part_t *p, err_t *err), err_t *err);
 void local_sealer_free(local_sealer_t *z);
 
 /* ---- local_partition.c: partition files for the writer ---- */

@@ -277,7 +277,7 @@ void local_node_run_add(buf_t *run, uint32_t local, uint32_t parent, uint32_t fr
 int local_node_run_decode(slice_t data, uint32_t first, uint32_t n, uint32_t max_frame, uint32_t *parent,
                           uint32_t *frame, const char **what)
 {
-	const uint8_t *p = data.p, *end = data.p + data.n;
+	const uint8_t *p = data.p, *end = data.n ? data.p + data.n : data.p; /* an empty blob's p is NULL */
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t local = first + k;
 		uint64_t back, f;

@@ -652,6 +652,15 @@ void local_log_settle(store_t *s, int all)
 
 /* ---- sealing (local_seal.c), on the apply thread ---- */
 
+/* local_part_seal's begin: a transaction as apply_part begins one. */
+static int seal_begin(store_t *s, local_part_t *p, err_t *err)
+{
+	if (local_part_begin(s, p, err) < 0)
+		return -1;
+	open_count(s, 1);
+	return 0;
+}
+
 /* Once, at the first step: today's and yesterday's day files of every
  * project (UTC) are opened, so that hours a stopped Kiln left unsealed are
  * sealed without waiting for a write to their day. */
@@ -694,20 +703,12 @@ int local_log_seal_step(store_t *s, int all)
 			continue;
 		}
 		err_t e = {0};
-		if (!p->in_txn) {
-			if (local_part_begin(s, p, &e) < 0) {
-				log_error("store: cannot seal", "file=%s err=\"%s\"", p->path, e.msg);
-				p->seal_check = now + (int64_t)LOCAL_SEAL_POLL_MS * 1000000;
-				s->seal_cursor++;
-				continue;
-			}
-			open_count(s, 1);
-		}
-		int r = local_part_seal(s, p, cutoff, all, &e);
+		int r = local_part_seal(s, p, cutoff, all, seal_begin, &e);
 		if (r > 0)
 			return 1; /* the same partition first next time: its next hour */
-		if (r < 0) {
+		if (r < 0)
 			log_error("store: cannot seal", "file=%s err=\"%s\"", p->path, e.msg);
+		if (r < 0 && p->in_txn) {
 			/* Rolled back: the groups its transaction held are written again from the log. */
 			part_failed(s, p, p->txn_lsn ? p->txn_lsn : s->apply_end);
 			local_parts_drop_damaged(s);

@@ -214,7 +214,8 @@ out:
 	return ret;
 }
 
-int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now, err_t *err)
+int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now,
+                    int (*begin)(store_t *s, local_part_t *p, err_t *err), err_t *err)
 {
 	if (p->format < 2 || p->seal_broken)
 		return 0;
@@ -260,6 +261,9 @@ int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now, err
 		          (long long)(hour / NS_PER_SEC), bad);
 		return 0;
 	}
+	/* Everything so far only read: the transaction begins when there is a block to write. */
+	if (!p->in_txn && begin(s, p, err) < 0)
+		return -1;
 	if (write_block(p, z, series, hour, n, err) < 0)
 		return -1;
 	atomic_fetch_add(&s->sealed_blocks, 1);
