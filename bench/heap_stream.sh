@@ -94,7 +94,7 @@ log "heap stream: $N profiles fetched and pushed in $(calc "$(date +%s.%N) - $ti
 
 # 4. The stored totals against the files' own (window types: summed), read
 # from the blocks once the hours are sealed.
-[ "$ENGINE" != local ] || [ "$SHIFT" = 0 ] || wait_sealed "$N"
+[ "$ENGINE" != local ] || [ "$SHIFT" = 0 ] || wait_sealed "$((N * $(types_of "$OUT/h0000.pb.gz")))"
 for ty in alloc_objects:count alloc_space:bytes; do
 	want=$(for f in "$OUT"/h*.pb.gz; do "$BENCH_BIN/pprof_total" "$f"; done | awk -v t="$ty" '$1 == t { s += $2 } END { printf "%.0f", s }')
 	got=$(flame_total "$SVC" "$ty" "$((first_s - SHIFT))" "$((last_s + 1 - SHIFT))")

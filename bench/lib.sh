@@ -195,19 +195,22 @@ ch_optimize() {
 # ch_bytes: bytes on disk of the active parts of CH_DB.
 ch_bytes() { ch_query "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = '$CH_DB' AND active"; }
 
-# wait_sealed MIN: waits (at most 2 min) until the running embedded kiln's
-# kiln_store_chunks_sealed_total is at least MIN and has not moved for a
-# second (a profile may be several chunks, one per sample type), and logs it.
+# wait_sealed CHUNKS: waits (at most 2 min) until the running embedded
+# kiln's kiln_store_chunks_sealed_total reaches CHUNKS (a profile is a chunk
+# per sample type: types_of), and logs how many it saw.
 wait_sealed() {
-	local sealed=0 last=-1 same=0 i
+	local sealed=0 i
 	for i in $(seq 1 1200); do
 		sealed=$(curl -sf "http://127.0.0.1:$UI_PORT/metrics" | awk '/^kiln_store_chunks_sealed_total / { print $2 }')
-		if [ "${sealed:-0}" = "$last" ]; then same=$((same + 1)); else same=0; fi
-		last=${sealed:-0}
-		[ "$last" -ge "$1" ] && [ "$same" -ge 10 ] && break
+		[ "${sealed:-0}" -ge "$1" ] && break
 		sleep 0.1
 	done
-	log "sealed into blocks: $last chunks (waited for $1)"
+	log "sealed into blocks: ${sealed:-0} chunks (waited for $1)"
+}
+
+# types_of FILE: the sample types of a pprof file (build/bench/pprof_total).
+types_of() {
+	"$BENCH_BIN/pprof_total" "$1" | wc -l
 }
 
 # store_bytes DATA_DIR: the store's bytes on disk: du -sb of the data dir,

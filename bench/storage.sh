@@ -11,7 +11,7 @@
 # Environment: COUNT (1000), CONC (4), DAY (1).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-need_bins gen_profiles upload
+need_bins gen_profiles upload pprof_total
 
 COUNT=${COUNT:-1000}
 CONC=${CONC:-4}
@@ -55,7 +55,7 @@ run_case() {
 	[ "$(json_get "$TMPD/storage-$name-$COUNT-upload.json" 'j.ok')" = "$COUNT" ] || die "not every upload answered 200"
 	# Every profile is in an hour that ended long ago: sealed into blocks
 	# before the bytes are counted (docs/STORE.md, Blocks).
-	[ "$ENGINE" != local ] || wait_sealed "$COUNT"
+	[ "$ENGINE" != local ] || wait_sealed "$((COUNT * $(types_of "${args[-1]}")))"
 	local live
 	live=$(store_bytes "$data")
 	stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"

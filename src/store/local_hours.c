@@ -763,6 +763,25 @@ int local_hours_start(store_t *s, err_t *err)
 	return 0;
 }
 
+/* At close (no view left, the compactor stopped): the merged hours file of
+ * day_path, when it has a -wal, is opened and closed once more, so that this
+ * last connection copies the -wal in and deletes it and the -shm (the
+ * compactor's own connections close without, for the views' sake). */
+static void hours_tidy(const char *day_path)
+{
+	char *path = hours_path(day_path);
+	size_t n = strlen(path) + 5;
+	char *wal = xmalloc(n);
+	snprintf(wal, n, "%s-wal", path);
+	sqlite3 *db = NULL;
+	if (access(wal, F_OK) == 0 &&
+	    sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
+		sqlite3_exec(db, "PRAGMA user_version", NULL, NULL, NULL); /* reads: joins the WAL */
+	sqlite3_close_v2(db);
+	free(wal);
+	free(path);
+}
+
 void local_hours_stop(store_t *s)
 {
 	if (!s->hours_inited)
@@ -775,8 +794,10 @@ void local_hours_stop(store_t *s)
 		pthread_join(s->hours_thread, NULL);
 		s->hours_running = 0;
 	}
-	for (uint32_t i = 0; i < s->n_hours_seen; i++)
+	for (uint32_t i = 0; i < s->n_hours_seen; i++) {
+		hours_tidy(s->hours_seen[i].path);
 		free(s->hours_seen[i].path);
+	}
 	free(s->hours_seen);
 	s->hours_seen = NULL;
 	s->n_hours_seen = 0;
