@@ -181,8 +181,11 @@ test('cpu (seconds=2, interval 20s) arrives with main.hot : main.cold ≈ 3 : 1'
   const share = nHot / n, spread = 3 * Math.sqrt(0.75 * 0.25 / n) + 0.05;
   assert.ok(Math.abs(share - 0.75) < spread,
     `hot share ${share.toFixed(2)} of ${n.toFixed(0)} samples (hot/cold ${(hot.self / cold.self).toFixed(2)}), expected 0.75 ± ${spread.toFixed(2)}`);
-  // One busy goroutine over a 2 s window: at most ~2 s of CPU (less on a loaded machine).
-  assert.ok(cpu.total > 1e8 && cpu.total < 3e9, `2 s of one busy goroutine: ${cpu.total} ns`);
+  // One busy goroutine over a 2 s window: at most ~2 s of CPU per scrape (less
+  // on a loaded machine); a slow run may have stored more than one by now.
+  const scrapes = (await target(b, 'static/go-cpu/cpu')).results.ok;
+  assert.ok(cpu.total > 1e8 && cpu.total < 3e9 * scrapes,
+    `2 s of one busy goroutine: ${cpu.total} ns over ${scrapes} scrapes`);
 });
 
 test('.sample_types keeps only the listed types; a missing one is a validation_error', async () => {
@@ -228,7 +231,8 @@ test('a stopped target fails with connection_error and is logged as recovered af
   const key = 'static/go/memory';
   await proxy.stop();
   const down = await waitTarget(a, key, (t) => t.last_result === 'connection_error', 'connection_error', 25000);
-  assert.equal(down.consecutive_failures, 1);
+  // 1, or 2 when a slow run (ASan) saw it only after the next scrape; logged once either way.
+  assert.ok(down.consecutive_failures >= 1 && down.consecutive_failures <= 2, String(down.consecutive_failures));
   const failed = logLines(a, 'profile scrape failed').filter((l) => l.key === key);
   assert.equal(failed.length, 1, tail(a.stderr()));
   assert.deepEqual([failed[0].result, failed[0].namespace, failed[0].type, failed[0].consecutive],
