@@ -96,6 +96,7 @@ struct store_view {
 	uint32_t n_blocks;
 	size_t cap_blocks, block_bytes;
 	uint64_t block_tick;
+	uint32_t last_block; /* index of the block the last sealed chunk came from */
 	local_block_scratch_t bs;
 	/* The last decoded chunk's payload: equal payloads decode once. */
 	uint32_t last_part;
@@ -539,11 +540,16 @@ static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32
  * ones out past LIMIT_STORE_VIEW_BLOCK_BYTES); NULL with err on damage. */
 static struct view_block *block_get(store_view_t *v, view_part_t *vp, int64_t id, err_t *err)
 {
-	for (uint32_t i = 0; i < v->n_blocks; i++)
-		if (v->blocks[i].vp == vp && v->blocks[i].gen == vp->gen && v->blocks[i].id == id) {
+	/* Chunks come mostly block by block: the last one first, then the rest. */
+	for (uint32_t k = 0; k <= v->n_blocks; k++) {
+		uint32_t i = k ? k - 1 : v->last_block;
+		if (i < v->n_blocks && v->blocks[i].vp == vp && v->blocks[i].gen == vp->gen &&
+		    v->blocks[i].id == id) {
 			v->blocks[i].used = ++v->block_tick;
+			v->last_block = i;
 			return &v->blocks[i];
 		}
+	}
 	int rc = SQLITE_OK;
 	if (!vp->block)
 		rc = sqlite3_prepare_v3(vp->db, "SELECT head, data FROM blocks WHERE local = ?1", -1,
@@ -586,6 +592,7 @@ static struct view_block *block_get(store_view_t *v, view_part_t *vp, int64_t id
 		v->blocks[old] = v->blocks[--v->n_blocks];
 	}
 	v->blocks = xgrow(v->blocks, &v->cap_blocks, (size_t)v->n_blocks + 1, sizeof *v->blocks);
+	v->last_block = v->n_blocks;
 	struct view_block *vb = &v->blocks[v->n_blocks++];
 	*vb = (struct view_block){
 	    .vp = vp, .gen = vp->gen, .id = id, .bytes = bytes, .used = ++v->block_tick, .b = b};
