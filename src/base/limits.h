@@ -135,7 +135,7 @@
 #define LIMIT_STORE_WAL_CHECKPOINT_BYTES_MAX (256u << 20) /* growing by the former per 128 dirty partitions up to this */
 #define LIMIT_STORE_WAL_CHECKPOINT_MS 10000          /* and at least this often while partitions are dirty */
 #define LIMIT_STORE_BLOCK_BYTES (16u << 20) /* raw (decompressed) head or data of one block (store/local_block.c) */
-#define LIMIT_STORE_VIEW_BLOCK_BYTES (32u << 20) /* decoded blocks a read view keeps (store/local_view.c) */
+#define LIMIT_STORE_VIEW_BLOCK_BYTES (8u << 20) /* decoded blocks a read view keeps (store/local_view.c) */
 #define LIMIT_CH_ROWS (1u << 26)       /* rows one ClickHouse read accepts (a bound on a hostile answer) */
 #define LIMIT_CH_SEEN 2000000u         /* dictionary rows the ClickHouse writer remembers as written */
 #define LIMIT_CH_ANSWER_BYTES (256u << 20) /* one answer read from ClickHouse (store.maxAnswerMiB) */

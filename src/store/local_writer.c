@@ -467,6 +467,12 @@ static int seal_if_due(store_t *s)
 	s->ap_busy = 1;
 	pthread_mutex_unlock(&s->ap_mu);
 	int more = local_log_seal_step(s, asked);
+	if (!more && s->sealer) {
+		/* Nothing left to seal for now: its zstd contexts and buffers are
+		 * not kept between bursts. */
+		local_sealer_free(s->sealer);
+		s->sealer = NULL;
+	}
 	pthread_mutex_lock(&s->ap_mu);
 	s->ap_busy = 0;
 	s->seal_next = time_mono_ns() + (more ? 0 : (int64_t)LOCAL_SEAL_STEP_MS * 1000000);
