@@ -234,6 +234,7 @@ struct store {
 	uint32_t seal_cursor;
 	int seal_found; /* the first step opened today's and yesterday's files (seal_discover) */
 	int seal_off;   /* store_config_t.seal_off */
+	int seal_wait_quiet; /* tests: local_seal_wait keeps the quiet rule (LOCAL_SEAL_QUIET_MS) */
 	uint64_t seal_req, seal_gen;
 	struct local_sealer *sealer;
 	_Atomic uint64_t sealed_blocks, sealed_chunks;
@@ -470,10 +471,12 @@ void local_read_barrier(store_t *s);
 /* One sealing step (apply thread, between passes): the open format-2
  * partitions whose time to be looked at came (all of them when all is
  * set), in turn from where the last step stopped, until one seals an hour
- * (1; in its transaction, begun if none) or 64 had nothing (0). A SQLite
+ * (1; in its transaction, begun if none) or 64 had nothing (0); now_all
+ * seals hours still written late too (local_part_seal's now). A SQLite
  * failure rolls that partition's transaction back (its groups redone). */
-int local_log_seal_step(store_t *s, int all);
-/* Seals every hour due in the open partitions and commits (tests, benchmarks). */
+int local_log_seal_step(store_t *s, int all, int now_all);
+/* Seals every hour due in the open partitions and commits (tests): also
+ * hours still written late unless s->seal_wait_quiet. */
 void local_seal_wait(store_t *s);
 /* Waits until the apply thread has finished everything handed to it (the
  * log thread after a sweep; tests that look at the writer's state). */

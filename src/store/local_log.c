@@ -686,7 +686,7 @@ static void seal_discover(store_t *s)
 	closedir(d);
 }
 
-int local_log_seal_step(store_t *s, int all)
+int local_log_seal_step(store_t *s, int all, int now_all)
 {
 	if (!s->seal_found)
 		seal_discover(s);
@@ -703,7 +703,7 @@ int local_log_seal_step(store_t *s, int all)
 			continue;
 		}
 		err_t e = {0};
-		int r = local_part_seal(s, p, cutoff, all, seal_begin, &e);
+		int r = local_part_seal(s, p, cutoff, now_all, seal_begin, &e);
 		if (r > 0)
 			return 1; /* the same partition first next time: its next hour */
 		if (r < 0)

@@ -466,7 +466,7 @@ static int seal_if_due(store_t *s)
 	uint64_t req = s->seal_req;
 	s->ap_busy = 1;
 	pthread_mutex_unlock(&s->ap_mu);
-	int more = local_log_seal_step(s, asked);
+	int more = local_log_seal_step(s, asked, asked && !s->seal_wait_quiet);
 	if (!more && s->sealer) {
 		/* Nothing left to seal for now: its zstd contexts and buffers are
 		 * not kept between bursts. */

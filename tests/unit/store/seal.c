@@ -183,6 +183,35 @@ static void test_shared_payload_stays_while_used(void **state)
 	assert_int_equal(n, 9);
 }
 
+/* An hour that profiles are still written into after it was due (here:
+ * everything, times of 2023) waits until LOCAL_SEAL_QUIET_MS passed without
+ * one: the partition's last late hour is left, the earlier ones sealed. */
+static void test_late_hour_waits_until_quiet(void **state)
+{
+	store_fix *f = *state;
+	for (int i = 0; i < 24; i++) /* hours 0 and 1, 5 min apart; hour 1 written last */
+		write_ok(f->s, hour_batch(DAY0 + i * 300 * NS_PER_SEC, i));
+	f->s->seal_wait_quiet = 1;
+	local_seal_wait(f->s);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks"), 2);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks WHERE hour = "
+	                               "1684886400000000000"),
+	                 2);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM chunks WHERE payload > 0"), 2 * 12);
+	/* A late write into hour 0 (sealed) makes it the late one: hour 1 is sealed now. */
+	write_ok(f->s, hour_batch(DAY0 + 10 * NS_PER_SEC, 99));
+	local_seal_wait(f->s);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks WHERE hour = "
+	                               "1684890000000000000"),
+	                 2);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM chunks WHERE payload > 0"), 2);
+	/* Without the quiet rule (what local_seal_wait does by default), the rest too. */
+	f->s->seal_wait_quiet = 0;
+	local_seal_wait(f->s);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM chunks WHERE payload > 0"), 0);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks"), 6);
+}
+
 static void test_format_1_not_sealed(void **state)
 {
 	store_fix *f = *state;
@@ -251,6 +280,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_hours_become_blocks, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_shared_payload_stays_while_used, store_fix_setup,
+	                                    store_fix_teardown),
+	    cmocka_unit_test_setup_teardown(test_late_hour_waits_until_quiet, store_fix_setup,
 	                                    store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_format_1_not_sealed, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_damaged_blocks, store_fix_setup, store_fix_teardown),
