@@ -232,8 +232,8 @@ struct store {
 	 * one done (seal_gen). */
 	int64_t seal_next;
 	uint32_t seal_cursor;
-	int seal_found; /* the first step opened today's and yesterday's files (seal_discover) */
-	int seal_off;   /* store_config_t.seal_off */
+	int seal_found;      /* the first step opened today's and yesterday's files (seal_discover) */
+	int seal_off;        /* store_config_t.seal_off */
 	int seal_wait_quiet; /* tests: local_seal_wait keeps the quiet rule (LOCAL_SEAL_QUIET_MS) */
 	uint64_t seal_req, seal_gen;
 	struct local_sealer *sealer;
