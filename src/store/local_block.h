@@ -11,8 +11,8 @@
  *
  * Each blob is stored as local_payload_pack stores a payload: byte 0 = 0 raw
  * / 1 zstd (level 9, when smaller), then for zstd a varint raw length and the
- * frame. Pure functions over memory: no SQLite, no threads, not yet used by
- * the engine (the compactor of step 9 builds blocks with it). The decoders
+ * frame. Pure functions over memory: no SQLite, no threads; sealing
+ * (local_seal.c) encodes blocks, views (local_view.c) decode them. The decoders
  * treat their input as hostile: every count, id, length and sum is checked
  * (what local_payload_decode checks, per chunk), the raw size of a blob is
  * bounded by LIMIT_STORE_BLOCK_BYTES, and every failure is a 500 naming the
