@@ -677,7 +677,7 @@ static void seal_discover(store_t *s)
 		size_t n;
 		if (local_project_name(e->d_name, name, &n) < 0)
 			continue;
-		for (int64_t day = today - NS_PER_DAY; day <= today; day += NS_PER_DAY) {
+		for (int64_t day = today - 1; day <= today; day++) { /* day numbers (time_day) */
 			err_t err = {0};
 			if (!local_part_get_existing(s, e->d_name, day, &err) && err.status)
 				log_error("store: cannot seal", "project=%s err=\"%s\"", e->d_name, err.msg);

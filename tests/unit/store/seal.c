@@ -212,6 +212,29 @@ static void test_late_hour_waits_until_quiet(void **state)
 	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks"), 6);
 }
 
+/* After a restart, yesterday's hours are sealed without a write to that
+ * day: the first step opens today's and yesterday's files. */
+static void test_restart_seals_yesterday(void **state)
+{
+	store_fix *f = *state;
+	int64_t day_n = time_day(time_now_ns()) - 1, yesterday = day_n * NS_PER_DAY;
+	for (int i = 0; i < 4; i++)
+		write_ok(f->s, hour_batch(yesterday + 3 * HOUR + i * 600 * NS_PER_SEC, i));
+	store_close(f->s);
+	f->s = open_store(f->dir);
+	char day[11], path[512];
+	time_day_str(day_n, day);
+	snprintf(path, sizeof path, "%s/default/%s.db", f->dir, day);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM blocks"), 0);
+	local_seal_wait(f->s);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM blocks"), 2);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM chunks WHERE payload > 0"), 0);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", yesterday, yesterday + NS_PER_DAY, &chunks),
+	                 (10 + 3 + 5) * 4 + 6 + 4096 * (1 + 2 + 3 + 1));
+	assert_int_equal(chunks, 8);
+}
+
 static void test_format_1_not_sealed(void **state)
 {
 	store_fix *f = *state;
@@ -282,6 +305,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shared_payload_stays_while_used, store_fix_setup,
 	                                    store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_late_hour_waits_until_quiet, store_fix_setup,
+	                                    store_fix_teardown),
+	    cmocka_unit_test_setup_teardown(test_restart_seals_yesterday, store_fix_setup,
 	                                    store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_format_1_not_sealed, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_damaged_blocks, store_fix_setup, store_fix_teardown),
