@@ -117,17 +117,11 @@ static int ckpt_part(store_t *s, const char *path, int last, err_t *err)
 		goto out;
 	}
 	/* Every frame copied: SQLite synced the -wal before copying and the .db
-	 * after, so the commits are durable in the .db and one sync is saved. */
-	if (src == SQLITE_OK && n_log > 0 && n_log == n_ckpt)
+	 * after, so the commits are durable in the .db and one sync is saved.
+	 * (An empty -wal at close: the writer's connection copied it in with
+	 * synchronous=FULL as it closed, local_parts_close_all.) */
+	if (src == SQLITE_OK && n_log >= 0 && n_log == n_ckpt)
 		goto out;
-	/* An empty -wal: the writer's connection copied it into the .db as it
-	 * closed (local_parts_close_all; synced then, and here once more at
-	 * little cost, so that no path that empties a -wal needs to). */
-	if (src == SQLITE_OK && n_log == 0) {
-		if (sync_path(path, fdatasync) < 0)
-			rc = err_set(err, 503, "store: cannot sync %s: %s", path, strerror(errno));
-		goto out;
-	}
 	size_t n = strlen(path) + 5;
 	char *wal = xmalloc(n);
 	snprintf(wal, n, "%s-wal", path);
