@@ -150,8 +150,9 @@ static int gather(local_part_t *p, local_sealer_t *z, int64_t series, int64_t ho
 			                                     .value = z->dec[i].value};
 		z->in = xgrow(z->in, &z->cap_in, k + 1, sizeof *z->in);
 		z->payload = xgrow(z->payload, &z->cap_payload, k + 1, sizeof *z->payload);
-		/* e points into went, which may move: set once all are gathered */
-		z->in[k] = (local_block_in_t){.head = h, .e = (const store_wentry_t *)(uintptr_t)went};
+		/* went may still move: e is set once all are gathered, from first */
+		h.first = (uint32_t)went;
+		z->in[k] = (local_block_in_t){.head = h};
 		z->payload[k] = payload;
 		k++;
 		went += h.n_entries;
@@ -161,7 +162,7 @@ static int gather(local_part_t *p, local_sealer_t *z, int64_t series, int64_t ho
 	sqlite3_finalize(sel);
 	sqlite3_finalize(pay);
 	for (size_t i = 0; i < k; i++)
-		z->in[i].e = z->went + (uintptr_t)z->in[i].e;
+		z->in[i].e = z->went + z->in[i].head.first;
 	*n = (uint32_t)k;
 	return ret;
 }
