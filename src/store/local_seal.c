@@ -229,7 +229,8 @@ int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now,
 		return local_sqlite_err(err, p->db, rc, p->path, "sealing");
 	sqlite3_bind_int64(st, 1, cutoff_ns);
 	/* Not the hour that profiles went into late less than LOCAL_SEAL_QUIET_MS ago. */
-	int quiet = now || !p->late_at || time_mono_ns() - p->late_at >= (int64_t)LOCAL_SEAL_QUIET_MS * 1000000;
+	int quiet =
+	    now || !p->late_at || time_mono_ns() - p->late_at >= (int64_t)LOCAL_SEAL_QUIET_MS * 1000000;
 	sqlite3_bind_int64(st, 2, quiet ? 0 : p->late_hour);
 	sqlite3_bind_int64(st, 3, quiet ? 0 : p->late_hour + 3600 * NS_PER_SEC);
 	rc = sqlite3_step(st);
