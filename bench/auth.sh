@@ -16,6 +16,10 @@ PROJECTS=${PROJECTS:-1} # projects the keys are spread over (each has its own pa
 # project; WARMUP measures the steady state after it. 0: measure from the
 # first request (the cold figure, what a fresh data directory sees).
 WARMUP=${WARMUP:-0}
+# PERF=1: `perf record -g` of the server during each measured run (from its
+# second second, for DURATION - 3 s); per-thread and per-symbol reports in
+# $TMPD/perf-auth-LABEL-*.txt, to compare the two runs' CPU per upload.
+PERF=${PERF:-0}
 
 run_wrk() { # LABEL URL LUA ARGS...
 	local label=$1 url=$2 lua=$3
@@ -24,7 +28,23 @@ run_wrk() { # LABEL URL LUA ARGS...
 		wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$lua" "$url" -- "$@" >"$TMPD/auth-$label-warmup.txt"
 		log "$label: warm-up $(sed -n 's/.*requests=\([0-9]*\).*/\1/p' "$TMPD/auth-$label-warmup.txt") uploads in ${WARMUP} s"
 	fi
+	local perf_pid=
+	if [ "$PERF" = 1 ]; then
+		(sleep 1 && perf record -e cpu-clock -F 999 -g -p "$SERVER_PID" -o "$TMPD/perf-auth-$label.data" \
+			-- sleep $((DURATION - 3)) >/dev/null 2>&1) &
+		perf_pid=$!
+	fi
+	thread_ticks "$SERVER_PID" >"$TMPD/auth-$label-ticks0.txt"
 	wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$lua" "$url" -- "$@" >"$TMPD/auth-$label.txt"
+	thread_ticks "$SERVER_PID" >"$TMPD/auth-$label-ticks1.txt"
+	if [ -n "$perf_pid" ]; then
+		wait "$perf_pid" || true
+		perf report -i "$TMPD/perf-auth-$label.data" --no-children -g none --sort comm --stdio 2>/dev/null |
+			grep '%' | grep -v '^#' >"$TMPD/perf-auth-$label-threads.txt" || true
+		perf report -i "$TMPD/perf-auth-$label.data" --no-children -g none --percent-limit 0.3 \
+			--sort comm,dso,symbol --stdio 2>/dev/null | grep '%' | grep -v '^#' >"$TMPD/perf-auth-$label.txt" || true
+		log "$label: perf reports in $TMPD/perf-auth-$label*.txt"
+	fi
 	local line
 	line=$(grep '^KILN_WRK' "$TMPD/auth-$label.txt")
 	local req dur non2xx
@@ -32,6 +52,9 @@ run_wrk() { # LABEL URL LUA ARGS...
 	dur=$(sed 's/.*duration_us=\([0-9]*\).*/\1/' <<<"$line")
 	non2xx=$(sed 's/.*non2xx=\([0-9]*\).*/\1/' <<<"$line")
 	[ "$non2xx" = 0 ] || die "$label: $non2xx non-2xx answers (rate limited? keys wrong?)"
+	# Where the server's CPU went, per thread name: µs per upload.
+	thread_cost "$TMPD/auth-$label-ticks0.txt" "$TMPD/auth-$label-ticks1.txt" "$req" >"$TMPD/auth-$label-threads-us.txt"
+	log "$label: server CPU µs per upload by thread: $(tr '\n' ' ' <"$TMPD/auth-$label-threads-us.txt")"
 	calc "$req * 1000000 / $dur"
 }
 

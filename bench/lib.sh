@@ -303,6 +303,20 @@ trap cleanup_server EXIT
 
 # cpu_ticks PID: utime+stime of the process in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# thread_ticks PID: "NAME TICKS" per thread name of the process (utime+stime
+# summed over its threads of that name, e.g. every kiln-worker).
+thread_ticks() {
+	local f
+	for f in /proc/"$1"/task/*/stat; do cat "$f" 2>/dev/null || true; done |
+		sed 's/^[0-9]* (\(.*\)) /\1\t/' |
+		awk -F'\t' '{ split($2, a, " "); gsub(/ /, "_", $1); t[$1] += a[12] + a[13] } END { for (n in t) print n, t[n] }' | sort
+}
+# thread_cost BEFORE AFTER UNITS: per thread name, CPU µs per unit between two
+# thread_ticks snapshots (files), e.g. per upload.
+thread_cost() {
+	join -a2 -e0 -o 0,1.2,2.2 "$1" "$2" |
+		awk -v hz="$(clk_tck)" -v n="$3" '{ d = $3 - $2; if (d > 0) printf "%s %.1f\n", $1, 1e6 * d / hz / n }'
+}
 # ch_ticks: cpu_ticks of the ClickHouse server this script started (0 without one).
 ch_ticks() { if [ -n "$CH_PID" ]; then cpu_ticks "$CH_PID"; else echo 0; fi; }
 clk_tck() { getconf CLK_TCK; }

@@ -51,6 +51,8 @@ typedef struct local_part {
 	int64_t txn_t0;         /* when the open transaction began (time_mono_ns) */
 	uint32_t txn_batches;   /* batches it holds */
 	uint64_t dirty_mark;    /* store's dirty_gen + 1 once on the checkpointer's list of that round */
+	uint32_t dirty_ix;      /* its entry on that list */
+	uint32_t wal_frames;    /* frames in its -wal after the last commit (SQLite's WAL hook) */
 	int64_t seal_check;     /* time_mono_ns before which sealing does not look at it again */
 	int seal_broken;        /* an hour failed to seal (logged): not tried again while open */
 	int64_t late_hour;      /* the hour of the last profile written after its hour was due for sealing */
@@ -75,6 +77,21 @@ typedef struct {
 	uint32_t span, trace; /* index + 1 of the span_id / trace_id label in attr_labels; 0 = none */
 	uint32_t seen;        /* local_scratch_t.stamp of the last chunk that listed the set */
 } local_span_ref_t;
+
+/* A checkpoint round makes every partition written since the last one
+ * durable. It syncs the partition's -wal (one fdatasync, whatever it holds)
+ * and copies the -wal into the file (a checkpoint: SQLite opened, two
+ * fsyncs) only when the -wal holds this many frames (4 KiB pages), when the
+ * partition was not written since the round before (idle: its -wal is not
+ * left behind), and at close. With many projects each file gets a few
+ * pages a second: copying every file every round was most of a round's cost. */
+#define LOCAL_CKPT_COPY_FRAMES 256
+
+/* A partition file on the checkpointer's list. */
+typedef struct {
+	char *path;
+	int copy; /* its -wal reached LOCAL_CKPT_COPY_FRAMES: copied, not only synced */
+} local_dirty_t;
 
 /* Groups between the log thread and the apply thread, answered already
  * (durable in the log) and not yet in their partitions: at most this many,
@@ -243,8 +260,8 @@ struct store {
 	int ckpt_running; /* set and cleared by the thread that opens / closes the store */
 	pthread_mutex_t ckpt_mu;
 	pthread_cond_t ckpt_cv, ckpt_done;
-	char **dirty;       /* partition files written since the last checkpoint */
-	uint64_t dirty_gen; /* rounds of that list taken by the checkpointer */
+	local_dirty_t *dirty; /* partition files written since the last checkpoint */
+	uint64_t dirty_gen;   /* rounds of that list taken by the checkpointer */
 	uint32_t n_dirty;
 	size_t cap_dirty;
 	/* Partition files and directories made since the last checkpoint, not
@@ -258,6 +275,10 @@ struct store {
 	/* The end of the last group durable in the log and answered (log thread
 	 * writes, readers wait for applied_end to reach it: local_read_barrier). */
 	_Atomic uint64_t durable_end;
+	/* The checkpointer's own: files whose -wal its last round synced without
+	 * copying it into the file (LOCAL_CKPT_COPY_FRAMES). */
+	char **unfilled;
+	uint32_t n_unfilled;
 	uint64_t log_since_ckpt;     /* log bytes since the last checkpoint started */
 	uint64_t ckpt_req, ckpt_gen; /* checkpoints asked for, run */
 	int ckpt_stop, ckpt_rc;

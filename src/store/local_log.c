@@ -57,14 +57,17 @@ static int sync_none(int fd, void *arg)
 
 /* ---- the checkpointer ---- */
 
-/* Adds path to the partitions written since the last checkpoint (ckpt_mu held). */
-static void dirty_add(store_t *s, const char *path)
+/* Adds path to the partitions written since the last checkpoint (ckpt_mu
+ * held); copy: its -wal is to be copied into it, not only synced. */
+static void dirty_add(store_t *s, const char *path, int copy)
 {
 	for (uint32_t i = 0; i < s->n_dirty; i++)
-		if (strcmp(s->dirty[i], path) == 0)
+		if (strcmp(s->dirty[i].path, path) == 0) {
+			s->dirty[i].copy |= copy;
 			return;
+		}
 	s->dirty = xgrow(s->dirty, &s->cap_dirty, (size_t)s->n_dirty + 1, sizeof *s->dirty);
-	s->dirty[s->n_dirty++] = xstrdup(path);
+	s->dirty[s->n_dirty++] = (local_dirty_t){xstrdup(path), copy};
 }
 
 /* Syncs path (a file or a directory) with sync (fdatasync or fsync) when it
@@ -134,6 +137,30 @@ out:
 	return rc;
 }
 
+/* Makes partition path durable up to its last commit without copying its
+ * -wal: an fdatasync of the -wal (whose directory entry the checkpointer
+ * syncs as a fresh path when the writer's open made it, local_part_get).
+ * No -wal: nothing since its last copy. Under files_lock shared, as
+ * ckpt_part. 0, or -1 with err. */
+static int sync_wal(store_t *s, const char *path, err_t *err)
+{
+	size_t n = strlen(path) + 5;
+	char *wal = xmalloc(n);
+	snprintf(wal, n, "%s-wal", path);
+	pthread_rwlock_rdlock(&s->files_lock);
+	int rc = sync_path(wal, fdatasync);
+	pthread_rwlock_unlock(&s->files_lock);
+	if (rc < 0)
+		err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));
+	free(wal);
+	return rc;
+}
+
+static int path_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* The next segment's file is made off the ack path (at open, and by the
  * checkpointer once the current segment is half used), so an append seldom
  * waits for a file to be zero-filled. */
@@ -146,12 +173,31 @@ static void make_spare(store_t *s)
 		log_error("store: cannot make the next log segment", "err=\"%s\"", e.msg);
 }
 
+/* Makes partition path durable in a round: copies its -wal into it when
+ * copy, else syncs the -wal. A failure puts it back on the list (tried again
+ * at the next round; the log keeps its records meanwhile). */
+static int ckpt_one(store_t *s, const char *path, int copy, int last, err_t *err)
+{
+	err_t e = {0};
+	if ((copy ? ckpt_part(s, path, last, &e) : sync_wal(s, path, &e)) == 0)
+		return 0;
+	if (!err->status)
+		*err = e;
+	pthread_mutex_lock(&s->ckpt_mu);
+	dirty_add(s, path, copy);
+	pthread_mutex_unlock(&s->ckpt_mu);
+	return -1;
+}
+
 /* One checkpoint: every partition written before the group that ended at
- * applied_end is made durable, then the log records it and recycles. */
+ * applied_end is made durable, then the log records it and recycles. A
+ * partition's -wal is copied into its file (ckpt_part) when it grew past
+ * LOCAL_CKPT_COPY_FRAMES, when the last round only synced it and it was not
+ * written since, and at close (last); else it is synced (sync_wal). */
 static int ckpt_run(store_t *s, int last, err_t *err)
 {
 	pthread_mutex_lock(&s->ckpt_mu);
-	char **paths = s->dirty;
+	local_dirty_t *dirty = s->dirty;
 	uint32_t n = s->n_dirty;
 	char **fresh = s->fresh;
 	uint32_t n_fresh = s->n_fresh;
@@ -166,40 +212,48 @@ static int ckpt_run(store_t *s, int last, err_t *err)
 	s->log_since_ckpt = 0;
 	pthread_mutex_unlock(&s->ckpt_mu);
 
-	int rc = 0;
 	uint32_t failed = 0;
+	char **unfilled = xmalloc(((size_t)n + 1) * sizeof *unfilled);
+	uint32_t n_unfilled = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		err_t e = {0};
 		/* A round over many partitions takes seconds while the log fills
 		 * segments: the next one is made here, not on the ack path. */
 		if (!last)
 			make_spare(s);
-		if (ckpt_part(s, paths[i], last, &e) < 0) {
-			if (!failed++) {
-				*err = e;
-				rc = -1;
-			}
-			/* Tried again at the next checkpoint; the log keeps its records meanwhile. */
-			pthread_mutex_lock(&s->ckpt_mu);
-			dirty_add(s, paths[i]);
-			pthread_mutex_unlock(&s->ckpt_mu);
-		}
-		free(paths[i]);
+		int copy = last || dirty[i].copy;
+		failed += ckpt_one(s, dirty[i].path, copy, last, err) < 0;
+		if (copy)
+			free(dirty[i].path);
+		else
+			unfilled[n_unfilled++] = dirty[i].path;
 	}
-	free(paths);
+	free(dirty);
+	/* Synced last round and not written since: idle, its -wal is copied. */
+	qsort(unfilled, n_unfilled, sizeof *unfilled, path_cmp);
+	for (uint32_t i = 0; i < s->n_unfilled; i++) {
+		char *path = s->unfilled[i];
+		if (!bsearch(&path, unfilled, n_unfilled, sizeof *unfilled, path_cmp)) {
+			if (!last)
+				make_spare(s);
+			failed += ckpt_one(s, path, 1, last, err) < 0;
+		}
+		free(path);
+	}
+	free(s->unfilled);
+	s->unfilled = unfilled;
+	s->n_unfilled = n_unfilled;
 	/* New files and the directories that name them, so the log lets go only
 	 * of records whose files survive a crash. */
 	for (uint32_t i = 0; i < n_fresh; i++) {
 		if (sync_path(fresh[i], fsync) < 0) {
-			if (!failed++) {
+			if (!failed++)
 				err_set(err, 503, "store: cannot sync %s: %s", fresh[i], strerror(errno));
-				rc = -1;
-			}
 			local_log_fresh(s, fresh[i]);
 		}
 		free(fresh[i]);
 	}
 	free(fresh);
+	int rc = failed ? -1 : 0;
 	if (rc == 0 && lsn > s->ckpt_lsn) {
 		rc = local_wal_checkpoint(s->wal, lsn, err);
 		if (rc == 0)
@@ -285,9 +339,12 @@ static void mark_dirty(store_t *s, local_part_t *p)
 	pthread_mutex_lock(&s->ckpt_mu);
 	if (p->dirty_mark != s->dirty_gen + 1) {
 		s->dirty = xgrow(s->dirty, &s->cap_dirty, (size_t)s->n_dirty + 1, sizeof *s->dirty);
-		s->dirty[s->n_dirty++] = xstrdup(p->path);
+		p->dirty_ix = s->n_dirty;
+		s->dirty[s->n_dirty++] = (local_dirty_t){xstrdup(p->path), 0};
 		p->dirty_mark = s->dirty_gen + 1;
 	}
+	if (p->wal_frames >= LOCAL_CKPT_COPY_FRAMES)
+		s->dirty[p->dirty_ix].copy = 1;
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
@@ -872,10 +929,15 @@ void local_log_close(store_t *s)
 		s->ckpt_running = 0;
 	}
 	for (uint32_t i = 0; i < s->n_dirty; i++)
-		free(s->dirty[i]);
+		free(s->dirty[i].path);
 	free(s->dirty);
 	s->dirty = NULL;
 	s->n_dirty = 0;
+	for (uint32_t i = 0; i < s->n_unfilled; i++)
+		free(s->unfilled[i]);
+	free(s->unfilled);
+	s->unfilled = NULL;
+	s->n_unfilled = 0;
 	for (uint32_t i = 0; i < s->n_fresh; i++)
 		free(s->fresh[i]);
 	free(s->fresh);

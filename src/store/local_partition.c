@@ -376,6 +376,16 @@ static int insert_row(store_t *s, local_part_t *p, int t, uint64_t id, uint32_t 
 /* Bytes of a partition's -wal kept after it is started over (SQLite's journal_size_limit). */
 #define LOCAL_WAL_KEEP "4194304"
 
+/* SQLite's WAL hook: after each commit, the frames the -wal now holds
+ * (the checkpointer copies it into the file past LOCAL_CKPT_COPY_FRAMES). */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	(void)db;
+	(void)name;
+	((local_part_t *)arg)->wal_frames = frames > 0 ? (uint32_t)frames : 0;
+	return SQLITE_OK;
+}
+
 static int set_pragmas(sqlite3 *db)
 {
 	sqlite3_busy_timeout(db, 5000);
@@ -571,6 +581,17 @@ static char *part_path(const store_t *s, const char *proj_dir, int64_t day)
 	return path;
 }
 
+/* Does path have a -wal? */
+static int part_has_wal(const char *path)
+{
+	size_t n = strlen(path) + 5;
+	char *wal = xmalloc(n);
+	snprintf(wal, n, "%s-wal", path);
+	int there = access(wal, F_OK) == 0;
+	free(wal);
+	return there;
+}
+
 /* Opens (creating when missing) the partition of (proj_dir, day). NULL with
  * err on failure; *damage is then 1 when SQLite found the file corrupt. */
 static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, int *damage, err_t *err)
@@ -597,13 +618,20 @@ static local_part_t *part_open(store_t *s, const char *proj_dir, int64_t day, in
 	}
 	struct stat stbuf;
 	/* Empty: made by part_create just before a crash, before the checkpointer synced it. */
-	if ((stat(p->path, &stbuf) != 0 || stbuf.st_size == 0) && part_create(s, p->path, pdir, err) < 0)
+	int made = stat(p->path, &stbuf) != 0 || stbuf.st_size == 0;
+	if (made && part_create(s, p->path, pdir, err) < 0)
 		goto fail;
+	/* A -wal SQLite makes now is named in pdir: the checkpointer syncs pdir
+	 * (a round may sync only the -wal's data, sync_wal). part_create listed
+	 * it already. */
+	if (s->sync && !made && !part_has_wal(p->path))
+		local_log_fresh(s, pdir);
 	int rc = sqlite3_open_v2(p->path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK || (rc = set_pragmas(p->db)) != SQLITE_OK) {
 		local_sqlite_err(err, p->db, rc, p->path, "opening");
 		goto fail;
 	}
+	sqlite3_wal_hook(p->db, wal_hook, p);
 	if (part_read_meta(s, p, err) < 0)
 		goto fail;
 	if ((rc = sqlite3_exec(p->db, spans_sql, NULL, NULL, NULL)) != SQLITE_OK) {

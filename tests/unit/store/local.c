@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <pthread.h>
 
+#include "base/hash.h"
 #include "helpers.h"
 #include "store/batch_codec.h"
 #include "store/local.h"
@@ -330,6 +331,79 @@ static void test_clean_stop_leaves_db_files_only(void **state)
 	uint32_t chunks;
 	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + 2 * NS_PER_DAY, &chunks), 6 * 600);
 	assert_int_equal(chunks, 6);
+}
+
+/* Size of DIR/default/2023-05-24.db + suffix, -1 when missing. */
+static off_t day0_size(const store_fix *f, const char *suffix)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/default/2023-05-24.db%s", f->dir, suffix);
+	struct stat st;
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* A hash of DIR/default/2023-05-24.db's bytes: SQLite changes them only when
+ * a checkpoint copies the -wal in. */
+static uint64_t day0_hash(const store_fix *f)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/default/2023-05-24.db", f->dir);
+	size_t n;
+	unsigned char *p = read_file_or_fail(path, &n);
+	uint64_t h = hash_bytes(p, n, 0);
+	free(p);
+	return h;
+}
+
+static void round_ok(store_t *s)
+{
+	err_t err = {0};
+	if (local_log_checkpoint(s, &err) < 0)
+		fail_msg("checkpoint: %s", err.msg);
+}
+
+/* A checkpoint round syncs a partition's small -wal and leaves it (the .db
+ * keeps its bytes: SQLite writes only the -wal); the next round, the file
+ * not written since, copies it in. A -wal past LOCAL_CKPT_COPY_FRAMES is
+ * copied in the round that finds it, though the file is still written. */
+static void test_round_copies_idle_or_large_wal(void **state)
+{
+	store_fix *f = *state;
+	write_ok(f->s, test_batch(DAY0, 100));
+	local_read_barrier(f->s);
+	uint64_t made = day0_hash(f);
+	round_ok(f->s);
+	assert_true(day0_hash(f) == made);
+	assert_true(day0_size(f, "-wal") > 0);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 600);
+	round_ok(f->s); /* idle since the last round */
+	uint64_t copied = day0_hash(f);
+	assert_true(copied != made);
+
+	write_ok(f->s, test_batch(DAY0 + NS_PER_SEC, 100));
+	local_read_barrier(f->s);
+	round_ok(f->s); /* written, a few frames: synced only */
+	assert_true(day0_hash(f) == copied);
+	int n = 1;
+	/* Each commit writes a few frames (4 KiB pages with a 24-byte header
+	 * each, after the -wal's 32-byte header); the -wal starts over only
+	 * after a copy. */
+	while (day0_size(f, "-wal") < 32 + (off_t)LOCAL_CKPT_COPY_FRAMES * (4096 + 24)) {
+		n++;
+		write_ok(f->s, test_batch(DAY0 + n * NS_PER_SEC, 100 + n));
+		local_read_barrier(f->s);
+	}
+	round_ok(f->s);
+	assert_true(day0_hash(f) != copied);
+	int64_t want = 0;
+	for (int i = 0; i <= n; i++)
+		want += 6 * (i < 2 ? 100 : 100 + i);
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), want);
+	assert_int_equal(chunks, n + 1);
+	store_close(f->s);
+	f->s = open_store(f->dir);
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), want);
 }
 
 /* DIR/_wal deleted after a clean stop (nothing in it to replay): the new log
@@ -806,6 +880,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_days_two_partitions, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_clean_stop_leaves_db_files_only, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_round_copies_idle_or_large_wal, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_formats_1_and_2, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_node_runs_moved_aside, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_deleted_after_clean_stop, store_fix_setup, store_fix_teardown),
