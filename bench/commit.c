@@ -1,6 +1,7 @@
 /* Group commit alone: THREADS threads each decode a pprof and store it with
- * store_write_sync (durable, fsync on) in a loop, like the HTTP server's
- * upload path without the network. The embedded writer has no window
+ * store_submit, waiting for its answer (durable, fsync on), in a loop, like
+ * the HTTP server's upload path without the network (store_write_sync would
+ * also wait for the batch to reach its partition). The embedded writer has no window
  * (STORE: Writing); WINDOW_MS > 0 brings back the 2 ms window it had before
  * issue 15, to see what it cost. ClickHouse: WINDOW_MS 0 is its 5 ms
  * window, -1 none, > 0 that window.
@@ -9,12 +10,21 @@
  *   commit FILE.pb[.gz] THREADS SECONDS WINDOW_MS http://HOST:PORT/DATABASE
  * The second form writes to the ClickHouse engine, to time that store
  * without HTTP too.
- * Prints one line of JSON: {"threads","window_ms","uploads","per_s","mean_ms"}. */
+ * Profiles are dated from 5 minutes before the start, 1 ms apart.
+ * PROJECTS=N (environment, default 1): the uploads go round N projects
+ * (p0, p1, ...), as N tenants' keys would. WARMUP=S: S seconds of the same
+ * load first, not counted.
+ * Prints one line of JSON: {"threads","window_ms","projects","uploads","per_s","mean_ms","cpu_us"},
+ * cpu_us: CPU µs per upload of each of the process's threads by name
+ * (store threads, and "commit" for the decoding client threads), up to the
+ * close. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/limits.h"
@@ -28,12 +38,32 @@ static slice_t body;
 static store_t *store;
 static int64_t deadline, t_base;
 static atomic_long n_done;
+static long projects = 1;
+static atomic_long seq; /* uploads begun: each one's time is t_base + seq ms */
 static atomic_llong lat_sum_ns;
+
+/* One submit's answer, waited for by the thread that submitted. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	err_t err;
+} ack_t;
+
+static void ack_done(void *ctx, const err_t *err)
+{
+	ack_t *a = ctx;
+	pthread_mutex_lock(&a->mu);
+	if (err)
+		a->err = *err;
+	a->done = 1;
+	pthread_cond_signal(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
 
 static void *run(void *arg)
 {
-	long k = (long)(intptr_t)arg;
-	long i = 0;
+	(void)arg;
 	while (time_mono_ns() < deadline) {
 		int64_t t0 = time_mono_ns();
 		err_t err = {0};
@@ -47,24 +77,109 @@ static void *run(void *arg)
 			}
 			in = buf_slice(&data);
 		}
-		model_batch_t *b = model_batch_new(slice_cstr("default"));
+		long q = atomic_fetch_add(&seq, 1);
+		char project[32] = "default";
+		if (projects > 1)
+			snprintf(project, sizeof project, "p%ld", q % projects);
+		model_batch_t *b = model_batch_new(slice_cstr(project));
 		pprof_decode_opts_t opts = {.service = slice_cstr("commit"),
 		                            .now_ns = time_now_ns(),
-		                            .time_ns = t_base + (k * 1000000 + i++) * 1000000LL,
+		                            .time_ns = t_base + q * 1000000LL,
 		                            .max_rows = LIMIT_SAMPLE_ROWS};
 		if (pprof_decode(in, &opts, b, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			exit(1);
 		}
 		buf_free(&data);
-		if (store_write_sync(store, b, &err) < 0) {
-			fprintf(stderr, "store: %s\n", err.msg);
+		ack_t a = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+		store_submit(store, b, ack_done, &a);
+		pthread_mutex_lock(&a.mu);
+		while (!a.done)
+			pthread_cond_wait(&a.cv, &a.mu);
+		pthread_mutex_unlock(&a.mu);
+		if (a.err.status) {
+			fprintf(stderr, "store: %s\n", a.err.msg);
 			exit(1);
 		}
 		atomic_fetch_add(&n_done, 1);
 		atomic_fetch_add(&lat_sum_ns, time_mono_ns() - t0);
 	}
 	return NULL;
+}
+
+/* CPU ticks (utime + stime) of this process's threads, summed by name. */
+typedef struct {
+	char names[32][16];
+	double ticks[32];
+	int n;
+} ticks_t;
+
+static void ticks_take(ticks_t *t)
+{
+	t->n = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[300], line[1024];
+		snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t len = fread(line, 1, sizeof line - 1, f);
+		fclose(f);
+		line[len] = 0;
+		char *open = strchr(line, '('), *close = strrchr(line, ')');
+		if (!open || !close)
+			continue;
+		char name[16];
+		snprintf(name, sizeof name, "%.*s", (int)(close - open - 1), open + 1);
+		unsigned long ut = 0, st = 0;
+		/* after ")": state and 10 more fields, then utime and stime */
+		if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+			continue;
+		int i = 0;
+		while (i < t->n && strcmp(t->names[i], name) != 0)
+			i++;
+		if (i == t->n) {
+			if (t->n == 32)
+				continue;
+			snprintf(t->names[i], sizeof t->names[i], "%s", name);
+			t->ticks[t->n++] = 0;
+		}
+		t->ticks[i] += (double)(ut + st);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Appends "NAME":µs for each thread name: its CPU from before to after per upload. */
+static void ticks_per_upload(buf_t *out, const ticks_t *before, const ticks_t *after, long uploads)
+{
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	for (int i = 0; i < after->n; i++) {
+		double t = after->ticks[i];
+		for (int j = 0; j < before->n; j++)
+			if (strcmp(before->names[j], after->names[i]) == 0)
+				t -= before->ticks[j];
+		char item[64];
+		int m = snprintf(item, sizeof item, "%s\"%s\":%.1f", i ? "," : "", after->names[i],
+		                 uploads ? t / hz * 1e6 / (double)uploads : 0.0);
+		buf_append(out, item, (size_t)m);
+	}
+}
+
+/* Runs the client threads until now + seconds. */
+static void run_for(int threads, double seconds)
+{
+	deadline = time_mono_ns() + (int64_t)(seconds * 1e9);
+	pthread_t *th = calloc((size_t)threads, sizeof *th);
+	for (int k = 0; k < threads; k++)
+		pthread_create(&th[k], NULL, run, (void *)(intptr_t)k);
+	for (int k = 0; k < threads; k++)
+		pthread_join(th[k], NULL);
+	free(th);
 }
 
 int main(int argc, char **argv)
@@ -74,6 +189,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int threads = atoi(argv[2]);
+	if (getenv("PROJECTS") && atol(getenv("PROJECTS")) > 1)
+		projects = atol(getenv("PROJECTS"));
 	double seconds = atof(argv[3]);
 	int window = atoi(argv[4]);
 	FILE *f = fopen(argv[1], "rb");
@@ -111,19 +228,34 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	t_base = (time_now_ns() / NS_PER_SEC / 3600 * 3600 - 7200) * NS_PER_SEC;
+	/* Live profiles: dated from 5 minutes ago on, a millisecond apart (not
+	 * in hours that ended long ago, which sealing and the merged hours would
+	 * take up while the run lasts). */
+	t_base = time_now_ns() - 300 * NS_PER_SEC;
+	/* WARMUP seconds first (not counted): at PROJECTS=1,000 the first
+	 * seconds create every project's partition file of the day, a cost paid
+	 * once a day per project. */
+	double warmup = getenv("WARMUP") ? atof(getenv("WARMUP")) : 0;
+	if (warmup > 0) {
+		run_for(threads, warmup);
+		atomic_store(&n_done, 0);
+		atomic_store(&lat_sum_ns, 0);
+	}
+	ticks_t t0, t1;
+	ticks_take(&t0);
 	int64_t start = time_mono_ns();
-	deadline = start + (int64_t)(seconds * 1e9);
-	pthread_t *th = calloc((size_t)threads, sizeof *th);
-	for (int k = 0; k < threads; k++)
-		pthread_create(&th[k], NULL, run, (void *)(intptr_t)k);
-	for (int k = 0; k < threads; k++)
-		pthread_join(th[k], NULL);
+	run_for(threads, seconds);
 	double secs = (double)(time_mono_ns() - start) / 1e9;
-	store_close(store);
 	long done = atomic_load(&n_done);
-	printf("{\"threads\":%d,\"window_ms\":%d,\"uploads\":%ld,\"per_s\":%.1f,\"mean_ms\":%.2f}\n", threads,
-	       window, done, (double)done / secs,
-	       done ? (double)atomic_load(&lat_sum_ns) / 1e6 / (double)done : 0.0);
+	ticks_take(&t1);
+	buf_t cpu;
+	buf_init(&cpu, SIZE_MAX);
+	ticks_per_upload(&cpu, &t0, &t1, done);
+	store_close(store);
+	printf("{\"threads\":%d,\"window_ms\":%d,\"projects\":%ld,\"uploads\":%ld,\"per_s\":%.1f,"
+	       "\"mean_ms\":%.2f,\"cpu_us\":{%.*s}}\n",
+	       threads, window, projects, done, (double)done / secs,
+	       done ? (double)atomic_load(&lat_sum_ns) / 1e6 / (double)done : 0.0, (int)cpu.n, (char *)cpu.p);
+	buf_free(&cpu);
 	return 0;
 }
