@@ -35,9 +35,10 @@ typedef struct local_part {
 	sqlite3 *db;
 	sqlite3_stmt *ins[LT_COUNT], *sel[LT_COUNT];
 	sqlite3_stmt *ins_chunk, *sel_payload, *ins_payload, *ins_span, *set_applied;
-	sqlite3_stmt *ins_run; /* format 2: INSERT INTO node_runs */
-	int format;            /* meta.format: 1 or 2 */
-	buf_t run;             /* format 2: nodes added by the batch being written (local_node_run_add) */
+	sqlite3_stmt *begin, *commit; /* BEGIN IMMEDIATE, COMMIT: parsed once, not per transaction */
+	sqlite3_stmt *ins_run;        /* format 2: INSERT INTO node_runs */
+	int format;                   /* meta.format: 1 or 2 */
+	buf_t run; /* format 2: nodes added by the batch being written (local_node_run_add) */
 	uint32_t run_first, run_n;
 	u64map_t cache[LT_COUNT];
 	uint32_t next[LT_COUNT]; /* next local id to assign */
@@ -57,8 +58,12 @@ typedef struct local_part {
 	int seal_broken;        /* an hour failed to seal (logged): not tried again while open */
 	int64_t late_hour;      /* the hour of the last profile written after its hour was due for sealing */
 	int64_t late_at;        /* when (time_mono_ns; 0: never) */
+	int hours_late;         /* the open transaction holds a profile before the compactor's cutoff */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
+	/* Its place in the route of the apply pass route_gen (local_log.c). */
+	uint64_t route_gen, route_last;
+	uint32_t route_ix;
 } local_part_t;
 
 typedef struct local_job {
@@ -86,6 +91,11 @@ typedef struct {
  * left behind), and at close. With many projects each file gets a few
  * pages a second: copying every file every round was most of a round's cost. */
 #define LOCAL_CKPT_COPY_FRAMES 256
+
+/* Sets and ways of store_t.part_slot: room for the open partitions of
+ * thousands of projects' today and yesterday. */
+#define LOCAL_PART_SETS 2048u
+#define LOCAL_PART_WAYS 4u
 
 /* A partition file on the checkpointer's list. */
 typedef struct {
@@ -293,17 +303,27 @@ struct store {
 	pthread_mutex_t hours_mu, hours_pass_mu;
 	pthread_cond_t hours_cv;
 	int64_t hours_margin_ns; /* an hour is merged once it ended this long ago */
-	int hours_pass_ms;       /* between passes */
+	/* Commits of a profile older than the compactor's cutoff (an hour that
+	 * ended hours_margin_ns ago): a pass merges a day file written since
+	 * its last pass only when this moved (local_part_commit adds). */
+	_Atomic uint64_t hours_late_gen;
+	int hours_pass_ms; /* between passes */
 	local_hours_seen_t *hours_seen;
 	uint32_t n_hours_seen;
 	size_t cap_hours_seen;
 	/* Counters for tests and benchmarks: merged rows written; merged rows
-	 * and chunks that store_view_sums added. */
-	_Atomic uint64_t hours_written, hours_used, hours_chunks;
+	 * and chunks that store_view_sums added; day files a pass looked into. */
+	_Atomic uint64_t hours_written, hours_used, hours_chunks, hours_looked;
 
 	/* Writer thread only. */
 	local_part_t **parts;
 	uint32_t n_parts;
+	/* The open partitions by key: set key % LOCAL_PART_SETS holds up to
+	 * LOCAL_PART_WAYS of them (the least recently used one makes room), so
+	 * that finding one is seldom a walk over all of them (local_part_get;
+	 * an entry is checked, and cleared when its partition closes). */
+	local_part_t *part_slot[LOCAL_PART_SETS][LOCAL_PART_WAYS];
+	uint64_t route_gen; /* apply passes routed (local_log.c apply_group) */
 	size_t cap_parts;
 	uint64_t tick;
 	int part_format;          /* format of new partition files: LOCAL_FORMAT (tests set 1) */

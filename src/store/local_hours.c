@@ -41,11 +41,16 @@ static const char hours_schema[] =
     " WITHOUT ROWID;";
 
 /* What a day file looked like when a pass last merged it: unchanged since,
- * with the same cutoff, there is nothing new to merge. */
+ * with the same cutoff, there is nothing new to merge. Changed, with the
+ * same cutoff, the same file (inode) and no late write committed anywhere
+ * since (hours_late_gen): its new profiles are all past the cutoff, and
+ * there is nothing to merge either. */
 struct local_hours_seen {
 	char *path;
 	int64_t db_size, db_mtime, wal_size, wal_mtime;
-	int64_t until; /* the range's end that pass merged up to */
+	uint64_t db_ino;
+	int64_t until;     /* the range's end that pass merged up to */
+	uint64_t late_gen; /* store's hours_late_gen when that pass began */
 };
 
 /* ---- the stamp, the accumulator ---- */
@@ -627,6 +632,9 @@ static int seen_same(const char *path, local_hours_seen_t *now)
 	                (int64_t)b.st_size, b.st_mtim.tv_sec * NS_PER_SEC + b.st_mtim.tv_nsec};
 	int same =
 	    now->db_size == v[0] && now->db_mtime == v[1] && now->wal_size == v[2] && now->wal_mtime == v[3];
+	if (now->db_ino != (uint64_t)a.st_ino)
+		now->until = INT64_MIN; /* another file (moved aside and made again): merged anew */
+	now->db_ino = (uint64_t)a.st_ino;
 	now->db_size = v[0];
 	now->db_mtime = v[1];
 	now->wal_size = v[2];
@@ -634,8 +642,8 @@ static int seen_same(const char *path, local_hours_seen_t *now)
 	return same;
 }
 
-/* The days of one project directory. */
-static int pass_project(compactor_t *c, const char *dirname, int64_t cutoff, err_t *err)
+/* The days of one project directory; late_gen: hours_late_gen as the pass began. */
+static int pass_project(compactor_t *c, const char *dirname, int64_t cutoff, uint64_t late_gen, err_t *err)
 {
 	store_t *s = c->s;
 	char name[LIMIT_NAME_BYTES];
@@ -663,7 +671,14 @@ static int pass_project(compactor_t *c, const char *dirname, int64_t cutoff, err
 		char *path = xmalloc(pn);
 		snprintf(path, pn, "%s/%s", dir, de->d_name);
 		local_hours_seen_t *seen = seen_find(s, path);
-		if (!(seen_same(path, seen) && seen->until == until)) {
+		int same = seen_same(path, seen);
+		/* Written since, but only past the cutoff (live profiles): the
+		 * apply thread counts every commit of a profile before it. */
+		if (!same && seen->until == until && seen->late_gen == late_gen)
+			same = 1;
+		if (!(same && seen->until == until)) {
+			seen->late_gen = late_gen;
+			atomic_fetch_add(&s->hours_looked, 1);
 			err_t e = {0};
 			if (compact_day(c, slice_make(name, len), path, from, until, &e) < 0) {
 				seen->until = INT64_MIN; /* try again next pass */
@@ -683,6 +698,8 @@ static int pass_project(compactor_t *c, const char *dirname, int64_t cutoff, err
 int local_hours_pass(store_t *s, err_t *err)
 {
 	pthread_mutex_lock(&s->hours_pass_mu);
+	/* Read before the cutoff: a late write committed after this is seen by the next pass. */
+	uint64_t late_gen = atomic_load(&s->hours_late_gen);
 	int64_t cutoff = local_hour(time_now_ns() - s->hours_margin_ns) * HOUR_NS;
 	compactor_t c = {.s = s, .zc = xcheck(ZSTD_createCCtx()), .zd = xcheck(ZSTD_createDCtx())};
 	local_hacc_init(&c.acc);
@@ -694,7 +711,7 @@ int local_hours_pass(store_t *s, err_t *err)
 	struct dirent *de;
 	while (d && (de = readdir(d)) && !stopping(s))
 		if (de->d_name[0] != '.' && de->d_name[0] != '_' &&
-		    pass_project(&c, de->d_name, cutoff, err) < 0)
+		    pass_project(&c, de->d_name, cutoff, late_gen, err) < 0)
 			ret = -1;
 	if (d)
 		closedir(d);

@@ -469,6 +469,10 @@ static int part_create(store_t *s, const char *path, const char *pdir, err_t *er
 
 static void part_close(store_t *s, local_part_t *p)
 {
+	local_part_t **set = s->part_slot[p->key % LOCAL_PART_SETS];
+	for (uint32_t w = 0; w < LOCAL_PART_WAYS; w++)
+		if (set[w] == p)
+			set[w] = NULL;
 	part_drop_caches(s, p);
 	for (int t = 0; t < LT_COUNT; t++) {
 		sqlite3_finalize(p->ins[t]);
@@ -479,6 +483,8 @@ static void part_close(store_t *s, local_part_t *p)
 	sqlite3_finalize(p->ins_payload);
 	sqlite3_finalize(p->ins_span);
 	sqlite3_finalize(p->set_applied);
+	sqlite3_finalize(p->begin);
+	sqlite3_finalize(p->commit);
 	sqlite3_finalize(p->ins_run);
 	buf_free(&p->run);
 	sqlite3_close_v2(p->db);
@@ -526,6 +532,11 @@ static int part_prepare(local_part_t *p, err_t *err)
 		rc = sqlite3_prepare_v3(
 		    p->db, "INSERT OR REPLACE INTO meta VALUES('applied_lsn', ?1), ('applied_log', ?2)", -1,
 		    SQLITE_PREPARE_PERSISTENT, &p->set_applied, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "BEGIN IMMEDIATE", -1, SQLITE_PREPARE_PERSISTENT, &p->begin,
+		                        NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(p->db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT, &p->commit, NULL);
 	if (rc == SQLITE_OK && p->format >= 2)
 		rc = sqlite3_prepare_v3(p->db, "INSERT INTO node_runs VALUES(?1, ?2, ?3)", -1,
 		                        SQLITE_PREPARE_PERSISTENT, &p->ins_run, NULL);
@@ -652,10 +663,23 @@ fail:
 static local_part_t *part_get(store_t *s, const char *proj_dir, int64_t day, int existing, err_t *err)
 {
 	uint64_t key = hash_bytes(proj_dir, strlen(proj_dir), (uint64_t)day);
+	local_part_t **set = s->part_slot[key % LOCAL_PART_SETS];
+	for (uint32_t w = 0; w < LOCAL_PART_WAYS; w++)
+		if (set[w] && set[w]->key == key && set[w]->day == day &&
+		    strcmp(set[w]->proj, proj_dir) == 0) {
+			set[w]->last_use = ++s->tick;
+			return set[w];
+		}
+	/* Not in its set: the way it will take (an empty one, else the least recently used). */
+	local_part_t **slot = &set[0];
+	for (uint32_t w = 0; w < LOCAL_PART_WAYS && *slot; w++)
+		if (!set[w] || set[w]->last_use < (*slot)->last_use)
+			slot = &set[w];
 	for (uint32_t i = 0; i < s->n_parts; i++)
 		if (s->parts[i]->key == key && s->parts[i]->day == day &&
 		    strcmp(s->parts[i]->proj, proj_dir) == 0) {
 			s->parts[i]->last_use = ++s->tick;
+			*slot = s->parts[i];
 			return s->parts[i];
 		}
 	if (existing) {
@@ -678,6 +702,7 @@ static local_part_t *part_get(store_t *s, const char *proj_dir, int64_t day, int
 		return NULL;
 	p->key = key;
 	p->last_use = ++s->tick;
+	*slot = p;
 	s->part_opens++;
 	s->parts = xgrow(s->parts, &s->cap_parts, (size_t)s->n_parts + 1, sizeof *s->parts);
 	s->parts[s->n_parts++] = p;
@@ -803,8 +828,9 @@ void local_parts_close_all(store_t *s)
 
 int local_part_begin(store_t *s, local_part_t *p, err_t *err)
 {
-	int rc = sqlite3_exec(p->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
+	int rc = sqlite3_step(p->begin);
+	sqlite3_reset(p->begin);
+	if (rc != SQLITE_DONE)
 		return local_sqlite_err(err, p->db, rc, p->path, "BEGIN");
 	p->in_txn = 1;
 	p->txn_lsn = 0;
@@ -815,12 +841,17 @@ int local_part_begin(store_t *s, local_part_t *p, err_t *err)
 
 int local_part_commit(store_t *s, local_part_t *p, err_t *err)
 {
-	int rc = sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
+	int rc = sqlite3_step(p->commit);
+	sqlite3_reset(p->commit);
+	if (rc != SQLITE_DONE)
 		return local_sqlite_err(err, p->db, rc, p->path, "COMMIT");
 	p->in_txn = 0;
 	p->txn_lsn = 0;
 	p->committed_lsn = p->applied_lsn;
+	if (p->hours_late) {
+		atomic_fetch_add(&s->hours_late_gen, 1);
+		p->hours_late = 0;
+	}
 	return 0;
 }
 
@@ -1124,12 +1155,20 @@ int local_part_write(store_t *s, local_part_t *p, const model_batch_t *b, int64_
 	local_scratch_t *sc = &s->sc;
 	/* A profile for an hour already due for sealing (late, replayed or
 	 * backfilled): that hour waits until such writes stop (local_part_seal). */
-	int64_t due = time_now_ns() - (int64_t)LOCAL_SEAL_DELAY_S * NS_PER_SEC;
-	for (uint32_t i = 0; i < b->n_profiles; i++)
-		if (b->profiles[i].time_ns < due && time_day(b->profiles[i].time_ns) == day) {
+	int64_t now = time_now_ns(), due = now - (int64_t)LOCAL_SEAL_DELAY_S * NS_PER_SEC;
+	/* ... and one before the merged hours' cutoff makes them look again
+	 * (hours_late_gen, at the commit). */
+	int64_t merged = local_hour(now - s->hours_margin_ns) * 3600 * NS_PER_SEC;
+	for (uint32_t i = 0; i < b->n_profiles; i++) {
+		if (time_day(b->profiles[i].time_ns) != day)
+			continue;
+		if (b->profiles[i].time_ns < due) {
 			p->late_hour = local_hour_floor(b->profiles[i].time_ns);
 			p->late_at = time_mono_ns();
 		}
+		if (b->profiles[i].time_ns < merged)
+			p->hours_late = 1;
+	}
 	if (!p->next[LT_FRAME])
 		return err_set(err, 503, "store: %s is unusable after a failed rollback", p->path);
 	/* A write that failed left a run: its transaction is rolled back (and

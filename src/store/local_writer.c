@@ -301,12 +301,27 @@ static void log_group(store_t *s, local_apply_item_t *it)
 	}
 }
 
+/* Nanoseconds until what waits is due for a pass (ap_mu held, ap_head set):
+ * 0 when it is (LOCAL_APPLY_DELAY_MS). */
+static int64_t apply_due_in(const store_t *s)
+{
+	if (s->ap_urgent || s->ap_stop || atomic_load(&s->behind) || s->ap_n >= LOCAL_APPLY_DEPTH / 2 ||
+	    s->ap_bytes >= LIMIT_STORE_APPLY_BYTES / 2 || s->ap_batches >= LOCAL_APPLY_PASS_BATCHES)
+		return 0;
+	int64_t left = s->ap_head->t_ns + (int64_t)LOCAL_APPLY_DELAY_MS * 1000000 - time_mono_ns();
+	return left > 0 ? left : 0;
+}
+
 /* Hands it to the apply thread; waits while the groups handed over reach
- * LOCAL_APPLY_DEPTH or LIMIT_STORE_APPLY_BYTES (ap_mu held). */
+ * LOCAL_APPLY_DEPTH or LIMIT_STORE_APPLY_BYTES (ap_mu held). The apply
+ * thread is woken only when its wait changes: the first group it will
+ * gather (its gathering delay starts), or a pass due now. Waking it for
+ * every group cost it a context switch per group for nothing. */
 static void hand_over(store_t *s, local_apply_item_t *it)
 {
 	while (s->ap_n >= LOCAL_APPLY_DEPTH || (s->ap_n && s->ap_bytes + it->bytes > LIMIT_STORE_APPLY_BYTES))
 		pthread_cond_wait(&s->ap_room, &s->ap_mu);
+	int first = !s->ap_head;
 	if (s->ap_tail)
 		s->ap_tail->next = it;
 	else
@@ -318,7 +333,8 @@ static void hand_over(store_t *s, local_apply_item_t *it)
 	s->ap_batches += it->m;
 	if (!it->jobs[0]->b)
 		s->ap_urgent++; /* a sweep: everything before it is written now */
-	pthread_cond_signal(&s->ap_work);
+	if (first || apply_due_in(s) == 0)
+		pthread_cond_signal(&s->ap_work);
 }
 
 /* The queue's run (the log thread): a group is checked and appended, its
@@ -443,17 +459,6 @@ static local_apply_item_t *take_items(store_t *s)
 			s->ap_urgent--;
 	}
 	return first;
-}
-
-/* Nanoseconds until what waits is due for a pass (ap_mu held, ap_head set):
- * 0 when it is (LOCAL_APPLY_DELAY_MS). */
-static int64_t apply_due_in(const store_t *s)
-{
-	if (s->ap_urgent || s->ap_stop || atomic_load(&s->behind) || s->ap_n >= LOCAL_APPLY_DEPTH / 2 ||
-	    s->ap_bytes >= LIMIT_STORE_APPLY_BYTES / 2 || s->ap_batches >= LOCAL_APPLY_PASS_BATCHES)
-		return 0;
-	int64_t left = s->ap_head->t_ns + (int64_t)LOCAL_APPLY_DELAY_MS * 1000000 - time_mono_ns();
-	return left > 0 ? left : 0;
 }
 
 /* ap_mu held: one sealing step (local_log_seal_step) when one is due or

@@ -335,6 +335,46 @@ static void test_sums_exact(void **state)
 	tmpdir_free(dir);
 }
 
+/* A pass looks into a day file again only when it changed before the
+ * cutoff: profiles written since into the hours not merged yet (live ones)
+ * leave it alone; a late one, before the cutoff, has its hour merged again. */
+static void test_live_writes_not_looked_at(void **state)
+{
+	(void)state;
+	for (int attempt = 0;; attempt++) {
+		char *dir = tmpdir_new();
+		store_t *s = open_store(dir);
+		int64_t now = time_now_ns(), hour = local_hour(now);
+		int64_t t[] = {now - HOUR, now};
+		write_ok(s, test_batch_at("default", t, 2, 5));
+		pass_ok(s);
+		uint64_t looked = atomic_load(&s->hours_looked), written = atomic_load(&s->hours_written);
+		assert_true(looked >= 1 && written >= 1);
+
+		int64_t live[] = {now + NS_PER_SEC};
+		write_ok(s, test_batch_at("default", live, 1, 6));
+		pass_ok(s);
+		uint64_t looked_live = atomic_load(&s->hours_looked);
+		uint64_t written_live = atomic_load(&s->hours_written);
+
+		int64_t late[] = {now - HOUR + NS_PER_SEC};
+		write_ok(s, test_batch_at("default", late, 1, 7));
+		pass_ok(s);
+		uint64_t looked_late = atomic_load(&s->hours_looked);
+		uint64_t written_late = atomic_load(&s->hours_written);
+		store_close(s);
+		tmpdir_free(dir);
+		/* The cutoff moved meanwhile (an hour began): every file is looked at again. */
+		if (local_hour(time_now_ns()) != hour && attempt == 0)
+			continue;
+		assert_int_equal(looked_live, looked);
+		assert_int_equal(written_live, written);
+		assert_int_equal(looked_late, looked + 1);
+		assert_int_equal(written_late, written + 1);
+		break;
+	}
+}
+
 /* The stored sums codec refuses what it did not write. */
 static void test_sums_codec(void **state)
 {
@@ -401,6 +441,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sums_codec),
 	    cmocka_unit_test(test_sums_exact),
+	    cmocka_unit_test(test_live_writes_not_looked_at),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
