@@ -56,9 +56,13 @@ typedef struct local_part {
 	uint32_t wal_frames;    /* frames in its -wal after the last commit (SQLite's WAL hook) */
 	int64_t seal_check;     /* time_mono_ns before which sealing does not look at it again */
 	int seal_broken;        /* an hour failed to seal (logged): not tried again while open */
-	int64_t late_hour;      /* the hour of the last profile written after its hour was due for sealing */
-	int64_t late_at;        /* when (time_mono_ns; 0: never) */
-	int hours_late;         /* the open transaction holds a profile before the compactor's cutoff */
+	/* Sealing's last step sealed every chunk of (seal_series, seal_hour) up
+	 * to (seal_t, seal_id) in (t_ns, id) order: the next step goes on after. */
+	int seal_after;
+	int64_t seal_series, seal_hour, seal_t, seal_id;
+	int64_t late_hour; /* the hour of the last profile written after its hour was due for sealing */
+	int64_t late_at;   /* when (time_mono_ns; 0: never) */
+	int hours_late;    /* the open transaction holds a profile before the compactor's cutoff */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 	/* Its place in the route of the apply pass route_gen (local_log.c). */

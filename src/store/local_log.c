@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -758,9 +759,34 @@ static int seal_begin(store_t *s, local_part_t *p, err_t *err)
 	return 0;
 }
 
+/* Does the day file at path hold a chunk from before cutoff not sealed yet
+ * (format 2)? A read-only look: opening every project's files for writing
+ * (statements, the node map) cost seconds on this thread at a thousand
+ * projects. 1 also when it cannot tell (the writer's open reports why). */
+static int seal_wanted(const char *path, int64_t cutoff)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int want = 1;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+	    sqlite3_busy_timeout(db, 5000) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db,
+	                       "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'format' AND value >= 2)"
+	                       " AND EXISTS (SELECT 1 FROM chunks WHERE payload > 0 AND t_ns < ?1)",
+	                       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, cutoff);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			want = sqlite3_column_int(st, 0);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close_v2(db);
+	return want;
+}
+
 /* Once, at the first step: today's and yesterday's day files of every
- * project (UTC) are opened, so that hours a stopped Kiln left unsealed are
- * sealed without waiting for a write to their day. */
+ * project (UTC) that hold an hour to seal are opened, so that hours a
+ * stopped Kiln left unsealed are sealed without waiting for a write to
+ * their day. */
 static void seal_discover(store_t *s)
 {
 	s->seal_found = 1;
@@ -768,6 +794,7 @@ static void seal_discover(store_t *s)
 	if (!d)
 		return;
 	int64_t today = time_day(time_now_ns());
+	int64_t cutoff = time_now_ns() - (int64_t)LOCAL_SEAL_DELAY_S * NS_PER_SEC;
 	struct dirent *e;
 	while ((e = readdir(d)) && s->n_parts < s->open_max) {
 		char name[LIMIT_NAME_BYTES];
@@ -775,6 +802,11 @@ static void seal_discover(store_t *s)
 		if (local_project_name(e->d_name, name, &n) < 0)
 			continue;
 		for (int64_t day = today - 1; day <= today; day++) { /* day numbers (time_day) */
+			char day_s[11], path[PATH_MAX];
+			time_day_str(day, day_s);
+			snprintf(path, sizeof path, "%s/%s/%s.db", s->dir, e->d_name, day_s);
+			if (access(path, F_OK) != 0 || !seal_wanted(path, cutoff))
+				continue;
 			err_t err = {0};
 			if (!local_part_get_existing(s, e->d_name, day, &err) && err.status)
 				log_error("store: cannot seal", "project=%s err=\"%s\"", e->d_name, err.msg);

@@ -29,8 +29,8 @@ struct local_sealer {
 	store_wentry_t *went;
 	size_t cap_went;
 	local_block_in_t *in;
-	int64_t *payload;
-	size_t cap_in, cap_payload;
+	int64_t *payload, *tmp_payload; /* each in's payload column; by_id's room */
+	size_t cap_in, cap_payload, cap_tmp_payload;
 	local_block_scratch_t bs;
 	buf_t head, data;
 };
@@ -46,6 +46,7 @@ void local_sealer_free(local_sealer_t *z)
 	free(z->went);
 	free(z->in);
 	free(z->payload);
+	free(z->tmp_payload);
 	local_block_scratch_free(&z->bs);
 	buf_free(&z->head);
 	buf_free(&z->data);
@@ -80,19 +81,22 @@ static int step_done(local_part_t *p, sqlite3_stmt *st, err_t *err)
 	return rc == SQLITE_DONE ? 0 : local_sqlite_err(err, p->db, rc, p->path, "sealing");
 }
 
-/* The chunks of (series, [hour, hour + 1 h)) not sealed yet, in id order (at
- * most LOCAL_BLOCK_MAX_CHUNKS and about LOCAL_SEAL_MAX_ENTRIES entries), with
- * their entries decoded into z. *n = how many; 1 when one could not be
- * decoded (*bad names it), 0, or -1 with err on a SQLite failure. */
-static int gather(local_part_t *p, local_sealer_t *z, int64_t series, int64_t hour, uint32_t *n, char *bad,
-                  size_t bad_n, err_t *err)
+/* The chunks of (series, [hour, hour + 1 h)) not sealed yet, in (t_ns, id)
+ * order after (after_t, after_id) (at most LOCAL_BLOCK_MAX_CHUNKS and about
+ * LOCAL_SEAL_MAX_ENTRIES entries), with their entries decoded into z. The
+ * index on (series, t_ns) seeks there, so the blocks of a busy series' hour
+ * do not each walk the chunks sealed before them. *n = how many; 1 when one
+ * could not be decoded (*bad names it), 0, or -1 with err on a SQLite
+ * failure. */
+static int gather(local_part_t *p, local_sealer_t *z, int64_t series, int64_t hour, int64_t after_t,
+                  int64_t after_id, uint32_t *n, char *bad, size_t bad_n, err_t *err)
 {
 	sqlite3_stmt *sel = NULL, *pay = NULL;
 	int rc =
 	    sqlite3_prepare_v2(p->db,
 	                       "SELECT local, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
 	                       " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 AND payload > 0"
-	                       " ORDER BY local LIMIT ?4",
+	                       " AND (t_ns, local) > (?5, ?6) ORDER BY t_ns, local LIMIT ?4",
 	                       -1, &sel, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(p->db, "SELECT data FROM payloads WHERE local = ?1", -1, &pay, NULL);
@@ -103,6 +107,8 @@ static int gather(local_part_t *p, local_sealer_t *z, int64_t series, int64_t ho
 		sqlite3_bind_int64(sel, 2, hour);
 		sqlite3_bind_int64(sel, 3, hour + 3600 * NS_PER_SEC);
 		sqlite3_bind_int64(sel, 4, LOCAL_BLOCK_MAX_CHUNKS);
+		sqlite3_bind_int64(sel, 5, after_t);
+		sqlite3_bind_int64(sel, 6, after_id);
 	}
 	uint32_t max_node = p->next[LT_NODE] - 1, max_attrset = p->next[LT_ATTRSET] - 1;
 	while (rc == SQLITE_OK && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
@@ -165,6 +171,25 @@ static int gather(local_part_t *p, local_sealer_t *z, int64_t series, int64_t ho
 		z->in[i].e = z->went + z->in[i].head.first;
 	*n = (uint32_t)k;
 	return ret;
+}
+
+static int in_id_cmp(const void *a, const void *b)
+{
+	const local_block_in_t *x = a, *y = b;
+	return (x->head.id > y->head.id) - (x->head.id < y->head.id);
+}
+
+/* z's n gathered chunks in id order, the block's (readers find a chunk in
+ * it by binary search): their payloads go along. */
+static void by_id(local_sealer_t *z, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		z->in[i].head.first = i; /* where its payload is, until write_block */
+	qsort(z->in, n, sizeof *z->in, in_id_cmp);
+	z->tmp_payload = xgrow(z->tmp_payload, &z->cap_tmp_payload, (size_t)n + 1, sizeof *z->tmp_payload);
+	for (uint32_t i = 0; i < n; i++)
+		z->tmp_payload[i] = z->payload[z->in[i].head.first];
+	memcpy(z->payload, z->tmp_payload, n * sizeof *z->payload);
 }
 
 /* Writes z's first n gathered chunks as one block: the block row, the chunk
@@ -243,9 +268,20 @@ int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now,
 	local_sealer_t *z = sealer(s);
 	uint32_t n;
 	char bad[256] = "";
-	int g = gather(p, z, series, hour, &n, bad, sizeof bad, err);
+	/* The last step sealed this hour's chunks up to seal_after: go on from
+	 * there; from the start when nothing is left after it (a late chunk
+	 * before it) or it is another hour. */
+	int resume = p->seal_after && p->seal_series == series && p->seal_hour == hour;
+	int g = gather(p, z, series, hour, resume ? p->seal_t : INT64_MIN, resume ? p->seal_id : 0, &n, bad,
+	               sizeof bad, err);
+	if (g == 0 && !n && resume)
+		g = gather(p, z, series, hour, INT64_MIN, 0, &n, bad, sizeof bad, err);
+	p->seal_after = 0;
 	if (g < 0)
 		return -1;
+	uint32_t gathered = n;
+	local_block_chunk_t last = n ? z->in[n - 1].head : (local_block_chunk_t){0};
+	by_id(z, n);
 	err_t e = {0};
 	/* An hour whose raw entries pass LIMIT_STORE_BLOCK_BYTES is split. */
 	while (g == 0 && n && local_block_encode(z->in, n, z->zc, &z->bs, &z->head, &z->data, &e) < 0) {
@@ -270,5 +306,12 @@ int local_part_seal(store_t *s, local_part_t *p, int64_t cutoff_ns, int now,
 		return -1;
 	atomic_fetch_add(&s->sealed_blocks, 1);
 	atomic_fetch_add(&s->sealed_chunks, n);
+	if (n == gathered) { /* all sealed: the next step starts after them */
+		p->seal_after = 1;
+		p->seal_series = series;
+		p->seal_hour = hour;
+		p->seal_t = last.t_ns;
+		p->seal_id = last.id;
+	}
 	return 1;
 }

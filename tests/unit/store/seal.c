@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "helpers.h"
 #include "store/local.h"
+#include "store/local_block.h"
 
 #define HOUR (3600 * NS_PER_SEC)
 
@@ -220,6 +221,9 @@ static void test_restart_seals_yesterday(void **state)
 	int64_t day_n = time_day(time_now_ns()) - 1, yesterday = day_n * NS_PER_DAY;
 	for (int i = 0; i < 4; i++)
 		write_ok(f->s, hour_batch(yesterday + 3 * HOUR + i * 600 * NS_PER_SEC, i));
+	/* Today's file holds only a profile of now, nothing to seal: the first
+	 * step looks at it read-only and leaves it closed. */
+	write_ok(f->s, hour_batch(time_now_ns(), 0));
 	store_close(f->s);
 	f->s = open_store(f->dir);
 	char day[11], path[512];
@@ -227,12 +231,52 @@ static void test_restart_seals_yesterday(void **state)
 	snprintf(path, sizeof path, "%s/default/%s.db", f->dir, day);
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM blocks"), 0);
 	local_seal_wait(f->s);
+	assert_int_equal(f->s->part_opens, 1);
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM blocks"), 2);
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM chunks WHERE payload > 0"), 0);
 	uint32_t chunks;
 	assert_int_equal(sum_totals(f->s, "default", yesterday, yesterday + NS_PER_DAY, &chunks),
 	                 (10 + 3 + 5) * 4 + 6 + 4096 * (1 + 2 + 3 + 1));
 	assert_int_equal(chunks, 8);
+}
+
+/* An hour of one series with more chunks than a block holds: blocks of
+ * LOCAL_BLOCK_MAX_CHUNKS in turn, each step going on after the last (their
+ * chunks in id order inside), then a late chunk dated before all of them
+ * gets a block of its own; every entry reads the same throughout. The
+ * profiles are not in time order, so time order and id order differ. */
+static void test_busy_hour_blocks(void **state)
+{
+	store_fix *f = *state;
+	enum { N = 2 * LOCAL_BLOCK_MAX_CHUNKS + 100 };
+	int64_t *t = malloc(N * sizeof *t);
+	for (int i = 0; i < N; i++)
+		t[i] = DAY0 + HOUR + 60 * NS_PER_SEC + (int64_t)((i * 7919) % N) * (NS_PER_SEC / 2);
+	write_ok(f->s, test_batch_at("default", t, N, 3));
+	uint64_t n0, n1, n2;
+	uint32_t c0, c1, c2;
+	uint64_t d0 = digest(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &n0, &c0);
+	assert_int_equal(c0, N);
+	local_seal_wait(f->s);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks"), 3);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM chunks WHERE payload > 0"), 0);
+	assert_int_equal(digest(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &n1, &c1), d0);
+	assert_int_equal(c1, N);
+	assert_int_equal(n1, n0);
+
+	int64_t late[] = {DAY0 + HOUR};
+	write_ok(f->s, test_batch_at("default", late, 1, 3));
+	local_seal_wait(f->s);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM blocks"), 4);
+	assert_int_equal(count(f->dir, "SELECT count(*) FROM chunks WHERE payload > 0"), 0);
+	uint64_t d2 = digest(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &n2, &c2);
+	assert_int_equal(c2, N + 1);
+	assert_int_equal(n2, n0 + 3);
+	(void)d2;
+	store_stats_t st;
+	store_get_stats(f->s, &st);
+	assert_int_equal(st.sealed_chunks, N + 1);
+	free(t);
 }
 
 static void test_format_1_not_sealed(void **state)
@@ -308,6 +352,7 @@ int main(void)
 	                                    store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_restart_seals_yesterday, store_fix_setup,
 	                                    store_fix_teardown),
+	    cmocka_unit_test_setup_teardown(test_busy_hour_blocks, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_format_1_not_sealed, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_damaged_blocks, store_fix_setup, store_fix_teardown),
 	};
