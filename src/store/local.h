@@ -88,12 +88,16 @@ typedef struct {
 } local_span_ref_t;
 
 /* A checkpoint round makes every partition written since the last one
- * durable. It syncs the partition's -wal (one fdatasync, whatever it holds)
- * and copies the -wal into the file (a checkpoint: SQLite opened, two
- * fsyncs) only when the -wal holds this many frames (4 KiB pages), when the
+ * durable. When it has more than LOCAL_CKPT_SYNC_ABOVE of them, it syncs a
+ * partition's -wal (one fdatasync, whatever it holds) and copies the -wal
+ * into the file (a checkpoint: SQLite opened, two fsyncs) only when the
+ * -wal holds LOCAL_CKPT_COPY_FRAMES frames (4 KiB pages), when the
  * partition was not written since the round before (idle: its -wal is not
  * left behind), and at close. With many projects each file gets a few
- * pages a second: copying every file every round was most of a round's cost. */
+ * pages a second: copying every file every round was most of a round's
+ * cost. With few, every one is copied: reads of a file whose -wal holds
+ * frames are slower. */
+#define LOCAL_CKPT_SYNC_ABOVE 64
 #define LOCAL_CKPT_COPY_FRAMES 256
 
 /* Sets and ways of store_t.part_slot: room for the open partitions of
@@ -293,6 +297,9 @@ struct store {
 	 * copying it into the file (LOCAL_CKPT_COPY_FRAMES). */
 	char **unfilled;
 	uint32_t n_unfilled;
+	int ckpt_ms;                 /* between rounds while partitions are dirty or unfilled; 0:
+	                                LIMIT_STORE_WAL_CHECKPOINT_MS (tests set less) */
+	int ckpt_sync_any;           /* tests: sync-only rounds however few partitions are written */
 	uint64_t log_since_ckpt;     /* log bytes since the last checkpoint started */
 	uint64_t ckpt_req, ckpt_gen; /* checkpoints asked for, run */
 	int ckpt_stop, ckpt_rc;

@@ -362,13 +362,15 @@ static void round_ok(store_t *s)
 		fail_msg("checkpoint: %s", err.msg);
 }
 
-/* A checkpoint round syncs a partition's small -wal and leaves it (the .db
+/* With many partitions written (ckpt_sync_any here), a checkpoint round
+ * syncs a partition's small -wal and leaves it (the .db
  * keeps its bytes: SQLite writes only the -wal); the next round, the file
  * not written since, copies it in. A -wal past LOCAL_CKPT_COPY_FRAMES is
  * copied in the round that finds it, though the file is still written. */
 static void test_round_copies_idle_or_large_wal(void **state)
 {
 	store_fix *f = *state;
+	f->s->ckpt_sync_any = 1; /* as with more than LOCAL_CKPT_SYNC_ABOVE partitions */
 	write_ok(f->s, test_batch(DAY0, 100));
 	local_read_barrier(f->s);
 	uint64_t made = day0_hash(f);
@@ -404,6 +406,31 @@ static void test_round_copies_idle_or_large_wal(void **state)
 	store_close(f->s);
 	f->s = open_store(f->dir);
 	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), want);
+	/* One partition written (not more than LOCAL_CKPT_SYNC_ABOVE): copied at once. */
+	uint64_t before = day0_hash(f);
+	write_ok(f->s, test_batch(DAY0 + (n + 1) * NS_PER_SEC, 100));
+	local_read_barrier(f->s);
+	round_ok(f->s);
+	assert_true(day0_hash(f) != before);
+}
+
+/* With nothing written after it, a -wal that a round only synced is
+ * copied by a later round all the same: a store that stopped being
+ * written keeps no frames in its -wal files (readers would look them up). */
+static void test_idle_wal_copied_without_writes(void **state)
+{
+	store_fix *f = *state;
+	f->s->ckpt_sync_any = 1;
+	f->s->ckpt_ms = 50;
+	write_ok(f->s, test_batch(DAY0, 100));
+	local_read_barrier(f->s);
+	uint64_t made = day0_hash(f);
+	int64_t t0 = time_mono_ns();
+	while (day0_hash(f) == made && time_mono_ns() - t0 < 10 * NS_PER_SEC)
+		usleep(20000);
+	assert_true(day0_hash(f) != made);
+	uint32_t chunks;
+	assert_int_equal(sum_totals(f->s, "default", DAY0, DAY0 + NS_PER_DAY, &chunks), 600);
 }
 
 /* DIR/_wal deleted after a clean stop (nothing in it to replay): the new log
@@ -881,6 +908,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reopen_and_dedupe, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_clean_stop_leaves_db_files_only, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_round_copies_idle_or_large_wal, store_fix_setup, store_fix_teardown),
+		cmocka_unit_test_setup_teardown(test_idle_wal_copied_without_writes, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_formats_1_and_2, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_node_runs_moved_aside, store_fix_setup, store_fix_teardown),
 		cmocka_unit_test_setup_teardown(test_log_deleted_after_clean_stop, store_fix_setup, store_fix_teardown),
