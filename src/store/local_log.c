@@ -28,6 +28,7 @@
  * Built once per pass, so writing it is not a walk over every batch for
  * every partition (a pass at 1,000 projects has ~1,000 of each). */
 typedef struct {
+	uint32_t part; /* index in route_t.p */
 	uint32_t group, batch;
 } batch_ref_t;
 
@@ -35,8 +36,7 @@ typedef struct {
 	local_part_t **p;
 	size_t n, cap;
 	batch_ref_t *refs; /* grouped by partition after route_sort */
-	uint32_t *part;    /* refs' partition (index in p) before the sort */
-	size_t n_refs, cap_refs, cap_part;
+	size_t n_refs, cap_refs;
 	uint32_t *first; /* n + 1 */
 } route_t;
 
@@ -55,9 +55,7 @@ static void route_add(route_t *r, uint64_t gen, local_part_t *p, uint32_t group,
 		return;
 	p->route_last = ref;
 	r->refs = xgrow(r->refs, &r->cap_refs, r->n_refs + 1, sizeof *r->refs);
-	r->part = xgrow(r->part, &r->cap_part, r->n_refs + 1, sizeof *r->part);
-	r->refs[r->n_refs] = (batch_ref_t){group, batch};
-	r->part[r->n_refs++] = p->route_ix;
+	r->refs[r->n_refs++] = (batch_ref_t){p->route_ix, group, batch};
 }
 
 /* Groups the refs by partition, each partition's in the order they came
@@ -66,14 +64,14 @@ static void route_sort(route_t *r)
 {
 	r->first = xcalloc(r->n + 1, sizeof *r->first);
 	for (size_t i = 0; i < r->n_refs; i++)
-		r->first[r->part[i] + 1]++;
+		r->first[r->refs[i].part + 1]++;
 	for (size_t i = 0; i < r->n; i++)
 		r->first[i + 1] += r->first[i];
 	uint32_t *at = xmalloc((r->n + 1) * sizeof *at);
 	memcpy(at, r->first, (r->n + 1) * sizeof *at);
 	batch_ref_t *sorted = xmalloc((r->n_refs + 1) * sizeof *sorted);
 	for (size_t i = 0; i < r->n_refs; i++)
-		sorted[at[r->part[i]]++] = r->refs[i];
+		sorted[at[r->refs[i].part]++] = r->refs[i];
 	free(at);
 	free(r->refs);
 	r->refs = sorted;
@@ -83,7 +81,6 @@ static void route_free(route_t *r)
 {
 	free(r->p);
 	free(r->refs);
-	free(r->part);
 	free(r->first);
 }
 
@@ -131,6 +128,31 @@ void local_log_fresh(store_t *s, const char *path)
 	pthread_mutex_unlock(&s->ckpt_mu);
 }
 
+/* fdatasyncs partition path's -wal when it has one (files_lock held shared:
+ * the sweep does not delete it meanwhile). 0, or -1 with err. */
+static int wal_sync(const char *path, err_t *err)
+{
+	size_t n = strlen(path) + 5;
+	char *wal = xmalloc(n);
+	snprintf(wal, n, "%s-wal", path);
+	int rc = sync_path(wal, fdatasync);
+	if (rc < 0)
+		err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));
+	free(wal);
+	return rc;
+}
+
+/* Makes partition path durable up to its last commit without copying its
+ * -wal: wal_sync (the directory entry of a -wal the writer's open made is
+ * synced as a fresh path, part_open). No -wal: nothing since its last copy. */
+static int sync_wal(store_t *s, const char *path, err_t *err)
+{
+	pthread_rwlock_rdlock(&s->files_lock);
+	int rc = wal_sync(path, err);
+	pthread_rwlock_unlock(&s->files_lock);
+	return rc;
+}
+
 /* Makes partition path durable up to its last commit: a PASSIVE checkpoint
  * on a connection of its own (SQLite syncs its -wal before copying and the
  * .db after), then, when a reader kept it from copying every frame, an
@@ -164,34 +186,10 @@ static int ckpt_part(store_t *s, const char *path, int last, err_t *err)
 	 * synchronous=FULL as it closed, local_parts_close_all.) */
 	if (src == SQLITE_OK && n_log >= 0 && n_log == n_ckpt)
 		goto out;
-	size_t n = strlen(path) + 5;
-	char *wal = xmalloc(n);
-	snprintf(wal, n, "%s-wal", path);
-	if (sync_path(wal, fdatasync) < 0)
-		rc = err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));
-	free(wal);
+	rc = wal_sync(path, err);
 out:
 	sqlite3_close_v2(db);
 	pthread_rwlock_unlock(&s->files_lock);
-	return rc;
-}
-
-/* Makes partition path durable up to its last commit without copying its
- * -wal: an fdatasync of the -wal (whose directory entry the checkpointer
- * syncs as a fresh path when the writer's open made it, local_part_get).
- * No -wal: nothing since its last copy. Under files_lock shared, as
- * ckpt_part. 0, or -1 with err. */
-static int sync_wal(store_t *s, const char *path, err_t *err)
-{
-	size_t n = strlen(path) + 5;
-	char *wal = xmalloc(n);
-	snprintf(wal, n, "%s-wal", path);
-	pthread_rwlock_rdlock(&s->files_lock);
-	int rc = sync_path(wal, fdatasync);
-	pthread_rwlock_unlock(&s->files_lock);
-	if (rc < 0)
-		err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));
-	free(wal);
 	return rc;
 }
 
