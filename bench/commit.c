@@ -14,7 +14,15 @@
  * PROJECTS=N (environment, default 1): the uploads go round N projects
  * (p0, p1, ...), as N tenants' keys would. WARMUP=S: S seconds of the same
  * load first, not counted.
- * Prints one line of JSON: {"threads","window_ms","projects","uploads","per_s","mean_ms","cpu_us"},
+ * DATED=now: each profile is dated by the clock when it is made instead.
+ * With faketime (Debian package), a run crosses a midnight as a store
+ * does once a day, the store's own clock included (bench/midnight.sh):
+ *   FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '@2026-12-06 23:59:45' \
+ *     env DATED=now WARMUP=15 PROJECTS=1000 build/bench/commit FILE 8 10 0 DIR
+ * Prints one line of JSON: {"threads","window_ms","projects","uploads","per_s","mean_ms",
+ * "p99_ms","max_ms","worst_s","cpu_us"}: latency percentiles of the measured
+ * uploads (submit to durable answer) and, in worst_s, the slowest upload's
+ * second into the measured part;
  * cpu_us: CPU µs per upload of each of the process's threads by name
  * (store threads, and "commit" for the decoding client threads), up to the
  * close. */
@@ -41,6 +49,14 @@ static atomic_long n_done;
 static long projects = 1;
 static atomic_long seq; /* uploads begun: each one's time is t_base + seq ms */
 static atomic_llong lat_sum_ns;
+static int dated_now;         /* DATED=now */
+static int64_t measure_start; /* time_mono_ns() at the measured part's start */
+/* Latencies of the measured uploads (ns), and when each ended (ns after
+ * measure_start): at most LAT_MAX, the rest only counted. */
+#define LAT_MAX (1u << 22)
+static int64_t *lat_ns, *lat_end;
+static atomic_long n_lat;
+static atomic_int measuring;
 
 /* One submit's answer, waited for by the thread that submitted. */
 typedef struct {
@@ -84,7 +100,7 @@ static void *run(void *arg)
 		model_batch_t *b = model_batch_new(slice_cstr(project));
 		pprof_decode_opts_t opts = {.service = slice_cstr("commit"),
 		                            .now_ns = time_now_ns(),
-		                            .time_ns = t_base + q * 1000000LL,
+		                            .time_ns = dated_now ? time_now_ns() : t_base + q * 1000000LL,
 		                            .max_rows = LIMIT_SAMPLE_ROWS};
 		if (pprof_decode(in, &opts, b, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
@@ -101,8 +117,16 @@ static void *run(void *arg)
 			fprintf(stderr, "store: %s\n", a.err.msg);
 			exit(1);
 		}
+		int64_t t1 = time_mono_ns();
 		atomic_fetch_add(&n_done, 1);
-		atomic_fetch_add(&lat_sum_ns, time_mono_ns() - t0);
+		atomic_fetch_add(&lat_sum_ns, t1 - t0);
+		if (atomic_load(&measuring)) {
+			long i = atomic_fetch_add(&n_lat, 1);
+			if (i < (long)LAT_MAX) {
+				lat_ns[i] = t1 - t0;
+				lat_end[i] = t1 - measure_start;
+			}
+		}
 	}
 	return NULL;
 }
@@ -168,6 +192,12 @@ static void ticks_per_upload(buf_t *out, const ticks_t *before, const ticks_t *a
 		                 uploads ? t / hz * 1e6 / (double)uploads : 0.0);
 		buf_append(out, item, (size_t)m);
 	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
 }
 
 /* Runs the client threads until now + seconds. */
@@ -236,6 +266,12 @@ int main(int argc, char **argv)
 	 * seconds create every project's partition file of the day, a cost paid
 	 * once a day per project. */
 	double warmup = getenv("WARMUP") ? atof(getenv("WARMUP")) : 0;
+	measure_start = time_mono_ns() + (int64_t)(warmup * 1e9);
+	dated_now = getenv("DATED") && strcmp(getenv("DATED"), "now") == 0;
+	lat_ns = malloc(LAT_MAX * sizeof *lat_ns);
+	lat_end = malloc(LAT_MAX * sizeof *lat_end);
+	if (!lat_ns || !lat_end)
+		return 1;
 	if (warmup > 0) {
 		run_for(threads, warmup);
 		atomic_store(&n_done, 0);
@@ -244,18 +280,35 @@ int main(int argc, char **argv)
 	ticks_t t0, t1;
 	ticks_take(&t0);
 	int64_t start = time_mono_ns();
+	atomic_store(&measuring, 1);
 	run_for(threads, seconds);
 	double secs = (double)(time_mono_ns() - start) / 1e9;
 	long done = atomic_load(&n_done);
 	ticks_take(&t1);
+	long nl = atomic_load(&n_lat);
+	if (nl > (long)LAT_MAX)
+		nl = LAT_MAX;
+	double p99_ms = 0, max_ms = 0, worst_s = 0;
+	for (long i = 0; i < nl; i++)
+		if ((double)lat_ns[i] / 1e6 > max_ms) {
+			max_ms = (double)lat_ns[i] / 1e6;
+			worst_s = (double)(lat_end[i] - (start - measure_start)) / 1e9;
+		}
+	if (nl > 0) {
+		qsort(lat_ns, (size_t)nl, sizeof *lat_ns, cmp_i64);
+		p99_ms = (double)lat_ns[(size_t)((double)(nl - 1) * 0.99)] / 1e6;
+	}
 	buf_t cpu;
 	buf_init(&cpu, SIZE_MAX);
 	ticks_per_upload(&cpu, &t0, &t1, done);
 	store_close(store);
 	printf("{\"threads\":%d,\"window_ms\":%d,\"projects\":%ld,\"uploads\":%ld,\"per_s\":%.1f,"
-	       "\"mean_ms\":%.2f,\"cpu_us\":{%.*s}}\n",
+	       "\"mean_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,\"worst_s\":%.2f,\"cpu_us\":{%.*s}}\n",
 	       threads, window, projects, done, (double)done / secs,
-	       done ? (double)atomic_load(&lat_sum_ns) / 1e6 / (double)done : 0.0, (int)cpu.n, (char *)cpu.p);
+	       done ? (double)atomic_load(&lat_sum_ns) / 1e6 / (double)done : 0.0, p99_ms, max_ms, worst_s,
+	       (int)cpu.n, (char *)cpu.p);
+	free(lat_ns);
+	free(lat_end);
 	buf_free(&cpu);
 	return 0;
 }

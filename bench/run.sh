@@ -2,7 +2,7 @@
 # Runs every benchmark (or those named) and prints a summary table.
 #
 #   bench/run.sh [ingest] [otlp] [query] [storage] [memory] [scrape]
-# Installs wrk and hyperfine with apt-get when they are missing, builds
+# Installs wrk, hyperfine and faketime with apt-get when they are missing, builds
 # build/kiln and build/bench/* (NO_BUILD=1 skips that), writes everything it
 # generates under $KILN_BENCH_TMP (default /tmp/kiln-bench). Each script's
 # own environment knobs (CONNS, DURATION, COUNT, TOTAL, PERF=1, ...) pass through.
@@ -15,6 +15,7 @@ command -v wrk >/dev/null || missing+=(wrk)
 command -v hyperfine >/dev/null || missing+=(hyperfine)
 command -v curl >/dev/null || missing+=(curl)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
+command -v faketime >/dev/null || missing+=(faketime)
 if [ ${#missing[@]} -gt 0 ]; then
 	log "installing ${missing[*]}"
 	if [ "$(id -u)" = 0 ]; then
