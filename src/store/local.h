@@ -63,6 +63,7 @@ typedef struct local_part {
 	int64_t late_hour; /* the hour of the last profile written after its hour was due for sealing */
 	int64_t late_at;   /* when (time_mono_ns; 0: never) */
 	int hours_late;    /* the open transaction holds a profile before the compactor's cutoff */
+	int ahead;         /* the next day's partition was opened ahead (LOCAL_DAY_AHEAD_S) */
 	uint64_t last_use;
 	uint64_t key; /* hash of (proj, day): local_part_get compares it before the names */
 	/* Its place in the route of the apply pass route_gen (local_log.c). */
@@ -135,6 +136,14 @@ typedef struct {
  * each pass, as one transaction of a second would stall the apply thread
  * (and the log thread behind it) for the time of its COMMIT. */
 #define LOCAL_APPLY_TXN_BATCHES 512
+
+/* A project's next day file is made ahead: when the apply thread writes a
+ * profile dated in the last LOCAL_DAY_AHEAD_S of its UTC day while the
+ * clock, too, is in those seconds, it opens (so creates) that project's
+ * partition of the next day. So the files of a day come over its
+ * eve, not all at 00:00 UTC, where each project's first push of the day
+ * would wait behind a thousand others' file creations. */
+#define LOCAL_DAY_AHEAD_S 600
 
 /* One group as the apply thread writes it: its batches b[0..n) with their
  * project dirs, appended at lsn as a record of rec_n bytes. */
@@ -341,8 +350,9 @@ struct store {
 	unsigned char *part_tmpl; /* a new partition file's bytes (local_partition.c: part_create) */
 	size_t part_tmpl_len;
 	int part_tmpl_format;
-	uint32_t open_max;   /* the LRU's size: LIMIT_STORE_OPEN_PARTS or what RLIMIT_NOFILE allows */
-	uint64_t part_opens; /* partitions opened so far (tests: the LRU kept them) */
+	uint32_t open_max;    /* the LRU's size: LIMIT_STORE_OPEN_PARTS or what RLIMIT_NOFILE allows */
+	uint64_t part_opens;  /* partitions opened so far (tests: the LRU kept them) */
+	int64_t ahead_now_ns; /* tests: the clock making ahead reads (0: time_now_ns) */
 	size_t cache_entries;
 	size_t cache_budget; /* LIMIT_STORE_CACHE; tests set a smaller one before writing */
 	local_scratch_t sc;

@@ -504,6 +504,24 @@ static int commit_part(store_t *s, local_part_t *p, err_t *err)
 	return 0;
 }
 
+/* Opens the next day's partition of p's project when t_ns and the clock
+ * are both in the last LOCAL_DAY_AHEAD_S of p's day, once per partition. A
+ * failure is only logged: the first write of that day meets it again. */
+static void make_ahead(store_t *s, local_part_t *p, int64_t t_ns)
+{
+	int64_t end = (p->day + 1) * NS_PER_DAY, from = end - (int64_t)LOCAL_DAY_AHEAD_S * NS_PER_SEC;
+	if (p->ahead || t_ns < from)
+		return;
+	int64_t now = s->ahead_now_ns ? s->ahead_now_ns : time_now_ns();
+	if (now < from || now >= end)
+		return;
+	p->ahead = 1;
+	err_t err = {0};
+	if (!local_part_get(s, p->proj, p->day + 1, &err))
+		log_warn("store: cannot make the next day's file ahead", "project=%s err=\"%s\"", p->proj,
+		         err.msg);
+}
+
 /* Writes the groups g[0..ng) (in LSN order) to every partition they touch
  * that does not hold them yet, into open transactions. A partition found
  * damaged is moved aside and the groups go to a fresh file of that day:
@@ -530,6 +548,7 @@ static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, int *dam
 				}
 				if (p->applied_lsn < g[i].lsn)
 					route_add(&l, gen, p, i, k);
+				make_ahead(s, p, b->profiles[j].time_ns);
 			}
 		}
 	route_sort(&l);

@@ -353,6 +353,50 @@ static void test_cache_node_maps(void **state)
 	assert_int_equal(rows(f->dir, "a", "node_runs"), 2); /* one per write that added nodes */
 }
 
+static int day_file_exists(const store_fix *f, const char *proj, const char *day)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s/%s.db", f->dir, proj, day);
+	return access(path, F_OK) == 0;
+}
+
+/* A project's next day file is made ahead (LOCAL_DAY_AHEAD_S): by a write
+ * dated in the last seconds of its day while the clock is there too; not by
+ * one earlier in the day, nor by a late write of an old day. The next day's
+ * first write then finds its partition open. */
+static void test_next_day_made_ahead(void **state)
+{
+	store_fix *f = *state;
+	store_t *s = f->s;
+	int64_t eve = DAY0 + NS_PER_DAY - (int64_t)LOCAL_DAY_AHEAD_S * NS_PER_SEC;
+	s->ahead_now_ns = eve + 60 * NS_PER_SEC;
+	write_applied(s, project_batch("a", eve - NS_PER_SEC, 1));
+	assert_false(day_file_exists(f, "a", "2023-05-25"));
+	write_applied(s, project_batch("a", eve + 30 * NS_PER_SEC, 2));
+	assert_true(day_file_exists(f, "a", "2023-05-25"));
+	assert_int_equal(s->part_opens, 2);
+	write_applied(s, project_batch("a", DAY0 + NS_PER_DAY + NS_PER_SEC, 3));
+	assert_int_equal(s->part_opens, 2); /* opened ahead */
+
+	/* A push dated in the eve but the clock a day later: a late write, nothing made. */
+	s->ahead_now_ns = DAY0 + NS_PER_DAY + 60 * NS_PER_SEC;
+	write_applied(s, project_batch("b", eve + 30 * NS_PER_SEC, 4));
+	assert_false(day_file_exists(f, "b", "2023-05-25"));
+	/* The clock before the eve (a push dated ahead of it): nothing made yet. */
+	s->ahead_now_ns = eve - 60 * NS_PER_SEC;
+	write_applied(s, project_batch("c", eve + 30 * NS_PER_SEC, 5));
+	assert_false(day_file_exists(f, "c", "2023-05-25"));
+	s->ahead_now_ns = eve;
+	write_applied(s, project_batch("c", eve + 31 * NS_PER_SEC, 6));
+	assert_true(day_file_exists(f, "c", "2023-05-25"));
+
+	uint32_t chunks;
+	assert_int_equal(sum_totals(s, "a", DAY0, DAY0 + NS_PER_DAY, &chunks), 6 * 3);
+	assert_int_equal(sum_totals(s, "a", DAY0 + NS_PER_DAY, DAY0 + 2 * NS_PER_DAY, &chunks), 6 * 3);
+	assert_int_equal(chunks, 1);
+	assert_int_equal(sum_totals(s, "c", DAY0 + NS_PER_DAY, DAY0 + 2 * NS_PER_DAY, &chunks), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +406,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cache_node_maps, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_evicts_least_recent, store_fix_setup,
 	                                    store_fix_teardown),
+	    cmocka_unit_test_setup_teardown(test_next_day_made_ahead, store_fix_setup, store_fix_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
