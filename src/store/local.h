@@ -492,6 +492,8 @@ int local_node_runs_load(sqlite3 *db, uint32_t max_node, uint32_t max_frame, uin
                          uint32_t *frame, const char **what);
 /* fsync()s a directory so the names created or removed in it are durable (errors ignored). */
 void local_fsync_dir(const char *dir);
+/* path + "-wal" (SQLite's log beside database file path), malloc'd. */
+char *local_wal_path(const char *path);
 /* Binds span or trace id v at parameter i of st in its stored form
  * (local_span_key); 1, or 0 with NULL bound when v cannot be indexed. */
 int local_bind_span_key(sqlite3_stmt *st, int i, slice_t v);

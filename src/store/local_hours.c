@@ -620,9 +620,7 @@ static local_hours_seen_t *seen_find(store_t *s, const char *path)
 static int seen_same(const char *path, local_hours_seen_t *now)
 {
 	struct stat a, b;
-	size_t wn = strlen(path) + sizeof "-wal";
-	char *wal = xmalloc(wn);
-	snprintf(wal, wn, "%s-wal", path);
+	char *wal = local_wal_path(path);
 	memset(&a, 0, sizeof a);
 	memset(&b, 0, sizeof b);
 	stat(path, &a);
@@ -787,9 +785,7 @@ int local_hours_start(store_t *s, err_t *err)
 static void hours_tidy(const char *day_path)
 {
 	char *path = hours_path(day_path);
-	size_t n = strlen(path) + 5;
-	char *wal = xmalloc(n);
-	snprintf(wal, n, "%s-wal", path);
+	char *wal = local_wal_path(path);
 	sqlite3 *db = NULL;
 	if (access(wal, F_OK) == 0 &&
 	    sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)

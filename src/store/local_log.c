@@ -132,9 +132,7 @@ void local_log_fresh(store_t *s, const char *path)
  * the sweep does not delete it meanwhile). 0, or -1 with err. */
 static int wal_sync(const char *path, err_t *err)
 {
-	size_t n = strlen(path) + 5;
-	char *wal = xmalloc(n);
-	snprintf(wal, n, "%s-wal", path);
+	char *wal = local_wal_path(path);
 	int rc = sync_path(wal, fdatasync);
 	if (rc < 0)
 		err_set(err, 503, "store: cannot sync %s: %s", wal, strerror(errno));

@@ -123,6 +123,14 @@ int local_node_runs_load(sqlite3 *db, uint32_t max_node, uint32_t max_frame, uin
 	return *what ? SQLITE_DONE : rc;
 }
 
+char *local_wal_path(const char *path)
+{
+	size_t n = strlen(path) + sizeof "-wal";
+	char *wal = xmalloc(n);
+	snprintf(wal, n, "%s-wal", path);
+	return wal;
+}
+
 void local_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -595,9 +603,7 @@ static char *part_path(const store_t *s, const char *proj_dir, int64_t day)
 /* Does path have a -wal? */
 static int part_has_wal(const char *path)
 {
-	size_t n = strlen(path) + 5;
-	char *wal = xmalloc(n);
-	snprintf(wal, n, "%s-wal", path);
+	char *wal = local_wal_path(path);
 	int there = access(wal, F_OK) == 0;
 	free(wal);
 	return there;

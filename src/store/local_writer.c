@@ -315,8 +315,9 @@ static int64_t apply_due_in(const store_t *s)
 /* Hands it to the apply thread; waits while the groups handed over reach
  * LOCAL_APPLY_DEPTH or LIMIT_STORE_APPLY_BYTES (ap_mu held). The apply
  * thread is woken only when its wait changes: the first group it will
- * gather (its gathering delay starts), or a pass due now. Waking it for
- * every group cost it a context switch per group for nothing. */
+ * gather (its gathering delay starts), or a pass due now; other groups
+ * would wake it only to wait again (no CPU difference was measured,
+ * bench/commit at 1,000 projects). */
 static void hand_over(store_t *s, local_apply_item_t *it)
 {
 	while (s->ap_n >= LOCAL_APPLY_DEPTH || (s->ap_n && s->ap_bytes + it->bytes > LIMIT_STORE_APPLY_BYTES))
