@@ -246,20 +246,18 @@ const char *pb_kind_name(uint8_t kind);
 
 static inline int pb_kind_ok(uint8_t kind, int w)
 {
-	switch (kind) {
-	case PB_F_VARINT:
-		return w == PB_VARINT;
-	case PB_F_LEN:
-		return w == PB_LEN;
-	case PB_F_I64:
-		return w == PB_I64;
-	case PB_F_PVARINT:
-		return w == PB_VARINT || w == PB_LEN;
-	case PB_F_ANY:
-		return 1;
-	default: /* PB_F_PI64 */
-		return w == PB_I64 || w == PB_LEN;
-	}
+	/* Bit w of entry kind: wire type w fits kind. A table, not a switch:
+	 * it is in every decoder's inner loop (pb_next), where the switch's
+	 * indirect jump cost ~3 % of a pprof decode. */
+	static const uint8_t fits[] = {
+	    [PB_F_VARINT] = 1u << PB_VARINT,
+	    [PB_F_LEN] = 1u << PB_LEN,
+	    [PB_F_I64] = 1u << PB_I64,
+	    [PB_F_PVARINT] = 1u << PB_VARINT | 1u << PB_LEN,
+	    [PB_F_PI64] = 1u << PB_I64 | 1u << PB_LEN,
+	    [PB_F_ANY] = 0xff,
+	};
+	return kind < sizeof fits && (unsigned)w < 8 && (fits[kind] >> w) & 1;
 }
 
 /* The general case of pb_next (pb.c). */
