@@ -62,6 +62,7 @@ void model_batch_free(model_batch_t *b)
 	u64map_free(&b->_frame_ix);
 	u64map_free(&b->_node_ix);
 	u64map_free(&b->_attrset_ix);
+	free(b->_node_memo);
 	free(b);
 }
 
@@ -82,6 +83,9 @@ void model_batch_seal(model_batch_t *b)
 	u64map_free(&b->_frame_ix);
 	u64map_free(&b->_node_ix);
 	u64map_free(&b->_attrset_ix);
+	free(b->_node_memo);
+	b->_node_memo = NULL;
+	b->_cap_node_memo = 0;
 	shrink((void **)&b->frames, &b->cap_frames, b->n_frames, sizeof *b->frames);
 	shrink((void **)&b->nodes, &b->cap_nodes, b->n_nodes, sizeof *b->nodes);
 	shrink((void **)&b->attr_labels, &b->cap_attr_labels, b->n_attr_labels, sizeof *b->attr_labels);
@@ -100,6 +104,12 @@ static uint64_t mix_field(uint64_t h, slice_t s)
 	return s.n ? id_bytes(s.p, s.n, h) : h;
 }
 
+void model_batch_reserve(model_batch_t *b, size_t frames, size_t nodes)
+{
+	u64map_reserve(&b->_frame_ix, b->_frame_ix.len + frames);
+	u64map_reserve(&b->_node_ix, b->_node_ix.len + nodes);
+}
+
 uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 {
 	uint64_t h = 0x4652414d45ULL; /* "FRAME" */
@@ -114,6 +124,12 @@ uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 	if (!inserted)
 		return ix;
 	GROW(b, frames, cap_frames, (size_t)b->n_frames + 1);
+	if (b->n_frames >= b->_cap_node_memo) {
+		size_t old = b->_cap_node_memo;
+		GROW(b, _node_memo, _cap_node_memo, (size_t)b->n_frames + 1);
+		for (size_t i = old; i < b->_cap_node_memo; i++)
+			b->_node_memo[i].node = MODEL_NONE;
+	}
 	model_frame_t *d = &b->frames[b->n_frames++];
 	d->id = h;
 	d->name = arena_slice(b->arena, f->name);
@@ -125,7 +141,8 @@ uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 	return ix;
 }
 
-uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame)
+/* model_node_intern without the memo. */
+static uint32_t node_intern(model_batch_t *b, uint32_t parent, uint32_t frame)
 {
 	uint64_t h = id_pair(model_node_id(b, parent), b->frames[frame].id);
 	int inserted;
@@ -135,6 +152,19 @@ uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame)
 	GROW(b, nodes, cap_nodes, (size_t)b->n_nodes + 1);
 	b->nodes[b->n_nodes] = (model_node_t){h, parent, frame};
 	return b->n_nodes++;
+}
+
+uint32_t model_node_intern(model_batch_t *b, uint32_t parent, uint32_t frame)
+{
+	if (frame < b->_cap_node_memo && b->_node_memo[frame].node != MODEL_NONE &&
+	    b->_node_memo[frame].parent == parent)
+		return b->_node_memo[frame].node;
+	uint32_t ix = node_intern(b, parent, frame);
+	if (frame < b->_cap_node_memo) {
+		b->_node_memo[frame].parent = parent;
+		b->_node_memo[frame].node = ix;
+	}
+	return ix;
 }
 
 static int label_cmp(const void *a, const void *b)

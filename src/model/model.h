@@ -119,6 +119,14 @@ typedef struct model_batch {
 	uint64_t frames_written; /* sum of stack depths of all samples (LIMIT_REQUEST_FRAMES) */
 
 	u64map_t _frame_ix, _node_ix, _attrset_ix;
+	/* Per frame index: the node last interned with that frame and its
+	 * parent. Samples share their root-side frames, so most of a stack
+	 * is interned again with the same parent: found here without hashing
+	 * (model_node_intern). Node MODEL_NONE: nothing yet. */
+	struct {
+		uint32_t parent, node;
+	} *_node_memo;
+	size_t _cap_node_memo;
 } model_batch_t;
 
 model_batch_t *model_batch_new(slice_t project);
@@ -128,6 +136,10 @@ void model_batch_free(model_batch_t *b);
  * thread) holds what it contains and little more. No interning after it. */
 void model_batch_seal(model_batch_t *b);
 
+/* Makes room in the interning maps for up to frames more frames and nodes
+ * more nodes, for a decoder that knows (a bound of) its counts: no map is
+ * rebuilt at every doubling. */
+void model_batch_reserve(model_batch_t *b, size_t frames, size_t nodes);
 /* Interns a frame: computes f->id from its fields, copies the strings into
  * the batch arena unless an equal frame exists. Returns its index. */
 uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f);
