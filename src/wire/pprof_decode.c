@@ -25,6 +25,10 @@ typedef struct {
 
 typedef struct {
 	slice_t name, file;
+	/* The frame this function gave with mapping frame_mapping, + 1 (0:
+	 * none yet): a function's locations share it, without hashing its
+	 * strings again (resolve_location). */
+	uint32_t frame1, frame_mapping;
 } pp_function_t;
 
 typedef struct {
@@ -458,9 +462,14 @@ static void resolve_location(pp_dec_t *d, uint32_t li)
 		uint32_t fn;
 		if (!id || !idtab_get(&d->function_ix, id, &fn))
 			continue;
-		fr.name = d->functions[fn].name;
-		fr.file = d->functions[fn].file;
-		d->loc_frames[loc->first + k++] = model_frame_intern(d->b, &fr);
+		pp_function_t *func = &d->functions[fn];
+		if (!func->frame1 || func->frame_mapping != loc->mapping) {
+			fr.name = func->name;
+			fr.file = func->file;
+			func->frame1 = model_frame_intern(d->b, &fr) + 1;
+			func->frame_mapping = loc->mapping;
+		}
+		d->loc_frames[loc->first + k++] = func->frame1 - 1;
 	}
 	for (; k < loc->count; k++) /* unreachable for checked input; keep the range defined */
 		d->loc_frames[loc->first + k] = d->loc_frames[loc->first];
@@ -751,11 +760,17 @@ int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b
 	}
 	idtab_build(d, &d->location_ix, d->ids, d->n_locations);
 	d->loc_frames = scratch_array(d, n_loc_frames, sizeof *d->loc_frames);
+	/* At most a frame per location line; nodes: as many, a guess (stacks
+	 * share most of their nodes) that the map outgrows when wrong, and no
+	 * more than the samples' stacks could make. */
+	uint64_t node_bound = (uint64_t)d->n_samples * LIMIT_STACK_DEPTH;
+	model_batch_reserve(b, n_loc_frames, n_loc_frames < node_bound ? n_loc_frames : node_bound);
 
 	d->sample_node = scratch_array(d, d->n_samples, sizeof *d->sample_node);
 	d->sample_attrset = scratch_array(d, d->n_samples, sizeof *d->sample_attrset);
 	d->values = scratch_array(d, (size_t)d->n_samples * d->n_types, sizeof *d->values);
-	d->stack_frames = scratch_array(d, LIMIT_STACK_DEPTH, sizeof *d->stack_frames);
+	/* Written before read (parse_sample): not zeroed, 16 KiB a decode. */
+	d->stack_frames = arena_alloc(d->scratch, LIMIT_STACK_DEPTH * sizeof *d->stack_frames);
 	d->frames_total = b->frames_written;
 	for (uint32_t i = 0; i < d->n_samples; i++)
 		if (parse_sample(d, i, err) < 0)

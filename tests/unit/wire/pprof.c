@@ -316,6 +316,55 @@ static void test_base_profile(void **state)
 	buf_free(&b);
 }
 
+/* Locations of one function share its frame only under the same mapping:
+ * a frame is (function, binary), whatever the decoder remembers between
+ * locations. Same stacks, merged into one sample. */
+static void test_shared_function_frames(void **state)
+{
+	(void)state;
+	buf_t b;
+	buf_init(&b, SIZE_MAX);
+	put_value_type(&b, 1, S_CPU, S_NS);
+	put_symbols(&b);           /* mapping 1: /bin/app */
+	put_mapping(&b, 2, S_BAR); /* mapping 2: "bar" */
+	uint64_t main_fn = 1, foo_fn = 2;
+	put_location(&b, 1, 1, &main_fn, 1);
+	put_location(&b, 2, 1, &foo_fn, 1);
+	put_location(&b, 3, 1, &foo_fn, 1);  /* another address of foo in /bin/app */
+	put_location(&b, 4, 2, &foo_fn, 1);  /* foo in "bar" */
+	put_location(&b, 5, 0, &main_fn, 1); /* main without a mapping */
+	const uint64_t stacks[4][2] = {{2, 1}, {3, 1}, {4, 1}, {2, 5}};
+	const int64_t vals[4] = {10, 20, 40, 5};
+	for (int i = 0; i < 4; i++)
+		put_sample(&b, stacks[i], 2, &vals[i], 1);
+	put_strings(&b, base_strings, N_STRINGS);
+	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
+	assert_int_equal(mb->n_frames, 4); /* main@app, foo@app, foo@bar, main */
+	model_profile_t *p = &mb->profiles[0];
+	assert_int_equal(p->samples_count, 3);
+	int seen = 0;
+	for (uint32_t i = 0; i < p->samples_count; i++) {
+		const model_sample_t *s = &mb->samples[p->samples_first + i];
+		const model_frame_t *leaf = &mb->frames[mb->nodes[s->node].frame];
+		const model_frame_t *root = &mb->frames[mb->nodes[mb->nodes[s->node].parent].frame];
+		assert_true(slice_eq_cstr(leaf->name, "foo"));
+		assert_true(slice_eq_cstr(root->name, "main"));
+		if (slice_eq_cstr(leaf->binary, "bar")) {
+			assert_true(s->value == 40 && slice_eq_cstr(root->binary, "/bin/app"));
+			seen |= 1;
+		} else if (root->binary.n == 0) {
+			assert_true(s->value == 5 && slice_eq_cstr(leaf->binary, "/bin/app"));
+			seen |= 2;
+		} else {
+			assert_true(s->value == 30 && slice_eq_cstr(leaf->binary, "/bin/app"));
+			seen |= 4;
+		}
+	}
+	assert_int_equal(seen, 7);
+	model_batch_free(mb);
+	buf_free(&b);
+}
+
 static void test_inline_order(void **state)
 {
 	(void)state;
@@ -1073,6 +1122,7 @@ int main(void)
 	    cmocka_unit_test(test_testdata_details),
 	    cmocka_unit_test(test_base_profile),
 	    cmocka_unit_test(test_inline_order),
+	    cmocka_unit_test(test_shared_function_frames),
 	    cmocka_unit_test(test_empty_stack_samples),
 	    cmocka_unit_test(test_function_id_zero_and_duplicates),
 	    cmocka_unit_test(test_sparse_ids),
