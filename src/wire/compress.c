@@ -4,6 +4,7 @@
 #include "wire/compress.h"
 
 #include <libdeflate.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <strings.h>
 #include <zstd.h>
@@ -47,11 +48,40 @@ static size_t first_guess(const uint8_t *p, size_t n, size_t room)
 	return g < room ? g : room;
 }
 
+static pthread_key_t dd_key;
+static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
+
+static void dd_free(void *d)
+{
+	libdeflate_free_decompressor(d);
+}
+
+static void dd_key_make(void)
+{
+	if (pthread_key_create(&dd_key, dd_free) != 0)
+		xcheck_at(NULL, "pthread_key_create");
+}
+
+/* This thread's decompressor, made at its first body and freed when it
+ * exits: libdeflate's allocation zeroes ~11 KB of tables, once a thread
+ * instead of once a body (a decompressor keeps no state between calls). */
+static struct libdeflate_decompressor *decompressor(void)
+{
+	pthread_once(&dd_once, dd_key_make);
+	struct libdeflate_decompressor *d = pthread_getspecific(dd_key);
+	if (!d) {
+		d = xcheck(libdeflate_alloc_decompressor());
+		if (pthread_setspecific(dd_key, d) != 0)
+			xcheck_at(NULL, "pthread_setspecific");
+	}
+	return d;
+}
+
 int gz_inflate(slice_t in, buf_t *out, err_t *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "gzip body is corrupt: empty body");
-	struct libdeflate_decompressor *d = xcheck(libdeflate_alloc_decompressor());
+	struct libdeflate_decompressor *d = decompressor();
 	size_t start = out->n;
 	const uint8_t *p = in.p;
 	size_t left = in.n;
@@ -105,7 +135,6 @@ int gz_inflate(slice_t in, buf_t *out, err_t *err)
 out:
 	if (rc < 0)
 		out->n = start;
-	libdeflate_free_decompressor(d);
 	return rc;
 }
 
@@ -216,7 +245,7 @@ int zlib_inflate(slice_t in, buf_t *out, err_t *err)
 {
 	if (in.n == 0)
 		return err_set(err, 400, "deflate body is corrupt: empty body");
-	struct libdeflate_decompressor *d = xcheck(libdeflate_alloc_decompressor());
+	struct libdeflate_decompressor *d = decompressor();
 	int zlib = is_zlib_header(in);
 	size_t room = out->max > out->n ? out->max - out->n : 0;
 	size_t guess = in.n > room / 4 ? room : (in.n * 4 > 4096 ? in.n * 4 : 4096);
@@ -255,7 +284,6 @@ int zlib_inflate(slice_t in, buf_t *out, err_t *err)
 		}
 		guess = guess > room / 2 ? room : guess * 2;
 	}
-	libdeflate_free_decompressor(d);
 	return rc;
 }
 
