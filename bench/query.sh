@@ -2,7 +2,8 @@
 # Query: a flame graph over 24 h of one service with a profile every 10 s
 # (8,640 profiles generated from a real Go CPU profile by gen_profiles),
 # timed against `go tool pprof -proto` merging the same 8,640 files; and the
-# flame graph of the last hour (360 profiles) of the same data.
+# flame graph of the last hour (360 profiles) of the same data; and span
+# lookups (GET /api/span) in a second service of span-labelled profiles.
 #
 #   bench/query.sh
 #   COUNT=120960 bench/query.sh     # 14 days at 10 s steps (issue 15)
@@ -15,6 +16,10 @@
 #              PERF=1 records the server with perf during extra queries
 #              (report in $TMPD). With KILN_BENCH_ENGINE=clickhouse the CPU
 #              time of the timed queries is split between kiln and ClickHouse.
+#              SPAN_COUNT (360: an hour of span-labelled profiles, at 10 s
+#              steps, from 24 h before the end of the range; 0 skips the
+#              span figures), SPAN_NOW (6: more of them in the current
+#              hour), SPAN_GROUP (4 samples a span), SPAN_REPS (REPS).
 # Over more than 24 h the data starts COUNT × 10 s before the current hour,
 # and the server keeps it (retention.days raised past 14 when needed);
 # go tool pprof merges the DISTINCT files once (a sample when COUNT >
@@ -47,6 +52,22 @@ if [ ! -s "$GEN.json" ] || [ "$(ls "$GEN" 2>/dev/null | wc -l)" != "$DISTINCT" ]
 	log "query: generating $DISTINCT profiles into $GEN"
 	"$BENCH_BIN/gen_profiles" --in "$SRC" --out "$GEN" --count "$DISTINCT" --t0 1700000000 --step 10 --seed 1 >"$GEN.json"
 fi
+# Span-labelled profiles for GET /api/span, their own files (the files
+# above stay as they were, so the other figures keep their meaning): every
+# sample carries pprof labels trace_id and span_id (gen_profiles
+# --span-every 1), and $SGEN.tsv lists each span's samples and total.
+SPAN_COUNT=${SPAN_COUNT:-360}
+SPAN_NOW=${SPAN_NOW:-6}
+SPAN_GROUP=${SPAN_GROUP:-4}
+SPAN_REPS=${SPAN_REPS:-$REPS}
+SGEN=$PROFILES_DIR/spans-$((SPAN_COUNT + SPAN_NOW))-g$SPAN_GROUP
+if [ "$SPAN_COUNT" -gt 0 ] && { [ ! -s "$SGEN.json" ] || [ ! -s "$SGEN.tsv" ] ||
+	[ "$(ls "$SGEN" 2>/dev/null | wc -l)" != $((SPAN_COUNT + SPAN_NOW)) ]; }; then
+	rm -rf "$SGEN"
+	log "query: generating $((SPAN_COUNT + SPAN_NOW)) span-labelled profiles into $SGEN"
+	"$BENCH_BIN/gen_profiles" --in "$SRC" --out "$SGEN" --count $((SPAN_COUNT + SPAN_NOW)) --t0 1700000000 --step 10 \
+		--seed 2 --span-every 1 --span-group "$SPAN_GROUP" --span-out "$SGEN.tsv" >"$SGEN.json"
+fi
 # What every upload together holds: the generated total once per round.
 gen_total=$(($(json_get "$GEN.json" 'j.total') * ROUNDS))
 gen_gz=$(json_get "$GEN.json" 'j.gz_bytes')
@@ -75,11 +96,23 @@ up_ok=$(json_get "$TMPD/query-upload.json" 'j.ok')
 [ "$up_ok" = "$COUNT" ] || die "only $up_ok of $COUNT uploads answered 200"
 result query "upload of $COUNT profiles (conc $CONC)" "$(json_get "$TMPD/query-upload.json" 'j.per_s')/s in $(json_get "$TMPD/query-upload.json" 'j.seconds') s" "-" "-" \
 	"build/bench/upload --conc $CONC --t0 T0 --step 10 --repeat $ROUNDS p*.pb.gz"
+# The span-labelled hour: service $svc-spans, from 24 h before the end of
+# the range (the first hour for 24 h; within the span view's 14 days for
+# longer ranges), so it is sealed like the rest.
+svc_spans=$svc-spans
+sfiles=()
+ST0=$((T1 - 86400))
+if [ "$SPAN_COUNT" -gt 0 ]; then
+	sfiles=("$SGEN"/p*.pb.gz)
+	"$BENCH_BIN/upload" --port "$UPLOAD_PORT" --service "$svc_spans" --conc "$CONC" --t0 "$ST0" --step 10 \
+		"${sfiles[@]:0:SPAN_COUNT}" >"$TMPD/query-upload-spans.json"
+	[ "$(json_get "$TMPD/query-upload-spans.json" 'j.ok')" = "$SPAN_COUNT" ] || die "span-labelled uploads failed: $(cat "$TMPD/query-upload-spans.json")"
+fi
 
 # 3. Time the flame graph of the whole range, once the embedded store has
 # sealed the hours into blocks (docs/STORE.md, Blocks; the hour that
 # ended less than 2 min ago, if any, is read from its chunks).
-[ "$ENGINE" != local ] || wait_sealed "$((COUNT * $(types_of "${files[0]}")))"
+[ "$ENGINE" != local ] || wait_sealed "$(((COUNT + SPAN_COUNT) * $(types_of "${files[0]}")))"
 wait_quiet
 url="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$T0&until=$T1"
 first=$(curl -sf -o "$TMPD/query-flame.json" -w '%{time_total}' "$url") || die "flamegraph query failed"
@@ -176,6 +209,80 @@ result query "top / pprof export $RANGE ms" "$(calc "$top_s * 1000") / $(calc "$
 result query "kiln total = generated total" "$kiln_total / $gen_total" "equal" "$([ "$kiln_total" = "$gen_total" ] && echo yes || echo NO)" "flamegraph .total"
 result query "pprof export total = generated" "$export_total / $gen_total" "equal" "$([ "$export_total" = "$gen_total" ] && echo yes || echo NO)" "/api/pprof | pprof_total"
 
+# 5. Span lookups (GET /api/span; issue 15: "the span lookup keeps or beats
+# today's figures"): a span in the sealed hour above, one in the current
+# hour (uploaded now: read from its chunks), one that does not exist (the
+# "no samples" answer: the span index, then the trace index, of every day
+# of the 14-day search window). Each answer is checked against the
+# generator's per-span total and samples ($SGEN.tsv), which go tool pprof
+# -raw of the span's file must confirm.
+span_bad=0
+declare -A SPAN_URLS=()
+if [ "$SPAN_COUNT" -gt 0 ]; then
+	# The current hour's profiles: SPAN_NOW at 10 s steps ending a second
+	# ago, all after the hour began (wait for that when it began just now).
+	now=$(date +%s)
+	hour=$((now / 3600 * 3600))
+	[ $((now - 10 * SPAN_NOW - 1)) -ge $hour ] || { log "query: waiting $((hour + 10 * SPAN_NOW + 1 - now)) s into the hour"; sleep $((hour + 10 * SPAN_NOW + 1 - now)); now=$(date +%s); }
+	SN0=$((now - 10 * SPAN_NOW - 1))
+	"$BENCH_BIN/upload" --port "$UPLOAD_PORT" --service "$svc_spans" --conc 1 --t0 "$SN0" --step 10 \
+		"${sfiles[@]:SPAN_COUNT:SPAN_NOW}" >"$TMPD/query-upload-spans-now.json"
+	[ "$(json_get "$TMPD/query-upload-spans-now.json" 'j.ok')" = "$SPAN_NOW" ] || die "span-labelled uploads (current hour) failed"
+	# span_pick INDEX: "trace span samples total" of the first span of profile INDEX.
+	span_pick() { awk -F'\t' -v i="$1" '$1 == i { print $2, $3, $4, $5; exit }' "$SGEN.tsv"; }
+	# go_span_total FILE SPAN: the total of SPAN's samples by go tool pprof -raw.
+	go_span_total() {
+		go tool pprof -raw "$1" 2>/dev/null | awk -v s="span_id:[$2]" '
+			/^ *[0-9]+: / { v = $1; sub(":", "", v); next }
+			index($0, s) { t += v } END { printf "%.0f\n", t }'
+	}
+	# span_case NAME INDEX: checks and times the lookup of the first span of
+	# generated profile INDEX (INDEX -1: a span and trace never generated).
+	span_case() {
+		local name=$1 ix=$2 trace span exp_n exp_total go_total got_n got_total got_svc u ok
+		if [ "$ix" -ge 0 ]; then
+			read -r trace span exp_n exp_total < <(span_pick "$ix")
+			[ -n "$exp_total" ] || die "no span of profile $ix in $SGEN.tsv"
+			go_total=$(go_span_total "${sfiles[$ix]}" "$span")
+			[ "$go_total" = "$exp_total" ] || die "span $span: go tool pprof -raw sums $go_total, the generator wrote $exp_total"
+		else
+			trace=feedfacefeedfacefeedfacefeedface span=00000000deadbeef exp_n=0 exp_total=
+			! grep -q "$span" "$SGEN.tsv" || die "the missing span $span was generated"
+		fi
+		u="http://127.0.0.1:$UI_PORT/api/span?trace_id=$trace&span_id=$span"
+		# One untimed request (its answer checked), then SPAN_REPS timed.
+		curl -sf -o "$TMPD/query-span-$name.json" "$u" || die "span query ($name) failed"
+		got_n=$(json_get "$TMPD/query-span-$name.json" 'j.samples')
+		got_total=$(json_get "$TMPD/query-span-$name.json" 'j.total')
+		got_svc=$(json_get "$TMPD/query-span-$name.json" 'j.service')
+		if [ "$ix" -ge 0 ]; then
+			[ "$got_total" = "$exp_total" ] && [ "$got_n" = "$exp_n" ] && [ "$got_svc" = "$svc_spans" ] && ok=yes || ok=NO
+			result query "span $name: total (samples) = generated" "$got_total ($got_n) / $exp_total ($exp_n)" "equal" "$ok" \
+				"/api/span .total, .samples, .service vs $SGEN.tsv (= go tool pprof -raw)"
+		else
+			[ "$got_n" = 0 ] && [ "$got_total" = undefined ] && ok=yes || ok=NO
+			result query "span $name: samples = 0" "$got_n (total $got_total)" "0" "$ok" "/api/span .samples, no root"
+		fi
+		[ "$ok" = yes ] || { span_bad=1; log "span $name answered: $(head -c 300 "$TMPD/query-span-$name.json")"; }
+		local reps=$REPS
+		REPS=$SPAN_REPS
+		time_reps "$u"
+		REPS=$reps
+		log "query span $name ($trace/$span, profile $ix): ${times[*]} (s)"
+		result query "span $name median (min) ms" "$(calc "$median * 1000") ($(calc "$min * 1000"))" "-" "-" \
+			"curl -o /dev/null -w %{time_total} 'http://127.0.0.1:UI/api/span?trace_id=T&span_id=S' (x$SPAN_REPS after 1 untimed)"
+		result query "span $name CPU ms/query kiln" "$cpu_kiln" "-" "-" "utime+stime of kiln over the $SPAN_REPS timed queries"
+		SPAN_URLS[$name]=$u
+	}
+	wait_quiet
+	log "query: span lookups; sealed chunks $(sealed_chunks)"
+	span_case "sealed hour" $((SPAN_COUNT / 2))
+	sealed0=$(sealed_chunks)
+	span_case "current hour" $((SPAN_COUNT + SPAN_NOW / 2))
+	[ "$(sealed_chunks)" = "$sealed0" ] || log "WARNING: chunks were sealed during the current-hour span lookups ($sealed0 -> $(sealed_chunks))"
+	span_case missing -1
+fi
+
 if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
 	log "query: perf record -g of the server during 10 flame graph queries"
 	perf record -e cpu-clock -F 999 -g -p "$SERVER_PID" -o "$TMPD/perf-query.data" 2>/dev/null >/dev/null &
@@ -187,8 +294,22 @@ if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
 	perf report -i "$TMPD/perf-query.data" --no-children -g none --percent-limit 0.5 --sort dso,symbol --stdio 2>/dev/null |
 		grep -v '^#' | grep '%' | head -40 >"$TMPD/perf-query.txt" || true
 	log "perf: $TMPD/perf-query.txt"
+	# The span lookups, 200 each.
+	for name in "${!SPAN_URLS[@]}"; do
+		f=$TMPD/perf-span-${name// /-}
+		perf record -e cpu-clock -F 999 -g -p "$SERVER_PID" -o "$f.data" 2>/dev/null >/dev/null &
+		perf_pid=$!
+		sleep 0.5
+		for _ in $(seq 1 200); do curl -sf -o /dev/null "${SPAN_URLS[$name]}"; done
+		kill -INT $perf_pid
+		wait $perf_pid || true
+		perf report -i "$f.data" --no-children -g none --percent-limit 0.5 --sort dso,symbol --stdio 2>/dev/null |
+			grep -v '^#' | grep '%' | head -40 >"$f.txt" || true
+		log "perf: $f.txt"
+	done
 fi
 stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
+[ "$span_bad" = 0 ] || die "a span lookup answered other than expected (RESULT lines above)"
 
 [ "$GO_REPS" -gt 0 ] || exit 0
 wait_quiet
