@@ -198,12 +198,12 @@ ch_bytes() { ch_query "SELECT sum(bytes_on_disk) FROM system.parts WHERE databas
 # wait_sealed CHUNKS: waits (at most 2 min) until the running embedded
 # kiln's kiln_store_chunks_sealed_total reaches CHUNKS (a profile is a chunk
 # per sample type: types_of), and logs how many it saw.
-# A build older than blocks (KILN_BIN, before 4f498f1) has no such metric:
-# there is nothing to wait for.
+# A build older than blocks (KILN_BIN, before 4f498f1) has no such metric
+# (or no /metrics): there is nothing to wait for.
 wait_sealed() {
 	local sealed=0 i
 	for i in $(seq 1 1200); do
-		sealed=$(curl -sf "http://127.0.0.1:$UI_PORT/metrics" | awk '/^kiln_store_chunks_sealed_total / { print $2 }')
+		sealed=$(sealed_chunks)
 		[ -n "$sealed" ] || { log "no kiln_store_chunks_sealed_total: a build without blocks, not waiting"; return 0; }
 		[ "$sealed" -ge "$1" ] && break
 		sleep 0.1
@@ -211,8 +211,9 @@ wait_sealed() {
 	log "sealed into blocks: ${sealed:-0} chunks (waited for $1)"
 }
 
-# sealed_chunks: kiln_store_chunks_sealed_total now (empty without blocks).
-sealed_chunks() { curl -sf "http://127.0.0.1:$UI_PORT/metrics" | awk '/^kiln_store_chunks_sealed_total / { print $2 }'; }
+# sealed_chunks: kiln_store_chunks_sealed_total now (empty without blocks,
+# or without /metrics: builds before it).
+sealed_chunks() { { curl -sf "http://127.0.0.1:$UI_PORT/metrics" || true; } | awk '/^kiln_store_chunks_sealed_total / { print $2 }'; }
 
 # types_of FILE: the sample types of a pprof file (build/bench/pprof_total).
 types_of() {
