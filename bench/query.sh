@@ -305,13 +305,15 @@ if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
 	perf report -i "$TMPD/perf-query.data" --no-children -g none --percent-limit 0.5 --sort dso,symbol --stdio 2>/dev/null |
 		grep -v '^#' | grep '%' | head -40 >"$TMPD/perf-query.txt" || true
 	log "perf: $TMPD/perf-query.txt"
-	# The span lookups, 200 each.
+	# The span lookups, SPAN_PERF_N (200) each (a lookup is ~1-2 ms: raise
+	# it for a profile with enough samples; PERF_CALLGRAPH="--call-graph
+	# dwarf" for callers through code built without frame pointers).
 	for name in "${!SPAN_URLS[@]}"; do
 		f=$TMPD/perf-span-${name// /-}
-		perf record -e cpu-clock -F 999 -g -p "$SERVER_PID" -o "$f.data" 2>/dev/null >/dev/null &
+		perf record -e cpu-clock -F 999 ${PERF_CALLGRAPH:--g} -p "$SERVER_PID" -o "$f.data" 2>/dev/null >/dev/null &
 		perf_pid=$!
 		sleep 0.5
-		for _ in $(seq 1 200); do curl -sf -o /dev/null "${SPAN_URLS[$name]}"; done
+		for _ in $(seq 1 "${SPAN_PERF_N:-200}"); do curl -sf -o /dev/null "${SPAN_URLS[$name]}"; done
 		kill -INT $perf_pid
 		wait $perf_pid || true
 		perf report -i "$f.data" --no-children -g none --percent-limit 0.5 --sort dso,symbol --stdio 2>/dev/null |
