@@ -83,7 +83,7 @@ struct store_view {
 	size_t cap_entries;
 	uint8_t *tmp;
 	size_t cap_tmp;
-	ZSTD_DCtx *zd;
+	ZSTD_DCtx *zd; /* made at the first payload decoded (view_zd) */
 	/* store_view_sums: the accumulator, merged rows, the answer. */
 	local_hacc_t acc;
 	local_hsum_t *hrows;
@@ -103,6 +103,15 @@ struct store_view {
 	int64_t last_payload, last_scale, last_t;
 	uint32_t last_n;
 };
+
+/* The view's zstd context, made on first use: a view that decodes nothing
+ * (a span lookup that finds no span) does not pay for one. */
+static ZSTD_DCtx *view_zd(store_view_t *v)
+{
+	if (!v->zd)
+		v->zd = xcheck(ZSTD_createDCtx());
+	return v->zd;
+}
 
 static int part_err(err_t *err, view_part_t *vp, int rc, const char *what)
 {
@@ -211,18 +220,19 @@ static int part_open_ro(view_part_t *vp, err_t *err)
 	 * hours are used only when made from this very file. */
 	if (ident && local_file_ident(vp->path) == ident)
 		vp->ident = ident;
-	rc = sqlite3_prepare_v3(
-	    vp->db,
-	    "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
-	    " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns, local",
-	    -1, SQLITE_PREPARE_PERSISTENT, &vp->heads, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(vp->db, "SELECT data FROM payloads WHERE local = ?1", -1,
-		                        SQLITE_PREPARE_PERSISTENT, &vp->payload, NULL);
-	if (rc != SQLITE_OK)
-		return part_err(err, vp, rc, "preparing statements");
 	vp->arena = arena_new();
 	return 0;
+}
+
+/* *st, prepared from sql on vp's connection at its first use (a view uses
+ * few of a partition's statements: a span lookup neither heads nor
+ * payloads). 0, or -1 with err. */
+static int part_stmt(view_part_t *vp, sqlite3_stmt **st, const char *sql, err_t *err)
+{
+	if (*st)
+		return 0;
+	int rc = sqlite3_prepare_v3(vp->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+	return rc == SQLITE_OK ? 0 : part_err(err, vp, rc, "preparing a statement");
 }
 
 /* Closes the connection; the partition may be opened again (after a failed open). */
@@ -281,7 +291,6 @@ int local_view_open(store_t *s, slice_t project, int64_t from_ns, int64_t until_
 	v->s = s;
 	v->from_ns = from_ns;
 	v->until_ns = until_ns;
-	v->zd = xcheck(ZSTD_createDCtx());
 	local_block_scratch_init(&v->bs);
 	v->last_payload = -1;
 	local_hacc_init(&v->acc);
@@ -327,7 +336,8 @@ void local_view_close(store_view_t *v)
 	local_hacc_free(&v->acc);
 	free(v->hrows);
 	free(v->sums);
-	ZSTD_freeDCtx(v->zd);
+	if (v->zd)
+		ZSTD_freeDCtx(v->zd);
 	for (uint32_t i = 0; i < v->n_blocks; i++)
 		local_block_free(&v->blocks[i].b);
 	free(v->blocks);
@@ -497,6 +507,11 @@ static int heads_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32
                       const store_chunk_head_t **out, uint32_t *n, err_t *err)
 {
 	size_t k = 0;
+	if (part_stmt(vp, &vp->heads,
+	              "SELECT local, series, t_ns, duration_ns, n_entries, total, scale, payload FROM chunks"
+	              " WHERE series = ?1 AND t_ns >= ?2 AND t_ns < ?3 ORDER BY t_ns, local",
+	              err) < 0)
+		return -1;
 	sqlite3_stmt *st = vp->heads;
 	vp->have_sheads = 0;
 	for (uint32_t i = 0; i < n_series; i++) {
@@ -571,9 +586,10 @@ static struct view_block *block_get(store_view_t *v, view_part_t *vp, int64_t id
 	    slice_make(sqlite3_column_blob(vp->block, 0), (size_t)sqlite3_column_bytes(vp->block, 0));
 	slice_t data =
 	    slice_make(sqlite3_column_blob(vp->block, 1), (size_t)sqlite3_column_bytes(vp->block, 1));
-	rc = local_block_decode_head(head, v->zd, &v->bs, &b, err);
+	rc = local_block_decode_head(head, view_zd(v), &v->bs, &b, err);
 	if (rc == 0)
-		rc = local_block_decode_data(data, vp->max_node, vp->max_attrset, v->zd, &v->bs, &b, err);
+		rc =
+		    local_block_decode_data(data, vp->max_node, vp->max_attrset, view_zd(v), &v->bs, &b, err);
 	sqlite3_reset(vp->block);
 	if (rc < 0) {
 		local_block_free(&b);
@@ -644,6 +660,8 @@ static int entries_read(store_view_t *v, uint32_t p, view_part_t *vp, const stor
 		return 0;
 	}
 	v->last_payload = -1;
+	if (part_stmt(vp, &vp->payload, "SELECT data FROM payloads WHERE local = ?1", err) < 0)
+		return -1;
 	sqlite3_stmt *st = vp->payload;
 	sqlite3_bind_int64(st, 1, h->_payload);
 	int rc = sqlite3_step(st);
@@ -655,8 +673,8 @@ static int entries_read(store_view_t *v, uint32_t p, view_part_t *vp, const stor
 	}
 	slice_t data = slice_make(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
 	rc = local_payload_decode(data, h->t_ns, h->_scale, h->n_entries, h->total, vp->max_node,
-	                          vp->max_attrset, v->zd, &v->tmp, &v->cap_tmp, &v->entries, &v->cap_entries,
-	                          err);
+	                          vp->max_attrset, view_zd(v), &v->tmp, &v->cap_tmp, &v->entries,
+	                          &v->cap_entries, err);
 	sqlite3_reset(st);
 	if (rc < 0) {
 		char what[sizeof err->msg];
@@ -870,7 +888,8 @@ static int merged_add(store_view_t *v, view_part_t *vp, int day, uint32_t series
 {
 	uint32_t nr;
 	if (!local_hours_lookup(vp->hours, &vp->hours_get[day], day, series, key, st, vp->max_node,
-	                        vp->max_attrset, v->zd, &v->tmp, &v->cap_tmp, &v->hrows, &v->cap_hrows, &nr))
+	                        vp->max_attrset, view_zd(v), &v->tmp, &v->cap_tmp, &v->hrows, &v->cap_hrows,
+	                        &nr))
 		return 0;
 	for (uint32_t k = 0; k < nr; k++)
 		local_hacc_add(&v->acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
@@ -963,42 +982,56 @@ static int sums_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32_
 
 /* ---- span links ---- */
 
-/* Prepares the two span lookups once; *absent when the file predates the index. */
-static int prepare_spans(view_part_t *vp, int *absent, err_t *err)
+/* Is there a spans table in vp's file? 0 with *have set, or -1 with err. */
+static int spans_table_there(view_part_t *vp, int *have, err_t *err)
 {
-	if (!vp->spans_table) {
-		sqlite3_stmt *st;
-		int rc = sqlite3_prepare_v2(
-		    vp->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'spans'", -1,
-		    &st, NULL);
-		if (rc != SQLITE_OK)
-			return part_err(err, vp, rc, "looking for the span index");
-		rc = sqlite3_step(st);
-		int have = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
-		sqlite3_finalize(st);
-		if (rc != SQLITE_ROW)
-			return part_err(err, vp, rc, "looking for the span index");
-		vp->spans_table = have ? 1 : -1;
-	}
-	*absent = vp->spans_table < 0;
-	if (*absent || vp->by_span)
-		return 0;
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(
+	    vp->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'spans'", -1, &st,
+	    NULL);
+	if (rc != SQLITE_OK)
+		return part_err(err, vp, rc, "looking for the span index");
+	rc = sqlite3_step(st);
+	*have = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : part_err(err, vp, rc, "looking for the span index");
+}
+
+/* The span lookup by span (by_trace 0) or by trace (1) in *out, prepared
+ * at its first use; *absent when the file predates the index (format 1,
+ * not opened for writing since: the writer makes it). The table is looked
+ * for only when the statement cannot be prepared. */
+static int prepare_spans(view_part_t *vp, int by_trace, sqlite3_stmt **out, int *absent, err_t *err)
+{
 #define HIT_COLS                                                                                             \
 	"SELECT s.attrset, c.local, c.series, c.t_ns, c.duration_ns, c.n_entries, c.total, c.scale, "        \
 	"c.payload"                                                                                          \
 	" FROM spans s JOIN chunks c ON c.local = s.chunk"
-	int rc = sqlite3_prepare_v3(vp->db,
-	                            HIT_COLS
-	                            " WHERE s.span = ?1 AND (?2 IS NULL OR s.trace IS NULL OR s.trace = ?2)"
-	                            " AND c.t_ns >= ?3 AND c.t_ns < ?4",
-	                            -1, SQLITE_PREPARE_PERSISTENT, &vp->by_span, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(vp->db,
-		                        HIT_COLS " WHERE s.trace = ?2 AND c.t_ns >= ?3 AND c.t_ns < ?4", -1,
-		                        SQLITE_PREPARE_PERSISTENT, &vp->by_trace, NULL);
+	static const char *const sql[2] = {
+	    HIT_COLS " WHERE s.span = ?1 AND (?2 IS NULL OR s.trace IS NULL OR s.trace = ?2)"
+	             " AND c.t_ns >= ?3 AND c.t_ns < ?4",
+	    HIT_COLS " WHERE s.trace = ?2 AND c.t_ns >= ?3 AND c.t_ns < ?4"};
 #undef HIT_COLS
+	sqlite3_stmt **st = by_trace ? &vp->by_trace : &vp->by_span;
+	*out = *st;
+	*absent = vp->spans_table < 0;
+	if (*absent || *st)
+		return 0;
+	int rc = sqlite3_prepare_v3(vp->db, sql[by_trace], -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+	if (rc != SQLITE_OK && !vp->spans_table) {
+		int have;
+		if (spans_table_there(vp, &have, err) < 0)
+			return -1;
+		vp->spans_table = have ? 1 : -1;
+		*absent = !have;
+		if (!have)
+			return 0;
+		rc = sqlite3_prepare_v3(vp->db, sql[by_trace], -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+	}
 	if (rc != SQLITE_OK)
 		return part_err(err, vp, rc, "preparing the span lookup");
+	vp->spans_table = 1;
+	*out = *st;
 	return 0;
 }
 
@@ -1008,11 +1041,11 @@ static int span_chunks_read(store_view_t *v, uint32_t p, view_part_t *vp, slice_
 	*out = v->hits;
 	*n = 0;
 	int absent;
-	if (load_counts(vp, err) < 0 || prepare_spans(vp, &absent, err) < 0)
+	sqlite3_stmt *st;
+	if (prepare_spans(vp, !span_id.n, &st, &absent, err) < 0)
 		return -1;
 	if (absent)
 		return 0;
-	sqlite3_stmt *st = span_id.n ? vp->by_span : vp->by_trace;
 	int ok = 1;
 	if (span_id.n)
 		ok = local_bind_span_key(st, 1, span_id);
@@ -1025,6 +1058,8 @@ static int span_chunks_read(store_view_t *v, uint32_t p, view_part_t *vp, slice_
 	size_t k = 0;
 	int rc = SQLITE_DONE;
 	while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (k == 0 && (rc = load_counts(vp, err)) < 0) /* a hit's attribute set is checked */
+			break;
 		v->hits = xgrow(v->hits, &v->cap_hits, k + 1, sizeof *v->hits);
 		store_span_hit_t *h = &v->hits[k++];
 		int64_t a = sqlite3_column_int64(st, 0);
