@@ -17,7 +17,7 @@
  * DATED=now: each profile is dated by the clock when it is made instead.
  * With faketime (Debian package), a run crosses a midnight as a store
  * does once a day, the store's own clock included (bench/midnight.sh):
- *   FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '@2026-12-06 23:59:45' \
+ *   TZ=UTC FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '@2026-12-06 23:59:45' \
  *     env DATED=now WARMUP=15 PROJECTS=1000 build/bench/commit FILE 8 10 0 DIR
  * Prints one line of JSON: {"threads","window_ms","projects","uploads","per_s","mean_ms",
  * "p99_ms","max_ms","worst_s","cpu_us"}: latency percentiles of the measured

@@ -28,11 +28,11 @@ day=$(date -u +%F)
 run() {
 	local name=$1 start=$2 dir
 	dir=$(mktemp -d "$TMPD/midnight-XXXXXX")
-	local cmd="FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '@DAY $start' env DATED=now WARMUP=$WARMUP PROJECTS=$PROJECTS build/bench/commit go-cpu-fib.pb.gz $THREADS $DURATION 0 DIR"
+	local cmd="TZ=UTC FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '@DAY $start' env DATED=now WARMUP=$WARMUP PROJECTS=$PROJECTS build/bench/commit go-cpu-fib.pb.gz $THREADS $DURATION 0 DIR"
 	log "midnight $name: $cmd"
 	wait_quiet
 	local out
-	out=$(FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "@$day $start" env DATED=now WARMUP="$WARMUP" \
+	out=$(TZ=UTC FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "@$day $start" env DATED=now WARMUP="$WARMUP" \
 		PROJECTS="$PROJECTS" "$BENCH_BIN/commit" "$SRC" "$THREADS" "$DURATION" 0 "$dir" 2>/dev/null)
 	echo "$out" >"$TMPD/midnight-$name.json"
 	log "midnight $name: $out"
@@ -51,7 +51,8 @@ rm -rf "$TMPD"/midnight-*/
 # slowed the next run's 1,000 file creations several times over.
 trap 'rm -rf "$TMPD"/midnight-*/' EXIT
 for r in $(seq 1 "$REPS"); do
-	# Warm-up and run end before 23:50 + WARMUP + DURATION: no midnight.
+	# Ends at 23:40 + WARMUP + DURATION, before the eve (23:50): nothing
+	# made ahead, no midnight.
 	run "steady-$r" "23:40:00"
 	# The measured part starts at 00:00:00.
 	run "midnight-$r" "23:59:$(printf '%02d' $((60 - WARMUP)))"

@@ -513,6 +513,11 @@ static void make_ahead(store_t *s, local_part_t *p, int64_t t_ns)
 	int64_t now = s->ahead_now_ns ? s->ahead_now_ns : time_now_ns();
 	if (now < from || now >= end)
 		return;
+	/* Both days of every project must fit the LRU: past half of it, the
+	 * files opened ahead would close today's (and the reopened ones open
+	 * tomorrow's again). Midnight then makes them as it did before. */
+	if (s->n_parts >= s->open_max / 2)
+		return;
 	p->ahead = 1;
 	err_t err = {0};
 	if (!local_part_get(s, p->proj, p->day + 1, &err))

@@ -83,7 +83,7 @@ struct store_view {
 	size_t cap_entries;
 	uint8_t *tmp;
 	size_t cap_tmp;
-	ZSTD_DCtx *zd; /* made at the first payload decoded (view_zd) */
+	ZSTD_DCtx *zd; /* made at first use (view_zd): a span lookup that finds nothing makes none */
 	/* store_view_sums: the accumulator, merged rows, the answer. */
 	local_hacc_t acc;
 	local_hsum_t *hrows;
@@ -1040,6 +1040,8 @@ static int span_chunks_read(store_view_t *v, uint32_t p, view_part_t *vp, slice_
 {
 	*out = v->hits;
 	*n = 0;
+	if (!span_id.n && !trace_id.n)
+		return 0; /* nothing to look up by */
 	int absent;
 	sqlite3_stmt *st;
 	if (prepare_spans(vp, !span_id.n, &st, &absent, err) < 0)

@@ -6,6 +6,9 @@
 #include <libdeflate.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -58,8 +61,11 @@ static void dd_free(void *d)
 
 static void dd_key_make(void)
 {
-	if (pthread_key_create(&dd_key, dd_free) != 0)
-		xcheck_at(NULL, "pthread_key_create");
+	int rc = pthread_key_create(&dd_key, dd_free);
+	if (rc != 0) {
+		fprintf(stderr, "kiln: pthread_key_create: %s\n", strerror(rc));
+		abort();
+	}
 }
 
 /* This thread's decompressor, made at its first body and freed when it
@@ -71,8 +77,11 @@ static struct libdeflate_decompressor *decompressor(void)
 	struct libdeflate_decompressor *d = pthread_getspecific(dd_key);
 	if (!d) {
 		d = xcheck(libdeflate_alloc_decompressor());
-		if (pthread_setspecific(dd_key, d) != 0)
-			xcheck_at(NULL, "pthread_setspecific");
+		int rc = pthread_setspecific(dd_key, d);
+		if (rc != 0) {
+			fprintf(stderr, "kiln: pthread_setspecific: %s\n", strerror(rc));
+			abort();
+		}
 	}
 	return d;
 }

@@ -23,6 +23,9 @@ typedef struct {
 	slice_t file, build_id;
 } pp_mapping_t;
 
+/* Interning map entries reserved before the samples, at most (pprof_decode). */
+#define PP_RESERVE_MAX 65536u
+
 typedef struct {
 	slice_t name, file;
 	/* The frame this function gave with mapping frame_mapping, + 1 (0:
@@ -762,9 +765,12 @@ int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b
 	d->loc_frames = scratch_array(d, n_loc_frames, sizeof *d->loc_frames);
 	/* At most a frame per location line; nodes: as many, a guess (stacks
 	 * share most of their nodes) that the map outgrows when wrong, and no
-	 * more than the samples' stacks could make. */
+	 * more than the samples' stacks could make. Capped: a reservation
+	 * only saves rehashes, and a small body must not claim a large map
+	 * (8 M lines of one function are one frame). */
 	uint64_t node_bound = (uint64_t)d->n_samples * LIMIT_STACK_DEPTH;
-	model_batch_reserve(b, n_loc_frames, n_loc_frames < node_bound ? n_loc_frames : node_bound);
+	uint64_t frames_want = n_loc_frames < PP_RESERVE_MAX ? n_loc_frames : PP_RESERVE_MAX;
+	model_batch_reserve(b, frames_want, frames_want < node_bound ? frames_want : node_bound);
 
 	d->sample_node = scratch_array(d, d->n_samples, sizeof *d->sample_node);
 	d->sample_attrset = scratch_array(d, d->n_samples, sizeof *d->sample_attrset);

@@ -362,8 +362,8 @@ static int day_file_exists(const store_fix *f, const char *proj, const char *day
 
 /* A project's next day file is made ahead (LOCAL_DAY_AHEAD_S): by a write
  * dated in the last seconds of its day while the clock is there too; not by
- * one earlier in the day, nor by a late write of an old day. The next day's
- * first write then finds its partition open. */
+ * one earlier in the day, nor by a late write of an old day, nor when half
+ * the LRU is open. The next day's first write then finds its partition open. */
 static void test_next_day_made_ahead(void **state)
 {
 	store_fix *f = *state;
@@ -389,6 +389,10 @@ static void test_next_day_made_ahead(void **state)
 	s->ahead_now_ns = eve;
 	write_applied(s, project_batch("c", eve + 31 * NS_PER_SEC, 6));
 	assert_true(day_file_exists(f, "c", "2023-05-25"));
+	/* Half the LRU open already: nothing opened ahead, which would close today's files. */
+	s->open_max = 2 * (s->n_parts + 1);
+	write_applied(s, project_batch("d", eve + 30 * NS_PER_SEC, 7));
+	assert_false(day_file_exists(f, "d", "2023-05-25"));
 
 	uint32_t chunks;
 	assert_int_equal(sum_totals(s, "a", DAY0, DAY0 + NS_PER_DAY, &chunks), 6 * 3);

@@ -333,9 +333,10 @@ static void test_shared_function_frames(void **state)
 	put_location(&b, 3, 1, &foo_fn, 1);  /* another address of foo in /bin/app */
 	put_location(&b, 4, 2, &foo_fn, 1);  /* foo in "bar" */
 	put_location(&b, 5, 0, &main_fn, 1); /* main without a mapping */
-	const uint64_t stacks[4][2] = {{2, 1}, {3, 1}, {4, 1}, {2, 5}};
-	const int64_t vals[4] = {10, 20, 40, 5};
-	for (int i = 0; i < 4; i++)
+	put_location(&b, 6, 1, &foo_fn, 1);  /* foo in /bin/app again, after "bar" */
+	const uint64_t stacks[5][2] = {{2, 1}, {3, 1}, {4, 1}, {2, 5}, {6, 1}};
+	const int64_t vals[5] = {10, 20, 40, 5, 7};
+	for (int i = 0; i < 5; i++)
 		put_sample(&b, stacks[i], 2, &vals[i], 1);
 	put_strings(&b, base_strings, N_STRINGS);
 	model_batch_t *mb = decode_ok(buf_slice(&b), &default_opts);
@@ -356,7 +357,7 @@ static void test_shared_function_frames(void **state)
 			assert_true(s->value == 5 && slice_eq_cstr(leaf->binary, "/bin/app"));
 			seen |= 2;
 		} else {
-			assert_true(s->value == 30 && slice_eq_cstr(leaf->binary, "/bin/app"));
+			assert_true(s->value == 37 && slice_eq_cstr(leaf->binary, "/bin/app"));
 			seen |= 4;
 		}
 	}
