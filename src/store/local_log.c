@@ -539,11 +539,15 @@ static int apply_group(store_t *s, const local_group_t *g, uint32_t ng, int *dam
 	for (uint32_t i = 0; i < ng && rc == 0; i++)
 		for (uint32_t k = 0; k < g[i].n && rc == 0; k++) {
 			const model_batch_t *b = g[i].b[k];
+			local_part_t *p = NULL;
 			for (uint32_t j = 0; j < b->n_profiles; j++) {
 				int64_t day = time_day(b->profiles[j].time_ns);
-				if (j && day == time_day(b->profiles[j - 1].time_ns))
+				if (j && day == time_day(b->profiles[j - 1].time_ns)) {
+					/* A later profile of the run may be in the eve. */
+					make_ahead(s, p, b->profiles[j].time_ns);
 					continue;
-				local_part_t *p = local_part_get(s, g[i].proj[k], day, err);
+				}
+				p = local_part_get(s, g[i].proj[k], day, err);
 				if (!p) {
 					redo_add(s, g[0].lsn, s->apply_end);
 					rc = -1;

@@ -389,6 +389,10 @@ static void test_next_day_made_ahead(void **state)
 	s->ahead_now_ns = eve;
 	write_applied(s, project_batch("c", eve + 31 * NS_PER_SEC, 6));
 	assert_true(day_file_exists(f, "c", "2023-05-25"));
+	/* A batch whose first profile is before the eve and a later one in it. */
+	const int64_t run[2] = {eve - NS_PER_SEC, eve + 32 * NS_PER_SEC};
+	write_applied(s, test_batch_at("e", run, 2, 8));
+	assert_true(day_file_exists(f, "e", "2023-05-25"));
 	/* Half the LRU open already: nothing opened ahead, which would close today's files. */
 	s->open_max = 2 * (s->n_parts + 1);
 	write_applied(s, project_batch("d", eve + 30 * NS_PER_SEC, 7));
