@@ -42,6 +42,7 @@
 #include "base/hash.h"
 #include "base/limits.h"
 #include "base/timeutil.h"
+#include "base/num.h"
 #include "base/u64map.h"
 #include "model/model.h"
 #include "wire/compress.h"
@@ -124,15 +125,12 @@ static void usage(void)
 	exit(2);
 }
 
-/* splitmix64's finalizer over (seed, profile, span): the id hashes, apart
- * from the random stream so labels leave the samples as they were. */
+/* The ids' hash of (seed, profile, span), apart from the random stream so
+ * labels leave the samples as they were. */
 static uint64_t id_hash(uint64_t seed, uint64_t profile, uint64_t span)
 {
-	uint64_t z = seed * 0x9e3779b97f4a7c15ULL ^ (profile + 1) * 0xbf58476d1ce4e5b9ULL ^
-	             (span + 1) * 0x94d049bb133111ebULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return num_mix64(seed * 0x9e3779b97f4a7c15ULL ^ (profile + 1) * 0xbf58476d1ce4e5b9ULL ^
+	                 (span + 1) * 0x94d049bb133111ebULL);
 }
 
 /* The value of one encoded Sample (one sample type: its single value). */

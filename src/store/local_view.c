@@ -565,12 +565,9 @@ static struct view_block *block_get(store_view_t *v, view_part_t *vp, int64_t id
 			return &v->blocks[i];
 		}
 	}
-	int rc = SQLITE_OK;
-	if (!vp->block)
-		rc = sqlite3_prepare_v3(vp->db, "SELECT head, data FROM blocks WHERE local = ?1", -1,
-		                        SQLITE_PREPARE_PERSISTENT, &vp->block, NULL);
-	if (rc != SQLITE_OK)
-		return part_err(err, vp, rc, "reading a block"), NULL;
+	if (part_stmt(vp, &vp->block, "SELECT head, data FROM blocks WHERE local = ?1", err) < 0)
+		return NULL;
+	int rc;
 	sqlite3_bind_int64(vp->block, 1, id);
 	if ((rc = sqlite3_step(vp->block)) != SQLITE_ROW) {
 		sqlite3_reset(vp->block);
