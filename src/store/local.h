@@ -310,6 +310,7 @@ struct store {
 	                                LIMIT_STORE_WAL_CHECKPOINT_MS (tests set less) */
 	int ckpt_sync_any;           /* tests: sync-only rounds however few partitions are written */
 	uint64_t log_since_ckpt;     /* log bytes since the last checkpoint started */
+	uint32_t spare_asked_seg;    /* log thread: the segment whose half woke the checkpointer */
 	uint64_t ckpt_req, ckpt_gen; /* checkpoints asked for, run */
 	int ckpt_stop, ckpt_rc;
 	err_t ckpt_err;

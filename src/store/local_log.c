@@ -196,16 +196,19 @@ static int path_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The next segment's file is made off the ack path (at open, and by the
- * checkpointer once the current segment is half used), so an append seldom
- * waits for a file to be zero-filled. */
-static void make_spare(store_t *s)
+/* The next segment's file is made off the ack path: at open, and by the
+ * checkpointer as soon as the current segment is half used (the log thread
+ * wakes it), so an append seldom waits for a file to be zero-filled. 1 made,
+ * 0 not wanted or no room, -1 failed (logged). */
+static int make_spare(store_t *s)
 {
 	if (!local_wal_wants_spare(s->wal))
-		return;
+		return 0;
 	err_t e = {0};
-	if (local_wal_make_spare(s->wal, &e) < 0)
+	int rc = local_wal_make_spare(s->wal, &e);
+	if (rc < 0)
 		log_error("store: cannot make the next log segment", "err=\"%s\"", e.msg);
+	return rc;
 }
 
 /* Makes partition path durable in a round: copies its -wal into it when
@@ -333,6 +336,13 @@ static void *ckpt_main(void *arg)
 		int due = s->ckpt_req != s->ckpt_gen || s->ckpt_stop || (s->n_dirty && ckpt_due_bytes(s)) ||
 		          ((s->n_dirty || s->n_unfilled) && time_mono_ns() / 1000000 - last >= every);
 		if (!due) {
+			/* Between rounds the next log segment is made as soon as it is
+			 * wanted; again after a second when it could not be. */
+			pthread_mutex_unlock(&s->ckpt_mu);
+			int made = s->ckpt_stop ? 0 : make_spare(s);
+			pthread_mutex_lock(&s->ckpt_mu);
+			if (made > 0)
+				continue;
 			struct timespec t;
 			time_deadline(&t, NS_PER_SEC);
 			pthread_cond_timedwait(&s->ckpt_cv, &s->ckpt_mu, &t);
@@ -921,6 +931,15 @@ int local_log_append(store_t *s, model_batch_t *const *b, uint32_t n, uint64_t *
 	}
 	if (rc < 0)
 		return -1;
+	/* Past half of a segment, once per segment: the checkpointer makes the
+	 * next one now, not the append that fills this one. */
+	uint32_t seg = (uint32_t)(*lsn >> 32);
+	if (seg != s->spare_asked_seg && local_wal_wants_spare(s->wal)) {
+		s->spare_asked_seg = seg;
+		pthread_mutex_lock(&s->ckpt_mu);
+		pthread_cond_signal(&s->ckpt_cv);
+		pthread_mutex_unlock(&s->ckpt_mu);
+	}
 	*rec_n = n_rec;
 	/* Durable: readers from now on wait for the group (local_read_barrier). */
 	atomic_store(&s->durable_end, *lsn + rec_bytes(n_rec));

@@ -50,14 +50,20 @@ static inline void tmpdir_free(char *d)
 	free(d);
 }
 
-static inline store_t *open_store(const char *dir)
+/* A store in dir with fsync on (sync 1) or off (-1), sealing off. */
+static inline store_t *open_store_sync(const char *dir, int sync)
 {
-	store_config_t cfg = {.dir = dir, .sync = 1, .seal_off = 1};
+	store_config_t cfg = {.dir = dir, .sync = sync, .seal_off = 1};
 	err_t err = {0};
 	store_t *s = store_open(&cfg, &err);
 	if (!s)
 		fail_msg("store_open: %s", err.msg);
 	return s;
+}
+
+static inline store_t *open_store(const char *dir)
+{
+	return open_store_sync(dir, 1);
 }
 
 /* cmocka setup/teardown: *state is a store_fix with an open store in a fresh directory. */
@@ -71,6 +77,17 @@ static inline int store_fix_setup(void **state)
 	store_fix *f = calloc(1, sizeof *f);
 	f->dir = tmpdir_new();
 	f->s = open_store(f->dir);
+	*state = f;
+	return 0;
+}
+
+/* store_fix_setup with fsync off (store_config_t.sync -1), for tests of
+ * which file exists when, or of many files (1,000 with fsync take minutes). */
+static inline int store_fix_setup_nosync(void **state)
+{
+	store_fix *f = calloc(1, sizeof *f);
+	f->dir = tmpdir_new();
+	f->s = open_store_sync(f->dir, -1);
 	*state = f;
 	return 0;
 }

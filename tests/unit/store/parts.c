@@ -96,20 +96,6 @@ static void write_applied(store_t *s, model_batch_t *b)
 	local_apply_wait(s);
 }
 
-/* store_fix_setup with fsync off (store_config_t.sync -1): 1,000 new files
- * with fsync cost minutes, and what is tested here is which stay open. */
-static int nosync_setup(void **state)
-{
-	store_fix *f = calloc(1, sizeof *f);
-	f->dir = tmpdir_new();
-	store_config_t cfg = {.dir = f->dir, .sync = -1};
-	err_t err = {0};
-	if (!(f->s = store_open(&cfg, &err)))
-		fail_msg("store_open: %s", err.msg);
-	*state = f;
-	return 0;
-}
-
 static void test_thousand_projects_stay_open(void **state)
 {
 	store_fix *f = *state;
@@ -409,7 +395,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_open_files_size_the_lru),
-	    cmocka_unit_test_setup_teardown(test_thousand_projects_stay_open, nosync_setup,
+	    cmocka_unit_test_setup_teardown(test_thousand_projects_stay_open, store_fix_setup_nosync,
 	                                    store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_node_maps, store_fix_setup, store_fix_teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_evicts_least_recent, store_fix_setup,
