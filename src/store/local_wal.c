@@ -841,7 +841,11 @@ const local_wal_report_t *local_wal_report(const local_wal_t *w)
 /* ---- the spare ---- */
 
 /* Writes a zero-filled, fsynced segment file of size bytes at DIR/_wal/spare.tmp.
- * Runs without the lock (making_spare keeps others off the name). */
+ * Runs without the lock (making_spare keeps others off the name). Each block
+ * is written out and waited for before the next is written: the disk's queue
+ * then holds at most one block of it ahead of the log's fdatasync, which
+ * otherwise waited behind the whole file's write-back (13-46 ms syncs while
+ * a 16-64 MiB spare was flushed, bench at 8 connections). */
 static int spare_write(local_wal_t *w, uint64_t bytes, err_t *err)
 {
 	char *p = wal_path(w, "spare.tmp");
@@ -854,9 +858,15 @@ static int spare_write(local_wal_t *w, uint64_t bytes, err_t *err)
 	}
 	uint8_t *zero = xcalloc(1, ZERO_BLOCK);
 	uint64_t off = 0;
-	for (; off < bytes; off += ZERO_BLOCK)
-		if (fd_write_all(fd, zero, bytes - off < ZERO_BLOCK ? bytes - off : ZERO_BLOCK, off) != 0)
+	for (; off < bytes; off += ZERO_BLOCK) {
+		uint64_t n = bytes - off < ZERO_BLOCK ? bytes - off : ZERO_BLOCK;
+		if (fd_write_all(fd, zero, n, off) != 0)
 			break;
+		/* a hint: the fsync below makes it durable whatever this does */
+		(void)sync_file_range(fd, (off_t)off, (off_t)n,
+		                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		                          SYNC_FILE_RANGE_WAIT_AFTER);
+	}
 	free(zero);
 	if (off < bytes)
 		io_err(err, "cannot write", p);
