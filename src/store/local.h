@@ -333,8 +333,9 @@ struct store {
 	uint32_t n_hours_seen;
 	size_t cap_hours_seen;
 	/* Counters for tests and benchmarks: merged rows written; merged rows
-	 * and chunks that store_view_sums added; day files a pass looked into. */
-	_Atomic uint64_t hours_written, hours_used, hours_chunks, hours_looked;
+	 * and chunks that store_view_sums added; day files a pass looked into;
+	 * chunks the compactor decoded. */
+	_Atomic uint64_t hours_written, hours_used, hours_chunks, hours_looked, hours_merged;
 
 	/* Writer thread only. */
 	local_part_t **parts;
@@ -678,5 +679,10 @@ int local_view_span_chunks(store_view_t *v, uint32_t p, slice_t span_id, slice_t
                            const store_span_hit_t **out, uint32_t *n, err_t *err);
 int local_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_t n_series,
                     const store_sum_t **out, uint32_t *n, err_t *err);
+/* Adds to acc the merged row of (series, hour) of partition p when its
+ * stamp is st and its sums decode: 1; 0 when there is no such row (acc
+ * untouched); -1 with err. The compactor extends a row this way. */
+int local_view_merged_hour(store_view_t *v, uint32_t p, uint32_t series, int64_t hour,
+                           const local_hstamp_t *st, local_hacc_t *acc, err_t *err);
 
 #endif

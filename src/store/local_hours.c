@@ -287,17 +287,26 @@ static int head_series_cmp(const void *x, const void *y)
 	return (a->chunk_id > b->chunk_id) - (a->chunk_id < b->chunk_id);
 }
 
-/* The stored stamp of (series, hour) in db equals st. */
-static int stored_stamp_is(sqlite3 *db, sqlite3_stmt *sel, uint32_t series, int64_t hour,
-                           const local_hstamp_t *st)
+/* The stamp sel (prepared on the derived file) finds for (series, hour or
+ * day) into *st: 1, or 0 when there is no row. */
+static int stored_stamp(sqlite3_stmt *sel, uint32_t series, int64_t hour, local_hstamp_t *st)
 {
 	sqlite3_bind_int64(sel, 1, series);
 	sqlite3_bind_int64(sel, 2, hour);
-	int same = sqlite3_step(sel) == SQLITE_ROW && sqlite3_column_int64(sel, 0) == (int64_t)st->n &&
-	           sqlite3_column_int64(sel, 1) == st->max_local &&
-	           (uint64_t)sqlite3_column_int64(sel, 2) == st->hash;
+	int have = sqlite3_step(sel) == SQLITE_ROW;
+	if (have) {
+		int64_t n = sqlite3_column_int64(sel, 0);
+		have = n > 0 && n <= UINT32_MAX;
+		*st = (local_hstamp_t){(uint32_t)n, sqlite3_column_int64(sel, 1),
+		                       (uint64_t)sqlite3_column_int64(sel, 2)};
+	}
 	sqlite3_reset(sel);
-	return same;
+	return have;
+}
+
+static int stamp_eq(const local_hstamp_t *a, const local_hstamp_t *b)
+{
+	return a->n == b->n && a->max_local == b->max_local && a->hash == b->hash;
 }
 
 /* Removes a damaged derived file (and SQLite's files beside it): the next pass rebuilds it. */
@@ -324,7 +333,8 @@ static int day_flush(compactor_t *c, sqlite3 *db, sqlite3_stmt *ins, int64_t day
 	                            -1, &sel, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
-	int same = stored_stamp_is(db, sel, ser, day, st);
+	local_hstamp_t old;
+	int same = stored_stamp(sel, ser, day, &old) && stamp_eq(&old, st);
 	sqlite3_finalize(sel);
 	if (same)
 		return SQLITE_OK;
@@ -499,12 +509,21 @@ static int hours_write(compactor_t *c, const char *day_path, uint64_t ident, int
 }
 
 /* Sums the chunks h[0..n) (one series and hour) into a pending row: 0, 1
- * when the day file turned out damaged (skipped), -1 with err. */
-static int merge_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *h, uint32_t n, err_t *err)
+ * when the day file turned out damaged (skipped), -1 with err. With base,
+ * c->acc already holds the sums of the chunks that stamp covers (the
+ * stored row), and only the chunks after its max_local are added. */
+static int merge_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *h, uint32_t n,
+                     const local_hstamp_t *base, err_t *err)
 {
-	local_hacc_clear(&c->acc);
 	pending_row_t r = {.series = h[0].series, .hour = local_hour(h[0].t_ns)};
+	if (base)
+		r.stamp = *base;
+	else
+		local_hacc_clear(&c->acc);
 	for (uint32_t i = 0; i < n; i++) {
+		if (base && h[i].chunk_id <= base->max_local)
+			continue;
+		atomic_fetch_add(&c->s->hours_merged, 1);
 		const store_entry_t *e;
 		uint32_t ne;
 		if (local_view_entries(v, 0, &h[i], &e, &ne, err) < 0)
@@ -527,6 +546,30 @@ static int merge_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *
 	c->pend = xgrow(c->pend, &c->cap_pend, (size_t)c->n_pend + 1, sizeof *c->pend);
 	c->pend[c->n_pend++] = r;
 	return 0;
+}
+
+/* Late chunks in a merged hour: when the stored row old covers exactly the
+ * chunks of h[0..n) up to its max_local (chunk ids only grow), its sums
+ * plus the later chunks' make the new row, and only those are decoded: a
+ * backfill into a past hour costs each chunk once, not the whole hour at
+ * every pass. 2 when it cannot (no row, other chunks, a row that does not
+ * decode): the caller merges every chunk. Else merge_run's answer. */
+static int extend_run(compactor_t *c, store_view_t *v, const store_chunk_head_t *h, uint32_t n,
+                      const local_hstamp_t *old, err_t *err)
+{
+	if (!old)
+		return 2;
+	local_hstamp_t covered = {0};
+	for (uint32_t i = 0; i < n; i++)
+		if (h[i].chunk_id <= old->max_local)
+			local_hstamp_add(&covered, &h[i]);
+	if (!stamp_eq(&covered, old))
+		return 2;
+	local_hacc_clear(&c->acc);
+	int rc = local_view_merged_hour(v, 0, h[0].series, local_hour(h[0].t_ns), old, &c->acc, err);
+	if (rc <= 0)
+		return rc < 0 ? -1 : 2;
+	return merge_run(c, v, h, n, old, err);
 }
 
 /* Merges the hours of day file path (project, its day [from, until)) that
@@ -570,9 +613,13 @@ static int compact_day(compactor_t *c, slice_t project, const char *path, int64_
 		            local_hour(c->heads[j].t_ns) == hour;
 		     j++)
 			local_hstamp_add(&st, &c->heads[j]);
-		if (sel && stored_stamp_is(ro, sel, c->heads[i].series, hour, &st))
+		local_hstamp_t old;
+		int have = sel && stored_stamp(sel, c->heads[i].series, hour, &old);
+		if (have && stamp_eq(&old, &st))
 			continue;
-		rc = merge_run(c, v, c->heads + i, j - i, err);
+		rc = extend_run(c, v, c->heads + i, j - i, have ? &old : NULL, err);
+		if (rc == 2)
+			rc = merge_run(c, v, c->heads + i, j - i, NULL, err);
 	}
 	if (rc == 1) { /* a damaged day file: nothing to merge, no error to repeat every pass */
 		rc = 0;

@@ -893,6 +893,28 @@ static int merged_add(store_view_t *v, view_part_t *vp, int day, uint32_t series
 	return 1;
 }
 
+int local_view_merged_hour(store_view_t *v, uint32_t p, uint32_t series, int64_t hour,
+                           const local_hstamp_t *st, local_hacc_t *acc, err_t *err)
+{
+	if (p >= v->n_parts)
+		return 0;
+	view_part_t *vp = &v->parts[p];
+	if (load_counts(vp, err) < 0)
+		return -1;
+	if (!vp->hours_tried) {
+		vp->hours_tried = 1;
+		vp->hours = local_hours_open_ro(vp->path, vp->ident);
+	}
+	uint32_t nr;
+	if (!vp->hours || !local_hours_lookup(vp->hours, &vp->hours_get[0], 0, series, hour, st, vp->max_node,
+	                                      vp->max_attrset, view_zd(v), &v->tmp, &v->cap_tmp, &v->hrows,
+	                                      &v->cap_hrows, &nr))
+		return 0;
+	for (uint32_t k = 0; k < nr; k++)
+		local_hacc_add(acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
+	return 1;
+}
+
 /* Adds the sums of one series' chunks h[0..n) (each hour's together, by
  * time): the whole day's merged row when the view covers the day and the
  * row's stamp is that of all these chunks; else a whole hour of the view's range whose merged row has the

@@ -225,6 +225,30 @@ static void pass_ok(store_t *s)
 		fail_msg("local_hours_pass: %s", err.msg);
 }
 
+/* Chunks over [from, until) of the series that has a chunk at with_t (0: every series). */
+static uint32_t chunks_in(store_t *s, int64_t from, int64_t until, int64_t with_t)
+{
+	store_view_t *v;
+	err_t err = {0};
+	assert_int_equal(store_view_open(s, slice_cstr("default"), from, until, &v, &err), 0);
+	const store_series_t *se;
+	const store_chunk_head_t *h;
+	uint32_t n_se, n_h, ids[16], series = 0, n = 0;
+	assert_int_equal(store_view_series(v, 0, &se, &n_se, &err), 0);
+	assert_true(n_se <= 16);
+	for (uint32_t i = 0; i < n_se; i++)
+		ids[i] = se[i].local;
+	assert_int_equal(store_view_heads(v, 0, ids, n_se, &h, &n_h, &err), 0);
+	for (uint32_t i = 0; with_t && i < n_h; i++)
+		if (h[i].t_ns == with_t)
+			series = h[i].series;
+	assert_true(!with_t || series);
+	for (uint32_t i = 0; i < n_h; i++)
+		n += !with_t || h[i].series == series;
+	store_view_close(v);
+	return n;
+}
+
 static void test_sums_exact(void **state)
 {
 	(void)state;
@@ -280,9 +304,12 @@ static void test_sums_exact(void **state)
 		assert_int_equal(atomic_load(&s->hours_chunks) - chunks0, late_chunks);
 		store_view_close(v);
 	}
-	/* The next pass merges that hour again (one row), then it is used again. */
+	/* The next pass merges that hour again (one row), then it is used again:
+	 * its stored row plus the late chunk, the only chunk it decodes. */
+	uint64_t merged = atomic_load(&s->hours_merged);
 	pass_ok(s);
 	assert_int_equal(atomic_load(&s->hours_written), written + 1);
+	assert_int_equal(atomic_load(&s->hours_merged) - merged, 1);
 	check_random_ranges(s, &seed, 20, 1);
 
 	/* A stamp that no longer matches (as if the row came from other
@@ -300,6 +327,20 @@ static void test_sums_exact(void **state)
 	check_range(s, DAY0 + 3 * HOUR, DAY0 + 4 * HOUR, 1, local_hour(DAY0 + 3 * HOUR), 0);
 	check_range(s, DAY0 + 4 * HOUR, DAY0 + 5 * HOUR, 1, INT64_MIN, 0); /* the others still merged */
 	check_range(s, DAY0, DAY0 + NS_PER_DAY, 1, INT64_MIN, 0);          /* and the day rows */
+
+	/* The compactor extends only a row it can trust. A late chunk in hour 3
+	 * makes the next pass look at the day again: the rows of hour 2, whose
+	 * stamps no longer match, are merged again from every chunk of the
+	 * hour; the late chunk's series' row of hour 3, which does not decode,
+	 * from every chunk of its hour. */
+	int64_t t_late3[] = {DAY0 + 3 * HOUR + 99 * NS_PER_SEC};
+	write_ok(s, test_batch_at("default", t_late3, 1, 5));
+	merged = atomic_load(&s->hours_merged);
+	pass_ok(s);
+	assert_int_equal(atomic_load(&s->hours_merged) - merged,
+	                 chunks_in(s, DAY0 + 2 * HOUR, DAY0 + 3 * HOUR, 0) +
+	                     chunks_in(s, DAY0 + 3 * HOUR, DAY0 + 4 * HOUR, t_late3[0]));
+	check_range(s, DAY0 + 2 * HOUR, DAY0 + 3 * HOUR, 1, INT64_MIN, 0);
 
 	/* A damaged derived file: ignored by reads (every chunk decoded), then
 	 * deleted and rebuilt by the compactor. */
