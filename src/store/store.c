@@ -4,7 +4,9 @@
 #include "store/engine.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/alloc.h"
 #include "base/num.h"
 #include "base/timeutil.h"
 
@@ -109,23 +111,73 @@ int64_t store_second_offset(int64_t sample_ns, int64_t profile_ns)
 	return (d % NS_PER_SEC < 0) ? q - 1 : q;
 }
 
-static int wentry_cmp(const void *a, const void *b)
+/* x sorts before y: by node, attrset, t_off. */
+static inline int went_before(const store_wentry_t *x, const store_wentry_t *y)
 {
-	const store_wentry_t *x = a, *y = b;
 	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
+		return x->node < y->node;
 	if (x->attrset != y->attrset)
-		return x->attrset < y->attrset ? -1 : 1;
-	return (x->t_off > y->t_off) - (x->t_off < y->t_off);
+		return x->attrset < y->attrset;
+	return x->t_off < y->t_off;
+}
+
+static inline int went_same(const store_wentry_t *x, const store_wentry_t *y)
+{
+	return x->node == y->node && x->attrset == y->attrset && x->t_off == y->t_off;
+}
+
+#define WENT_RUN 16 /* runs sorted by insertion before the merges */
+
+static void went_insertion(store_wentry_t *e, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		store_wentry_t x = e[i];
+		size_t j = i;
+		for (; j > 0 && went_before(&x, &e[j - 1]); j--)
+			e[j] = e[j - 1];
+		e[j] = x;
+	}
+}
+
+/* A stable sort (equal keys keep their order: the saturating sums of
+ * store_entries_merge depend on it), with the comparison inlined: glibc's
+ * qsort called wentry_cmp through a pointer for each of the ~n log n
+ * comparisons, 1.4-1.8 % of the server's CPU at ingest (perf, apply thread).
+ * Runs of WENT_RUN by insertion, then bottom-up merges through tmp. */
+static void went_sort(store_wentry_t *e, size_t n)
+{
+	for (size_t i = 0; i < n; i += WENT_RUN)
+		went_insertion(e + i, n - i < WENT_RUN ? n - i : WENT_RUN);
+	if (n <= WENT_RUN)
+		return;
+	store_wentry_t *tmp = xmalloc(n * sizeof *tmp), *src = e, *dst = tmp;
+	for (size_t w = WENT_RUN; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t a = lo, b = mid, k = lo;
+			while (a < mid && b < hi)
+				dst[k++] = went_before(&src[b], &src[a]) ? src[b++] : src[a++];
+			while (a < mid)
+				dst[k++] = src[a++];
+			while (b < hi)
+				dst[k++] = src[b++];
+		}
+		store_wentry_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != e)
+		memcpy(e, src, n * sizeof *e);
+	free(tmp);
 }
 
 uint32_t store_entries_merge(store_wentry_t *e, uint32_t n)
 {
 	if (n > 1)
-		qsort(e, n, sizeof *e, wentry_cmp);
+		went_sort(e, n);
 	uint32_t out = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (out && wentry_cmp(&e[out - 1], &e[i]) == 0)
+		if (out && went_same(&e[out - 1], &e[i]))
 			e[out - 1].value = num_sat_add(e[out - 1].value, e[i].value);
 		else
 			e[out++] = e[i];
