@@ -58,11 +58,15 @@ static inline int64_t unzigzag(uint64_t v)
 /* ---- encoding ---- */
 
 /* Version 2's strings already written (a batch repeats its mapping's file
- * name and build id on every frame, its files on many), found by content:
- * one XXH3 pass over the string bytes, small next to the copy. Open
- * addressing; once 3/4 full, later strings are written whole (still
- * numbered). */
+ * name and build id on every frame, its files on many), found by content.
+ * Open addressing from dedup_start's slot; once 3/4 full, later strings
+ * are written whole (still numbered). A search gives up after DEDUP_PROBES
+ * slots (the string is written whole and not remembered): the start slot
+ * is a cheap hint that a crafted batch (strings of one length with the
+ * same ends) could make collide, and the log thread must not compare each
+ * string with hundreds of others. */
 #define DEDUP_SLOTS 1024u
+#define DEDUP_PROBES 16u
 typedef struct {
 	const uint8_t *p; /* NULL: empty slot */
 	uint32_t n, idx;
@@ -163,7 +167,7 @@ static inline uint32_t dedup_start(slice_t s)
 static const dedup_slot_t *enc_seen(enc_t *e, slice_t s)
 {
 	uint32_t i = dedup_start(s);
-	for (;; i = (i + 1) & (DEDUP_SLOTS - 1)) {
+	for (uint32_t k = 0; k < DEDUP_PROBES; k++, i = (i + 1) & (DEDUP_SLOTS - 1)) {
 		dedup_slot_t *d = &e->dedup[i];
 		if (!d->p) {
 			if (e->used < DEDUP_SLOTS / 4 * 3) {
@@ -175,6 +179,7 @@ static const dedup_slot_t *enc_seen(enc_t *e, slice_t s)
 		if (d->n == s.n && memcmp(d->p, s.p, s.n) == 0)
 			return d;
 	}
+	return NULL;
 }
 
 static void enc_str(enc_t *e, slice_t s, uint64_t *total)

@@ -468,6 +468,45 @@ static void test_v2_shared_strings(void **state)
 	buf_free(&out);
 }
 
+/* Strings of one length with the same first and last 8 bytes all start
+ * their search at one slot of the dedup table: the first 16 are found
+ * (each frame's file, equal to its name, is written as the name's number),
+ * the later ones are given up after 16 slots and written whole; every
+ * string decodes as it was. */
+static void test_v2_colliding_strings(void **state)
+{
+	(void)state;
+	enum { N = 200 };
+	static char names[N][25], files[N][25];
+	static model_frame_t frames[N];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof names[i], "AAAAAAAA%08dZZZZZZZZ", i);
+		memcpy(files[i], names[i], sizeof files[i]); /* equal bytes, another copy */
+		frames[i] = (model_frame_t){
+		    .id = 0x100 + (uint64_t)i, .name = slice_cstr(names[i]), .file = slice_cstr(files[i])};
+	}
+	model_attrset_t empty = {0};
+	model_batch_t b = {0};
+	b.project = slice_cstr("p");
+	b.frames = frames, b.n_frames = N;
+	b.attrsets = &empty, b.n_attrsets = 1;
+	buf_t out;
+	buf_init(&out, SIZE_MAX);
+	assert_int_equal(batch_codec_encode(&b, &out), 0);
+	arena_t *a = arena_new();
+	model_batch_t d;
+	err_t err = {0};
+	if (batch_codec_decode(slice_make(out.p, out.n), a, &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	batch_equal(&b, &d);
+	for (int i = 0; i < N; i++)
+		if ((d.frames[i].file.p == d.frames[i].name.p) != (i < 16))
+			fail_msg("frame %d: file %s the name's copy", i, i < 16 ? "is not" : "is");
+	arena_free(a);
+	buf_free(&out);
+	round_trip(&b, "colliding strings");
+}
+
 static int decode_msg(const uint8_t *p, size_t n, char *msg, size_t cap)
 {
 	arena_t *a = arena_new();
@@ -618,7 +657,7 @@ int main(void)
 	    cmocka_unit_test(test_pprof_fixtures),       cmocka_unit_test(test_otlp_fixtures),
 	    cmocka_unit_test(test_small_layout),         cmocka_unit_test(test_ceiling),
 	    cmocka_unit_test(test_truncated_everywhere), cmocka_unit_test(test_damaged),
-	    cmocka_unit_test(test_v2_shared_strings),
+	    cmocka_unit_test(test_v2_shared_strings),    cmocka_unit_test(test_v2_colliding_strings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
