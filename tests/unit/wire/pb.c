@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "base/buf.h"
+#include "base/num.h"
 #include "wire/pb.h"
 
 static pb_reader_t reader_of(const uint8_t *p, size_t n)
@@ -50,6 +51,54 @@ static void test_varint_edges(void **state)
 			assert_true(pb_done(&r));
 		}
 	}
+}
+
+/* The reader with room for a whole varint after it (its 8-byte path): every
+ * length from 1 to 10 bytes, values at and around each 7-bit boundary and
+ * random ones, then whatever byte follows; and the non-minimal and the
+ * too-long ones as the edge cases above. */
+static void test_varint_with_room(void **state)
+{
+	(void)state;
+	uint64_t vals[4 * 65 + 1000];
+	size_t nv = 0;
+	for (unsigned b = 0; b < 64; b++) {
+		uint64_t p = (uint64_t)1 << b;
+		vals[nv++] = p;
+		vals[nv++] = p - 1;
+		vals[nv++] = p + 1;
+		vals[nv++] = p | (p >> 1) | 0x5555555555555555ull >> (63 - b);
+	}
+	vals[nv++] = UINT64_MAX;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < 1000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		vals[nv++] = x >> (x % 64);
+	}
+	for (size_t i = 0; i < nv; i++) {
+		for (uint8_t after = 0; after < 2; after++) {
+			uint8_t buf[NUM_UVARINT_MAX + 16];
+			size_t n = num_uvarint_put(buf, vals[i]);
+			memset(buf + n, after ? 0xff : 0x00, sizeof buf - n);
+			pb_reader_t r = reader_of(buf, sizeof buf);
+			uint64_t v = 12345;
+			assert_int_equal(pb_varint(&r, &v), 0);
+			assert_true(v == vals[i]);
+			assert_int_equal(r.p - buf, (ptrdiff_t)n);
+		}
+	}
+	uint8_t nonmin[16] = {0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0xff};
+	pb_reader_t r = reader_of(nonmin, sizeof nonmin);
+	uint64_t v;
+	assert_int_equal(pb_varint(&r, &v), 0);
+	assert_true(v == 1);
+	assert_int_equal(r.p - nonmin, 8);
+	uint8_t eleven[16] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
+	r = reader_of(eleven, sizeof eleven);
+	assert_int_equal(pb_varint(&r, &v), -1);
+	uint8_t bit64[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+	r = reader_of(bit64, sizeof bit64);
+	assert_int_equal(pb_varint(&r, &v), -1);
 }
 
 static void test_varint_does_not_read_past_end(void **state)
@@ -492,6 +541,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_varint_edges),
+	    cmocka_unit_test(test_varint_with_room),
 	    cmocka_unit_test(test_varint_does_not_read_past_end),
 	    cmocka_unit_test(test_key),
 	    cmocka_unit_test(test_bytes_bounds),
