@@ -480,7 +480,9 @@ static void test_v2_colliding_strings(void **state)
 	static char names[N][25], files[N][25];
 	static model_frame_t frames[N];
 	for (int i = 0; i < N; i++) {
-		snprintf(names[i], sizeof names[i], "AAAAAAAA%08dZZZZZZZZ", i);
+		memcpy(names[i], "AAAAAAAA00000000ZZZZZZZZ", 25); /* the middle: i in 8 digits */
+		for (int k = 15, v = i; v; k--, v /= 10)
+			names[i][k] = (char)('0' + v % 10);
 		memcpy(files[i], names[i], sizeof files[i]); /* equal bytes, another copy */
 		frames[i] = (model_frame_t){
 		    .id = 0x100 + (uint64_t)i, .name = slice_cstr(names[i]), .file = slice_cstr(files[i])};
