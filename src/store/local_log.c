@@ -337,9 +337,10 @@ static void *ckpt_main(void *arg)
 		          ((s->n_dirty || s->n_unfilled) && time_mono_ns() / 1000000 - last >= every);
 		if (!due) {
 			/* Between rounds the next log segment is made as soon as it is
-			 * wanted; again after a second when it could not be. */
+			 * wanted; again after a second when it could not be. (Not
+			 * stopping: a stop makes the round due.) */
 			pthread_mutex_unlock(&s->ckpt_mu);
-			int made = s->ckpt_stop ? 0 : make_spare(s);
+			int made = make_spare(s);
 			pthread_mutex_lock(&s->ckpt_mu);
 			if (made > 0)
 				continue;
