@@ -379,6 +379,26 @@ static void test_next_day_made_ahead(void **state)
 	const int64_t run[2] = {eve - NS_PER_SEC, eve + 32 * NS_PER_SEC};
 	write_applied(s, test_batch_at("e", run, 2, 8));
 	assert_true(day_file_exists(f, "e", "2023-05-25"));
+	/* Once per partition: with tomorrow's file closed again (the LRU), a
+	 * later write of today's eve does not open it a second time. */
+	uint64_t opens = s->part_opens;
+	write_applied(s, project_batch("f", eve + 30 * NS_PER_SEC, 9));
+	assert_true(day_file_exists(f, "f", "2023-05-25"));
+	assert_int_equal(s->part_opens, opens + 2);
+	local_part_t *tomorrow = NULL;
+	for (uint32_t i = 0; i < s->n_parts; i++)
+		if (!strcmp(s->parts[i]->proj, "f") && s->parts[i]->day == DAY0 / NS_PER_DAY + 1)
+			tomorrow = s->parts[i];
+	assert_non_null(tomorrow);
+	assert_false(tomorrow->in_txn);
+	/* The apply thread is idle (write_applied waited for it, and no
+	 * transaction is left open): the LRU can be trimmed from here. */
+	tomorrow->last_use = 0; /* the least recently used: the one a trim by one closes */
+	local_parts_trim(s, s->n_parts - 1);
+	for (uint32_t i = 0; i < s->n_parts; i++)
+		assert_false(!strcmp(s->parts[i]->proj, "f") && s->parts[i]->day == DAY0 / NS_PER_DAY + 1);
+	write_applied(s, project_batch("f", eve + 40 * NS_PER_SEC, 10));
+	assert_int_equal(s->part_opens, opens + 2);
 	/* Half the LRU open already: nothing opened ahead, which would close today's files. */
 	s->open_max = 2 * (s->n_parts + 1);
 	write_applied(s, project_batch("d", eve + 30 * NS_PER_SEC, 7));
