@@ -878,18 +878,28 @@ uint64_t local_view_ident(store_view_t *v, uint32_t p)
 	return p < v->n_parts ? v->parts[p].ident : 0;
 }
 
-/* Adds the merged row of (series, hour) or with day set (series, day) when
- * its stamp is st; 0 when there is none to add. */
+/* vp's derived file of merged hours, opened read-only at the first need (NULL: none usable). */
+static sqlite3 *view_hours(view_part_t *vp)
+{
+	if (!vp->hours_tried) {
+		vp->hours_tried = 1;
+		vp->hours = local_hours_open_ro(vp->path, vp->ident);
+	}
+	return vp->hours;
+}
+
+/* Adds to acc the merged row of (series, hour) or with day set (series,
+ * day) when its stamp is st and it decodes; 0 when there is none to add. */
 static int merged_add(store_view_t *v, view_part_t *vp, int day, uint32_t series, int64_t key,
-                      const local_hstamp_t *st)
+                      const local_hstamp_t *st, local_hacc_t *acc)
 {
 	uint32_t nr;
-	if (!local_hours_lookup(vp->hours, &vp->hours_get[day], day, series, key, st, vp->max_node,
-	                        vp->max_attrset, view_zd(v), &v->tmp, &v->cap_tmp, &v->hrows, &v->cap_hrows,
-	                        &nr))
+	if (!view_hours(vp) || !local_hours_lookup(vp->hours, &vp->hours_get[day], day, series, key, st,
+	                                           vp->max_node, vp->max_attrset, view_zd(v), &v->tmp,
+	                                           &v->cap_tmp, &v->hrows, &v->cap_hrows, &nr))
 		return 0;
 	for (uint32_t k = 0; k < nr; k++)
-		local_hacc_add(&v->acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
+		local_hacc_add(acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
 	return 1;
 }
 
@@ -901,18 +911,7 @@ int local_view_merged_hour(store_view_t *v, uint32_t p, uint32_t series, int64_t
 	view_part_t *vp = &v->parts[p];
 	if (load_counts(vp, err) < 0)
 		return -1;
-	if (!vp->hours_tried) {
-		vp->hours_tried = 1;
-		vp->hours = local_hours_open_ro(vp->path, vp->ident);
-	}
-	uint32_t nr;
-	if (!vp->hours || !local_hours_lookup(vp->hours, &vp->hours_get[0], 0, series, hour, st, vp->max_node,
-	                                      vp->max_attrset, view_zd(v), &v->tmp, &v->cap_tmp, &v->hrows,
-	                                      &v->cap_hrows, &nr))
-		return 0;
-	for (uint32_t k = 0; k < nr; k++)
-		local_hacc_add(acc, v->hrows[k].node, v->hrows[k].attrset, v->hrows[k].value);
-	return 1;
+	return merged_add(v, vp, 0, series, hour, st, acc);
 }
 
 /* Adds the sums of one series' chunks h[0..n) (each hour's together, by
@@ -931,7 +930,7 @@ static int sums_series(store_view_t *v, uint32_t p, view_part_t *vp, const store
 		local_hstamp_t st = {0};
 		for (uint32_t i = 0; i < n; i++)
 			local_hstamp_add(&st, &h[i]);
-		if (merged_add(v, vp, 1, h[0].series, day, &st)) {
+		if (merged_add(v, vp, 1, h[0].series, day, &st, &v->acc)) {
 			(*used)++;
 			return 0;
 		}
@@ -942,7 +941,7 @@ static int sums_series(store_view_t *v, uint32_t p, view_part_t *vp, const store
 		for (j = i; j < n && local_hour(h[j].t_ns) == hour; j++)
 			local_hstamp_add(&st, &h[j]);
 		if (vp->hours && hour * hour_ns >= v->from_ns && hour * hour_ns + hour_ns <= v->until_ns &&
-		    merged_add(v, vp, 0, h[i].series, hour, &st)) {
+		    merged_add(v, vp, 0, h[i].series, hour, &st, &v->acc)) {
 			(*used)++;
 			continue;
 		}
@@ -971,10 +970,7 @@ static int sums_read(store_view_t *v, uint32_t p, view_part_t *vp, const uint32_
 	    (n_series && memcmp(vp->sseries, series, n_series * sizeof *series) != 0))
 		if (heads_read(v, p, vp, series, n_series, &unused, &nh, err) < 0)
 			return -1;
-	if (!vp->hours_tried) {
-		vp->hours_tried = 1;
-		vp->hours = local_hours_open_ro(vp->path, vp->ident);
-	}
+	view_hours(vp);
 	uint64_t used = 0, chunks = 0;
 	size_t k = 0;
 	const store_chunk_head_t *h = vp->sheads;

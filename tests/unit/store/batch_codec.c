@@ -411,6 +411,15 @@ static int decode_msg(const uint8_t *p, size_t n, char *msg, size_t cap);
 /* Version 2: a string written before is its number. Two frames share a file
  * and a kind (as every frame of one binary does); the bytes are worked out
  * by hand from docs/STORE.md (The batch encoding). */
+/* Decodes out into d (strings in a), which must equal b. */
+static void decode_equal(const buf_t *out, arena_t *a, const model_batch_t *b, model_batch_t *d)
+{
+	err_t err = {0};
+	if (batch_codec_decode(slice_make(out->p, out->n), a, d, &err) < 0)
+		fail_msg("%s", err.msg);
+	batch_equal(b, d);
+}
+
 static void test_v2_shared_strings(void **state)
 {
 	(void)state;
@@ -452,10 +461,7 @@ static void test_v2_shared_strings(void **state)
 	assert_memory_equal(out.p, want, n);
 	arena_t *a = arena_new();
 	model_batch_t d;
-	err_t err = {0};
-	if (batch_codec_decode(slice_make(out.p, out.n), a, &d, &err) < 0)
-		fail_msg("%s", err.msg);
-	batch_equal(&b, &d);
+	decode_equal(&out, a, &b, &d);
 	assert_ptr_equal(d.frames[0].file.p, d.frames[1].file.p); /* one copy, as the input had */
 	arena_free(a);
 	round_trip(&b, "shared strings");
@@ -497,10 +503,7 @@ static void test_v2_colliding_strings(void **state)
 	assert_int_equal(batch_codec_encode(&b, &out), 0);
 	arena_t *a = arena_new();
 	model_batch_t d;
-	err_t err = {0};
-	if (batch_codec_decode(slice_make(out.p, out.n), a, &d, &err) < 0)
-		fail_msg("%s", err.msg);
-	batch_equal(&b, &d);
+	decode_equal(&out, a, &b, &d);
 	for (int i = 0; i < N; i++)
 		if ((d.frames[i].file.p == d.frames[i].name.p) != (i < 16))
 			fail_msg("frame %d: file %s the name's copy", i, i < 16 ? "is not" : "is");
