@@ -267,24 +267,26 @@ int pb_next_slow(const pb_src_t *s, pb_reader_t *r, const pb_spec_t *spec, const
 /* Advances to the next known field of the message r reads, skipping
  * unknown ones. 1: *f and *wt are set and the value is next; 0: end of
  * message; -1: err set (malformed key, truncated unknown field, wrong wire
- * type). Inline: the common case (field num is spec->f[num - 1] and its
- * wire type fits) is every decoder's inner loop; anything else goes to
- * pb_next_slow from the key. */
+ * type). Inline: the common case (a one-byte key, field num is
+ * spec->f[num - 1] and its wire type fits) is every decoder's inner loop;
+ * anything else goes to pb_next_slow from the key. */
 static inline int pb_next(const pb_src_t *s, pb_reader_t *r, const pb_spec_t *spec, const pb_path_t *p,
                           const pb_field_t **f, int *wt, err_t *err)
 {
 	if (pb_done(r))
 		return 0;
-	const uint8_t *at = r->p;
-	uint32_t num;
-	int w;
-	if (pb_key(r, &num, &w) == 0 && num - 1 < spec->n && spec->f[num - 1].num == num &&
+	/* A one-byte key (fields 1..15): field 0 wraps num - 1 past spec->n,
+	 * wire types 6 and 7 fit no kind. */
+	uint8_t key = r->p[0];
+	uint32_t num = key >> 3;
+	int w = key & 7;
+	if (key < 0x80 && num - 1 < spec->n && spec->f[num - 1].num == num &&
 	    pb_kind_ok(spec->f[num - 1].kind, w)) {
+		r->p++;
 		*f = &spec->f[num - 1];
 		*wt = w;
 		return 1;
 	}
-	r->p = at;
 	return pb_next_slow(s, r, spec, p, f, wt, err);
 }
 
