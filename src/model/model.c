@@ -110,6 +110,17 @@ void model_batch_reserve(model_batch_t *b, size_t frames, size_t nodes)
 	u64map_reserve(&b->_node_ix, b->_node_ix.len + nodes);
 }
 
+/* s copied to *at, which moves past it; an empty s is "" as arena_slice gives. */
+static inline slice_t copy_to(uint8_t **at, slice_t s)
+{
+	if (s.n == 0)
+		return slice_make("", 0);
+	uint8_t *p = *at;
+	memcpy(p, s.p, s.n);
+	*at = p + s.n;
+	return slice_make(p, s.n);
+}
+
 uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 {
 	uint64_t h = 0x4652414d45ULL; /* "FRAME" */
@@ -132,11 +143,15 @@ uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 	}
 	model_frame_t *d = &b->frames[b->n_frames++];
 	d->id = h;
-	d->name = arena_slice(b->arena, f->name);
-	d->file = arena_slice(b->arena, f->file);
-	d->binary = arena_slice(b->arena, f->binary);
-	d->build_id = arena_slice(b->arena, f->build_id);
-	d->kind = arena_slice(b->arena, f->kind);
+	/* One arena block for the five strings: a new frame per distinct
+	 * function of every upload. */
+	size_t total = f->name.n + f->file.n + f->binary.n + f->build_id.n + f->kind.n;
+	uint8_t *at = total ? arena_alloc(b->arena, total) : NULL;
+	d->name = copy_to(&at, f->name);
+	d->file = copy_to(&at, f->file);
+	d->binary = copy_to(&at, f->binary);
+	d->build_id = copy_to(&at, f->build_id);
+	d->kind = copy_to(&at, f->kind);
 	d->unsymbolized = f->unsymbolized;
 	return ix;
 }
