@@ -35,7 +35,6 @@ typedef struct {
 } pp_function_t;
 
 typedef struct {
-	slice_t msg;
 	uint32_t mapping; /* index into mappings, MODEL_NONE when none */
 	uint32_t first;   /* range in loc_frames */
 	uint32_t count;   /* frames: lines with a function, or 1 */
@@ -73,7 +72,12 @@ typedef struct {
 	pp_location_t *locations;
 	uint64_t *ids; /* scratch: the ids of one table while it is parsed */
 	pp_idtab_t mapping_ix, function_ix, location_ix;
+	/* Per location, its range [first, first + count): the function index
+	 * of each line with a function (MODEL_NONE for a location without),
+	 * as parse_location read them; resolve_location turns the range into
+	 * frame indexes in place. */
 	uint32_t *loc_frames;
+	size_t n_loc_frames, cap_loc_frames;
 
 	/* Per-sample results, shared by every sample type. */
 	uint32_t *sample_node;
@@ -84,6 +88,12 @@ typedef struct {
 	uint32_t *stack_locs;
 	size_t cap_stack_locs;
 	uint32_t *stack_frames; /* LIMIT_STACK_DEPTH entries */
+	/* The previous sample's stack, root first: prev_frames[j] and the node
+	 * that ends at it, prev_nodes[j] (LIMIT_STACK_DEPTH entries each).
+	 * Consecutive samples share most of their root side; those nodes are
+	 * taken from here instead of interned again. */
+	uint32_t *prev_frames, *prev_nodes;
+	uint32_t n_prev;
 	model_label_t labels[LIMIT_LABELS];
 	char label_nums[LIMIT_LABELS][24];
 
@@ -91,10 +101,14 @@ typedef struct {
 	int frames_over;
 } pp_dec_t;
 
-/* Calls fn for each value of a repeated varint field, packed or not. */
+/* Calls fn for each value of a repeated varint field, packed or not.
+ * Always inlined: fn is then a direct call the compiler inlines, which the
+ * samples' location ids (most of a profile's varints) need. */
 typedef int (*varint_fn)(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *err);
-static int read_repeated(pp_dec_t *d, pb_reader_t *r, int wt, uint32_t *k, varint_fn fn, void *ctx,
-                         const pb_path_t *p, const char *field, err_t *err)
+static inline __attribute__((always_inline)) int read_repeated(pp_dec_t *d, pb_reader_t *r, int wt,
+                                                               uint32_t *k, varint_fn fn, void *ctx,
+                                                               const pb_path_t *p, const char *field,
+                                                               err_t *err)
 {
 	pb_reader_t vals;
 	uint64_t v;
@@ -193,6 +207,18 @@ static int check_comment(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *
 	return string_at(d, v, &s, NULL, field, err);
 }
 
+/* Counts entry s of table field num (1..6) and keeps it below the limit. */
+static inline void keep_table_entry(pp_top_t *top, uint32_t num, slice_t s, uint32_t max_rows)
+{
+	size_t k = top->n[num]++;
+	size_t keep = num == 1 ? LIMIT_SAMPLE_TYPES : num == 2 ? max_rows : UINT32_MAX / 2;
+	if (k >= keep)
+		return;
+	if (k >= top->cap[num])
+		top->msgs[num] = xgrow(top->msgs[num], &top->cap[num], k + 1, sizeof(slice_t));
+	top->msgs[num][k] = s;
+}
+
 /* One pass over the top level: checks the framing, collects the tables into
  * top and reads the scalars. Past the sample-type and row limits entries are
  * only counted (the caller refuses the profile), so what is kept stays
@@ -207,7 +233,31 @@ static int scan_top(pp_dec_t *d, slice_t data, pp_top_t *top, uint32_t max_rows,
 	int rc;
 	uint64_t v;
 	slice_t s;
-	while ((rc = pb_next(&d->src, &r, &profile_spec, NULL, &f, &wt, err)) == 1) {
+	for (;;) {
+		/* Fast path, most of a profile: a table entry (fields 1..6,
+		 * length-delimited) with a one- or two-byte length. */
+		const uint8_t *q = r.p;
+		if (r.end - q >= 3 && (q[0] & 7) == PB_LEN && q[0] >= (1 << 3 | PB_LEN) &&
+		    q[0] <= (6 << 3 | PB_LEN)) {
+			uint32_t num = q[0] >> 3;
+			size_t len, at = 2;
+			if (!(q[1] & 0x80)) {
+				len = q[1];
+			} else if (!(q[2] & 0x80)) {
+				len = (size_t)(q[1] & 0x7f) | (size_t)q[2] << 7;
+				at = 3;
+			} else {
+				goto general;
+			}
+			if (len > (size_t)(r.end - q) - at)
+				goto general; /* the general path reports it */
+			r.p = q + at + len;
+			keep_table_entry(top, num, slice_make(q + at, len), max_rows);
+			continue;
+		}
+	general:
+		if ((rc = pb_next(&d->src, &r, &profile_spec, NULL, &f, &wt, err)) != 1)
+			break;
 		uint32_t num = f->num;
 		if (num == 13) {
 			if (pb_skip(&r, wt) < 0)
@@ -226,14 +276,7 @@ static int scan_top(pp_dec_t *d, slice_t data, pp_top_t *top, uint32_t max_rows,
 				d->period_type_msg = s;
 				continue;
 			}
-			size_t k = top->n[num]++;
-			size_t keep = num == 1 ? LIMIT_SAMPLE_TYPES : num == 2 ? max_rows : UINT32_MAX / 2;
-			if (k >= keep)
-				continue;
-			if (k >= top->cap[num])
-				top->msgs[num] =
-				    xgrow(top->msgs[num], &top->cap[num], k + 1, sizeof(slice_t));
-			top->msgs[num][k] = s;
+			keep_table_entry(top, num, s, max_rows);
 			continue;
 		}
 		if (pb_read_varint(&d->src, &r, &v, NULL, f->name, err) < 0)
@@ -296,18 +339,30 @@ static int check_top_strings(pp_dec_t *d, slice_t data, err_t *err)
 
 PB_SPEC(value_type_spec, {1, PB_F_VARINT, "type"}, {2, PB_F_VARINT, "unit"});
 
-/* Reads a message whose known fields are all varints: vals[num] is the last
- * value of field num, 0 when absent. vals has room for the largest num. */
+/* Reads a message whose known fields are all varints, numbered 1..n in
+ * spec: vals[num] is the last value of field num, 0 when absent. vals has
+ * room for n + 1. */
 static int read_scalars(const pp_dec_t *d, slice_t msg, const pb_spec_t *spec, const pb_path_t *p,
                         uint64_t *vals, err_t *err)
 {
 	pb_reader_t r = pb_reader_make(msg);
 	const pb_field_t *f;
 	int wt, rc;
-	while ((rc = pb_next(&d->src, &r, spec, p, &f, &wt, err)) == 1)
+	for (;;) {
+		/* Fast path, nearly every field of a Line or Function: a
+		 * one-byte key of a known field, a one-byte value. */
+		const uint8_t *q = r.p;
+		uint32_t num = q < r.end ? q[0] >> 3 : 0;
+		if (r.end - q >= 2 && (q[0] & 0x87) == PB_VARINT && num - 1 < spec->n && !(q[1] & 0x80)) {
+			vals[num] = q[1];
+			r.p = q + 2;
+			continue;
+		}
+		if ((rc = pb_next(&d->src, &r, spec, p, &f, &wt, err)) != 1)
+			return rc;
 		if (pb_read_varint(&d->src, &r, &vals[f->num], p, f->name, err) < 0)
 			return -1;
-	return rc;
+	}
 }
 
 static int parse_value_type(pp_dec_t *d, slice_t msg, const pb_path_t *p, slice_t *type, slice_t *unit,
@@ -380,8 +435,16 @@ static int parse_line(pp_dec_t *d, slice_t msg, const pb_path_t *p, uint32_t *fn
 	return 0;
 }
 
-/* Checks a location and counts its frames; frames are interned only when a
- * sample uses it (resolve_location). */
+static inline void loc_fn_push(pp_dec_t *d, uint32_t fn)
+{
+	if (d->n_loc_frames == d->cap_loc_frames)
+		d->loc_frames =
+		    xgrow(d->loc_frames, &d->cap_loc_frames, d->n_loc_frames + 1, sizeof *d->loc_frames);
+	d->loc_frames[d->n_loc_frames++] = fn;
+}
+
+/* Checks a location, counts its frames and records the function of each
+ * line; frames are interned only when a sample uses it (resolve_location). */
 static int parse_location(pp_dec_t *d, uint32_t i, err_t *err)
 {
 	pb_path_t p = {NULL, "location", i};
@@ -391,7 +454,7 @@ static int parse_location(pp_dec_t *d, uint32_t i, err_t *err)
 	int wt, rc;
 	uint64_t v, id = 0, mapping_id = 0;
 	uint32_t n_lines = 0;
-	loc->msg = d->location_msgs[i];
+	loc->first = (uint32_t)d->n_loc_frames; /* each line is >= 2 input bytes: fits */
 	while ((rc = pb_next(&d->src, &r, &location_spec, &p, &f, &wt, err)) == 1) {
 		if (f->num == 4) {
 			slice_t s;
@@ -400,8 +463,10 @@ static int parse_location(pp_dec_t *d, uint32_t i, err_t *err)
 			if (pb_read_len(&d->src, &r, &s, &p, f->name, err) < 0 ||
 			    parse_line(d, s, &lp, &fn, err) < 0)
 				return -1;
-			if (fn != MODEL_NONE)
+			if (fn != MODEL_NONE) {
+				loc_fn_push(d, fn);
 				loc->fn_lines++;
+			}
 			continue;
 		}
 		if (pb_read_varint(&d->src, &r, &v, &p, f->name, err) < 0)
@@ -421,13 +486,16 @@ static int parse_location(pp_dec_t *d, uint32_t i, err_t *err)
 		               "mapping id %" PRIu64 " not found (profile has %" PRIu32 " mappings)",
 		               mapping_id, d->n_mappings);
 	loc->count = loc->fn_lines ? loc->fn_lines : 1;
+	if (!loc->fn_lines)
+		loc_fn_push(d, MODEL_NONE);
 	d->ids[i] = id;
 	return 0;
 }
 
 static const char native_kind[] = "native";
 
-/* Interns the frames of a checked location, leaf first, into loc_frames. */
+/* Turns a location's range of loc_frames from function indexes into frame
+ * indexes (interned), leaf first. */
 static void resolve_location(pp_dec_t *d, uint32_t li)
 {
 	pp_location_t *loc = &d->locations[li];
@@ -439,43 +507,23 @@ static void resolve_location(pp_dec_t *d, uint32_t li)
 		fr.binary = d->mappings[loc->mapping].file;
 		fr.build_id = d->mappings[loc->mapping].build_id;
 	}
+	uint32_t *out = &d->loc_frames[loc->first];
 	if (loc->fn_lines == 0) {
 		fr.kind = slice_make(native_kind, sizeof native_kind - 1);
 		fr.unsymbolized = 1;
-		d->loc_frames[loc->first] = model_frame_intern(d->b, &fr);
+		out[0] = model_frame_intern(d->b, &fr);
 		return;
 	}
-	/* Already checked by parse_location, so every read below succeeds. */
-	pb_reader_t r = pb_reader_make(loc->msg);
-	uint32_t k = 0;
-	while (!pb_done(&r) && k < loc->fn_lines) {
-		uint32_t num;
-		int wt;
-		slice_t s;
-		if (pb_key(&r, &num, &wt) < 0)
-			break;
-		if (num != 4 || wt != PB_LEN) {
-			if (pb_skip(&r, wt) < 0)
-				break;
-			continue;
-		}
-		if (pb_bytes(&r, &s) < 0)
-			break;
-		uint64_t id = pb_find_varint(s, 1); /* Line.function_index / function_id */
-		uint32_t fn;
-		if (!id || !idtab_get(&d->function_ix, id, &fn))
-			continue;
-		pp_function_t *func = &d->functions[fn];
+	for (uint32_t k = 0; k < loc->fn_lines; k++) {
+		pp_function_t *func = &d->functions[out[k]];
 		if (!func->frame1 || func->frame_mapping != loc->mapping) {
 			fr.name = func->name;
 			fr.file = func->file;
 			func->frame1 = model_frame_intern(d->b, &fr) + 1;
 			func->frame_mapping = loc->mapping;
 		}
-		d->loc_frames[loc->first + k++] = func->frame1 - 1;
+		out[k] = func->frame1 - 1;
 	}
-	for (; k < loc->count; k++) /* unreachable for checked input; keep the range defined */
-		d->loc_frames[loc->first + k] = d->loc_frames[loc->first];
 }
 
 /* ---- Samples ------------------------------------------------------------- */
@@ -490,18 +538,23 @@ typedef struct {
 	uint64_t depth;
 } pp_sample_ctx_t;
 
-static int add_location_id(pp_dec_t *d, void *ctx, uint32_t k, uint64_t id, err_t *err)
+static __attribute__((cold, noinline)) int location_id_missing(pp_dec_t *d, uint32_t sample, uint32_t k,
+                                                               uint64_t id, err_t *err)
+{
+	pb_path_t p = {NULL, "sample", sample};
+	char field[40];
+	snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
+	return pb_fail(&d->src, err, 400, &p, field,
+	               "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
+	               d->n_locations);
+}
+
+static inline int add_location_id(pp_dec_t *d, void *ctx, uint32_t k, uint64_t id, err_t *err)
 {
 	pp_sample_ctx_t *c = ctx;
 	uint32_t li;
-	if (!id || !idtab_get(&d->location_ix, id, &li)) {
-		pb_path_t p = {NULL, "sample", c->index};
-		char field[40];
-		snprintf(field, sizeof field, "location_id[%" PRIu32 "]", k);
-		return pb_fail(&d->src, err, 400, &p, field,
-		               "location id %" PRIu64 " not found (profile has %" PRIu32 " locations)", id,
-		               d->n_locations);
-	}
+	if (!id || !idtab_get(&d->location_ix, id, &li))
+		return location_id_missing(d, c->index, k, id, err);
 	if (c->n_locs >= d->cap_stack_locs)
 		d->stack_locs =
 		    xgrow(d->stack_locs, &d->cap_stack_locs, (size_t)c->n_locs + 1, sizeof *d->stack_locs);
@@ -510,7 +563,7 @@ static int add_location_id(pp_dec_t *d, void *ctx, uint32_t k, uint64_t id, err_
 	return 0;
 }
 
-static int add_value(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *err)
+static inline int add_value(pp_dec_t *d, void *ctx, uint32_t k, uint64_t v, err_t *err)
 {
 	pp_sample_ctx_t *c = ctx;
 	if (k < d->n_types)
@@ -599,9 +652,19 @@ static int parse_sample(pp_dec_t *d, uint32_t i, err_t *err)
 		for (uint32_t j = 0; j < loc->count && n < depth; j++)
 			d->stack_frames[n++] = d->loc_frames[loc->first + j];
 	}
-	uint32_t node = MODEL_NONE;
-	while (n > 0)
-		node = model_node_intern(d->b, node, d->stack_frames[--n]);
+	/* Interned root first; the part shared with the previous sample's
+	 * stack is that sample's nodes (a node is a function of its path). */
+	uint32_t j = 0;
+	while (j < n && j < d->n_prev && d->prev_frames[j] == d->stack_frames[n - 1 - j])
+		j++;
+	uint32_t node = j ? d->prev_nodes[j - 1] : MODEL_NONE;
+	for (; j < n; j++) {
+		uint32_t frame = d->stack_frames[n - 1 - j];
+		node = model_node_intern(d->b, node, frame);
+		d->prev_frames[j] = frame;
+		d->prev_nodes[j] = node;
+	}
+	d->n_prev = n;
 	d->sample_node[i] = node;
 	d->sample_attrset[i] = n_labels ? model_attrset_intern(d->b, d->labels, n_labels) : 0;
 	return 0;
@@ -754,15 +817,11 @@ int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b
 			goto out;
 	idtab_build(d, &d->function_ix, d->ids, d->n_functions);
 	d->locations = scratch_array(d, d->n_locations, sizeof *d->locations);
-	uint64_t n_loc_frames = 0;
-	for (uint32_t i = 0; i < d->n_locations; i++) {
+	for (uint32_t i = 0; i < d->n_locations; i++)
 		if (parse_location(d, i, err) < 0)
 			goto out;
-		d->locations[i].first = (uint32_t)n_loc_frames;
-		n_loc_frames += d->locations[i].count; /* each line is >= 2 input bytes: fits */
-	}
 	idtab_build(d, &d->location_ix, d->ids, d->n_locations);
-	d->loc_frames = scratch_array(d, n_loc_frames, sizeof *d->loc_frames);
+	uint64_t n_loc_frames = d->n_loc_frames;
 	/* At most a frame per location line; nodes: as many, a guess (stacks
 	 * share most of their nodes) that the map outgrows when wrong, and no
 	 * more than the samples' stacks could make. Capped: a reservation
@@ -777,6 +836,8 @@ int pprof_decode(slice_t data, const pprof_decode_opts_t *opts, model_batch_t *b
 	d->values = scratch_array(d, (size_t)d->n_samples * d->n_types, sizeof *d->values);
 	/* Written before read (parse_sample): not zeroed, 16 KiB a decode. */
 	d->stack_frames = arena_alloc(d->scratch, LIMIT_STACK_DEPTH * sizeof *d->stack_frames);
+	d->prev_frames = arena_alloc(d->scratch, LIMIT_STACK_DEPTH * sizeof *d->prev_frames);
+	d->prev_nodes = arena_alloc(d->scratch, LIMIT_STACK_DEPTH * sizeof *d->prev_nodes);
 	d->frames_total = b->frames_written;
 	for (uint32_t i = 0; i < d->n_samples; i++)
 		if (parse_sample(d, i, err) < 0)
@@ -795,6 +856,7 @@ out:
 	u64map_free(&d->function_ix.map);
 	u64map_free(&d->location_ix.map);
 	free(d->stack_locs);
+	free(d->loc_frames);
 	for (int f = 1; f <= 6; f++)
 		free(top.msgs[f]);
 	arena_free(d->scratch);
