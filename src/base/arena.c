@@ -37,6 +37,26 @@ void arena_free(arena_t *a)
 	free(a);
 }
 
+void arena_reset(arena_t *a)
+{
+	block_t *keep = NULL;
+	block_t *b = a->head;
+	while (b) {
+		block_t *next = b->next;
+		if (!keep && b->size == ARENA_BLOCK)
+			keep = b;
+		else
+			free(b);
+		b = next;
+	}
+	if (keep) {
+		keep->next = NULL;
+		keep->used = 0;
+	}
+	a->head = keep;
+	a->total = 0;
+}
+
 void *arena_alloc(arena_t *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;

@@ -11,6 +11,10 @@ typedef struct arena arena_t;
 
 arena_t *arena_new(void);
 void arena_free(arena_t *a);
+/* Takes back everything handed out (what it handed out becomes invalid)
+ * and keeps one standard block for reuse, so an arena reused per request
+ * allocates nothing in the steady state. */
+void arena_reset(arena_t *a);
 /* 16-byte aligned; aborts on out-of-memory (callers bound what they ask for). */
 void *arena_alloc(arena_t *a, size_t n);
 void *arena_calloc(arena_t *a, size_t n);
