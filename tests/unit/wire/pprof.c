@@ -4,9 +4,12 @@
  * message, and an encoded call tree decodes back to the same totals. */
 #include "testutil.h"
 
+#include <pthread.h>
+
 #include "base/buf.h"
 #include "base/limits.h"
 #include "model/model.h"
+#include "store/batch_codec.h"
 #include "wire/compress.h"
 #include "wire/pb.h"
 #include "wire/pprof.h"
@@ -1116,6 +1119,81 @@ static void test_encode_unsymbolized_and_limit(void **state)
 	buf_free(&out);
 }
 
+/* ---- Scratch kept between decodes --------------------------------------- */
+
+/* One decode's outcome as bytes: the batch's log encoding, or the status and
+ * message of its error. -1 when out could not hold it. No cmocka asserts:
+ * it also runs on a thread of its own. */
+static int decode_outcome(slice_t data, buf_t *out)
+{
+	model_batch_t *b = model_batch_new(slice_cstr("test"));
+	err_t err = {0};
+	buf_init(out, SIZE_MAX);
+	int rc = pprof_decode(data, &default_opts, b, &err) < 0
+	             ? buf_printf(out, "error %d %s", err.status, err.msg)
+	             : batch_codec_encode(b, out);
+	model_batch_free(b);
+	return rc;
+}
+
+typedef struct {
+	slice_t data;
+	buf_t out;
+	int rc;
+} fresh_job_t;
+
+static void *fresh_main(void *arg)
+{
+	fresh_job_t *j = arg;
+	j->rc = decode_outcome(j->data, &j->out);
+	return NULL;
+}
+
+/* A thread keeps its decoder scratch (arena, tables, stacks) between
+ * decodes. Decoding large, small, failing and repeated profiles one after
+ * the other on this thread gives, for each, exactly what a thread that
+ * never decoded before gives. */
+static void test_scratch_reuse_between_decodes(void **state)
+{
+	(void)state;
+	enum { N_FILES = sizeof fixtures / sizeof fixtures[0] };
+	unsigned char *raw[N_FILES];
+	buf_t plain[N_FILES];
+	slice_t data[N_FILES];
+	for (size_t f = 0; f < N_FILES; f++)
+		data[f] = load_profile(fixtures[f].file, &raw[f], &plain[f]);
+	/* Heap (largest) first, then smaller; a cut profile fails half way
+	 * through its tables; every fixture again in the other order. */
+	slice_t seq[2 * N_FILES + 3];
+	size_t n = 0;
+	seq[n++] = data[3];
+	seq[n++] = data[2];
+	seq[n++] = slice_make(data[0].p, data[0].n / 2);
+	for (size_t f = 0; f < N_FILES; f++)
+		seq[n++] = data[f];
+	for (size_t f = N_FILES; f-- > 0;)
+		seq[n++] = data[f];
+	for (size_t i = 0; i < n; i++) {
+		buf_t here;
+		assert_int_equal(decode_outcome(seq[i], &here), 0);
+		fresh_job_t j = {seq[i], {0}, -1};
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, fresh_main, &j), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_int_equal(j.rc, 0);
+		if (here.n != j.out.n || memcmp(here.p, j.out.p, here.n) != 0)
+			fail_msg(
+			    "decode %zu of the sequence differs from a fresh thread's (%zu vs %zu bytes)", i,
+			    here.n, j.out.n);
+		buf_free(&here);
+		buf_free(&j.out);
+	}
+	for (size_t f = 0; f < N_FILES; f++) {
+		free(raw[f]);
+		buf_free(&plain[f]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1134,6 +1212,7 @@ int main(void)
 	    cmocka_unit_test(test_encode_round_trip),
 	    cmocka_unit_test(test_encode_root_self),
 	    cmocka_unit_test(test_encode_unsymbolized_and_limit),
+	    cmocka_unit_test(test_scratch_reuse_between_decodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
