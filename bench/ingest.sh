@@ -4,9 +4,12 @@
 # Afterwards the flame graph total over the run's time window, divided by the
 # total of one calibration upload, tells how many uploads were really stored.
 #
-#   bench/ingest.sh [cpu|heap ...]       (default: cpu heap)
+#   bench/ingest.sh [cpu|heap|fresh ...]       (default: cpu heap)
+#     fresh: the cpu file into a new data directory with no warm-up, as a
+#     new install sees it (the log's first segments are still being made);
+#     reports the longest latency and the longest group commit too.
 # Environment: CONNS (one measured run per value; default "8 32 64" for cpu,
-#              "8 32" for heap), THREADS (1), DURATION (20), WARMUP (5),
+#              "8 32" for heap, "8" for fresh), THREADS (1), DURATION (20), WARMUP (5),
 #              PERF=1 also records `perf record -g` of the server under the
 #              same load for 10 s after the measured run (report in $TMPD).
 set -euo pipefail
@@ -74,6 +77,11 @@ measure() {
 		"$(calc "($requests - $non2xx) / $ncommit") / $(calc "1000 * ($cs1 - $cs0) / $ncommit")" "-" "-" "kiln_store_commit_seconds on /metrics over the run"
 	result ingest "$name c=$conns machine CPU % (all)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
 	result ingest "$name c=$conns stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
+	if [ "$name" = fresh ]; then
+		result ingest "fresh c=$conns max latency ms" "$(calc "$(kv max_us) / 1000")" "-" "-" "$cmd"
+		result ingest "fresh c=$conns longest group commit ms (since start)" \
+			"$(calc "1000 * $(commit_max)")" "-" "-" "kiln_store_commit_seconds_max on /metrics"
+	fi
 	if [ "$name" = heap ]; then
 		result ingest "heap c=$conns values/s (4 types)" "$(calc "$rps * 4942 * 4")" ">= 4e6" \
 			"$(awk -v r="$rps" 'BEGIN { print (r * 4942 * 4 >= 4e6) ? "met" : "MISSED" }')" "$cmd"
@@ -81,15 +89,37 @@ measure() {
 
 }
 
+# The fresh case: server on a new directory, measured at once (no decode or
+# store-only runs, no warm-up).
+run_fresh() {
+	local file=$1 type=$2 target=$3
+	local data=$TMPD/ingest-fresh-data logf=$TMPD/ingest-fresh.log
+	rm -rf "$data"
+	start_server "$data" "$logf"
+	log "ingest fresh: server pid $SERVER_PID on a new directory, upload :$UPLOAD_PORT"
+	local w_run=$(($(date +%s) / 3600 * 3600 - 7200))
+	curl -sf --data-binary @"$file" "http://127.0.0.1:$UPLOAD_PORT/profiling/upload?serviceName=cal-fresh&from=$w_run&until=$((w_run + 10))" >/dev/null ||
+		die "calibration upload failed"
+	local per_upload
+	per_upload=$(flame_total cal-fresh "$type" $((w_run - 30)) $((w_run + 40)))
+	local conns i=1
+	for conns in $CONNS; do
+		measure fresh "$file" "$type" "$target" "$conns" $((w_run + 600 * i)) "$per_upload"
+		i=$((i + 1))
+	done
+	stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"
+}
+
 run_case() {
 	local name=$1 file type target
 	case $name in
-	cpu) file=$TESTDATA/go-cpu-fib.pb.gz type=cpu:nanoseconds target=5000 ;;
+	cpu | fresh) file=$TESTDATA/go-cpu-fib.pb.gz type=cpu:nanoseconds target=5000 ;;
 	heap) file=$TESTDATA/go-heap-delta.pb.gz type=alloc_space:bytes target=200 ;;
-	*) die "unknown case $name (cpu|heap)" ;;
+	*) die "unknown case $name (cpu|heap|fresh)" ;;
 	esac
 	local CONNS=${CONNS:-}
-	[ -n "$CONNS" ] || { [ "$name" = cpu ] && CONNS="8 32 64" || CONNS="8 32"; }
+	[ -n "$CONNS" ] || case $name in cpu) CONNS="8 32 64" ;; fresh) CONNS=8 ;; *) CONNS="8 32" ;; esac
+	[ "$name" != fresh ] || { run_fresh "$file" "$type" "$target"; return; }
 	# The worker's CPU per upload (gunzip + decode, one thread, no network, no
 	# store): the ceiling the 2-core worker pool puts on this case.
 	wait_quiet

@@ -360,6 +360,11 @@ commit_stats() {
 		awk '$1 == "kiln_store_commit_seconds_count" {c = $2} $1 == "kiln_store_commit_seconds_sum" {s = $2} END {print c + 0, s + 0}'
 }
 
+# commit_max: the longest group commit since the server started, seconds.
+commit_max() {
+	curl -sf "http://127.0.0.1:$UI_PORT/metrics" | awk '$1 == "kiln_store_commit_seconds_max" {m = $2} END {print m + 0}'
+}
+
 # flame_total SERVICE TYPE FROM UNTIL: the flame graph total Kiln reports.
 flame_total() {
 	curl -sf "http://127.0.0.1:$UI_PORT/api/flamegraph?service=$1&type=$2&from=$3&until=$4" -o "$TMPD/flame_check.json" ||
