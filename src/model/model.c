@@ -104,24 +104,10 @@ static uint64_t mix_field(uint64_t h, slice_t s)
 	return s.n ? id_bytes(s.p, s.n, h) : h;
 }
 
-/* Room in the node memo for frame indexes below need; new entries empty. */
-static void memo_grow(model_batch_t *b, size_t need)
-{
-	if (need <= b->_cap_node_memo)
-		return;
-	size_t old = b->_cap_node_memo;
-	GROW(b, _node_memo, _cap_node_memo, need);
-	for (size_t i = old; i < b->_cap_node_memo; i++)
-		b->_node_memo[i].node = MODEL_NONE;
-}
-
 void model_batch_reserve(model_batch_t *b, size_t frames, size_t nodes)
 {
 	u64map_reserve(&b->_frame_ix, b->_frame_ix.len + frames);
 	u64map_reserve(&b->_node_ix, b->_node_ix.len + nodes);
-	GROW(b, frames, cap_frames, (size_t)b->n_frames + frames);
-	GROW(b, nodes, cap_nodes, (size_t)b->n_nodes + nodes);
-	memo_grow(b, (size_t)b->n_frames + frames);
 }
 
 /* s copied to *at, which moves past it; an empty s is "" as arena_slice gives. */
@@ -149,7 +135,12 @@ uint32_t model_frame_intern(model_batch_t *b, const model_frame_t *f)
 	if (!inserted)
 		return ix;
 	GROW(b, frames, cap_frames, (size_t)b->n_frames + 1);
-	memo_grow(b, (size_t)b->n_frames + 1);
+	if (b->n_frames >= b->_cap_node_memo) {
+		size_t old = b->_cap_node_memo;
+		GROW(b, _node_memo, _cap_node_memo, (size_t)b->n_frames + 1);
+		for (size_t i = old; i < b->_cap_node_memo; i++)
+			b->_node_memo[i].node = MODEL_NONE;
+	}
 	model_frame_t *d = &b->frames[b->n_frames++];
 	d->id = h;
 	/* One arena block for the five strings: a new frame per distinct

@@ -136,9 +136,9 @@ void model_batch_free(model_batch_t *b);
  * thread) holds what it contains and little more. No interning after it. */
 void model_batch_seal(model_batch_t *b);
 
-/* Makes room in the interning maps and arrays for up to frames more frames
- * and nodes more nodes, for a decoder that knows (a bound of) its counts:
- * nothing is rebuilt or moved at every doubling. */
+/* Makes room in the interning maps for up to frames more frames and nodes
+ * more nodes, for a decoder that knows (a bound of) its counts: no map is
+ * rebuilt at every doubling. */
 void model_batch_reserve(model_batch_t *b, size_t frames, size_t nodes);
 /* Interns a frame: computes f->id from its fields, copies the strings into
  * the batch arena unless an equal frame exists. Returns its index. */
