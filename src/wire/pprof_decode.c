@@ -236,27 +236,17 @@ static int scan_top(pp_dec_t *d, slice_t data, pp_top_t *top, uint32_t max_rows,
 	slice_t s;
 	for (;;) {
 		/* Fast path, most of a profile: a table entry (fields 1..6,
-		 * length-delimited) with a one- or two-byte length. */
+		 * length-delimited, a one-byte key) whose length is sound. */
 		const uint8_t *q = r.p;
-		if (r.end - q >= 3 && (q[0] & 7) == PB_LEN && q[0] >= (1 << 3 | PB_LEN) &&
+		if (q < r.end && (q[0] & 7) == PB_LEN && q[0] >= (1 << 3 | PB_LEN) &&
 		    q[0] <= (6 << 3 | PB_LEN)) {
-			uint32_t num = q[0] >> 3;
-			size_t len, at = 2;
-			if (!(q[1] & 0x80)) {
-				len = q[1];
-			} else if (!(q[2] & 0x80)) {
-				len = (size_t)(q[1] & 0x7f) | (size_t)q[2] << 7;
-				at = 3;
-			} else {
-				goto general;
+			r.p = q + 1;
+			if (pb_bytes(&r, &s) == 0) {
+				keep_table_entry(top, q[0] >> 3, s, max_rows);
+				continue;
 			}
-			if (len > (size_t)(r.end - q) - at)
-				goto general; /* the general path reports it */
-			r.p = q + at + len;
-			keep_table_entry(top, num, slice_make(q + at, len), max_rows);
-			continue;
+			r.p = q; /* the general path reports it */
 		}
-	general:
 		if ((rc = pb_next(&d->src, &r, &profile_spec, NULL, &f, &wt, err)) != 1)
 			break;
 		uint32_t num = f->num;
@@ -351,13 +341,14 @@ static int read_scalars(const pp_dec_t *d, slice_t msg, const pb_spec_t *spec, c
 	int wt, rc;
 	for (;;) {
 		/* Fast path, nearly every field of a Line or Function: a
-		 * one-byte key of a known field, a one-byte value. */
+		 * one-byte key of a known field, then its value. */
 		const uint8_t *q = r.p;
 		uint32_t num = q < r.end ? q[0] >> 3 : 0;
-		if (r.end - q >= 2 && (q[0] & 0x87) == PB_VARINT && num - 1 < spec->n && !(q[1] & 0x80)) {
-			vals[num] = q[1];
-			r.p = q + 2;
-			continue;
+		if (q < r.end && (q[0] & 0x87) == PB_VARINT && num - 1 < spec->n) {
+			r.p = q + 1;
+			if (pb_varint(&r, &vals[num]) == 0)
+				continue;
+			r.p = q; /* the general path reports it */
 		}
 		if ((rc = pb_next(&d->src, &r, spec, p, &f, &wt, err)) != 1)
 			return rc;
