@@ -18,6 +18,24 @@ void xoom(const char *what)
 	abort();
 }
 
+void xpthread_key_create(pthread_key_t *key, void (*destructor)(void *))
+{
+	int rc = pthread_key_create(key, destructor);
+	if (rc != 0) {
+		fprintf(stderr, "kiln: pthread_key_create: %s\n", strerror(rc));
+		abort();
+	}
+}
+
+void xpthread_setspecific(pthread_key_t key, const void *value)
+{
+	int rc = pthread_setspecific(key, value);
+	if (rc != 0) {
+		fprintf(stderr, "kiln: pthread_setspecific: %s\n", strerror(rc));
+		abort();
+	}
+}
+
 void *xcheck_at(void *p, const char *what)
 {
 	if (!p)

@@ -4,6 +4,7 @@
 #ifndef KILN_BASE_ALLOC_H
 #define KILN_BASE_ALLOC_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 void *xmalloc(size_t n);
@@ -25,5 +26,10 @@ void *xcheck_at(void *p, const char *what);
 /* Aborts naming what could not be allocated (for constructors that report
  * out-of-memory as a return code, e.g. nghttp2_session_server_new). */
 _Noreturn void xoom(const char *what);
+/* pthread_key_create and pthread_setspecific, which fail only for want of
+ * memory or of keys: the process aborts naming the call and its error. For
+ * per-thread state made at a thread's first use. */
+void xpthread_key_create(pthread_key_t *key, void (*destructor)(void *));
+void xpthread_setspecific(pthread_key_t key, const void *value);
 
 #endif

@@ -6,7 +6,6 @@
 #include <libdeflate.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -61,11 +60,7 @@ static void dd_free(void *d)
 
 static void dd_key_make(void)
 {
-	int rc = pthread_key_create(&dd_key, dd_free);
-	if (rc != 0) {
-		fprintf(stderr, "kiln: pthread_key_create: %s\n", strerror(rc));
-		abort();
-	}
+	xpthread_key_create(&dd_key, dd_free);
 }
 
 /* This thread's decompressor, made at its first body and freed when it
@@ -77,11 +72,7 @@ static struct libdeflate_decompressor *decompressor(void)
 	struct libdeflate_decompressor *d = pthread_getspecific(dd_key);
 	if (!d) {
 		d = xcheck(libdeflate_alloc_decompressor());
-		int rc = pthread_setspecific(dd_key, d);
-		if (rc != 0) {
-			fprintf(stderr, "kiln: pthread_setspecific: %s\n", strerror(rc));
-			abort();
-		}
+		xpthread_setspecific(dd_key, d);
 	}
 	return d;
 }

@@ -762,11 +762,7 @@ static void keep_free(void *p)
 
 static void keep_key_make(void)
 {
-	int rc = pthread_key_create(&keep_key, keep_free);
-	if (rc != 0) {
-		fprintf(stderr, "kiln: pthread_key_create: %s\n", strerror(rc));
-		abort();
-	}
+	xpthread_key_create(&keep_key, keep_free);
 }
 
 /* This thread's scratch, made at its first decode, freed when it exits. */
@@ -777,11 +773,7 @@ static pp_keep_t *keep_get(void)
 	if (!k) {
 		k = xcalloc(1, sizeof *k);
 		k->arena = arena_new();
-		int rc = pthread_setspecific(keep_key, k);
-		if (rc != 0) {
-			fprintf(stderr, "kiln: pthread_setspecific: %s\n", strerror(rc));
-			abort();
-		}
+		xpthread_setspecific(keep_key, k);
 	}
 	return k;
 }
