@@ -130,6 +130,11 @@ void tls_close_notify(struct bufferevent *bev)
 	ERR_clear_error();
 }
 
+int tls_is(struct bufferevent *bev)
+{
+	return bufferevent_openssl_get_ssl(bev) != NULL;
+}
+
 const char *tls_error(struct bufferevent *bev)
 {
 	unsigned long e = bufferevent_get_openssl_error(bev);

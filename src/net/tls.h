@@ -36,6 +36,9 @@ void tls_ctx_free(struct ssl_ctx_st *ctx);
  * first. No-op for plain bufferevents. Clears this thread's OpenSSL errors. */
 void tls_close_notify(struct bufferevent *bev);
 
+/* 1 if bev is an OpenSSL bufferevent, 0 for a plain socket's. */
+int tls_is(struct bufferevent *bev);
+
 /* The reason of a failed TLS connection as OpenSSL gave it ("wrong version
  * number", "http request"), or NULL if bev has none. Static storage. */
 const char *tls_error(struct bufferevent *bev);

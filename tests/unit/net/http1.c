@@ -98,6 +98,16 @@ static void on_request(http_req_t *r, void *ctx)
 		http_respond(r, 200, "text/plain", NULL, r->peer.p, r->peer.n);
 		return;
 	}
+	if (slice_eq_cstr(r->path, "/count")) { /* a body too large to echo: its length and a checksum */
+		uint64_t sum = 0;
+		for (size_t i = 0; i < r->body.n; i++)
+			sum = sum * 31 + r->body.p[i];
+		char out[96];
+		int n = snprintf(out, sizeof out, "len=%zu sum=%llu", r->body.n, (unsigned long long)sum);
+		track_done(t);
+		http_respond(r, 200, "text/plain", NULL, out, (size_t)n);
+		return;
+	}
 	if (slice_eq_cstr(r->path, "/big")) {
 		track_done(t);
 		http_respond(r, 200, "application/octet-stream", NULL, t->big, BIG_BYTES);
@@ -128,7 +138,8 @@ static tsrv *start_at(const char *addr, http_opts_t o)
 	pthread_mutex_init(&t->mu, NULL);
 	t->slow_ms = 150;
 	t->big = malloc(BIG_BYTES);
-	memset(t->big, 'x', BIG_BYTES);
+	for (size_t i = 0; i < BIG_BYTES; i++)
+		t->big[i] = (char)('a' + i % 23); /* a pattern a lost or repeated piece breaks */
 	t->loop = loop_new();
 	t->pool = pool_new(2);
 	o.on_request = on_request;
@@ -188,10 +199,13 @@ typedef struct {
 	size_t body_n;
 } response;
 
-static client *cl_open(int port)
+/* rcvbuf > 0: the client's receive buffer, fixed before connecting. */
+static client *cl_open_rcvbuf(int port, int rcvbuf)
 {
 	client *c = calloc(1, sizeof *c);
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (rcvbuf > 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0)
@@ -199,6 +213,11 @@ static client *cl_open(int port)
 	struct timeval tv = {5, 0};
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	return c;
+}
+
+static client *cl_open(int port)
+{
+	return cl_open_rcvbuf(port, 0);
 }
 
 static void cl_close(client *c)
@@ -358,6 +377,87 @@ static void test_keep_alive(void **state)
 	cl_response(c, &r);
 	assert_string_equal(r.body, "POST /two q= len=5:hello");
 	assert_int_equal(server_conns(t), 1);
+	cl_close(c);
+	stop(t);
+}
+
+/* A body much larger than one read of the bufferevent (4 KiB) and than
+ * one direct read (64 KiB), arriving in pieces, with the next request
+ * right behind its last byte: every byte lands once, in order, and the
+ * next request is read from where the body ends. */
+static void test_large_body_in_pieces(void **state)
+{
+	http_opts_t o = defaults();
+	tsrv *t = start(o);
+	client *c = cl_open(t->port);
+	enum { N = 300000, PIECES = 7 };
+	char *body = malloc(N);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < N; i++) {
+		body[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+		sum = sum * 31 + (uint8_t)body[i];
+	}
+	char head[128];
+	snprintf(head, sizeof head, "POST /count HTTP/1.1\r\nContent-Length: %d\r\n\r\n", N);
+	cl_sends(c, head);
+	for (size_t k = 0; k < PIECES - 1; k++) {
+		cl_send(c, body + k * (N / PIECES), N / PIECES);
+		sleep_ms(20);
+	}
+	size_t done = (PIECES - 1) * (N / PIECES);
+	size_t last = N - done;
+	static const char next[] = "GET /after HTTP/1.1\r\n\r\n";
+	char *tail = malloc(last + sizeof next);
+	memcpy(tail, body + done, last);
+	memcpy(tail + last, next, sizeof next - 1);
+	cl_send(c, tail, last + sizeof next - 1);
+	response r;
+	cl_response(c, &r);
+	assert_int_equal(r.status, 200);
+	char want[96];
+	snprintf(want, sizeof want, "len=%d sum=%llu", N, (unsigned long long)sum);
+	assert_string_equal(r.body, want);
+	cl_response(c, &r);
+	assert_string_equal(r.body, "GET /after q= len=0:");
+	free(tail);
+	free(body);
+	cl_close(c);
+	stop(t);
+}
+
+/* An answer the socket cannot take at once (8 MiB): what the first write
+ * left goes out after it, every byte once, and the connection then serves
+ * the next request. */
+static void test_large_response_then_next(void **state)
+{
+	tsrv *t = start(defaults());
+	client *c = cl_open_rcvbuf(t->port, 64 << 10); /* and not reading at first: */
+	cl_sends(c, "GET /big HTTP/1.1\r\n\r\n");
+	sleep_ms(100); /* the server's first write is cut short (its send buffer is 4 MiB at most) */
+	char *end = NULL;
+	while (!(end = c->n ? memmem(c->buf, c->n, "\r\n\r\n", 4) : NULL))
+		assert_true(cl_fill(c) > 0);
+	size_t hn = (size_t)(end - c->buf) + 4;
+	const char *cl = memmem(c->buf, hn, "Content-Length: ", 16);
+	assert_non_null(cl);
+	assert_int_equal(strtoul(cl + 16, NULL, 10), BIG_BYTES);
+	size_t got = 0, bad = 0;
+	for (size_t i = hn; i < c->n; i++, got++)
+		bad += c->buf[i] != (char)('a' + got % 23);
+	c->n = 0;
+	while (got < BIG_BYTES) {
+		ssize_t k =
+		    recv(c->fd, c->buf, BIG_BYTES - got < sizeof c->buf ? BIG_BYTES - got : sizeof c->buf, 0);
+		assert_true(k > 0);
+		for (ssize_t i = 0; i < k; i++)
+			bad += c->buf[i] != (char)('a' + (got + (size_t)i) % 23);
+		got += (size_t)k;
+	}
+	assert_int_equal(bad, 0);
+	response r;
+	cl_sends(c, "GET /next HTTP/1.1\r\n\r\n");
+	cl_response(c, &r);
+	assert_string_equal(r.body, "GET /next q= len=0:");
 	cl_close(c);
 	stop(t);
 }
@@ -806,6 +906,8 @@ int main(void)
 	    cmocka_unit_test(test_simple_get),
 	    cmocka_unit_test(test_any_address_and_peer),
 	    cmocka_unit_test(test_keep_alive),
+	    cmocka_unit_test(test_large_body_in_pieces),
+	    cmocka_unit_test(test_large_response_then_next),
 	    cmocka_unit_test(test_connection_close_and_http10),
 	    cmocka_unit_test(test_pipelined_in_order),
 	    cmocka_unit_test(test_chunked_body),
