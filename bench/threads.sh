@@ -40,7 +40,7 @@ for conns in $CONNS; do
 	thread_ticks >"$TMPD/threads-t0"
 	head -1 /proc/stat >"$TMPD/threads-s0"
 	read -r cc0 cs0 < <(commit_stats)
-	wrk -t1 -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/upload.lua" "http://127.0.0.1:$UPLOAD_PORT" \
+	wrk -t"${THREADS:-1}" -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/upload.lua" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$FILE" "threads-c$conns" "$w" $((w + 10)) >"$TMPD/threads-wrk-c$conns.txt"
 	thread_ticks >"$TMPD/threads-t1"
 	head -1 /proc/stat >"$TMPD/threads-s1"
