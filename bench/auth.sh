@@ -45,12 +45,10 @@ run_wrk() { # LABEL URL LUA ARGS...
 			--sort comm,dso,symbol --stdio 2>/dev/null | grep '%' | grep -v '^#' >"$TMPD/perf-auth-$label.txt" || true
 		log "$label: perf reports in $TMPD/perf-auth-$label*.txt"
 	fi
-	local line
-	line=$(grep '^KILN_WRK' "$TMPD/auth-$label.txt")
 	local req dur non2xx
-	req=$(sed 's/.*requests=\([0-9]*\).*/\1/' <<<"$line")
-	dur=$(sed 's/.*duration_us=\([0-9]*\).*/\1/' <<<"$line")
-	non2xx=$(sed 's/.*non2xx=\([0-9]*\).*/\1/' <<<"$line")
+	req=$(wrk_kv "$TMPD/auth-$label.txt" requests)
+	dur=$(wrk_kv "$TMPD/auth-$label.txt" duration_us)
+	non2xx=$(wrk_kv "$TMPD/auth-$label.txt" non2xx)
 	[ "$non2xx" = 0 ] || die "$label: $non2xx non-2xx answers (rate limited? keys wrong?)"
 	# Where the server's CPU went, per thread name: µs per upload.
 	thread_cost "$TMPD/auth-$label-ticks0.txt" "$TMPD/auth-$label-ticks1.txt" "$req" >"$TMPD/auth-$label-threads-us.txt"

@@ -42,12 +42,11 @@ measure() {
 	read -r cc1 cs1 < <(commit_stats)
 	cat "$TMPD/ingest-$name-c$conns-wrk.txt" >&2
 	ch_log_report "$since" "$TMPD/ch-log-ingest-$name-c$conns.txt"
-	local line
-	line=$(grep '^KILN_WRK' "$TMPD/ingest-$name-c$conns-wrk.txt")
-	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
+	local wrk_out
+	wrk_out="$TMPD/ingest-$name-c$conns-wrk.txt"
 	local requests non2xx dur_us p50 p99 rps cpu
-	requests=$(kv requests) non2xx=$(kv non2xx) dur_us=$(kv duration_us)
-	p50=$(calc "$(kv p50_us) / 1000") p99=$(calc "$(kv p99_us) / 1000")
+	requests=$(wrk_kv "$wrk_out" requests) non2xx=$(wrk_kv "$wrk_out" non2xx) dur_us=$(wrk_kv "$wrk_out" duration_us)
+	p50=$(calc "$(wrk_kv "$wrk_out" p50_us) / 1000") p99=$(calc "$(wrk_kv "$wrk_out" p99_us) / 1000")
 	rps=$(calc "($requests - $non2xx) / ($dur_us / 1e6)")
 	cpu=$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")
 
@@ -78,7 +77,7 @@ measure() {
 	result ingest "$name c=$conns machine CPU % (all)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat over the run: server + wrk + anything else"
 	result ingest "$name c=$conns stored = answered 200" "$stored / $ok" "equal" "$verified" "flame graph total / per-upload total"
 	if [ "$name" = fresh ]; then
-		result ingest "fresh c=$conns max latency ms" "$(calc "$(kv max_us) / 1000")" "-" "-" "$cmd"
+		result ingest "fresh c=$conns max latency ms" "$(calc "$(wrk_kv "$wrk_out" max_us) / 1000")" "-" "-" "$cmd"
 		result ingest "fresh c=$conns longest group commit ms (since start)" \
 			"$(calc "1000 * $(commit_max)")" "-" "-" "kiln_store_commit_seconds_max on /metrics"
 	fi

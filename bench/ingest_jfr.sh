@@ -49,9 +49,8 @@ for c in $CONNS; do
 	t1=$(now_s)
 	read -r mb1 mt1 < <(proc_stat)
 	tk1=$(cpu_ticks "$SERVER_PID")
-	line=$(grep '^KILN_WRK' "$TMPD/ingest-jfr-c$c-wrk.txt")
-	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
-	requests=$(kv requests) non2xx=$(kv non2xx) dur_us=$(kv duration_us)
+	wrk_out="$TMPD/ingest-jfr-c$c-wrk.txt"
+	requests=$(wrk_kv "$wrk_out" requests) non2xx=$(wrk_kv "$wrk_out" non2xx) dur_us=$(wrk_kv "$wrk_out" duration_us)
 	ok=$((requests - non2xx))
 	rps=$(calc "$ok / ($dur_us / 1e6)")
 	sleep 1
@@ -59,7 +58,7 @@ for c in $CONNS; do
 	result ingest "jfr cpu_lock_alloc uploads/s (c=$c)" "$rps" ">= 100" \
 		"$(awk -v r="$rps" 'BEGIN { print (r >= 100) ? "met" : "MISSED" }')" \
 		"wrk -t1 -c$c -d${DURATION}s -s bench/upload_jfr.lua http://127.0.0.1:PORT -- FILE bench-jfr-c$c FROM UNTIL"
-	result ingest "jfr c=$c p50 / p99 ms" "$(calc "$(kv p50_us) / 1000") / $(calc "$(kv p99_us) / 1000")" "-" "-" "wrk --latency"
+	result ingest "jfr c=$c p50 / p99 ms" "$(calc "$(wrk_kv "$wrk_out" p50_us) / 1000") / $(calc "$(wrk_kv "$wrk_out" p99_us) / 1000")" "-" "-" "wrk --latency"
 	result ingest "jfr c=$c server CPU % (of 200)" "$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")" "-" "-" "/proc/PID/stat"
 	result ingest "jfr c=$c machine CPU % (all)" "$(busy_pct "$mb0" "$mt0" "$mb1" "$mt1")" "-" "-" "/proc/stat"
 	result ingest "jfr c=$c stored / answered 200" "$stored / $ok" "equal" "-" "flame graph total / per-upload total"

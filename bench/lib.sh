@@ -360,6 +360,10 @@ commit_stats() {
 		awk '$1 == "kiln_store_commit_seconds_count" {c = $2} $1 == "kiln_store_commit_seconds_sum" {s = $2} END {print c + 0, s + 0}'
 }
 
+# wrk_kv FILE KEY: a value of the KILN_WRK line bench/*.lua's done() prints
+# (requests, duration_us, p50_us, p99_us, max_us, non2xx, ...) in wrk's output FILE.
+wrk_kv() { sed -n "s/^KILN_WRK.* $2=\([0-9.]*\).*/\1/p" "$1"; }
+
 # commit_max: the longest group commit since the server started, seconds.
 commit_max() {
 	curl -sf "http://127.0.0.1:$UI_PORT/metrics" | awk '$1 == "kiln_store_commit_seconds_max" {m = $2} END {print m + 0}'

@@ -114,8 +114,7 @@ run_http() {
 	wrk -t1 -c"$conns" -d"${WARMUP}s" -s "$BENCH_DIR/otlp_http.lua" "http://127.0.0.1:$OTLP_HTTP_PORT" -- "$REQ" \
 		>"$TMPD/otlp-http-c$conns-warm.txt"
 	local warm_ok
-	warm_ok=$(sed -n 's/^KILN_WRK requests=\([0-9]*\).* non2xx=\([0-9]*\).*/\1 \2/p' "$TMPD/otlp-http-c$conns-warm.txt" |
-		awk '{print $1 - $2}')
+	warm_ok=$(($(wrk_kv "$TMPD/otlp-http-c$conns-warm.txt" requests) - $(wrk_kv "$TMPD/otlp-http-c$conns-warm.txt" non2xx)))
 	log "otlp $name: $cmd"
 	wait_quiet
 	local tk0 tk1 t0 t1 ck0
@@ -127,15 +126,14 @@ run_http() {
 	tk1=$(cpu_ticks "$SERVER_PID")
 	CH_CPU=$(calc "100 * ($(ch_ticks) - $ck0) / $(clk_tck) / ($t1 - $t0)")
 	cat "$TMPD/otlp-http-c$conns.txt" >&2
-	local line
-	line=$(grep '^KILN_WRK' "$TMPD/otlp-http-c$conns.txt")
-	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
+	local wrk_out
+	wrk_out="$TMPD/otlp-http-c$conns.txt"
 	local requests non2xx ok rps
-	requests=$(sed -n 's/^KILN_WRK requests=\([0-9]*\).*/\1/p' <<<"$line")
-	non2xx=$(kv non2xx)
+	requests=$(wrk_kv "$wrk_out" requests)
+	non2xx=$(wrk_kv "$wrk_out" non2xx)
 	ok=$((requests - non2xx))
-	rps=$(calc "$ok / ($(kv duration_us) / 1e6)")
-	report "$name" "$rps" "$(calc "$(kv p99_us) / 1000")" "$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")" \
+	rps=$(calc "$ok / ($(wrk_kv "$wrk_out" duration_us) / 1e6)")
+	report "$name" "$rps" "$(calc "$(wrk_kv "$wrk_out" p99_us) / 1000")" "$(calc "100 * ($tk1 - $tk0) / $(clk_tck) / ($t1 - $t0)")" \
 		"$(status_kib "$SERVER_PID" VmHWM)" "$cmd"
 	[ "$non2xx" = 0 ] || log "WARNING: $non2xx non-2xx answers"
 	verify "$name" $((ok + warm_ok)) "$1"

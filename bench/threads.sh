@@ -15,17 +15,10 @@ source "$(dirname "$0")/lib.sh"
 command -v wrk >/dev/null || die "wrk missing: bench/run.sh installs it (apt-get install wrk)"
 
 CONNS=${CONNS:-64}
+THREADS=${THREADS:-1}
 DURATION=${DURATION:-15}
 WARMUP=${WARMUP:-5}
 FILE=$TESTDATA/go-cpu-fib.pb.gz
-
-# Thread name and its CPU ticks, summed over the threads of that name.
-thread_ticks() {
-	local t
-	for t in /proc/"$SERVER_PID"/task/*; do
-		printf '%s %s\n' "$(cat "$t/comm")" "$(awk '{print $14 + $15}' "$t/stat")"
-	done | awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
-}
 
 data=$TMPD/threads-data
 rm -rf "$data"
@@ -37,16 +30,16 @@ i=1
 for conns in $CONNS; do
 	wait_quiet
 	w=$((base + 600 * i))
-	thread_ticks >"$TMPD/threads-t0"
+	thread_ticks "$SERVER_PID" >"$TMPD/threads-t0"
 	head -1 /proc/stat >"$TMPD/threads-s0"
 	read -r cc0 cs0 < <(commit_stats)
-	wrk -t"${THREADS:-1}" -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/upload.lua" "http://127.0.0.1:$UPLOAD_PORT" \
+	wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/upload.lua" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$FILE" "threads-c$conns" "$w" $((w + 10)) >"$TMPD/threads-wrk-c$conns.txt"
-	thread_ticks >"$TMPD/threads-t1"
+	thread_ticks "$SERVER_PID" >"$TMPD/threads-t1"
 	head -1 /proc/stat >"$TMPD/threads-s1"
 	read -r cc1 cs1 < <(commit_stats)
-	line=$(grep '^KILN_WRK' "$TMPD/threads-wrk-c$conns.txt")
-	kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
+	out=$TMPD/threads-wrk-c$conns.txt
+	kv() { wrk_kv "$out" "$1"; }
 	ok=$(($(kv requests) - $(kv non2xx)))
 	secs=$(calc "$(kv duration_us) / 1e6")
 	tck=$(clk_tck)
