@@ -360,6 +360,26 @@ commit_stats() {
 		awk '$1 == "kiln_store_commit_seconds_count" {c = $2} $1 == "kiln_store_commit_seconds_sum" {s = $2} END {print c + 0, s + 0}'
 }
 
+# ack_buckets: "LE COUNT" per line, kiln_store_ack_seconds' cumulative
+# buckets so far (the time from a batch entering the write queue to its
+# durable ack); ack_quantiles FILE0 FILE1 prints the p50 and p99 in ms of
+# the acks between two such readings, interpolated within their bucket.
+ack_buckets() {
+	curl -sf "http://127.0.0.1:$UI_PORT/metrics" |
+		sed -n 's/^kiln_store_ack_seconds_bucket{le="\([^"]*\)"} \([0-9]*\)$/\1 \2/p'
+}
+ack_quantiles() {
+	paste "$1" "$2" | awk '{le[NR] = $1; c[NR] = $4 - $2} END {
+		n = c[NR]; if (n == 0) { print "- -"; exit }
+		split("0.5 0.99", q, " ")
+		for (k = 1; k <= 2; k++) {
+			for (i = 1; i <= NR && c[i] < q[k] * n; i++);
+			lo = i > 1 ? le[i - 1] : 0; hi = le[i] == "+Inf" ? lo : le[i]; below = i > 1 ? c[i - 1] : 0
+			v = c[i] > below ? lo + (hi - lo) * (q[k] * n - below) / (c[i] - below) : hi
+			printf "%.3f%s", 1000 * v, k == 1 ? " " : "\n"
+		} }'
+}
+
 # wrk_kv FILE KEY: a value of the KILN_WRK line bench/*.lua's done() prints
 # (requests, duration_us, p50_us, p99_us, max_us, non2xx, ...) in wrk's output FILE.
 wrk_kv() { sed -n "s/^KILN_WRK.* $2=\([0-9.]*\).*/\1/p" "$1"; }

@@ -6,7 +6,10 @@
 # uploads/s, wrk's p50 and p99, each thread name's CPU % (utime + stime
 # from /proc/PID/task/*/stat; 100 % = one core), the server's CPU per
 # upload, the machine's split from /proc/stat (user, system, idle,
-# iowait, softirq, steal; 200 % = both cores) and the group commits.
+# iowait, softirq, steal; 200 % = both cores), the group commits, and the
+# p50 and p99 of the store's ack time (kiln_store_ack_seconds: from the
+# write queue to the durable ack, the part of a push's latency the group
+# commit decides) against the mean group commit.
 # Not part of run.sh: for comparing builds (KILN_BIN), alternated.
 #
 #   CONNS="8 64" DURATION=15 KILN_BIN=/path/to/kiln bash bench/threads.sh
@@ -33,11 +36,13 @@ for conns in $CONNS; do
 	thread_ticks "$SERVER_PID" >"$TMPD/threads-t0"
 	head -1 /proc/stat >"$TMPD/threads-s0"
 	read -r cc0 cs0 < <(commit_stats)
+	ack_buckets >"$TMPD/threads-a0"
 	wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/upload.lua" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$FILE" "threads-c$conns" "$w" $((w + 10)) >"$TMPD/threads-wrk-c$conns.txt"
 	thread_ticks "$SERVER_PID" >"$TMPD/threads-t1"
 	head -1 /proc/stat >"$TMPD/threads-s1"
 	read -r cc1 cs1 < <(commit_stats)
+	ack_buckets >"$TMPD/threads-a1"
 	out=$TMPD/threads-wrk-c$conns.txt
 	kv() { wrk_kv "$out" "$1"; }
 	ok=$(($(kv requests) - $(kv non2xx)))
@@ -52,7 +57,12 @@ for conns in $CONNS; do
 		k = NF / 2; for (i = 2; i <= 9; i++) { d[i] = $(i + k) - $i; tot += d[i] }
 		printf "  machine:"; for (i = 2; i <= 9; i++) if (i != 3 && i != 7) printf " %s %.0f %%", name[i], 100 * n * d[i] / tot
 		printf "\n" }'
-	[ $((cc1 - cc0)) -gt 0 ] && echo "  group commits: $((cc1 - cc0)), $(calc "$ok / ($cc1 - $cc0)") uploads each, mean $(calc "1000 * ($cs1 - $cs0) / ($cc1 - $cc0)") ms"
+	if [ $((cc1 - cc0)) -gt 0 ]; then
+		mean=$(calc "1000 * ($cs1 - $cs0) / ($cc1 - $cc0)")
+		echo "  group commits: $((cc1 - cc0)), $(calc "$ok / ($cc1 - $cc0)") uploads each, mean $mean ms"
+		read -r a50 a99 < <(ack_quantiles "$TMPD/threads-a0" "$TMPD/threads-a1")
+		echo "  store ack (queued to durable): p50 $a50 ms, p99 $a99 ms = $(calc "$a99 / $mean") mean group commits"
+	fi
 	i=$((i + 1))
 done
 stop_server || log "WARNING: kiln serve exited non-zero on SIGTERM"

@@ -169,6 +169,21 @@ static void write_usage_totals(slice_t project, slice_t key, const uint64_t coun
 		           (const char *)key.p, results[i], (unsigned long long)counts[i]);
 }
 
+/* One histogram of store times (store_time_bounds_ns) from counts that are not cumulative. */
+static void write_time_histogram(buf_t *out, const char *name, const char *help, const uint64_t *buckets,
+                                 uint64_t ns_sum)
+{
+	buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	unsigned long long n = 0;
+	for (int i = 0; i < STORE_TIME_BUCKETS; i++) {
+		n += buckets[i];
+		buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, store_time_bounds_ns[i] / 1e9, n);
+	}
+	n += buckets[STORE_TIME_BUCKETS];
+	buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, n, name,
+	           ns_sum / 1e9, name, n);
+}
+
 void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out)
 {
 	buf_puts(out, "# HELP kiln_requests_total Requests answered, by listener and status.\n"
@@ -201,10 +216,6 @@ void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out)
 	           "# HELP kiln_store_queue_depth Batches waiting for the store writer.\n"
 	           "# TYPE kiln_store_queue_depth gauge\n"
 	           "kiln_store_queue_depth %u\n"
-	           "# HELP kiln_store_commit_seconds Group commits of the store writer.\n"
-	           "# TYPE kiln_store_commit_seconds summary\n"
-	           "kiln_store_commit_seconds_sum %.6f\n"
-	           "kiln_store_commit_seconds_count %llu\n"
 	           "# HELP kiln_store_commit_seconds_max Longest group commit since start.\n"
 	           "# TYPE kiln_store_commit_seconds_max gauge\n"
 	           "kiln_store_commit_seconds_max %.6f\n"
@@ -226,10 +237,15 @@ void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out)
 	           "# HELP kiln_inflight_requests Requests being worked on.\n"
 	           "# TYPE kiln_inflight_requests gauge\n"
 	           "kiln_inflight_requests %u\n",
-	           store_queue_depth(a->store), st.commit_ns_sum / 1e9, (unsigned long long)st.commits,
-	           st.commit_ns_max / 1e9, st.partitions, (unsigned long long)st.damaged,
-	           (unsigned long long)st.sealed_blocks, (unsigned long long)st.sealed_chunks,
-	           api_inflight(a));
+	           store_queue_depth(a->store), st.commit_ns_max / 1e9, st.partitions,
+	           (unsigned long long)st.damaged, (unsigned long long)st.sealed_blocks,
+	           (unsigned long long)st.sealed_chunks, api_inflight(a));
+	write_time_histogram(out, "kiln_store_commit_seconds", "Group commits of the store writer.",
+	                     st.commit_buckets, st.commit_ns_sum);
+	write_time_histogram(out, "kiln_store_ack_seconds",
+	                     "Time from a batch entering the store's write queue to its acknowledgement as "
+	                     "stored (durable).",
+	                     st.ack_buckets, st.ack_ns_sum);
 	if (a->scraper)
 		scraper_write_metrics(a->scraper, out);
 }

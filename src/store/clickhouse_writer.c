@@ -197,6 +197,7 @@ void ch_get_stats(store_t *st, store_stats_t *out)
 	ch_store_t *s = (ch_store_t *)st;
 	memset(out, 0, sizeof *out);
 	store_commit_read(&s->commit_stats, out);
+	store_writeq_ack_read(&s->q, out);
 	/* out->partitions stays 0: the parts are ClickHouse's (its system.parts). */
 }
 

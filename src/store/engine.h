@@ -70,9 +70,19 @@ store_t *ch_open(const store_config_t *cfg, err_t *err);
 
 /* ---- what both engines' writers share (store.c) ---- */
 
+/* A histogram of times (store_time_bounds_ns), noted on one thread and
+ * read on any. */
+typedef struct {
+	_Atomic uint64_t n[STORE_TIME_BUCKETS + 1], ns_sum;
+} store_hist_t;
+void store_hist_note(store_hist_t *h, uint64_t ns);
+/* Copies the counts (not cumulative) into buckets[STORE_TIME_BUCKETS + 1]; returns the summed ns. */
+uint64_t store_hist_read(const store_hist_t *h, uint64_t *buckets);
+
 /* Commit figures for store_stats_t, updated by a writer after each group. */
 typedef struct {
-	_Atomic uint64_t commits, ns_sum, ns_max;
+	_Atomic uint64_t commits, ns_max;
+	store_hist_t hist;
 } store_commit_stats_t;
 void store_commit_note(store_commit_stats_t *c, uint64_t ns);
 void store_commit_read(const store_commit_stats_t *c, store_stats_t *out);
@@ -131,6 +141,7 @@ typedef struct store_job {
 	size_t bytes; /* b's memory, counted against the queue's byte cap (set by store_writeq_push) */
 	struct store_writeq *q; /* the queue that counts it until it is answered (NULL: not counted) */
 	int answered;           /* store_job_answer ran: done was called, the counts released */
+	int64_t queued_ns;      /* when store_writeq_push queued it (time_mono_ns) */
 } store_job_t;
 
 /* Answers j before the engine is done with its batch (the embedded engine
@@ -175,6 +186,7 @@ typedef struct store_writeq {
 	uint64_t queued_bytes; /* their memory */
 	int closing, joined;   /* joined: the writer thread has been joined (or never ran) */
 	pthread_t thread;
+	store_hist_t acks; /* batches acknowledged as stored, by time from queued to ack */
 } store_writeq_t;
 
 /* Starts the writer thread. On failure q still needs store_writeq_destroy. */
@@ -185,6 +197,8 @@ int store_writeq_start(store_writeq_t *q, const store_writeq_config_t *cfg, err_
  * never refused for the caps. */
 void store_writeq_push(store_writeq_t *q, store_job_t *j);
 uint32_t store_writeq_depth(store_writeq_t *q);
+/* Copies the ack-time histogram into out->ack_buckets and out->ack_ns_sum. */
+void store_writeq_ack_read(store_writeq_t *q, store_stats_t *out);
 /* Refuses new jobs, lets the writer finish every queued one and joins it. */
 void store_writeq_drain(store_writeq_t *q);
 void store_writeq_destroy(store_writeq_t *q);

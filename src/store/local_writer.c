@@ -634,6 +634,7 @@ void local_get_stats(store_t *s, store_stats_t *out)
 	out->damaged = atomic_load(&s->damaged_count);
 	out->sealed_blocks = atomic_load(&s->sealed_blocks);
 	out->sealed_chunks = atomic_load(&s->sealed_chunks);
+	store_writeq_ack_read(&s->q, out);
 }
 
 /* Reads see every write answered before they began (local_read_barrier). */

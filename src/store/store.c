@@ -86,10 +86,33 @@ int store_write_sync(store_t *s, model_batch_t *b, err_t *err)
 	return rc;
 }
 
+/* Prometheus-style bounds: fine around a group commit (0.1-3 ms on a local
+ * disk), coarse up to the seconds a stalled disk or ClickHouse takes. */
+const uint64_t store_time_bounds_ns[STORE_TIME_BUCKETS] = {
+    100000,    250000,    500000,     750000,     1000000,    1500000,     2000000,
+    3000000,   5000000,   7500000,    10000000,   25000000,   50000000,    100000000,
+    250000000, 500000000, 1000000000, 2500000000, 5000000000, 10000000000, 30000000000};
+
+void store_hist_note(store_hist_t *h, uint64_t ns)
+{
+	size_t i = 0;
+	while (i < STORE_TIME_BUCKETS && ns > store_time_bounds_ns[i])
+		i++;
+	atomic_fetch_add_explicit(&h->n[i], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->ns_sum, ns, memory_order_relaxed);
+}
+
+uint64_t store_hist_read(const store_hist_t *h, uint64_t *buckets)
+{
+	for (size_t i = 0; i <= STORE_TIME_BUCKETS; i++)
+		buckets[i] = atomic_load_explicit(&h->n[i], memory_order_relaxed);
+	return atomic_load_explicit(&h->ns_sum, memory_order_relaxed);
+}
+
 void store_commit_note(store_commit_stats_t *c, uint64_t ns)
 {
 	atomic_fetch_add(&c->commits, 1);
-	atomic_fetch_add(&c->ns_sum, ns);
+	store_hist_note(&c->hist, ns);
 	uint64_t max = atomic_load(&c->ns_max);
 	while (ns > max && !atomic_compare_exchange_weak(&c->ns_max, &max, ns))
 		;
@@ -98,7 +121,7 @@ void store_commit_note(store_commit_stats_t *c, uint64_t ns)
 void store_commit_read(const store_commit_stats_t *c, store_stats_t *out)
 {
 	out->commits = atomic_load(&c->commits);
-	out->commit_ns_sum = atomic_load(&c->ns_sum);
+	out->commit_ns_sum = store_hist_read(&c->hist, out->commit_buckets);
 	out->commit_ns_max = atomic_load(&c->ns_max);
 }
 

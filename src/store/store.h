@@ -137,16 +137,31 @@ int store_projects(store_t *s, void (*cb)(slice_t project, void *ctx), void *ctx
 int store_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
                           err_t *err);
 
+/* The upper bounds (ns, inclusive) of the store's time histograms' buckets
+ * (store_stats_t's commit_buckets and ack_buckets, /metrics'
+ * kiln_store_commit_seconds and kiln_store_ack_seconds); their last bucket,
+ * STORE_TIME_BUCKETS, holds what is longer than every bound. */
+#define STORE_TIME_BUCKETS 21
+extern const uint64_t store_time_bounds_ns[STORE_TIME_BUCKETS];
+
 /* Operational figures for /metrics. Thread-safe. */
 typedef struct {
 	uint64_t commits;       /* group commits since open */
 	uint64_t commit_ns_sum; /* time spent in them */
 	uint64_t commit_ns_max; /* the longest */
+	/* The commits by their time; not cumulative: [i] counts those above
+	 * bound i - 1 and up to bound i (store_time_bounds_ns). */
+	uint64_t commit_buckets[STORE_TIME_BUCKETS + 1];
 	uint32_t partitions;    /* day partition files on disk (all projects) */
 	uint64_t damaged;       /* damaged partition files found since open (skipped by reads, moved aside
 	                           by the writer; docs/OPERATIONS.md) */
 	uint64_t sealed_blocks; /* embedded engine: blocks written by sealing since open (STORE: Blocks) */
 	uint64_t sealed_chunks; /* the chunks they took in */
+	/* Batches acknowledged as stored since open, by the time from entering
+	 * the write queue to their ack (both engines: the write queue's), as
+	 * commit_buckets; ack_ns_sum: their summed times. */
+	uint64_t ack_buckets[STORE_TIME_BUCKETS + 1];
+	uint64_t ack_ns_sum;
 } store_stats_t;
 void store_get_stats(store_t *s, store_stats_t *out);
 /* "local" or "clickhouse". */

@@ -40,12 +40,16 @@ static size_t batch_bytes(const model_batch_t *b)
 	return n;
 }
 
-/* Takes j off its queue's counts. */
-static void job_uncount(store_job_t *j)
+/* Takes j off its queue's counts; a batch stored (ok) also counts its ack time. */
+static void job_uncount(store_job_t *j, int ok)
 {
 	store_writeq_t *q = j->q;
 	if (!q)
 		return;
+	if (j->b && ok) {
+		int64_t d = time_mono_ns() - j->queued_ns;
+		store_hist_note(&q->acks, d > 0 ? (uint64_t)d : 0);
+	}
 	pthread_mutex_lock(&q->mu);
 	q->depth--;
 	if (j->b) {
@@ -55,12 +59,17 @@ static void job_uncount(store_job_t *j)
 	pthread_mutex_unlock(&q->mu);
 }
 
+void store_writeq_ack_read(store_writeq_t *q, store_stats_t *out)
+{
+	out->ack_ns_sum = store_hist_read(&q->acks, out->ack_buckets);
+}
+
 void store_job_answer(store_job_t *j, const err_t *err)
 {
 	if (j->answered)
 		return;
 	j->answered = 1;
-	job_uncount(j);
+	job_uncount(j, !err || !err->status);
 	if (j->done)
 		j->done(j->ctx, err);
 }
@@ -105,6 +114,7 @@ void store_writeq_push(store_writeq_t *q, store_job_t *j)
 	if (j->b)
 		model_batch_seal(j->b);
 	j->bytes = j->b ? batch_bytes(j->b) : 0;
+	j->queued_ns = time_mono_ns();
 	err_t e = {0};
 	pthread_mutex_lock(&q->mu);
 	if (q->closing) {

@@ -1,8 +1,8 @@
 // /metrics (OPS: Metrics, issue 4): Prometheus text format with
 // kiln_requests_total{listener,status}, kiln_received_bytes_total{listener},
 // kiln_samples_total{key,result} (the caller's project only),
-// kiln_store_queue_depth, kiln_store_commit_seconds and
-// kiln_store_partitions; the counters move by exactly what this test did
+// kiln_store_queue_depth, the kiln_store_commit_seconds and
+// kiln_store_ack_seconds histograms and kiln_store_partitions; the counters move by exactly what this test did
 // between two scrapes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -100,6 +100,22 @@ test('counters move by exactly the requests and bytes sent; store gauges present
   assert.ok(cnt(b.samples) !== undefined, 'kiln_store_commit_seconds_count missing (summary or histogram)');
   assert.ok(cnt(b.samples) - (cnt(a.samples) ?? 0) >= 1, 'kiln_store_commit_seconds_count grows with commits');
   assert.ok(promSum(b.samples, 'kiln_store_commit_seconds_sum') >= 0, 'kiln_store_commit_seconds_sum missing');
+  // Both store time histograms: cumulative buckets ending in +Inf = _count;
+  // one ack per push answered 200 (4 uploads, 2 OTLP/HTTP, 1 OTLP/gRPC).
+  for (const name of ['kiln_store_commit_seconds', 'kiln_store_ack_seconds']) {
+    assert.match(b.text, new RegExp(`^# TYPE ${name} histogram$`, 'm'), `# TYPE of ${name}`);
+    const buckets = b.samples.filter((x) => x.name === `${name}_bucket`);
+    assert.equal(buckets.length, 22, `${name}: 21 bounds and +Inf`);
+    assert.equal(buckets.at(-1).labels.le, '+Inf');
+    const le = (x) => (x.labels.le === '+Inf' ? Infinity : Number(x.labels.le));
+    for (let i = 1; i < buckets.length; i++) {
+      assert.ok(le(buckets[i]) > le(buckets[i - 1]), `${name} le order`);
+      assert.ok(buckets[i].value >= buckets[i - 1].value, `${name} buckets are cumulative`);
+    }
+    assert.equal(buckets.at(-1).value, promSum(b.samples, `${name}_count`), `${name} +Inf = _count`);
+  }
+  assert.equal(d('kiln_store_ack_seconds_count'), 7, `kiln_store_ack_seconds_count delta: one per push answered 200${ctx}`);
+  assert.ok(d('kiln_store_ack_seconds_sum') > 0, 'kiln_store_ack_seconds_sum grows');
   assert.match(b.text, /^# TYPE kiln_requests_total counter$/m, '# TYPE line for kiln_requests_total');
   assert.match(b.text, /^# TYPE kiln_store_commit_seconds (summary|histogram)$/m, '# TYPE of kiln_store_commit_seconds');
   assert.ok(b.text.length > 0, tail(server.stderr(), 5));

@@ -255,6 +255,44 @@ static void test_no_window(void **state)
 	fix_close(f);
 }
 
+/* The time histograms of /metrics (store_stats_t): a batch's ack time runs
+ * from its submit to its durable answer, so three batches held 30 ms count
+ * in buckets past 25 ms; a refused batch is not counted; every commit is in
+ * the commit histogram. */
+static void test_time_histograms(void **state)
+{
+	(void)state;
+	fix_t *f = fix_open(3, 0);
+	hold_set(&f->h, 1);
+	submit(f, 0, test_batch(DAY0, 1));
+	hold_wait_groups(&f->h, 1);
+	submit(f, 1, test_batch(DAY0 + NS_PER_SEC, 1));
+	submit(f, 2, test_batch(DAY0 + 2 * NS_PER_SEC, 1));
+	submit(f, 3, test_batch(DAY0 + 3 * NS_PER_SEC, 1));
+	assert_busy(f, 3);
+	struct timespec ms30 = {0, 30 * 1000000L};
+	nanosleep(&ms30, NULL);
+	hold_set(&f->h, 0);
+	for (int i = 0; i < 3; i++)
+		assert_ok(f, i);
+	store_stats_t st;
+	store_get_stats(f->s, &st);
+	uint64_t acks = 0, early = 0, commits = 0;
+	for (int i = 0; i <= STORE_TIME_BUCKETS; i++) {
+		acks += st.ack_buckets[i];
+		commits += st.commit_buckets[i];
+		if (i < STORE_TIME_BUCKETS && store_time_bounds_ns[i] < 25000000)
+			early += st.ack_buckets[i];
+	}
+	assert_int_equal(acks, 3);
+	assert_int_equal(early, 0);
+	assert_int_equal(st.ack_buckets[STORE_TIME_BUCKETS], 0); /* none beyond 30 s */
+	assert_true(st.ack_ns_sum >= 3 * 30000000ull);
+	assert_int_equal(commits, st.commits);
+	assert_int_equal(st.commits, 2); /* batch 0 alone, then 1 and 2 */
+	fix_close(f);
+}
+
 /* Shutting down is a 503 but not the busy error: the scraper tells them apart. */
 static void test_busy_is_distinct(void **state)
 {
@@ -272,9 +310,8 @@ static void test_busy_is_distinct(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_batch_cap),
-	    cmocka_unit_test(test_byte_cap),
-	    cmocka_unit_test(test_no_window),
+	    cmocka_unit_test(test_batch_cap),        cmocka_unit_test(test_byte_cap),
+	    cmocka_unit_test(test_no_window),        cmocka_unit_test(test_time_histograms),
 	    cmocka_unit_test(test_busy_is_distinct),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
