@@ -360,15 +360,16 @@ commit_stats() {
 		awk '$1 == "kiln_store_commit_seconds_count" {c = $2} $1 == "kiln_store_commit_seconds_sum" {s = $2} END {print c + 0, s + 0}'
 }
 
-# ack_buckets: "LE COUNT" per line, kiln_store_ack_seconds' cumulative
-# buckets so far (the time from a batch entering the write queue to its
-# durable ack); ack_quantiles FILE0 FILE1 prints the p50 and p99 in ms of
-# the acks between two such readings, interpolated within their bucket.
-ack_buckets() {
+# hist_buckets NAME: "LE COUNT" per line, the cumulative buckets so far of
+# histogram NAME on /metrics (kiln_store_ack_seconds: a batch's time from
+# the write queue to its durable ack; kiln_store_commit_seconds: a group
+# commit's); hist_quantiles FILE0 FILE1 prints the p50 and p99 in ms of
+# what was counted between two such readings, interpolated in its bucket.
+hist_buckets() {
 	curl -sf "http://127.0.0.1:$UI_PORT/metrics" |
-		sed -n 's/^kiln_store_ack_seconds_bucket{le="\([^"]*\)"} \([0-9]*\)$/\1 \2/p'
+		sed -n "s/^$1_bucket{le=\"\([^\"]*\)\"} \([0-9]*\)\$/\1 \2/p"
 }
-ack_quantiles() {
+hist_quantiles() {
 	paste "$1" "$2" | awk '{le[NR] = $1; c[NR] = $4 - $2} END {
 		n = c[NR]; if (n == 0) { print "- -"; exit }
 		split("0.5 0.99", q, " ")

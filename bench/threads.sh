@@ -6,10 +6,10 @@
 # uploads/s, wrk's p50 and p99, each thread name's CPU % (utime + stime
 # from /proc/PID/task/*/stat; 100 % = one core), the server's CPU per
 # upload, the machine's split from /proc/stat (user, system, idle,
-# iowait, softirq, steal; 200 % = both cores), the group commits, and the
-# p50 and p99 of the store's ack time (kiln_store_ack_seconds: from the
-# write queue to the durable ack, the part of a push's latency the group
-# commit decides) against the mean group commit.
+# iowait, softirq, steal; 200 % = both cores), the group commits (mean,
+# p50, p99: kiln_store_commit_seconds), and the p50 and p99 of the store's
+# ack time (kiln_store_ack_seconds: from the write queue to the durable
+# ack, the part of a push's latency the group commit decides).
 # Not part of run.sh: for comparing builds (KILN_BIN), alternated.
 #
 #   CONNS="8 64" DURATION=15 KILN_BIN=/path/to/kiln bash bench/threads.sh
@@ -36,13 +36,15 @@ for conns in $CONNS; do
 	thread_ticks "$SERVER_PID" >"$TMPD/threads-t0"
 	head -1 /proc/stat >"$TMPD/threads-s0"
 	read -r cc0 cs0 < <(commit_stats)
-	ack_buckets >"$TMPD/threads-a0"
+	hist_buckets kiln_store_ack_seconds >"$TMPD/threads-a0"
+	hist_buckets kiln_store_commit_seconds >"$TMPD/threads-g0"
 	wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency -s "$BENCH_DIR/upload.lua" "http://127.0.0.1:$UPLOAD_PORT" \
 		-- "$FILE" "threads-c$conns" "$w" $((w + 10)) >"$TMPD/threads-wrk-c$conns.txt"
 	thread_ticks "$SERVER_PID" >"$TMPD/threads-t1"
 	head -1 /proc/stat >"$TMPD/threads-s1"
 	read -r cc1 cs1 < <(commit_stats)
-	ack_buckets >"$TMPD/threads-a1"
+	hist_buckets kiln_store_ack_seconds >"$TMPD/threads-a1"
+	hist_buckets kiln_store_commit_seconds >"$TMPD/threads-g1"
 	out=$TMPD/threads-wrk-c$conns.txt
 	kv() { wrk_kv "$out" "$1"; }
 	ok=$(($(kv requests) - $(kv non2xx)))
@@ -59,8 +61,9 @@ for conns in $CONNS; do
 		printf "\n" }'
 	if [ $((cc1 - cc0)) -gt 0 ]; then
 		mean=$(calc "1000 * ($cs1 - $cs0) / ($cc1 - $cc0)")
-		echo "  group commits: $((cc1 - cc0)), $(calc "$ok / ($cc1 - $cc0)") uploads each, mean $mean ms"
-		read -r a50 a99 < <(ack_quantiles "$TMPD/threads-a0" "$TMPD/threads-a1")
+		read -r g50 g99 < <(hist_quantiles "$TMPD/threads-g0" "$TMPD/threads-g1")
+		echo "  group commits: $((cc1 - cc0)), $(calc "$ok / ($cc1 - $cc0)") uploads each, mean $mean ms, p50 $g50, p99 $g99"
+		read -r a50 a99 < <(hist_quantiles "$TMPD/threads-a0" "$TMPD/threads-a1")
 		echo "  store ack (queued to durable): p50 $a50 ms, p99 $a99 ms = $(calc "$a99 / $mean") mean group commits"
 	fi
 	i=$((i + 1))
