@@ -44,8 +44,9 @@ static char *read_secret(const char *path, err_t *err)
  * of batches the writer waits while PATH exists, with PATH.held existing
  * meanwhile, so a black-box test can fill the queue of a running server
  * deterministically. */
-static void hold_while_exists(void *arg, size_t n)
+static void hold_while_exists(void *arg, const model_batch_t *const *batches, size_t n)
 {
+	(void)batches;
 	(void)n;
 	const char *path = arg;
 	if (access(path, F_OK) != 0)

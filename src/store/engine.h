@@ -170,9 +170,9 @@ typedef struct {
 	void (*run)(void *ctx, store_job_t **jobs, size_t n);
 	void *ctx;
 	/* Test-only (store_config_t.hold): called on the writer thread with the
-	 * size of a group of batches (not a sweep) after it is taken and before
-	 * run; may block. */
-	void (*hold)(void *arg, size_t n);
+	 * batches of a group (not a sweep), in its order, after it is taken and
+	 * before run; may block. */
+	void (*hold)(void *arg, const model_batch_t *const *batches, size_t n);
 	void *hold_arg;
 } store_writeq_config_t;
 

@@ -39,11 +39,12 @@ typedef struct {
 	 * (0: LIMIT_STORE_QUEUE_BYTES, store.queueMiB). Past either, store_submit
 	 * refuses at once with the busy error (store_busy). */
 	uint32_t queue_batches, queue_mib;
-	/* Test-only (the env hook of cli/store_open.c): called on the writer
-	 * thread with the size of a group of batches (a retention sweep is not
-	 * held) after the group is taken and before it is written; may block,
-	 * which holds the writer. NULL: none. */
-	void (*hold)(void *arg, size_t n);
+	/* Test-only (the env hook of cli/store_open.c, tests/unit/store/queue.c,
+	 * crash_groups.c): called on the writer thread with the n batches of a
+	 * group, in the group's order (a retention sweep is not passed), after
+	 * the group is taken and before it is written; the array lives only for
+	 * the call. May block, which holds the writer. NULL: none. */
+	void (*hold)(void *arg, const model_batch_t *const *batches, size_t n);
 	void *hold_arg;
 	int sync;            /* 1 (default): fsync at commit (PRAGMA synchronous=FULL) */
 	int seal_off;        /* test-only: 1, the embedded engine seals no hour into blocks unless a test

@@ -219,6 +219,8 @@ static void *queue_main(void *arg)
 {
 	store_writeq_t *q = arg;
 	store_job_t **jobs = xmalloc((size_t)q->cfg.max_jobs * sizeof *jobs);
+	/* The test hook's view of a group: its batches (a sweep has none). */
+	const model_batch_t **held = q->cfg.hold ? xmalloc((size_t)q->cfg.max_jobs * sizeof *held) : NULL;
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		while (!q->head && !q->closing)
@@ -227,17 +229,19 @@ static void *queue_main(void *arg)
 			break;
 		if (q->head->b && q->cfg.window_ms > 0 && !q->closing)
 			gather(q);
-		size_t n = take_group(q, jobs);
-		int batches = 0;
-		for (size_t i = 0; i < n; i++)
-			batches |= jobs[i]->b != NULL;
+		size_t n = take_group(q, jobs), n_held = 0;
+		if (held)
+			for (size_t i = 0; i < n; i++)
+				if (jobs[i]->b)
+					held[n_held++] = jobs[i]->b;
 		pthread_mutex_unlock(&q->mu);
-		if (q->cfg.hold && batches)
-			q->cfg.hold(q->cfg.hold_arg, n);
+		if (n_held)
+			q->cfg.hold(q->cfg.hold_arg, held, n_held);
 		q->cfg.run(q->cfg.ctx, jobs, n); /* finishes the jobs: each leaves the counts then */
 		pthread_mutex_lock(&q->mu);
 	}
 	pthread_mutex_unlock(&q->mu);
+	free(held);
 	free(jobs);
 	return NULL;
 }
