@@ -6,7 +6,9 @@
  * commits (the log is the durable copy): everything the store finds comes
  * from replaying the log. On copies of that directory the last record is
  * zeroed from every byte offset to its end, or has one byte flipped at every
- * offset, and a middle record has a byte flipped; each copy is opened, and
+ * offset, or the segment file is cut short (ftruncate) at every offset of the
+ * last record and the 8 bytes before it, and a middle record has a byte
+ * flipped; each copy is opened, and
  * the store must hold exactly the batches of the records left whole, report
  * what it dropped in one log line, accept a new write, and come back clean
  * after store_close. The oracle is the test's own parse of the segment
@@ -160,14 +162,29 @@ static uint64_t rec_lsn(const seg_t *g, uint32_t r)
 	return g->seq << 32 | g->off[r];
 }
 
-/* In dir's copy of the segment: record r's bytes from k to end zeroed (flip == 0)
- * or its byte k xor 0xff (flip != 0). The file keeps its size. */
-static void damage(const char *dir, const seg_t *g, uint32_t r, uint32_t k, uint32_t end, int flip)
+/* How a case damages the segment. */
+typedef enum {
+	ZERO, /* a record's bytes from k to end zeroed; the file keeps its size (a crash in a preallocated
+	         segment) */
+	FLIP, /* a record's byte k xor 0xff */
+	CUT,  /* the file truncated at a record's byte k (a copy or a file system that lost its end) */
+} harm_t;
+
+static const char *const harm_name[] = {"zeroed from", "flipped at", "cut at"};
+
+/* In dir's copy of the segment: record r harmed at byte k (see harm_t). */
+static void damage(const char *dir, const seg_t *g, uint32_t r, uint32_t k, uint32_t end, harm_t harm)
 {
 	char full[1024];
 	snprintf(full, sizeof full, "%s/%s", dir, g->path);
 	int fd = open(full, O_RDWR);
 	assert_true(fd >= 0);
+	if (harm == CUT) {
+		assert_int_equal(ftruncate(fd, (off_t)g->off[r] + k), 0);
+		close(fd);
+		return;
+	}
+	int flip = harm == FLIP;
 	uint8_t buf[4096];
 	off_t at = (off_t)g->off[r] + k;
 	size_t n = flip ? 1 : end - k;
@@ -332,14 +349,14 @@ typedef struct {
  * (see damage), opened (the log lines and the batches checked against x) and
  * written to; with reopen, also closed and opened again: clean, no replay
  * line, and the same batches plus the new one. */
-static void run_case(const fix_t *f, uint32_t r, uint32_t k, uint32_t end, int flip, int reopen,
+static void run_case(const fix_t *f, uint32_t r, uint32_t k, uint32_t end, harm_t harm, int reopen,
                      const expect_t *x)
 {
 	char ctx[128];
-	snprintf(ctx, sizeof ctx, "record %u, %s at byte %u", r, flip ? "flipped" : "zeroed from", k);
+	snprintf(ctx, sizeof ctx, "record %u, %s byte %u", r, harm_name[harm], k);
 	char *dir = case_dir_new();
 	copy_tree(f->pristine, dir);
-	damage(dir, &f->g, r, k, end, flip);
+	damage(dir, &f->g, r, k, end, harm);
 
 	static char log[1 << 16];
 	char line[1024];
@@ -423,7 +440,8 @@ static void sweep_last(void **state, int flip)
 		expect_last(f, k, flip, &x);
 		/* Reopening after the new write, at every header byte and every 16th of the
 		 * payload, keeps the run short (a case costs a store open). */
-		run_case(f, last, k, bytes, flip, k < REC_HDR + 8 || k % 16 == 0 || k + 1 == bytes, &x);
+		run_case(f, last, k, bytes, flip ? FLIP : ZERO,
+		         k < REC_HDR + 8 || k % 16 == 0 || k + 1 == bytes, &x);
 		if (x.want[last])
 			same++;
 		else if (x.dropped)
@@ -444,6 +462,63 @@ static void test_last_zeroed(void **state)
 static void test_last_flipped(void **state)
 {
 	sweep_last(state, 1);
+}
+
+/* What replay must say when the segment file was cut at byte at (a whole
+ * record or more before it left): the segment's readable extent is its size
+ * rounded down to 8 bytes (local_wal.c, seg_header_read), and records must
+ * end by it. So a record is kept when its header and payload end by the cut
+ * rounded down: one whose padding alone was cut, every byte its checksums
+ * cover still there, is dropped too (the extent stops at its last 8-byte
+ * boundary). The first record lost is a torn tail when its 40 header bytes
+ * are still there ("record length past the segment"; its length claims more
+ * than the file holds, so only the header counts as dropped), else the log
+ * ends cleanly there (no record claims the position: "clean", nothing
+ * dropped, but the replay line is still written for the groups applied). */
+static void expect_cut(const fix_t *f, uint32_t at, expect_t *x)
+{
+	const seg_t *g = &f->g;
+	uint32_t limit = at & ~7u;
+	memset(x, 0, sizeof *x);
+	snprintf(x->why, sizeof x->why, "clean");
+	for (uint32_t i = 0; i < N; i++) {
+		x->want[i] = g->off[i] + REC_HDR + g->len[i] <= limit;
+		if (x->want[i]) {
+			x->groups++;
+		} else if (i == x->groups && g->off[i] + REC_HDR <= limit) {
+			x->dropped = REC_HDR;
+			snprintf(x->why, sizeof x->why,
+			         "torn tail at lsn 0x%llx (record length past the segment), %u bytes dropped",
+			         (unsigned long long)rec_lsn(g, i), x->dropped);
+		}
+	}
+}
+
+/* The segment file cut at every byte of the last record and at the 8 bytes
+ * before it (the end of the record before, its padding or payload): each
+ * copy opens, holds exactly the records that end before the cut, says so in
+ * one replay line, takes a new write and reopens clean. */
+static void test_last_cut(void **state)
+{
+	fix_t *f = *state;
+	const seg_t *g = &f->g;
+	uint32_t last = N - 1, bytes = rec_bytes(g->len[last]);
+	uint32_t torn = 0, clean = 0;
+	for (uint32_t at = g->off[last] - 8; at < g->off[last] + bytes; at++) {
+		uint32_t r = at < g->off[last] ? last - 1 : last;
+		expect_t x;
+		expect_cut(f, at, &x);
+		assert_int_equal(x.want[last], 0); /* a cut anywhere in it loses the last group */
+		run_case(f, r, at - g->off[r], 0, CUT, 1, &x);
+		if (x.dropped)
+			torn++;
+		else
+			clean++;
+	}
+	print_message(
+	    "recovery: segment cut at each of the %u bytes from 8 before the last record (%u bytes) "
+	    "to its end: %u torn tails, %u clean ends\n",
+	    bytes + 8, bytes, torn, clean);
 }
 
 /* A middle record with a flipped byte (in its magic, LSN, header checksum,
@@ -467,7 +542,7 @@ static void test_middle_flipped(void **state)
 			snprintf(x.why, sizeof x.why, "damaged record at lsn 0x%llx (", lsn);
 			x.why_end = ")";
 		}
-		run_case(f, MID, ks[c], 0, 1, 1, &x);
+		run_case(f, MID, ks[c], 0, FLIP, 1, &x);
 	}
 	print_message("recovery: middle record (%u bytes) flipped at %zu offsets: dropped, reported, the "
 	              "rest kept\n",
@@ -479,6 +554,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_last_zeroed),
 	    cmocka_unit_test(test_last_flipped),
+	    cmocka_unit_test(test_last_cut),
 	    cmocka_unit_test(test_middle_flipped),
 	};
 	return cmocka_run_group_tests(tests, fix_setup, fix_teardown);
