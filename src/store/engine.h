@@ -81,8 +81,8 @@ uint64_t store_hist_read(const store_hist_t *h, uint64_t *buckets);
 
 /* Commit figures for store_stats_t, updated by a writer after each group. */
 typedef struct {
-	_Atomic uint64_t commits, ns_max;
-	store_hist_t hist;
+	_Atomic uint64_t ns_max;
+	store_hist_t hist; /* its counts are the commits */
 } store_commit_stats_t;
 void store_commit_note(store_commit_stats_t *c, uint64_t ns);
 void store_commit_read(const store_commit_stats_t *c, store_stats_t *out);

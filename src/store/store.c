@@ -111,7 +111,6 @@ uint64_t store_hist_read(const store_hist_t *h, uint64_t *buckets)
 
 void store_commit_note(store_commit_stats_t *c, uint64_t ns)
 {
-	atomic_fetch_add(&c->commits, 1);
 	store_hist_note(&c->hist, ns);
 	uint64_t max = atomic_load(&c->ns_max);
 	while (ns > max && !atomic_compare_exchange_weak(&c->ns_max, &max, ns))
@@ -120,8 +119,10 @@ void store_commit_note(store_commit_stats_t *c, uint64_t ns)
 
 void store_commit_read(const store_commit_stats_t *c, store_stats_t *out)
 {
-	out->commits = atomic_load(&c->commits);
 	out->commit_ns_sum = store_hist_read(&c->hist, out->commit_buckets);
+	out->commits = 0;
+	for (size_t i = 0; i <= STORE_TIME_BUCKETS; i++)
+		out->commits += out->commit_buckets[i];
 	out->commit_ns_max = atomic_load(&c->ns_max);
 }
 
