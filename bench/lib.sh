@@ -211,6 +211,22 @@ wait_sealed() {
 	log "sealed into blocks: ${sealed:-0} chunks (waited for $1)"
 }
 
+# wait_summed: waits (at most 5 min) until the running kiln's compactor has
+# stopped writing summed hours (kiln_store_hours_summed_total unchanged over
+# 12 s, more than two passes), and logs how many rows it wrote.
+wait_summed() {
+	local last=-1 now same=0 i
+	for i in $(seq 1 300); do
+		now=$({ curl -sf "http://127.0.0.1:$UI_PORT/metrics" || true; } | awk '/^kiln_store_hours_summed_total / { print $2 }')
+		[ -n "$now" ] || { log "no kiln_store_hours_summed_total: a build without it, not waiting"; return 0; }
+		if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; fi
+		last=$now
+		[ $same -ge 12 ] && break
+		sleep 1
+	done
+	log "summed hours: $last rows written"
+}
+
 # sealed_chunks: kiln_store_chunks_sealed_total now (empty without blocks,
 # or without /metrics: builds before it).
 sealed_chunks() { { curl -sf "http://127.0.0.1:$UI_PORT/metrics" || true; } | awk '/^kiln_store_chunks_sealed_total / { print $2 }'; }

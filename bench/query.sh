@@ -113,6 +113,10 @@ fi
 # sealed the hours into blocks (docs/STORE.md, Blocks; the hour that
 # ended less than 2 min ago, if any, is read from its chunks).
 [ "$ENGINE" != local ] || wait_sealed "$(((COUNT + SPAN_COUNT) * $(types_of "${files[0]}")))"
+# ClickHouse: once its compactor has summed the hours (docs/STORE.md,
+# store/clickhouse Summed hours; the hour that ended less than 5 min ago,
+# if any, is read from its entries).
+[ "$ENGINE" != clickhouse ] || wait_summed
 wait_quiet
 url="http://127.0.0.1:$UI_PORT/api/flamegraph?service=$svc&type=$TYPE&from=$T0&until=$T1"
 first=$(curl -sf -o "$TMPD/query-flame.json" -w '%{time_total}' "$url") || die "flamegraph query failed"

@@ -53,7 +53,7 @@ CH_SUITES=(badinput cli restart testdata pprof-export gosplit
   otlp-fixture otlp-grpc otlp-oldformats otlp-vs-pprof otlp-bad
   span usage retention isolation labels pyroscope-ingest profile-names pyroscope-folded
   empty-stacks pyroscope-multipart pyroscope-connect pyroscope-querier pyroscope-render perses
-  queue-busy queue-load pyroscope-jfr crash-projects)
+  queue-busy queue-load pyroscope-jfr crash-projects hours)
 CH_ONLY=(engines-compare scaleout clickhouse-down clickhouse-credentials clickhouse-ceiling)
 in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
 suite_of() { local b; b=$(basename "$1"); echo "${b%.test.mjs}"; }

@@ -234,12 +234,21 @@ void api_metrics_write(api_ctx_t *a, const ingest_caller_t *c, buf_t *out)
 	           "# HELP kiln_store_chunks_sealed_total Stored profiles (chunks) those blocks took in.\n"
 	           "# TYPE kiln_store_chunks_sealed_total counter\n"
 	           "kiln_store_chunks_sealed_total %llu\n"
+	           "# HELP kiln_store_hours_summed_total Rows of summed hours and days the compactor "
+	           "wrote.\n"
+	           "# TYPE kiln_store_hours_summed_total counter\n"
+	           "kiln_store_hours_summed_total %llu\n"
+	           "# HELP kiln_store_hours_used_total Summed hours and days queries added instead of "
+	           "reading their profiles.\n"
+	           "# TYPE kiln_store_hours_used_total counter\n"
+	           "kiln_store_hours_used_total %llu\n"
 	           "# HELP kiln_inflight_requests Requests being worked on.\n"
 	           "# TYPE kiln_inflight_requests gauge\n"
 	           "kiln_inflight_requests %u\n",
 	           store_queue_depth(a->store), st.commit_ns_max / 1e9, st.partitions,
 	           (unsigned long long)st.damaged, (unsigned long long)st.sealed_blocks,
-	           (unsigned long long)st.sealed_chunks, api_inflight(a));
+	           (unsigned long long)st.sealed_chunks, (unsigned long long)st.hours_written,
+	           (unsigned long long)st.hours_used, api_inflight(a));
 	write_time_histogram(out, "kiln_store_commit_seconds", "Group commits of the store writer.",
 	                     st.commit_buckets, st.commit_ns_sum);
 	write_time_histogram(out, "kiln_store_ack_seconds",

@@ -9,6 +9,11 @@
  *            node, attrset, value, sample_t, span_id, trace_id). A chunk is
  *            one profile of one series, as in the embedded engine; all rows
  *            of one write are one INSERT, so a write is seen whole or not.
+ *            Each chunk also has a head row: series 0, node = its series,
+ *            attrset = its entry count, value = its total (CH_HEAD_*), in
+ *            the same INSERT, so heads are read without grouping entries.
+ *   summed   sums of whole hours and days per series, written behind the
+ *            writes by clickhouse_hours.c, stamped with the chunks they cover.
  *   series, nodes, frames, attrsets
  *            the dictionaries by content hash id (model/model.h), inserted
  *            before the samples that name them; ReplacingMergeTree, and read
@@ -25,13 +30,42 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/hash.h"
 #include "base/u64map.h"
 #include "store/engine.h"
 
 #define CH_ENTRY_BATCH 256u /* chunks whose entries one query fetches */
 
-enum { CH_T_FRAMES, CH_T_NODES, CH_T_ATTRSETS, CH_T_SERIES, CH_T_SAMPLES, CH_T_COUNT };
+/* The tables of profile data, all partitioned by (project, day); the
+ * retention sweep drops them from the last to the first. */
+enum { CH_T_FRAMES, CH_T_NODES, CH_T_ATTRSETS, CH_T_SERIES, CH_T_SAMPLES, CH_T_SUMMED, CH_T_COUNT };
 extern const char *const ch_table_names[CH_T_COUNT];
+
+/* The stamp of a set of chunks (clickhouse_hours.c, clickhouse_view.c):
+ * their count, largest id and the wrapping sum of a hash of each id. */
+typedef struct {
+	uint64_t n, max_chunk, hash;
+} ch_stamp_t;
+static inline void ch_stamp_add(ch_stamp_t *st, uint64_t chunk)
+{
+	st->n++;
+	if (chunk > st->max_chunk)
+		st->max_chunk = chunk;
+	st->hash += hash_pair(chunk, 0x7374616d70ULL);
+}
+static inline void ch_stamp_merge(ch_stamp_t *st, const ch_stamp_t *o)
+{
+	st->n += o->n;
+	if (o->max_chunk > st->max_chunk)
+		st->max_chunk = o->max_chunk;
+	st->hash += o->hash;
+}
+static inline int ch_stamp_eq(const ch_stamp_t *a, const ch_stamp_t *b)
+{
+	return a->n == b->n && a->max_chunk == b->max_chunk && a->hash == b->hash;
+}
+
+typedef struct ch_hpart ch_hpart_t; /* clickhouse_hours.c */
 
 /* One HTTP connection (a libcurl easy handle) and its answer buffer. */
 typedef struct ch_conn {
@@ -95,6 +129,20 @@ typedef struct ch_store {
 	size_t n_doubt, cap_doubt;
 	uint32_t *doubt_days;
 	size_t n_doubt_days, cap_doubt_days;
+
+	/* The summed-hours compactor (clickhouse_hours.c): the partitions to
+	 * look at, under hours_mu (the writer adds, the compactor takes). */
+	pthread_t hours_thread;
+	int hours_inited, hours_running, hours_stop, hours_discovered;
+	pthread_mutex_t hours_mu;
+	pthread_cond_t hours_cv;
+	int64_t hours_margin_ns; /* an hour is summed once it ended this long ago */
+	int hours_pass_ms;
+	ch_hpart_t *hparts;
+	uint32_t n_hparts;
+	size_t cap_hparts;
+	u64map_t hpart_ix;
+	_Atomic uint64_t hours_written, hours_used; /* rows written; rows views used */
 } ch_store_t;
 
 /* ---- clickhouse_http.c: the HTTP interface ---- */
@@ -181,6 +229,9 @@ slice_t ch_rd_str(ch_rd_t *r);
  * saturates; a wrap shows as the two differing by about 2^64. */
 #define CH_SUM_SQL "sum(value), sum(toFloat64(value))"
 int64_t ch_rd_sum(ch_rd_t *r);
+/* The same pair read as the exact sum (the Int64's low bits, the wraps the
+ * Float64 shows). */
+__int128 ch_rd_sum128(ch_rd_t *r);
 
 /* The span index form of a span_id / trace_id value: even-length hex in
  * lower case, any other string as is; empty when not indexed (empty or
@@ -195,6 +246,14 @@ uint32_t ch_queue_depth(store_t *s);
 void ch_get_stats(store_t *s, store_stats_t *out);
 int ch_retention_sweep(store_t *s, slice_t project, int keep_days, int64_t now_ns, uint32_t *deleted,
                        err_t *err);
+
+/* ---- clickhouse_hours.c ---- */
+int ch_hours_start(ch_store_t *s, err_t *err);
+void ch_hours_stop(ch_store_t *s);
+/* After a group: a profile at t_ns of project was written (or tried). */
+void ch_hours_touch(ch_store_t *s, slice_t project, int64_t t_ns);
+/* One pass (the thread runs one every hours_pass_ms). */
+int ch_hours_pass(ch_store_t *s, err_t *err);
 
 /* ---- clickhouse_retention.c ---- */
 int ch_set_retention(store_t *s, slice_t project, int days, err_t *err);

@@ -16,7 +16,7 @@
 #define CH_RETRY_AFTER_S 5
 #define CH_ERR_LOG_EVERY_NS (5 * 1000000000LL)
 
-const char *const ch_table_names[CH_T_COUNT] = {"frames", "nodes", "attrsets", "series", "samples"};
+const char *const ch_table_names[CH_T_COUNT] = {"frames", "nodes", "attrsets", "series", "samples", "summed"};
 
 size_t ch_on_answer(char *p, size_t size, size_t n, void *conn)
 {
@@ -191,6 +191,13 @@ static const char *const columns[CH_T_COUNT] = {
     [CH_T_SAMPLES] =
         "project String, day UInt32, series UInt64, chunk UInt64, t_ns Int64, duration_ns Int64, "
         "node UInt64, attrset UInt64, value Int64, sample_t Int64, span_id String, trace_id String",
+    /* hours: 1 (a UTC hour) or 24 (the day); hour: its first hour since
+     * 1970; n, max_chunk, hash: the stamp of the chunks summed (their head
+     * rows); made: when (ReplacingMergeTree keeps the last); exact: 0 when a
+     * sum did not fit Int64 or chunks lacked head rows (never used). */
+    [CH_T_SUMMED] = "project String, day UInt32, series UInt64, hours UInt8, hour UInt32, n UInt64, "
+                    "max_chunk UInt64, hash UInt64, made Int64, exact UInt8, nodes Array(UInt64), "
+                    "attrsets Array(UInt64), vals Array(Int64)",
 };
 
 /* family may carry a version column after a space: "ReplacingMergeTree version". */
@@ -253,10 +260,14 @@ int ch_schema(ch_store_t *s, ch_conn_t *c, err_t *err)
 	buf_putc(&q, 0);
 	rc = ch_exec(s, c, (const char *)q.p, (slice_t){0}, NULL, 0, err);
 	for (int t = 0; t < CH_T_COUNT && rc == 0; t++) {
-		const char *family = t == CH_T_SAMPLES ? "MergeTree" : "ReplacingMergeTree";
+		const char *family = t == CH_T_SAMPLES  ? "MergeTree"
+		                     : t == CH_T_SUMMED ? "ReplacingMergeTree made"
+		                                        : "ReplacingMergeTree";
 		const char *keys =
 		    t == CH_T_SAMPLES
 		        ? "PARTITION BY (project, day) ORDER BY (project, day, series, t_ns, chunk)"
+		    : t == CH_T_SUMMED
+		        ? "PARTITION BY (project, day) ORDER BY (project, day, series, hours, hour)"
 		        : "PARTITION BY (project, day) ORDER BY (project, day, id)";
 		rc = create_table(s, c, &q, ch_table_names[t], columns[t], family, keys, err);
 	}
@@ -389,6 +400,21 @@ uint64_t ch_rd_u64(ch_rd_t *r)
 		v = v << 8 | r->p[i];
 	r->p += 8;
 	return v;
+}
+
+__int128 ch_rd_sum128(ch_rd_t *r)
+{
+	int64_t sum = ch_rd_i64(r);
+	uint64_t bits = ch_rd_u64(r);
+	double f;
+	memcpy(&f, &bits, sizeof f);
+	/* The Int64 holds the low 64 bits of the exact sum; the Float64, within
+	 * far less than 2^63 of it, tells how many times it wrapped. */
+	double wraps = (f - (double)sum) / 0x1p64;
+	if (!(wraps > -0x1p60 && wraps < 0x1p60)) /* NaN or absurd: a broken answer */
+		return sum;
+	long long k = (long long)(wraps + (wraps >= 0 ? 0.5 : -0.5));
+	return (__int128)sum + (__int128)k * ((__int128)1 << 64);
 }
 
 int64_t ch_rd_sum(ch_rd_t *r)

@@ -112,7 +112,8 @@ store_t *ch_open(const store_config_t *cfg, err_t *err)
 	    .hold = cfg->hold,
 	    .hold_arg = cfg->hold_arg,
 	};
-	if (store_writeq_start(&s->q, &qc, err) < 0) {
+	if (store_writeq_start(&s->q, &qc, err) < 0 ||
+	    (!cfg->keys_usage_only && ch_hours_start(s, err) < 0)) {
 		ch_close((store_t *)s);
 		return NULL;
 	}
@@ -130,6 +131,7 @@ void ch_close(store_t *st)
 	if (!s)
 		return;
 	ch_drain(st);
+	ch_hours_stop(s); /* after the writer, which tells it what it wrote */
 	ch_conn_free(s->wconn);
 	for (ch_conn_t *c = s->pool, *next; c; c = next) {
 		next = c->next;
@@ -197,6 +199,8 @@ void ch_get_stats(store_t *st, store_stats_t *out)
 	ch_store_t *s = (ch_store_t *)st;
 	memset(out, 0, sizeof *out);
 	store_commit_read(&s->commit_stats, out);
+	out->hours_written = atomic_load(&s->hours_written);
+	out->hours_used = atomic_load(&s->hours_used);
 	store_writeq_ack_read(&s->q, out);
 	/* out->partitions stays 0: the parts are ClickHouse's (its system.parts). */
 }
@@ -401,6 +405,26 @@ static void put_profile(enc_t *e, const model_profile_t *p, store_wentry_t **ent
 		ch_put_str(r, span);
 		ch_put_str(r, trace);
 	}
+	if (!m) /* a chunk without entries is not stored (as in the embedded engine) */
+		return;
+	/* The chunk's head row, in the same block as its entries: the count and
+	 * total the heads query would group them into (an exact sum clamped to
+	 * Int64, what CH_SUM_SQL reads as). */
+	__int128 total = 0;
+	for (uint32_t i = 0; i < m; i++)
+		total += en[i].value;
+	row_head(e, CH_T_SAMPLES);
+	e->rows++;
+	ch_put_u64(r, 0);
+	ch_put_u64(r, chunk);
+	ch_put_i64(r, p->time_ns);
+	ch_put_i64(r, p->duration_ns);
+	ch_put_u64(r, p->series_id);
+	ch_put_u64(r, m);
+	ch_put_i64(r, total > INT64_MAX ? INT64_MAX : total < INT64_MIN ? INT64_MIN : (int64_t)total);
+	ch_put_i64(r, 0);
+	ch_put_str(r, slice_make("", 0));
+	ch_put_str(r, slice_make("", 0));
 }
 
 static void encode(ch_store_t *s, const model_batch_t *b, enc_t *e, store_wentry_t **ent, size_t *cap)
@@ -592,6 +616,12 @@ static void write_group(ch_store_t *s, store_job_t **jobs, size_t n)
 	free(e.pending);
 	free(e.chunks);
 	free(e.days);
+	/* The hours compactor learns what may have changed once it has (a write
+	 * that failed may have landed in part, then been removed). */
+	for (size_t k = 0; k < n; k++)
+		if (jobs[k])
+			for (uint32_t i = 0; i < jobs[k]->b->n_profiles; i++)
+				ch_hours_touch(s, jobs[k]->b->project, jobs[k]->b->profiles[i].time_ns);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	store_commit_note(&s->commit_stats, ns);

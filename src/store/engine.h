@@ -112,6 +112,10 @@ void store_span_labels(const model_batch_t *b, const model_attrset_t *a, uint32_
 /* qsort order of span hits (store_view_span_chunks): t_ns, series, chunk, attrset. */
 int store_span_hit_cmp(const void *a, const void *b);
 
+/* An integer from the environment (the test hooks KILN_TEST_*), or def
+ * when unset or outside [min, max]. */
+int64_t store_env_int(const char *name, int64_t def, int64_t min, int64_t max);
+
 /* The first UTC day of b's profiles (INT64_MAX when none). */
 int64_t store_oldest_day(const model_batch_t *b);
 /* The 400 for a write to a day before floor, which a retention sweep deleted. */

@@ -797,25 +797,14 @@ static void *hours_main(void *arg)
 	return NULL;
 }
 
-/* An integer from the environment (test hooks), or def. */
-static int64_t env_int(const char *name, int64_t def, int64_t min, int64_t max)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return def;
-	char *end;
-	long long x = strtoll(v, &end, 10);
-	return *end || x < min || x > max ? def : x;
-}
-
 int local_hours_start(store_t *s, err_t *err)
 {
 	pthread_mutex_init(&s->hours_mu, NULL);
 	pthread_mutex_init(&s->hours_pass_mu, NULL);
 	pthread_cond_init(&s->hours_cv, NULL);
 	s->hours_margin_ns =
-	    env_int("KILN_TEST_HOURS_MARGIN_S", LIMIT_STORE_HOURS_MARGIN_S, 0, 86400) * NS_PER_SEC;
-	s->hours_pass_ms = (int)env_int("KILN_TEST_HOURS_MS", LIMIT_STORE_HOURS_PASS_MS, 1, 86400000);
+	    store_env_int("KILN_TEST_HOURS_MARGIN_S", LIMIT_STORE_HOURS_MARGIN_S, 0, 86400) * NS_PER_SEC;
+	s->hours_pass_ms = (int)store_env_int("KILN_TEST_HOURS_MS", LIMIT_STORE_HOURS_PASS_MS, 1, 86400000);
 	s->hours_inited = 1;
 	int rc = pthread_create(&s->hours_thread, NULL, hours_main, s);
 	if (rc != 0)

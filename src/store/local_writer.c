@@ -634,6 +634,8 @@ void local_get_stats(store_t *s, store_stats_t *out)
 	out->damaged = atomic_load(&s->damaged_count);
 	out->sealed_blocks = atomic_load(&s->sealed_blocks);
 	out->sealed_chunks = atomic_load(&s->sealed_chunks);
+	out->hours_written = atomic_load(&s->hours_written);
+	out->hours_used = atomic_load(&s->hours_used);
 	store_writeq_ack_read(&s->q, out);
 }
 

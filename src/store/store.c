@@ -410,3 +410,13 @@ int store_view_sums(store_view_t *v, uint32_t p, const uint32_t *series, uint32_
 		return err_set(err, 500, "store: the %s engine does not aggregate", ENGINE(v)->name);
 	return ENGINE(v)->view_sums(v, p, series, n_series, out, n, err);
 }
+
+int64_t store_env_int(const char *name, int64_t def, int64_t min, int64_t max)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	long long x = strtoll(v, &end, 10);
+	return *end || x < min || x > max ? def : x;
+}

@@ -158,6 +158,10 @@ typedef struct {
 	                           by the writer; docs/OPERATIONS.md) */
 	uint64_t sealed_blocks; /* embedded engine: blocks written by sealing since open (STORE: Blocks) */
 	uint64_t sealed_chunks; /* the chunks they took in */
+	/* Summed hours and days (STORE: Merged hours; store/clickhouse Summed
+	 * hours): rows the compactor wrote, and rows views added instead of
+	 * reading their chunks, since open. */
+	uint64_t hours_written, hours_used;
 	/* Batches acknowledged as stored since open, by the time from entering
 	 * the write queue to their ack (both engines: the write queue's), as
 	 * commit_buckets; ack_ns_sum: their summed times. */

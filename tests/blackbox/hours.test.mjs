@@ -1,25 +1,27 @@
-// Merged hours of the embedded engine (docs/STORE.md "Merged hours"; issue
-// 15 item 7): a kiln whose compactor runs every 200 ms with no margin
-// (KILN_TEST_HOURS_MS, KILN_TEST_HOURS_MARGIN_S) merges every past hour of
-// 30 hours of pushes (two UTC days at least) into DAY.db.hours; the merged
-// rows then cover every stored chunk (sqlite3 on the derived files), and
-// flame graphs and tops over whole and ragged ranges equal n × go tool pprof
-// of the pushed fixture, where n is the pushes in the range; again right
-// after a late push into an already merged hour, and once the compactor has
-// merged that hour again.
-// Embedded engine only: ClickHouse sums with its own GROUP BY.
+// Merged hours (docs/STORE.md "Merged hours" and, for ClickHouse, "Summed
+// hours"; issue 15 items 7 and 8): a kiln whose compactor runs every 200 ms
+// with no margin (KILN_TEST_HOURS_MS, KILN_TEST_HOURS_MARGIN_S) sums every
+// past hour of 30 hours of pushes (two UTC days at least): into DAY.db.hours
+// (embedded engine) or the `summed` table (ClickHouse). The summed rows
+// then cover every stored chunk (sqlite3 on the derived files, or SQL on
+// ClickHouse), and flame graphs and tops over whole and ragged ranges equal
+// n × go tool pprof of the pushed fixture, where n is the pushes in the
+// range, and add summed rows (kiln_store_hours_used_total grows); again
+// right after a late push into an already summed hour, and once the
+// compactor has summed that hour again.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { TESTDATA, nowS } from './lib/env.mjs';
-import { startServer, embeddedOnly, tail } from './lib/server.mjs';
+import { startServer, tail, TEST_ENGINE } from './lib/server.mjs';
+import { chQuery } from './lib/clickhouse.mjs';
 import { checkQueryAgainst } from './lib/check.mjs';
 import { oracle, pprofRaw } from './lib/pprof.mjs';
 import { sleep } from './lib/http.mjs';
 
-const SKIP = embeddedOnly('merged hours are the embedded engine\'s');
+const CH = TEST_ENGINE === 'clickhouse';
 const FIXTURE = path.join(TESTDATA, 'pprof', 'go-cpu-fib.pb.gz');
 const SERVICE = 'hours-fib';
 const HOUR = 3600;
@@ -49,20 +51,38 @@ function dayFiles() {
   return fs.readdirSync(dir).filter((n) => /^\d{4}-\d\d-\d\d\.db$/.test(n)).map((n) => path.join(dir, n));
 }
 
-// Waits until every day file has merged hours whose rows cover `chunks` chunks in all.
+// Chunks the summed rows cover: their latest version per (project, day, series, hour).
+async function chSummedChunks() {
+  const q = `SELECT sum(n) FROM (SELECT argMax(n, made) AS n FROM summed WHERE hours = 1 AND exact = 1
+    GROUP BY project, day, series, hour)`;
+  return Number((await chQuery(server.clickhouseUrl, q, { database: server.database })).trim() || 0);
+}
+
+// Chunks the merged hours of every day file cover.
+function localMergedChunks() {
+  const files = dayFiles();
+  if (!files.every((f) => fs.existsSync(`${f}.hours`))) return -1;
+  return files.reduce((a, f) => {
+    try { return a + Number(sql(`${f}.hours`, 'SELECT coalesce(sum(n), 0) FROM hours') || 0); } catch { return a; }
+  }, 0);
+}
+
+// Waits until the merged (summed) hours cover `chunks` chunks in all.
 async function awaitMerged(chunks, what) {
   let got = -1;
   for (let i = 0; i < 300; i++) {
-    const files = dayFiles();
-    if (files.every((f) => fs.existsSync(`${f}.hours`))) {
-      got = files.reduce((a, f) => {
-        try { return a + Number(sql(`${f}.hours`, 'SELECT coalesce(sum(n), 0) FROM hours') || 0); } catch { return a; }
-      }, 0);
-      if (got === chunks) return;
-    }
+    got = CH ? await chSummedChunks() : localMergedChunks();
+    if (got === chunks) return;
     await sleep(100);
   }
   assert.fail(`${what}: merged hours cover ${got} chunks, want ${chunks}\n${tail(server.stderr(), 10)}`);
+}
+
+async function metric(name) {
+  const text = await (await fetch(`${server.uiUrl}/metrics`)).text();
+  const m = text.match(new RegExp(`^${name} (\\d+)$`, 'm'));
+  assert.ok(m, `${name} on /metrics`);
+  return Number(m[1]);
 }
 
 function scaled(o, n) {
@@ -88,8 +108,8 @@ async function checkRanges(types, pushed, what) {
   }
 }
 
-test('flame graphs over merged hours equal n × go tool pprof, before and after a late push', { skip: SKIP }, async (t) => {
-  if (!haveSqlite) { t.skip('sqlite3 CLI not found'); return; }
+test('flame graphs over merged hours equal n × go tool pprof, before and after a late push', async (t) => {
+  if (!CH && !haveSqlite) { t.skip('sqlite3 CLI not found'); return; }
   const raw = await pprofRaw(FIXTURE);
   const types = raw.sampleTypes.map((_, i) => oracle(raw, i));
   server = await startServer({
@@ -97,12 +117,20 @@ test('flame graphs over merged hours equal n × go tool pprof, before and after 
     env: { KILN_TEST_HOURS_MS: '200', KILN_TEST_HOURS_MARGIN_S: '0' },
   });
   for (const x of times) await push(x);
-  // A 200 is durable in the store's log; the day files are written behind it.
-  for (let i = 0; i < 200 && dayFiles().length < 2; i++) await sleep(50);
-  assert.ok(dayFiles().length >= 2, 'the pushes span two UTC days');
+  if (!CH) {
+    // A 200 is durable in the store's log; the day files are written behind it.
+    for (let i = 0; i < 200 && dayFiles().length < 2; i++) await sleep(50);
+    assert.ok(dayFiles().length >= 2, 'the pushes span two UTC days');
+  }
   // One chunk per push and sample type.
   await awaitMerged(times.length * types.length, 'after the pushes');
+  const written = await metric('kiln_store_hours_summed_total');
+  assert.ok(written >= 30, `the compactor wrote ${written} rows for 30 hours of pushes`);
+  const used0 = await metric('kiln_store_hours_used_total');
   await checkRanges(types, times, 'merged');
+  const used1 = await metric('kiln_store_hours_used_total');
+  // Each range with whole hours adds rows rather than reading their chunks.
+  assert.ok(used1 > used0, `queries used no summed rows (${used0} → ${used1})`);
 
   // A late chunk in a merged hour: exact at once (its hour is read from
   // chunks), and once the compactor merged that hour again.
