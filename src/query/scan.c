@@ -9,6 +9,7 @@
 #include "base/alloc.h"
 #include "base/hash.h"
 #include "base/limits.h"
+#include "base/sort.h"
 #include "base/u64map.h"
 #include "query/pyro.h"
 #include "query/query_int.h"
@@ -159,7 +160,7 @@ int query_part_load(store_view_t *v, uint32_t p, const query_params_t *q, const 
 	for (uint32_t i = 0; i < n; i++)
 		if (heads[i].series <= qp->n_series && qp->sel_of[heads[i].series])
 			qp->heads[qp->n_heads++] = heads[i];
-	qsort(qp->heads, qp->n_heads, sizeof *qp->heads, head_cmp);
+	sort_unless_sorted(qp->heads, qp->n_heads, sizeof *qp->heads, head_cmp);
 	qp->all_heads = 1;
 	if (any_attr && qp->n_heads && load_attr_masks(v, qp, q, err) < 0)
 		return -1;

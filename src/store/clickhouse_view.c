@@ -7,6 +7,7 @@
  * flame graph is pushed into ClickHouse (store_view_sums: GROUP BY series,
  * node, attrset); chunk entries, when a query needs them one chunk at a
  * time, are fetched CH_ENTRY_BATCH chunks per query. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/log.h"
+#include "base/sort.h"
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
@@ -306,55 +308,129 @@ static int read_labels(ch_view_t *v, ch_rd_t *rd, model_label_t **labels, size_t
 	return ch_rd_bad(rd) ? -1 : 0;
 }
 
-static int load_series(ch_view_t *v, uint32_t p, err_t *err)
+/* The dictionaries of every partition are read with one statement per
+ * table for all the view's partitions that lack it (day as the first column,
+ * rows in day order): 4 statements for a 14-day view rather than 56, each of
+ * which cost ClickHouse about 2 ms however small (docs/STORE.md, Summed
+ * hours). A statement that fails (an answer past store.maxAnswerMiB, say)
+ * is tried again for partition p alone; a row that does not parse reports
+ * its partition damaged, and the partitions after it are read on their own
+ * when used. */
+
+/* The day of the next row, or UINT32_MAX when the answer has no more. */
+static uint32_t peek_day(const ch_rd_t *rd)
+{
+	uint32_t d;
+	if (!ch_rd_more(rd) || rd->end - rd->p < 4)
+		return UINT32_MAX;
+	memcpy(&d, rd->p, 4); /* RowBinary is little-endian, as this machine */
+	return d;
+}
+
+/* Reads the rows of partition p (the rows while their day is p's; each
+ * starts with its day) and completes p's dictionary. 0, or what skip_answer
+ * returns (p reported damaged). */
+typedef int (*dict_rows_fn)(ch_view_t *v, uint32_t p, ch_rd_t *rd);
+
+/* Whether partition p has the dictionary `which` (offset of its have_ flag). */
+#define HAVE(cp, which) (*(int *)((char *)(cp) + (which)))
+
+static int load_dict(ch_view_t *v, uint32_t p, size_t which, const char *select, const char *tail,
+                     dict_rows_fn rows, err_t *err)
 {
 	ch_part_t *cp = &v->parts[p];
-	if (cp->have_series || cp->skipped)
+	if (HAVE(cp, which) || cp->skipped)
 		return 0;
-	buf_reset(&v->q);
-	buf_puts(&v->q,
-	         "SELECT id, any(service), any(type), any(period_type), any(period_unit), any(period), "
-	         "any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series");
-	where_part(v, p);
-	/* Every series row of the day, with or without samples: a row whose
-	 * samples never landed (a refused write) has no chunk, and every query
-	 * reaches series through their chunks (heads, sums, span hits), so it
-	 * never shows. Filtering on samples here read the whole day's samples
-	 * (8 of a 30 ms 1 h flame graph). */
-	buf_puts(&v->q, " GROUP BY id ORDER BY id");
-	ch_rd_t rd;
-	if (run(v, &rd, err) < 0)
-		return -1;
+	for (int alone = 0; alone < 2; alone++) {
+		buf_reset(&v->q);
+		buf_puts(&v->q, select);
+		buf_puts(&v->q, " WHERE project = ");
+		ch_sql_str(&v->q, v->project);
+		buf_puts(&v->q, " AND day IN (");
+		uint32_t listed = 0;
+		for (uint32_t i = p; i < v->n_parts && !(alone && i > p); i++) {
+			ch_part_t *ci = &v->parts[i];
+			/* Nodes need the partition's frames (loaded for all before them). */
+			if (HAVE(ci, which) || ci->skipped ||
+			    (which == offsetof(ch_part_t, have_nodes) && !ci->have_frames))
+				continue;
+			buf_printf(&v->q, "%s%u", listed++ ? "," : "", ci->day);
+		}
+		buf_putc(&v->q, ')');
+		buf_puts(&v->q, tail);
+		ch_rd_t rd;
+		if (run(v, &rd, err) < 0) {
+			if (alone || listed == 1)
+				return -1;
+			continue;
+		}
+		uint32_t i = p;
+		while (ch_rd_more(&rd)) {
+			uint32_t day = peek_day(&rd);
+			while (i < v->n_parts && v->parts[i].day < day)
+				i++;
+			if (i == v->n_parts || v->parts[i].day != day || HAVE(&v->parts[i], which) ||
+			    v->parts[i].skipped) {
+				ch_rd_fail(&rd, "a day not asked for or out of order");
+				return skip(v, p, rd.err.msg);
+			}
+			if (rows(v, i, &rd) < 0 || v->parts[i].skipped)
+				break;
+			i++;
+		}
+		if (ch_rd_bad(&rd))
+			return 0; /* the partition that failed is skipped; the rest load alone when used */
+		/* Listed partitions without rows have empty dictionaries. */
+		for (uint32_t k = p; k < v->n_parts && !(alone && k > p); k++) {
+			ch_part_t *ck = &v->parts[k];
+			if (!HAVE(ck, which) && !ck->skipped &&
+			    (which != offsetof(ch_part_t, have_nodes) || ck->have_frames))
+				rows(v, k, &rd);
+		}
+		return 0;
+	}
+	return -1;
+}
+
+static int series_rows(ch_view_t *v, uint32_t p, ch_rd_t *rd)
+{
+	ch_part_t *cp = &v->parts[p];
 	size_t cap = 0;
 	/* Labels first into one array, pointed to once it stops moving. */
 	model_label_t *labels = NULL;
 	size_t cap_labels = 0;
 	uint32_t n_labels = 0, *first = NULL;
 	size_t cap_first = 0;
-	while (ch_rd_more(&rd)) {
+	while (peek_day(rd) == cp->day) {
+		ch_rd_u32(rd);
 		cp->series = xgrow(cp->series, &cap, (size_t)cp->n_series + 1, sizeof *cp->series);
 		first = xgrow(first, &cap_first, (size_t)cp->n_series + 1, sizeof *first);
 		store_series_t *se = &cp->series[cp->n_series];
 		memset(se, 0, sizeof *se);
 		se->local = cp->n_series + 1;
-		se->id = ch_rd_u64(&rd);
-		se->service = keep(v, ch_rd_str(&rd));
-		se->type = keep(v, ch_rd_str(&rd));
-		se->period_type = keep(v, ch_rd_str(&rd));
-		se->period_unit = keep(v, ch_rd_str(&rd));
-		se->period = ch_rd_i64(&rd);
-		se->aggregation = ch_rd_u8(&rd);
-		se->cpu_alias = ch_rd_u8(&rd);
+		se->id = ch_rd_u64(rd);
+		se->service = keep(v, ch_rd_str(rd));
+		se->type = keep(v, ch_rd_str(rd));
+		se->period_type = keep(v, ch_rd_str(rd));
+		se->period_unit = keep(v, ch_rd_str(rd));
+		se->period = ch_rd_i64(rd);
+		se->aggregation = ch_rd_u8(rd);
+		se->cpu_alias = ch_rd_u8(rd);
 		first[cp->n_series] = n_labels;
 		/* Ids are hashes, never 0 (the id maps reserve it): 0 is a broken answer. */
-		if (read_labels(v, &rd, &labels, &cap_labels, &n_labels) < 0 || !se->id) {
+		if (read_labels(v, rd, &labels, &cap_labels, &n_labels) < 0 || !se->id) {
 			free(labels);
 			free(first);
-			return skip_answer(v, p, &rd, "series row", "a series id of 0");
+			return skip_answer(v, p, rd, "series row", "a series id of 0");
 		}
 		se->n_labels = n_labels - first[cp->n_series];
 		u64map_put(&cp->series_ix, se->id, se->local);
 		cp->n_series++;
+	}
+	if (ch_rd_bad(rd)) {
+		free(labels);
+		free(first);
+		return skip_answer(v, p, rd, "series row", NULL);
 	}
 	model_label_t *stable = arena_alloc(v->a, ((size_t)n_labels + 1) * sizeof *stable);
 	if (n_labels)
@@ -367,77 +443,113 @@ static int load_series(ch_view_t *v, uint32_t p, err_t *err)
 	return 0;
 }
 
-static int load_frames(ch_view_t *v, uint32_t p, err_t *err)
+static int load_series(ch_view_t *v, uint32_t p, err_t *err)
+{
+	/* Every series row of the day, with or without samples: a row whose
+	 * samples never landed (a refused write) has no chunk, and every query
+	 * reaches series through their chunks (heads, sums, span hits), so it
+	 * never shows. Filtering on samples here read the whole day's samples
+	 * (8 of a 30 ms 1 h flame graph). */
+	return load_dict(v, p, offsetof(ch_part_t, have_series),
+	                 "SELECT day, id, any(service), any(type), any(period_type), any(period_unit), "
+	                 "any(period), any(aggregation), any(cpu_alias), any(keys), any(vals) FROM series",
+	                 " GROUP BY day, id ORDER BY day, id", series_rows, err);
+}
+
+static int frame_rows(ch_view_t *v, uint32_t p, ch_rd_t *rd)
 {
 	ch_part_t *cp = &v->parts[p];
-	if (cp->have_frames || cp->skipped)
-		return 0;
-	buf_reset(&v->q);
-	buf_puts(&v->q,
-	         "SELECT id, any(name), any(file), any(bin), any(build_id), any(kind), any(unsymbolized) "
-	         "FROM frames");
-	where_part(v, p);
-	buf_puts(&v->q, " GROUP BY id ORDER BY id");
-	ch_rd_t rd;
-	if (run(v, &rd, err) < 0)
-		return -1;
 	size_t cap = 0;
 	cp->frames = xgrow(cp->frames, &cap, 1, sizeof *cp->frames);
 	memset(cp->frames, 0, sizeof *cp->frames);
-	while (ch_rd_more(&rd)) {
+	while (peek_day(rd) == cp->day) {
+		ch_rd_u32(rd);
 		cp->frames = xgrow(cp->frames, &cap, (size_t)cp->n_frames + 2, sizeof *cp->frames);
 		model_frame_t *f = &cp->frames[++cp->n_frames];
-		f->id = ch_rd_u64(&rd);
-		f->name = keep(v, ch_rd_str(&rd));
-		f->file = keep(v, ch_rd_str(&rd));
-		f->binary = keep(v, ch_rd_str(&rd));
-		f->build_id = keep(v, ch_rd_str(&rd));
-		f->kind = keep(v, ch_rd_str(&rd));
-		f->unsymbolized = ch_rd_u8(&rd);
-		if (!f->id)
-			return skip_answer(v, p, &rd, "frame row", "a frame id of 0");
+		f->id = ch_rd_u64(rd);
+		f->name = keep(v, ch_rd_str(rd));
+		f->file = keep(v, ch_rd_str(rd));
+		f->binary = keep(v, ch_rd_str(rd));
+		f->build_id = keep(v, ch_rd_str(rd));
+		f->kind = keep(v, ch_rd_str(rd));
+		f->unsymbolized = ch_rd_u8(rd);
+		if (!f->id || ch_rd_bad(rd))
+			return skip_answer(v, p, rd, "frame row", f->id ? NULL : "a frame id of 0");
 		u64map_put(&cp->frame_ix, f->id, cp->n_frames);
 	}
-	if (ch_rd_bad(&rd))
-		return skip_answer(v, p, &rd, "frame row", NULL);
 	cp->have_frames = 1;
 	return 0;
 }
 
-static int load_nodes(ch_view_t *v, uint32_t p, err_t *err)
+static int load_frames(ch_view_t *v, uint32_t p, err_t *err)
+{
+	return load_dict(v, p, offsetof(ch_part_t, have_frames),
+	                 "SELECT day, id, any(name), any(file), any(bin), any(build_id), any(kind), "
+	                 "any(unsymbolized) FROM frames",
+	                 " GROUP BY day, id ORDER BY day, id", frame_rows, err);
+}
+
+typedef struct {
+	uint64_t id, parent, frame;
+	uint32_t depth;
+} node_row_t;
+
+/* Parents first: by depth, then id (the order local ids are given in). */
+static int node_row_cmp(const void *a, const void *b)
+{
+	const node_row_t *x = a, *y = b;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int node_rows(ch_view_t *v, uint32_t p, ch_rd_t *rd)
 {
 	ch_part_t *cp = &v->parts[p];
-	if (cp->have_nodes || cp->skipped)
-		return 0;
-	if (load_frames(v, p, err) < 0 || cp->skipped)
-		return cp->skipped ? 0 : -1;
-	buf_reset(&v->q);
-	buf_puts(&v->q, "SELECT id, any(parent), any(frame), any(depth) AS d FROM nodes");
-	where_part(v, p);
-	buf_puts(&v->q, " GROUP BY id ORDER BY d, id");
-	ch_rd_t rd;
-	if (run(v, &rd, err) < 0)
-		return -1;
+	node_row_t *rows = NULL;
+	size_t cap_rows = 0, n_rows = 0;
+	while (peek_day(rd) == cp->day) {
+		ch_rd_u32(rd);
+		if (n_rows >= LIMIT_CH_ROWS) {
+			free(rows);
+			return skip_answer(v, p, rd, "node row", "more nodes than a read accepts");
+		}
+		rows = xgrow(rows, &cap_rows, n_rows + 1, sizeof *rows);
+		node_row_t *r = &rows[n_rows++];
+		r->id = ch_rd_u64(rd);
+		r->parent = ch_rd_u64(rd);
+		r->frame = ch_rd_u64(rd);
+		r->depth = ch_rd_u32(rd);
+	}
+	if (ch_rd_bad(rd)) {
+		free(rows);
+		return skip_answer(v, p, rd, "node row", NULL);
+	}
+	if (n_rows > 1)
+		qsort(rows, n_rows, sizeof *rows, node_row_cmp);
 	size_t cap = 0, cap2 = 0, cap3 = 0;
 	uint32_t n = 0;
-	while (ch_rd_more(&rd)) {
-		uint64_t id = ch_rd_u64(&rd), parent = ch_rd_u64(&rd), frame = ch_rd_u64(&rd);
-		ch_rd_u32(&rd);
+	for (size_t i = 0; i < n_rows; i++) {
+		uint64_t id = rows[i].id, parent = rows[i].parent, frame = rows[i].frame;
+		uint32_t seen;
+		if (id && u64map_get(&cp->node_ix, id, &seen))
+			continue; /* a row written twice (ReplacingMergeTree not merged yet) */
 		cp->node_id = xgrow(cp->node_id, &cap, (size_t)n + 2, sizeof *cp->node_id);
 		cp->node_parent = xgrow(cp->node_parent, &cap2, (size_t)n + 2, sizeof *cp->node_parent);
 		cp->node_frame = xgrow(cp->node_frame, &cap3, (size_t)n + 2, sizeof *cp->node_frame);
 		uint32_t lp = 0, lf = 0;
 		if (!id || (parent && !u64map_get(&cp->node_ix, parent, &lp)) ||
-		    !u64map_get(&cp->frame_ix, frame, &lf))
-			return skip_answer(v, p, &rd, "node row", "a node naming an unknown parent or frame");
+		    !u64map_get(&cp->frame_ix, frame, &lf)) {
+			free(rows);
+			return skip_answer(v, p, rd, "node row", "a node naming an unknown parent or frame");
+		}
 		n++;
 		cp->node_id[n] = id;
 		cp->node_parent[n] = lp;
 		cp->node_frame[n] = lf;
 		u64map_put(&cp->node_ix, id, n);
 	}
-	if (ch_rd_bad(&rd))
-		return skip_answer(v, p, &rd, "node row", NULL);
+	free(rows);
 	if (!n) { /* index 0 unused, but the arrays must exist */
 		cp->node_id = xgrow(cp->node_id, &cap, 1, sizeof *cp->node_id);
 		cp->node_parent = xgrow(cp->node_parent, &cap2, 1, sizeof *cp->node_parent);
@@ -450,36 +562,49 @@ static int load_nodes(ch_view_t *v, uint32_t p, err_t *err)
 	return 0;
 }
 
-static int load_attrsets(ch_view_t *v, uint32_t p, err_t *err)
+static int load_nodes(ch_view_t *v, uint32_t p, err_t *err)
 {
 	ch_part_t *cp = &v->parts[p];
-	if (cp->have_attrsets || cp->skipped)
+	if (cp->have_nodes || cp->skipped)
 		return 0;
-	buf_reset(&v->q);
-	buf_puts(&v->q, "SELECT id, any(keys), any(vals) FROM attrsets");
-	where_part(v, p);
-	buf_puts(&v->q, " GROUP BY id ORDER BY id");
-	ch_rd_t rd;
-	if (run(v, &rd, err) < 0)
-		return -1;
+	if (load_frames(v, p, err) < 0 || cp->skipped)
+		return cp->skipped ? 0 : -1;
+	/* Rows as stored, ordered and read once here: a GROUP BY and ORDER BY
+	 * in ClickHouse cost it twice the time of reading them (4.7 of 7 ms a
+	 * day of 6,943 nodes). */
+	return load_dict(v, p, offsetof(ch_part_t, have_nodes),
+	                 "SELECT day, id, parent, frame, depth FROM nodes", " ORDER BY day", node_rows, err);
+}
+
+static int attrset_rows(ch_view_t *v, uint32_t p, ch_rd_t *rd)
+{
+	ch_part_t *cp = &v->parts[p];
 	size_t cap = 0, cap_labels = 0;
 	uint32_t n_labels = 0;
 	cp->attrsets = xgrow(cp->attrsets, &cap, 1, sizeof *cp->attrsets);
 	memset(cp->attrsets, 0, sizeof *cp->attrsets);
-	while (ch_rd_more(&rd)) {
+	while (peek_day(rd) == cp->day) {
+		ch_rd_u32(rd);
 		cp->attrsets = xgrow(cp->attrsets, &cap, (size_t)cp->n_attrsets + 2, sizeof *cp->attrsets);
 		model_attrset_t *a = &cp->attrsets[++cp->n_attrsets];
-		a->id = ch_rd_u64(&rd);
+		a->id = ch_rd_u64(rd);
 		a->first = n_labels;
-		if (read_labels(v, &rd, &cp->attr_labels, &cap_labels, &n_labels) < 0 || !a->id)
-			return skip_answer(v, p, &rd, "attribute set row", "an attribute set id of 0");
+		if (read_labels(v, rd, &cp->attr_labels, &cap_labels, &n_labels) < 0 || !a->id)
+			return skip_answer(v, p, rd, "attribute set row", "an attribute set id of 0");
 		a->count = n_labels - a->first;
 		u64map_put(&cp->attr_ix, a->id, cp->n_attrsets);
 	}
-	if (ch_rd_bad(&rd))
-		return skip_answer(v, p, &rd, "attribute set row", NULL);
+	if (ch_rd_bad(rd))
+		return skip_answer(v, p, rd, "attribute set row", NULL);
 	cp->have_attrsets = 1;
 	return 0;
+}
+
+static int load_attrsets(ch_view_t *v, uint32_t p, err_t *err)
+{
+	return load_dict(v, p, offsetof(ch_part_t, have_attrsets),
+	                 "SELECT day, id, any(keys), any(vals) FROM attrsets",
+	                 " GROUP BY day, id ORDER BY day, id", attrset_rows, err);
 }
 
 int ch_view_series(store_view_t *sv, uint32_t p, const store_series_t **out, uint32_t *n, err_t *err)
@@ -663,6 +788,9 @@ static int plan_build(ch_view_t *v, uint32_t p, const uint32_t *series, uint32_t
 			rc = err_set(err, 500, "store: unknown local series id");
 			goto out;
 		}
+		/* Global series ids sort as local ones: the heads' order, so that
+		 * ch_view_heads and query/scan.c find them sorted. */
+		buf_puts(&v->q, " ORDER BY node, t_ns, chunk");
 		ch_rd_t rd;
 		if ((rc = run(v, &rd, err)) < 0)
 			goto out;
@@ -808,6 +936,7 @@ int ch_view_heads(store_view_t *sv, uint32_t p, const uint32_t *series, uint32_t
 		return 0;
 	uint32_t k = cp->n_plan_heads;
 	v->heads = xgrow(v->heads, &v->cap_heads, (size_t)k + 1, sizeof *v->heads);
+	u64map_reserve(&cp->chunk_ix, cp->n_chunks + k);
 	if (k)
 		memcpy(v->heads, cp->plan_heads, k * sizeof *v->heads);
 	for (uint32_t i = 0; i < k; i++)
@@ -854,8 +983,7 @@ int ch_view_heads(store_view_t *sv, uint32_t p, const uint32_t *series, uint32_t
 			return skip_answer(v, p, &rd, "chunk head", NULL);
 	}
 	/* In (series, time, chunk) order, as one ORDER BY gave them before summed rows. */
-	if (k > 1)
-		qsort(v->heads, k, sizeof *v->heads, head_cmp);
+	sort_unless_sorted(v->heads, k, sizeof *v->heads, head_cmp);
 	*out = v->heads;
 	*n = k;
 	return 0;
@@ -1003,6 +1131,36 @@ static int acc_cmp(const void *a, const void *b)
 	return (x->attrset > y->attrset) - (x->attrset < y->attrset);
 }
 
+/* Orders a[0..n) by (series, node, attrset): three stable counting passes
+ * (local ids are dense and bounded by the partition's dictionaries), not
+ * a comparison sort of thousands of rows per partition. */
+static void acc_sort(acc_row_t *a, size_t n, const ch_part_t *cp)
+{
+	acc_row_t *tmp = xmalloc((n + 1) * sizeof *tmp);
+	size_t range = (size_t)cp->n_nodes + 2;
+	if ((size_t)cp->n_attrsets + 2 > range)
+		range = (size_t)cp->n_attrsets + 2;
+	if ((size_t)cp->n_series + 2 > range)
+		range = (size_t)cp->n_series + 2;
+	size_t *count = xmalloc(range * sizeof *count);
+	for (int pass = 0; pass < 3; pass++) {
+		memset(count, 0, range * sizeof *count);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t key = pass == 0 ? a[i].attrset : pass == 1 ? a[i].node : a[i].series;
+			count[key + 1]++;
+		}
+		for (size_t r = 1; r < range; r++)
+			count[r] += count[r - 1];
+		for (size_t i = 0; i < n; i++) {
+			uint32_t key = pass == 0 ? a[i].attrset : pass == 1 ? a[i].node : a[i].series;
+			tmp[count[key]++] = a[i];
+		}
+		memcpy(a, tmp, n * sizeof *a);
+	}
+	free(count);
+	free(tmp);
+}
+
 /* Adds the summed rows of the plan into *acc; a row not found (merged
  * away by a newer version since its stamp was read) has its hours read from
  * the entries instead (added to the plan's scan). */
@@ -1012,6 +1170,15 @@ static int add_summed(ch_view_t *v, uint32_t p, acc_row_t **acc, size_t *cap, si
 	buf_reset(&v->q);
 	buf_puts(&v->q, "SELECT series, hours, hour, made, nodes, attrsets, vals FROM summed");
 	where_part(v, p);
+	/* The key's columns first, so that the index picks the rows' granules. */
+	int day = 1;
+	for (uint32_t i = 0; i < cp->n_use && day; i++)
+		day = cp->use[i].hours == 24;
+	if (day)
+		buf_printf(&v->q, " AND hours = 24 AND hour = %u", cp->day * 24);
+	else
+		buf_printf(&v->q, " AND hours = 1 AND hour >= %u AND hour < %u", cp->day * 24,
+		           cp->day * 24 + 24);
 	buf_puts(&v->q, " AND exact = 1 AND (series, hours, hour, made) IN (");
 	for (uint32_t i = 0; i < cp->n_use; i++)
 		buf_printf(&v->q, "%s(%llu, %u, %u, %lld)", i ? ", " : "",
@@ -1151,7 +1318,7 @@ int ch_view_sums(store_view_t *sv, uint32_t p, const uint32_t *series, uint32_t 
 	/* One value per (series, node, attrset): the exact sum, clamped to
 	 * Int64 once (what one GROUP BY over every entry answers). */
 	if (k > 1)
-		qsort(acc, k, sizeof *acc, acc_cmp);
+		acc_sort(acc, k, cp);
 	v->sums = xgrow(v->sums, &v->cap_sums, k + 1, sizeof *v->sums);
 	uint32_t m = 0;
 	for (size_t i = 0; i < k;) {
