@@ -132,10 +132,9 @@ typedef struct ch_store {
 
 	/* The summed-hours compactor (clickhouse_hours.c): the partitions to
 	 * look at, under hours_mu (the writer adds, the compactor takes). */
-	pthread_t hours_thread;
-	int hours_inited, hours_running, hours_stop, hours_discovered;
+	store_ticker_t hours_ticker;
+	int hours_inited, hours_discovered;
 	pthread_mutex_t hours_mu;
-	pthread_cond_t hours_cv;
 	int64_t hours_margin_ns; /* an hour is summed once it ended this long ago */
 	int hours_pass_ms;
 	ch_hpart_t *hparts;

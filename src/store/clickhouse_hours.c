@@ -13,7 +13,6 @@
  * (ch_hours_touch, after each group), and at start every day of the series
  * table within the longest retention. A partition is looked at again when
  * one of its hours becomes due, or a write went into a due hour. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,60 +567,33 @@ int ch_hours_pass(ch_store_t *s, err_t *err)
 	return rc;
 }
 
-static void *hours_main(void *arg)
+static void hours_tick(void *arg)
 {
 	ch_store_t *s = arg;
-	pthread_mutex_lock(&s->hours_mu);
-	for (;;) {
-		struct timespec ts;
-		time_deadline(&ts, (int64_t)s->hours_pass_ms * 1000000);
-		while (!s->hours_stop && pthread_cond_timedwait(&s->hours_cv, &s->hours_mu, &ts) != ETIMEDOUT)
-			;
-		if (s->hours_stop)
-			break;
-		pthread_mutex_unlock(&s->hours_mu);
-		err_t err = {0};
-		if (ch_hours_pass(s, &err) < 0)
-			log_warn("store: summing hours failed, retried next pass",
-			         "engine=clickhouse err=\"%s\"", err.msg);
-		pthread_mutex_lock(&s->hours_mu);
-	}
-	pthread_mutex_unlock(&s->hours_mu);
-	return NULL;
+	err_t err = {0};
+	if (ch_hours_pass(s, &err) < 0)
+		log_warn("store: summing hours failed, retried next pass", "engine=clickhouse err=\"%s\"",
+		         err.msg);
 }
 
 int ch_hours_start(ch_store_t *s, err_t *err)
 {
 	pthread_mutex_init(&s->hours_mu, NULL);
-	pthread_cond_init(&s->hours_cv, NULL);
 	u64map_init(&s->hpart_ix);
 	s->hours_margin_ns =
 	    store_env_int("KILN_TEST_HOURS_MARGIN_S", LIMIT_STORE_HOURS_MARGIN_S, 0, 86400) * NS_PER_SEC;
 	s->hours_pass_ms = (int)store_env_int("KILN_TEST_HOURS_MS", LIMIT_STORE_HOURS_PASS_MS, 1, 86400000);
 	s->hours_inited = 1;
-	int rc = pthread_create(&s->hours_thread, NULL, hours_main, s);
-	if (rc != 0)
-		return err_set(err, 500, "store: cannot start the hours compactor: %s", strerror(rc));
-	pthread_setname_np(s->hours_thread, "kiln-ch-hours");
-	s->hours_running = 1;
-	return 0;
+	return store_ticker_start(&s->hours_ticker, "kiln-ch-hours", s->hours_pass_ms, hours_tick, s, err);
 }
 
 void ch_hours_stop(ch_store_t *s)
 {
 	if (!s->hours_inited)
 		return;
-	if (s->hours_running) {
-		pthread_mutex_lock(&s->hours_mu);
-		s->hours_stop = 1;
-		pthread_cond_broadcast(&s->hours_cv);
-		pthread_mutex_unlock(&s->hours_mu);
-		pthread_join(s->hours_thread, NULL);
-		s->hours_running = 0;
-	}
+	store_ticker_stop(&s->hours_ticker);
 	free(s->hparts);
 	u64map_free(&s->hpart_ix);
-	pthread_cond_destroy(&s->hours_cv);
 	pthread_mutex_destroy(&s->hours_mu);
 	s->hours_inited = 0;
 }

@@ -268,9 +268,10 @@ int ch_schema(ch_store_t *s, ch_conn_t *c, err_t *err)
 		        ? "PARTITION BY (project, day) ORDER BY (project, day, series, t_ns, chunk)"
 		    /* A granule per row: a view reads the arrays of the rows it uses, not of
 		     * their neighbours (a day row beside 24 hour rows of thousands of sums). */
-		    : t == CH_T_SUMMED ? "PARTITION BY (project, day) ORDER BY (project, day, series, hours, hour) "
-		                         "SETTINGS index_granularity = 1"
-		                       : "PARTITION BY (project, day) ORDER BY (project, day, id)";
+		    : t == CH_T_SUMMED
+		        ? "PARTITION BY (project, day) ORDER BY (project, day, series, hours, hour) "
+		          "SETTINGS index_granularity = 1"
+		        : "PARTITION BY (project, day) ORDER BY (project, day, id)";
 		rc = create_table(s, c, &q, ch_table_names[t], columns[t], family, keys, err);
 	}
 	if (rc == 0)

@@ -112,6 +112,25 @@ void store_span_labels(const model_batch_t *b, const model_attrset_t *a, uint32_
 /* qsort order of span hits (store_view_span_chunks): t_ns, series, chunk, attrset. */
 int store_span_hit_cmp(const void *a, const void *b);
 
+/* A thread that calls tick(arg) every interval_ms, the first time one
+ * interval after the start (both hours compactors). */
+typedef struct {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int inited, running, stop;
+	int interval_ms;
+	void (*tick)(void *arg);
+	void *arg;
+} store_ticker_t;
+/* 0, or -1 with a 500 when the thread cannot start (t still needs store_ticker_stop). */
+int store_ticker_start(store_ticker_t *t, const char *name, int interval_ms, void (*tick)(void *arg),
+                       void *arg, err_t *err);
+/* Whether store_ticker_stop was called: a long tick may end early. */
+int store_ticker_stopping(store_ticker_t *t);
+/* Stops the thread after its current tick (a no-op on a ticker never started). */
+void store_ticker_stop(store_ticker_t *t);
+
 /* An integer from the environment (the test hooks KILN_TEST_*), or def
  * when unset or outside [min, max]. */
 int64_t store_env_int(const char *name, int64_t def, int64_t min, int64_t max);

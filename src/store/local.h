@@ -316,13 +316,12 @@ struct store {
 	err_t ckpt_err;
 	uint64_t ckpt_lsn; /* checkpointer thread: the log's checkpoint */
 
-	/* The merged-hours compactor (local_hours.c): its thread sleeps on
-	 * hours_cv under hours_mu; hours_pass_mu makes passes one at a time and
-	 * guards hours_seen (what each day file looked like at its last pass). */
-	pthread_t hours_thread;
-	int hours_inited, hours_running, hours_stop;
-	pthread_mutex_t hours_mu, hours_pass_mu;
-	pthread_cond_t hours_cv;
+	/* The merged-hours compactor (local_hours.c): its thread; hours_pass_mu
+	 * makes passes one at a time and guards hours_seen (what each day file
+	 * looked like at its last pass). */
+	store_ticker_t hours_ticker;
+	int hours_inited;
+	pthread_mutex_t hours_pass_mu;
 	int64_t hours_margin_ns; /* an hour is merged once it ended this long ago */
 	/* Commits of a profile older than the compactor's cutoff (an hour that
 	 * ended hours_margin_ns ago): a pass merges a day file written since

@@ -271,10 +271,7 @@ static void sums_pack(compactor_t *c, uint32_t nr)
 
 static int stopping(store_t *s)
 {
-	pthread_mutex_lock(&s->hours_mu);
-	int stop = s->hours_stop;
-	pthread_mutex_unlock(&s->hours_mu);
-	return stop;
+	return store_ticker_stopping(&s->hours_ticker);
 }
 
 static int head_series_cmp(const void *x, const void *y)
@@ -775,43 +772,23 @@ int local_hours_pass(store_t *s, err_t *err)
 	return ret;
 }
 
-static void *hours_main(void *arg)
+static void hours_tick(void *arg)
 {
 	store_t *s = arg;
-	pthread_mutex_lock(&s->hours_mu);
-	for (;;) {
-		/* The first pass waits too: the store has just opened (replay, the first writes). */
-		struct timespec ts;
-		time_deadline(&ts, (int64_t)s->hours_pass_ms * 1000000);
-		while (!s->hours_stop && pthread_cond_timedwait(&s->hours_cv, &s->hours_mu, &ts) != ETIMEDOUT)
-			;
-		if (s->hours_stop)
-			break;
-		pthread_mutex_unlock(&s->hours_mu);
-		err_t err = {0};
-		if (local_hours_pass(s, &err) < 0)
-			log_warn("store: merging hours failed, retried next pass", "err=\"%s\"", err.msg);
-		pthread_mutex_lock(&s->hours_mu);
-	}
-	pthread_mutex_unlock(&s->hours_mu);
-	return NULL;
+	err_t err = {0};
+	if (local_hours_pass(s, &err) < 0)
+		log_warn("store: merging hours failed, retried next pass", "err=\"%s\"", err.msg);
 }
 
 int local_hours_start(store_t *s, err_t *err)
 {
-	pthread_mutex_init(&s->hours_mu, NULL);
 	pthread_mutex_init(&s->hours_pass_mu, NULL);
-	pthread_cond_init(&s->hours_cv, NULL);
 	s->hours_margin_ns =
 	    store_env_int("KILN_TEST_HOURS_MARGIN_S", LIMIT_STORE_HOURS_MARGIN_S, 0, 86400) * NS_PER_SEC;
 	s->hours_pass_ms = (int)store_env_int("KILN_TEST_HOURS_MS", LIMIT_STORE_HOURS_PASS_MS, 1, 86400000);
 	s->hours_inited = 1;
-	int rc = pthread_create(&s->hours_thread, NULL, hours_main, s);
-	if (rc != 0)
-		return err_set(err, 500, "store: cannot start the hours compactor: %s", strerror(rc));
-	pthread_setname_np(s->hours_thread, "kiln-hours");
-	s->hours_running = 1;
-	return 0;
+	/* The first pass waits too: the store has just opened (replay, the first writes). */
+	return store_ticker_start(&s->hours_ticker, "kiln-hours", s->hours_pass_ms, hours_tick, s, err);
 }
 
 /* At close (no view left, the compactor stopped): the merged hours file of
@@ -835,14 +812,7 @@ void local_hours_stop(store_t *s)
 {
 	if (!s->hours_inited)
 		return;
-	if (s->hours_running) {
-		pthread_mutex_lock(&s->hours_mu);
-		s->hours_stop = 1;
-		pthread_cond_broadcast(&s->hours_cv);
-		pthread_mutex_unlock(&s->hours_mu);
-		pthread_join(s->hours_thread, NULL);
-		s->hours_running = 0;
-	}
+	store_ticker_stop(&s->hours_ticker);
 	for (uint32_t i = 0; i < s->n_hours_seen; i++) {
 		hours_tidy(s->hours_seen[i].path);
 		free(s->hours_seen[i].path);
@@ -850,8 +820,6 @@ void local_hours_stop(store_t *s)
 	free(s->hours_seen);
 	s->hours_seen = NULL;
 	s->n_hours_seen = 0;
-	pthread_cond_destroy(&s->hours_cv);
 	pthread_mutex_destroy(&s->hours_pass_mu);
-	pthread_mutex_destroy(&s->hours_mu);
 	s->hours_inited = 0;
 }

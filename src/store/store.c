@@ -3,6 +3,7 @@
  * sort and merge of a chunk's entries, the span links of a batch. */
 #include "store/engine.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -419,4 +420,68 @@ int64_t store_env_int(const char *name, int64_t def, int64_t min, int64_t max)
 	char *end;
 	long long x = strtoll(v, &end, 10);
 	return *end || x < min || x > max ? def : x;
+}
+
+static void *ticker_main(void *arg)
+{
+	store_ticker_t *t = arg;
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		struct timespec ts;
+		time_deadline(&ts, (int64_t)t->interval_ms * 1000000);
+		while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &ts) != ETIMEDOUT)
+			;
+		if (t->stop)
+			break;
+		pthread_mutex_unlock(&t->mu);
+		t->tick(t->arg);
+		pthread_mutex_lock(&t->mu);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+int store_ticker_start(store_ticker_t *t, const char *name, int interval_ms, void (*tick)(void *arg),
+                       void *arg, err_t *err)
+{
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	t->inited = 1;
+	t->stop = 0;
+	t->interval_ms = interval_ms;
+	t->tick = tick;
+	t->arg = arg;
+	int rc = pthread_create(&t->thread, NULL, ticker_main, t);
+	if (rc != 0)
+		return err_set(err, 500, "store: cannot start the %s thread: %s", name, strerror(rc));
+	pthread_setname_np(t->thread, name);
+	t->running = 1;
+	return 0;
+}
+
+int store_ticker_stopping(store_ticker_t *t)
+{
+	if (!t->inited)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	int stop = t->stop;
+	pthread_mutex_unlock(&t->mu);
+	return stop;
+}
+
+void store_ticker_stop(store_ticker_t *t)
+{
+	if (!t->inited)
+		return;
+	if (t->running) {
+		pthread_mutex_lock(&t->mu);
+		t->stop = 1;
+		pthread_cond_broadcast(&t->cv);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->thread, NULL);
+		t->running = 0;
+	}
+	pthread_cond_destroy(&t->cv);
+	pthread_mutex_destroy(&t->mu);
+	t->inited = 0;
 }

@@ -13,7 +13,11 @@
 // must answer byte for byte alike; a difference is reported at its first
 // JSON path (pprof: as go tool pprof reads it when the bytes differ).
 // The embedded answers are also checked against exact expected numbers, so
-// "both empty" cannot pass.
+// "both empty" cannot pass. Both kilns sum past hours and days as soon as
+// they end (KILN_TEST_HOURS_MS, KILN_TEST_HOURS_MARGIN_S: docs/STORE.md,
+// Merged hours and Summed hours), the comparisons start once both
+// compactors are done, and the ClickHouse kiln must have answered from
+// summed rows (kiln_store_hours_used_total).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -117,9 +121,10 @@ function otlpRequest() {
 
 before(async () => {
   ch = await startClickHouse();
+  const env = { KILN_TEST_HOURS_MS: '200', KILN_TEST_HOURS_MARGIN_S: '0' };
   [L, C] = await Promise.all([
-    startOtlpServer({ engine: 'local' }),
-    startOtlpServer({ engine: 'clickhouse', clickhouseUrl: ch.url }),
+    startOtlpServer({ engine: 'local', env }),
+    startOtlpServer({ engine: 'clickhouse', clickhouseUrl: ch.url, env }),
   ]);
 
   // pprof fixtures, several series and times on both sides of D.
@@ -192,7 +197,25 @@ before(async () => {
   assert.equal(rb.status, 400, rb.text);
   // Usage counters are flushed every second.
   await new Promise((res) => setTimeout(res, 1500));
+  // The compactors: done when neither wrote a summed row for 2 s (10 passes).
+  let last = '';
+  for (let stable = 0, i = 0; stable < 10 && i < 300; i++) {
+    const now = `${await metric(L, 'kiln_store_hours_summed_total')} ${await metric(C, 'kiln_store_hours_summed_total')}`;
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  const [sl, sc] = last.split(' ').map(Number);
+  assert.ok(sl > 0 && sc > 0, `summed rows written: embedded ${sl}, clickhouse ${sc}`);
 });
+
+async function metric(s, name) {
+  const text = await (await fetch(new URL('/metrics', s.uiUrl))).text();
+  const m = text.match(new RegExp(`^${name} (\\d+)$`, 'm'));
+  assert.ok(m, `${name} on /metrics`);
+  return Number(m[1]);
+}
+
 
 after(async () => {
   await Promise.all([L?.stop(), C?.stop()]);
@@ -361,4 +384,10 @@ test('bad parameters get the same errors', async (t) => {
     ['/api/usage', { from: 'yesterday-ish' }],
     ['/api/nothing', {}],
   ]);
+});
+
+test('the ClickHouse kiln answered from summed hours and days (so they are compared too)', async () => {
+  // Run after the comparisons (node:test runs a file's tests in order).
+  const used = await metric(C, 'kiln_store_hours_used_total');
+  assert.ok(used > 0, `kiln_store_hours_used_total ${used}`);
 });
