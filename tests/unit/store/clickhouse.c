@@ -107,6 +107,41 @@ static void put_sum(buf_t *b, const int64_t *vals, size_t n)
 	ch_put_u64(b, bits);
 }
 
+/* The same pairs read as exact 128-bit sums (summed rows and entries are
+ * added in 128 bits, then clamped once): every wrap is counted back. */
+static void test_sums_exact(void **state)
+{
+	(void)state;
+	const int64_t q = INT64_C(1) << 62;
+	const __int128 Q = (__int128)q;
+	struct {
+		int64_t vals[4];
+		size_t n;
+		__int128 want;
+	} cases[] = {
+	    {{q, q, q}, 3, 3 * Q},
+	    {{INT64_MAX, INT64_MAX, INT64_MAX, 5}, 4, 3 * (__int128)INT64_MAX + 5},
+	    {{-q, -q, -q, -q}, 4, -4 * Q},
+	    {{INT64_MIN, INT64_MIN, INT64_MIN}, 3, 3 * (__int128)INT64_MIN},
+	    {{INT64_MAX, 1, -2}, 3, (__int128)INT64_MAX - 1},
+	    {{1234567890123, -3, 10}, 3, 1234567890130},
+	    {{0}, 1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		buf_t b;
+		buf_init(&b, SIZE_MAX);
+		put_sum(&b, cases[i].vals, cases[i].n);
+		ch_rd_t r = reader(&b);
+		__int128 got = ch_rd_sum128(&r);
+		if (got != cases[i].want)
+			fail_msg("case %zu: %lld:%llu, want %lld:%llu", i, (long long)(got >> 64),
+			         (unsigned long long)got, (long long)(cases[i].want >> 64),
+			         (unsigned long long)cases[i].want);
+		assert_false(ch_rd_bad(&r));
+		buf_free(&b);
+	}
+}
+
 /* Sums saturate as the embedded engine's do; exact sums stay exact. */
 static void test_sums_saturate(void **state)
 {
@@ -416,10 +451,15 @@ static void test_unreachable_refuses_writes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rowbinary_round_trip), cmocka_unit_test(test_truncated_answers),
-	    cmocka_unit_test(test_malformed_answers),    cmocka_unit_test(test_sql_strings),
-	    cmocka_unit_test(test_sums_saturate),        cmocka_unit_test(test_span_keys),
-	    cmocka_unit_test(test_bad_configurations),   cmocka_unit_test(test_unreachable_refuses_writes),
+	    cmocka_unit_test(test_rowbinary_round_trip),
+	    cmocka_unit_test(test_truncated_answers),
+	    cmocka_unit_test(test_malformed_answers),
+	    cmocka_unit_test(test_sql_strings),
+	    cmocka_unit_test(test_sums_saturate),
+	    cmocka_unit_test(test_sums_exact),
+	    cmocka_unit_test(test_span_keys),
+	    cmocka_unit_test(test_bad_configurations),
+	    cmocka_unit_test(test_unreachable_refuses_writes),
 	    cmocka_unit_test(test_answer_ceiling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
