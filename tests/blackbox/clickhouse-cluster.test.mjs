@@ -58,7 +58,7 @@ const PUSHES = [
 ];
 const OLD_DAY = Math.floor((T - 15 * DAY) / DAY);
 const KEEP_DAY = Math.floor((T - 13 * DAY) / DAY);
-const TABLES = ['frames', 'nodes', 'attrsets', 'series', 'samples'];
+const TABLES = ['frames', 'nodes', 'attrsets', 'series', 'samples', 'summed'];
 
 let cluster;
 const oracles = new Map(); // file -> oracleForFile
@@ -161,7 +161,7 @@ for (const replicated of [false, true]) {
     [S.A, S.B, S.E] = await Promise.all([start('A', RET30), start('B', RET30), start('E', RET30)]);
     const want = {};
     for (const t of TABLES) {
-      want[`${t}_local`] = replicated ? `Replicated${t === 'samples' ? '' : 'Replacing'}MergeTree` : `${t === 'samples' ? '' : 'Replacing'}MergeTree`;
+      want[`${t}_local`] = `${replicated ? 'Replicated' : ''}${t === 'samples' ? '' : 'Replacing'}MergeTree`;
       want[t] = 'Distributed';
     }
     want.usage_local = `${replicated ? 'Replicated' : ''}SummingMergeTree`;
@@ -214,11 +214,20 @@ for (const replicated of [false, true]) {
     S.svcs.set(svc('same'), oracles.get('go-cpu-two-stacks.pb.gz').types.filter((o) => o.total !== 0n).map((o) => o.typeName));
 
     // Acknowledged means on the shards (insert_distributed_sync): no waiting.
+    // Entries (series != 0), and one head row (series 0) per stored chunk;
+    // rows go to a random shard each (rand() sharding), head rows too.
     const local = [];
-    for (const s of cluster.servers) local.push(Number((await s.query(`SELECT count() FROM ${db}.samples_local`)).trim()));
+    let heads = 0;
+    for (const s of cluster.servers) {
+      const [entries, h] = (await s.query(`SELECT countIf(series != 0), countIf(series = 0) FROM ${db}.samples_local FORMAT TSV`)).trim().split('\t').map(Number);
+      local.push(entries);
+      heads += h;
+    }
+    const chunks = Number((await cluster.servers[0].query(`SELECT uniqExact(chunk) FROM ${db}.samples WHERE series != 0`)).trim());
+    assert.equal(heads, chunks, 'head rows over both shards: one per chunk with entries');
     assert.ok(local.every((n) => n > 0), `samples_local rows per shard ${local}: both shards must hold some`);
     assert.equal(local[0] + local[1], rows, `samples_local rows per shard ${local}: together the uploads' "samples" sum`);
-    for (const s of cluster.servers) assert.equal(Number((await s.query(`SELECT count() FROM ${db}.samples`)).trim()), rows, `count() of the Distributed samples on ${s.url}`);
+    for (const s of cluster.servers) assert.equal(Number((await s.query(`SELECT count() FROM ${db}.samples WHERE series != 0`)).trim()), rows, `count() of the Distributed samples on ${s.url}`);
   });
 
   test(`${layout}: kiln A (shard 1) and kiln B (shard 2) answer every /api route exactly as an embedded kiln fed the same pushes`, { skip }, async () => {
