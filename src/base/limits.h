@@ -154,6 +154,13 @@
 #define LIMIT_PUSH_JOBS 10000u              /* push jobs waiting for a worker; past it: 503 busy */
 #define LIMIT_STORE_HOURS_MARGIN_S 300      /* an hour is merged (store/local_hours.c) once it ended this long ago */
 #define LIMIT_STORE_HOURS_PASS_MS 5000      /*   and the compactor looks for such hours this often */
+/* malloc of `kiln serve` (cli/serve.c): blocks up to this size come from the
+ * heap, and up to the second stays free in it rather than going back to the
+ * kernel, so a long query's buffers (MiBs of heads and sums) are reused
+ * rather than mapped and faulted in anew each time (docs/PERFORMANCE.md,
+ * Summed hours on ClickHouse). */
+#define LIMIT_MALLOC_MMAP_BYTES (32u << 20)
+#define LIMIT_MALLOC_TRIM_BYTES (64u << 20)
 #define LIMIT_STORE_SUMS_BYTES (64u << 20)  /*   raw bytes of one merged row's sums a reader accepts */
 
 /* clang-format on */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #define NS_PER_SEC 1000000000LL
+#define NS_PER_HOUR (3600LL * NS_PER_SEC)
 #define NS_PER_DAY (86400LL * NS_PER_SEC)
 
 int64_t time_now_ns(void);  /* CLOCK_REALTIME */

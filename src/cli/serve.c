@@ -3,6 +3,7 @@
  * on SIGTERM/SIGINT that answers in-flight requests and flushes the store. */
 #include <errno.h>
 #include <event2/event.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -337,6 +338,9 @@ int cli_serve(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Before the first allocations of the server's threads (limits.h). */
+	mallopt(M_MMAP_THRESHOLD, LIMIT_MALLOC_MMAP_BYTES);
+	mallopt(M_TRIM_THRESHOLD, LIMIT_MALLOC_TRIM_BYTES);
 	s.bodies.limit = (size_t)s.cfg.limits.bodies_mib << 20;
 
 	if (!(s.store = cli_store_open(&s.cfg, 0, &err))) {

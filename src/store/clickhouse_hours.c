@@ -24,8 +24,6 @@
 #include "base/timeutil.h"
 #include "store/clickhouse.h"
 
-#define NS_PER_HOUR (3600LL * NS_PER_SEC)
-
 struct ch_hpart {
 	char proj[LIMIT_NAME_BYTES + 1];
 	uint32_t proj_n, day;

@@ -739,8 +739,6 @@ static void remember_chunk(ch_part_t *cp, uint64_t chunk, uint64_t series, int64
  * since, rows written before head rows existed) is read from the entries,
  * as before summed rows existed. */
 
-#define NS_PER_HOUR (3600LL * NS_PER_SEC)
-
 static int same_sel(const ch_part_t *cp, const uint32_t *series, uint32_t n)
 {
 	return cp->plan_valid && cp->plan_n_sel == n &&
